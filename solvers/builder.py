@@ -1,0 +1,127 @@
+"""Builds a Model from plain arrays (what the Blender bridge reads off a mesh)."""
+import numpy as np
+
+from .model import Model, tet_volumes
+
+
+class ModelError(ValueError):
+    """The input cannot become a simulated body; the message says why and what to change."""
+
+
+def unique_edges(edges: np.ndarray) -> np.ndarray:
+    """Sorted, de-duplicated undirected edges, shape (edge_count, 2), int64; self-loops dropped."""
+    edges = np.sort(np.asarray(edges, np.int64).reshape(-1, 2), axis=1)
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    return np.unique(edges, axis=0)
+
+
+def tet_edges(tets: np.ndarray) -> np.ndarray:
+    """The six edges of every tet, de-duplicated, shape (edge_count, 2)."""
+    tets = np.asarray(tets, np.int64).reshape(-1, 4)
+    pairs = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    return unique_edges(np.concatenate([tets[:, list(p)] for p in pairs]))
+
+
+def lumped_masses(vertices, edges, triangles, tets, total_mass: float) -> np.ndarray:
+    """Particle masses [kg], shape (n,), summing to ``total_mass``.
+
+    Every element spreads its measure evenly over its corners: tets their volume, triangles their area,
+    edges that belong to no triangle or tet their length. A particle in no element gets the mean mass.
+    The measures are of different units, so a body is lumped by its highest-dimensional elements first:
+    tets if it has any, else triangles (plus loose edges by length scaled to the same mean density).
+    """
+    n = len(vertices)
+    weight = np.zeros(n)
+    if len(tets):
+        vol = np.abs(tet_volumes(vertices, tets))
+        weight += np.bincount(tets.ravel(), np.repeat(vol / 4.0, 4), minlength=n)
+    else:
+        if len(triangles):
+            a, b, c = (vertices[triangles[:, k]] for k in range(3))
+            area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+            weight += np.bincount(triangles.ravel(), np.repeat(area / 3.0, 3), minlength=n)
+        in_face = np.zeros(n, bool)
+        in_face[triangles.ravel()] = True
+        loose = edges[~(in_face[edges[:, 0]] & in_face[edges[:, 1]])] if len(edges) else edges
+        if len(loose):
+            length = np.linalg.norm(vertices[loose[:, 0]] - vertices[loose[:, 1]], axis=1)
+            loose_weight = np.bincount(loose.ravel(), np.repeat(length / 2.0, 2), minlength=n)
+            if weight.sum() > 0:
+                # Give loose edges the face mesh's mean mass per particle per unit of length.
+                loose_weight *= weight[weight > 0].mean() / max(loose_weight[loose_weight > 0].mean(), 1e-300)
+            weight += loose_weight
+    if weight.sum() <= 0.0:
+        raise ModelError("the mesh has no length, area or volume to carry its mass (all elements are degenerate)")
+    weight[weight <= 0.0] = weight[weight > 0.0].mean()
+    return weight * (total_mass / weight.sum())
+
+
+def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, total_mass: float = 1.0) -> Model:
+    """A Model from arrays.
+
+    vertices: (n, 3) positions [m]; edges: (e, 2) vertex pairs (tet edges are added automatically);
+    triangles: (t, 3); tets: (k, 4), re-oriented here to positive volume; pinned: (n,) bool mask
+    (pinned particles get ``inv_mass = 0``); total_mass [kg] is lumped over the particles.
+    Raises ModelError on input that cannot be simulated.
+    """
+    vertices = np.ascontiguousarray(vertices, np.float64).reshape(-1, 3)
+    n = len(vertices)
+    if n == 0:
+        raise ModelError("the mesh has no vertices")
+    if not np.all(np.isfinite(vertices)):
+        raise ModelError("the mesh has vertices with non-finite coordinates")
+    if not total_mass > 0.0:
+        raise ModelError(f"mass must be positive, got {total_mass}")
+    triangles = np.zeros((0, 3), np.int64) if triangles is None else np.asarray(triangles, np.int64).reshape(-1, 3)
+    tets = np.zeros((0, 4), np.int64) if tets is None else np.asarray(tets, np.int64).reshape(-1, 4).copy()
+    edges = np.zeros((0, 2), np.int64) if edges is None else np.asarray(edges, np.int64).reshape(-1, 2)
+    if len(tets):
+        negative = tet_volumes(vertices, tets) < 0.0
+        tets[negative] = tets[negative][:, [0, 2, 1, 3]]
+        edges = np.concatenate([edges, tet_edges(tets)])
+    edges = unique_edges(edges) if len(edges) else edges
+    if len(edges) == 0:
+        raise ModelError("the mesh has no edges, so nothing holds its vertices together")
+    if edges.max() >= n or (len(triangles) and triangles.max() >= n) or (len(tets) and tets.max() >= n):
+        raise ModelError("an element refers to a vertex index that does not exist")
+    rest_length = np.linalg.norm(vertices[edges[:, 0]] - vertices[edges[:, 1]], axis=1)
+    if np.any(rest_length <= 1e-12):
+        raise ModelError(f"{int(np.sum(rest_length <= 1e-12))} edge(s) have zero length: merge by distance first")
+
+    mass = lumped_masses(vertices, edges, triangles, tets, total_mass)
+    inv_mass = 1.0 / mass
+    if pinned is not None:
+        pinned = np.asarray(pinned, bool).reshape(-1)
+        if len(pinned) != n:
+            raise ModelError("the pin mask does not match the vertex count")
+        inv_mass[pinned] = 0.0
+    return Model(
+        rest_positions=vertices.copy(),
+        mass=mass,
+        inv_mass=inv_mass,
+        edge_indices=edges,
+        edge_rest_length=rest_length,
+        triangle_indices=triangles,
+        tet_indices=tets,
+        tet_rest_volume=tet_volumes(vertices, tets) if len(tets) else np.zeros(0),
+    )
+
+
+def grid_cloth(n: int, size: float = 10.0, height: float = 0.0, diagonals: bool = True):
+    """A square n x n grid in the plane z = height, centred on the origin: (vertices, edges, triangles).
+
+    Vertex k = j * n + i sits at x = -size/2 + size*i/(n-1), y = -size/2 + size*j/(n-1). Each quad is
+    split into two triangles; with ``diagonals`` their shared diagonal is an edge too (as in the
+    GAMES103 lab, whose edges are those of its triangles).
+    """
+    t = np.linspace(-size / 2.0, size / 2.0, n)
+    xx, yy = np.meshgrid(t, t)
+    vertices = np.stack([xx.ravel(), yy.ravel(), np.full(n * n, height)], axis=1)
+    j, i = np.meshgrid(np.arange(n - 1), np.arange(n - 1), indexing="ij")
+    a = (j * n + i).ravel()
+    b, c, d = a + 1, a + n + 1, a + n
+    triangles = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+    edge_list = [np.stack([a, b], 1), np.stack([a, d], 1), np.stack([b, c], 1), np.stack([d, c], 1)]
+    if diagonals:
+        edge_list.append(np.stack([a, c], 1))
+    return vertices, unique_edges(np.concatenate(edge_list)), triangles

@@ -1,0 +1,44 @@
+"""Tet volume constraints C = 6 (V - V0) (Müller, Ten Minute Physics lesson 10; seed 000)."""
+import numpy as np
+
+from ..model import tet_volumes
+
+
+class TetVolumeConstraints:
+    """One volume constraint per tet.
+
+    indices: (m, 4) int64 positively oriented tets; rest_volume: (m,) [m^3]; compliance [1 / stiffness].
+    """
+
+    def __init__(self, indices: np.ndarray, rest_volume: np.ndarray, compliance: float):
+        self.indices = np.asarray(indices, np.int64)
+        self.rest_volume = np.asarray(rest_volume, np.float64)
+        self.compliance = float(compliance)
+
+    def __len__(self):
+        return len(self.indices)
+
+    @staticmethod
+    def gradients(p):
+        """grad_C of C = 6 V for tets with corners p (m, 4, 3): shape (m, 4, 3).
+
+        grad_1 = (x4 - x2) x (x3 - x2), grad_2 = (x3 - x1) x (x4 - x1),
+        grad_3 = (x4 - x1) x (x2 - x1), grad_4 = (x2 - x1) x (x3 - x1)   (seed 000).
+        """
+        x1, x2, x3, x4 = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
+        return np.stack(
+            [np.cross(x4 - x2, x3 - x2), np.cross(x3 - x1, x4 - x1), np.cross(x4 - x1, x2 - x1), np.cross(x2 - x1, x3 - x1)],
+            axis=1,
+        )
+
+    def corrections(self, x, inv_mass, select, alpha, lam):
+        """dlambda = (-C - alpha lambda) / (sum_k w_k |grad_k|^2 + alpha); dx_k = w_k dlambda grad_k."""
+        tets = self.indices[select]
+        p = x[tets]
+        grad = self.gradients(p)
+        w = inv_mass[tets]
+        C = 6.0 * (tet_volumes(x, tets) - self.rest_volume[select])
+        denom = np.einsum("ij,ijk,ijk->i", w, grad, grad) + alpha
+        ok = denom > 1e-300
+        dlam = np.where(ok, (-C - alpha * lam) / np.where(ok, denom, 1.0), 0.0)
+        return (w * dlam[:, None])[:, :, None] * grad, dlam

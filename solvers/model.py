@@ -1,0 +1,109 @@
+"""Plain data that every solver shares: the Model (what the body is) and the State (where it is).
+
+No bpy here: the bridge in ``operators/`` fills these from Blender meshes.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(eq=False)
+class Model:
+    """A simulated body: particles, elements and their rest configuration.
+
+    A pinned particle is one with ``inv_mass == 0``; solvers never special-case pins beyond that.
+    """
+
+    rest_positions: np.ndarray
+    """Rest positions [m], shape (particle_count, 3), float64, world space at build time."""
+    mass: np.ndarray
+    """Lumped particle masses [kg], shape (particle_count,), float64 (pinned particles keep theirs)."""
+    inv_mass: np.ndarray
+    """Inverse masses [1/kg], shape (particle_count,), float64; 0 for pinned particles."""
+    edge_indices: np.ndarray
+    """Particle pairs joined by a distance constraint / spring, shape (edge_count, 2), int64."""
+    edge_rest_length: np.ndarray
+    """Rest length of each edge [m], shape (edge_count,), float64."""
+    triangle_indices: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    """Surface triangles, shape (triangle_count, 3), int64 (used for mass lumping and output)."""
+    tet_indices: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
+    """Positively oriented tetrahedra, shape (tet_count, 4), int64."""
+    tet_rest_volume: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Rest volume of each tet [m^3], shape (tet_count,), float64."""
+
+    @property
+    def particle_count(self) -> int:
+        return len(self.rest_positions)
+
+    @property
+    def edge_count(self) -> int:
+        return len(self.edge_indices)
+
+    @property
+    def tet_count(self) -> int:
+        return len(self.tet_indices)
+
+    @property
+    def pinned(self) -> np.ndarray:
+        """Boolean mask of pinned particles, shape (particle_count,)."""
+        return self.inv_mass == 0.0
+
+
+@dataclass(eq=False)
+class State:
+    """Where the particles are and how fast they move."""
+
+    x: np.ndarray
+    """Positions [m], shape (particle_count, 3), float64."""
+    v: np.ndarray
+    """Velocities [m/s], shape (particle_count, 3), float64."""
+
+    @classmethod
+    def at_rest(cls, model: Model) -> "State":
+        return cls(model.rest_positions.copy(), np.zeros_like(model.rest_positions))
+
+    def copy(self) -> "State":
+        return State(self.x.copy(), self.v.copy())
+
+
+@dataclass
+class StepStats:
+    """What one solver step reports: how hard it worked and how well the constraints hold."""
+
+    iterations: int = 0
+    """Constraint sweeps or linear-solver iterations used in the step."""
+    max_strain: float = 0.0
+    """max |l - l0| / l0 over all edges after the step (dimensionless)."""
+    rms_strain: float = 0.0
+    """Root mean square edge strain after the step (dimensionless)."""
+    volume_error: float = float("nan")
+    """Relative total tet volume error |V - V0| / V0 after the step; nan without tets."""
+    linear_residual: float = float("nan")
+    """Relative residual of the last linear solve (implicit solvers); nan when there is none."""
+
+
+def edge_strain(model: Model, x: np.ndarray) -> np.ndarray:
+    """Engineering strain (l - l0) / l0 of every edge at positions ``x``, shape (edge_count,)."""
+    if model.edge_count == 0:
+        return np.zeros(0)
+    d = x[model.edge_indices[:, 0]] - x[model.edge_indices[:, 1]]
+    return np.linalg.norm(d, axis=1) / model.edge_rest_length - 1.0
+
+
+def tet_volumes(x: np.ndarray, tet_indices: np.ndarray) -> np.ndarray:
+    """Signed volume of every tet [m^3], shape (tet_count,)."""
+    p0, p1, p2, p3 = (x[tet_indices[:, k]] for k in range(4))
+    return np.einsum("ij,ij->i", np.cross(p1 - p0, p2 - p0), p3 - p0) / 6.0
+
+
+def measure_stats(model: Model, x: np.ndarray, iterations: int = 0, linear_residual: float = float("nan")) -> StepStats:
+    """StepStats of positions ``x``: edge strain and (for tet bodies) relative volume error."""
+    strain = edge_strain(model, x)
+    stats = StepStats(iterations=iterations, linear_residual=linear_residual)
+    if len(strain):
+        stats.max_strain = float(np.max(np.abs(strain)))
+        stats.rms_strain = float(np.sqrt(np.mean(strain**2)))
+    if model.tet_count:
+        rest = model.tet_rest_volume.sum()
+        stats.volume_error = float(abs(tet_volumes(x, model.tet_indices).sum() - rest) / rest)
+    return stats
