@@ -1,0 +1,185 @@
+"""The edge between Blender and the pure engine: objects in, plain arrays and dataclasses out.
+
+Nothing here keeps a bpy object beyond one call: callers pass objects fetched by name each time.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import solvers
+from ..solvers.config import SOLVERS
+
+BODY_ROLES = {"CLOTH", "SOLID"}
+COLLIDER_ROLES = {"GROUND", "SPHERE"}
+
+_SOLVER_LABELS = {
+    "EXPLICIT_EULER": ("Explicit Euler", "Mass-spring, forward Euler: simple, stable only for small substeps"),
+    "SYMPLECTIC_EULER": ("Symplectic Euler", "Mass-spring, semi-implicit Euler: energy stays bounded, needs small substeps"),
+    "IMPLICIT_EULER": ("Implicit Euler", "Mass-spring, backward Euler with a sparse linear solve: stable at large steps, damps"),
+    "PBD": ("PBD", "Position Based Dynamics: edges are hard constraints; stiffness depends on iterations and resolution"),
+    "XPBD": ("XPBD", "Extended PBD: compliant constraints whose stiffness (N/m) does not depend on iterations"),
+    "PROJECTIVE": ("Projective Dynamics", "Local projections and one prefactorized global solve"),
+    "NEWTON": ("Newton (IPC)", "Implicit Euler as optimization with barrier contact"),
+}
+# Kept alive at module level: Blender does not copy the strings of dynamic enum items.
+_SOLVER_ITEMS = [
+    (name, *_SOLVER_LABELS[name], number) for number, name in enumerate(SOLVERS) if name in solvers.AVAILABLE_SOLVERS
+]
+
+
+def solver_enum_items():
+    """EnumProperty items for the solvers this version implements; numbers are stable across versions."""
+    return _SOLVER_ITEMS
+
+
+class InputError(Exception):
+    """Bad user input; the message names the object and says what to change."""
+
+
+@dataclass
+class BodyInput:
+    """A body read off a Blender mesh: everything the engine needs, as arrays."""
+
+    name: str
+    local_positions: np.ndarray
+    """Mesh vertex positions in object space [m], shape (n, 3), float64."""
+    world_positions: np.ndarray
+    """The same vertices in world space [m], shape (n, 3)."""
+    edges: np.ndarray
+    """(e, 2) int64."""
+    triangles: np.ndarray
+    """(t, 3) int64, from the mesh's loop triangles."""
+    pinned: np.ndarray
+    """(n,) bool: vertices in the pin group with weight >= 0.5."""
+
+
+def matrix_to_numpy(matrix) -> np.ndarray:
+    return np.array([list(row) for row in matrix], dtype=np.float64)
+
+
+def transform_points(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Apply a 4x4 affine matrix to points (n, 3)."""
+    return points @ matrix[:3, :3].T + matrix[:3, 3]
+
+
+def read_mesh_positions(mesh) -> np.ndarray:
+    """Vertex positions of a mesh datablock in object space, (n, 3) float64 (float32 buffer read)."""
+    buf = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertices.foreach_get("co", buf)
+    return buf.reshape(-1, 3).astype(np.float64)
+
+
+def pin_mask(obj, group_name: str) -> np.ndarray:
+    """(n,) bool of vertices with weight >= 0.5 in the vertex group ``group_name``; all False if no group named."""
+    n = len(obj.data.vertices)
+    mask = np.zeros(n, bool)
+    if not group_name:
+        return mask
+    group = obj.vertex_groups.get(group_name)
+    if group is None:
+        raise InputError(f"'{obj.name}': the pin group '{group_name}' does not exist; pick one of its vertex groups or clear Pin Group")
+    index = group.index
+    # One-time read at model build (not per frame): Blender offers no vectorized vertex-group access.
+    for v in obj.data.vertices:
+        for g in v.groups:
+            if g.group == index and g.weight >= 0.5:
+                mask[v.index] = True
+    return mask
+
+
+def read_body(obj, matrix_world) -> BodyInput:
+    """Read ``obj``'s original mesh (no modifiers, no shape keys applied) as a BodyInput; raise InputError."""
+    if obj.type != "MESH":
+        raise InputError(f"'{obj.name}' is a {obj.type.lower()}, not a mesh: Cloth and Solid need a mesh object (convert it, or set Role to None)")
+    mesh = obj.data
+    if len(mesh.vertices) == 0:
+        raise InputError(f"'{obj.name}' has no vertices")
+    if len(mesh.edges) == 0:
+        raise InputError(f"'{obj.name}' has no edges, so nothing holds its vertices together: add edges or faces")
+    local = read_mesh_positions(mesh)
+    edges = np.empty(len(mesh.edges) * 2, np.int32)
+    mesh.edges.foreach_get("vertices", edges)
+    mesh.calc_loop_triangles()
+    tris = np.empty(len(mesh.loop_triangles) * 3, np.int32)
+    mesh.loop_triangles.foreach_get("vertices", tris)
+    return BodyInput(
+        name=obj.name,
+        local_positions=local,
+        world_positions=transform_points(matrix_world, local),
+        edges=edges.reshape(-1, 2).astype(np.int64),
+        triangles=tris.reshape(-1, 3).astype(np.int64),
+        pinned=pin_mask(obj, obj.softsim.pin_group),
+    )
+
+
+def config_from_settings(settings, scene) -> "solvers.SolverConfig":
+    """The one place Blender properties become a SolverConfig."""
+    gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    return solvers.SolverConfig(
+        solver=settings.solver,
+        constraint_scheme=settings.constraint_scheme,
+        linear_solver=settings.linear_solver,
+        substeps=settings.substeps,
+        iterations=settings.iterations,
+        stiffness=settings.stiffness,
+        volume_stiffness=settings.volume_stiffness,
+        damping=settings.damping,
+        gravity=gravity,
+        jacobi_relaxation=settings.jacobi_relaxation,
+    )
+
+
+def frame_duration(scene) -> float:
+    """Seconds per scene frame."""
+    return scene.render.fps_base / scene.render.fps
+
+
+def build_body(obj, matrix_world, scene):
+    """(Model, BodyInput) for a CLOTH or SOLID object at its current transform; raises InputError."""
+    body = read_body(obj, matrix_world)
+    role = obj.softsim.role
+    try:
+        if role == "CLOTH":
+            model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned, total_mass=obj.softsim.mass)
+        else:
+            raise InputError(f"'{obj.name}': role Solid is not available in this version; use Cloth")
+    except solvers.ModelError as error:
+        raise InputError(f"'{obj.name}': {error}") from error
+    return model, body
+
+
+def make_body_solver(obj, model, scene):
+    config = config_from_settings(obj.softsim, scene)
+    try:
+        return solvers.make_solver(model, config)
+    except ValueError as error:
+        raise InputError(f"'{obj.name}': {error}") from error
+
+
+def collider_from_object(obj_eval, settings):
+    """A solvers collider for an evaluated GROUND or SPHERE object."""
+    m = matrix_to_numpy(obj_eval.matrix_world)
+    if settings.role == "GROUND":
+        normal = m[:3, :3] @ np.array([0.0, 0.0, 1.0])
+        if np.linalg.norm(normal) < 1e-12:
+            raise InputError(f"'{obj_eval.name}': the ground's scale is zero, so it has no normal")
+        return solvers.GroundPlane(m[:3, 3], normal, settings.thickness, settings.friction)
+    radius = 0.5 * max(obj_eval.dimensions)
+    return solvers.Sphere(m[:3, 3], radius, settings.thickness, settings.friction)
+
+
+def scene_colliders(scene, depsgraph) -> list:
+    """Colliders of every GROUND/SPHERE object in the scene, with transforms evaluated at the current frame."""
+    result = []
+    for obj in scene.objects:
+        if obj.softsim.role in COLLIDER_ROLES:
+            result.append(collider_from_object(obj.evaluated_get(depsgraph), obj.softsim))
+    return result
+
+
+def world_matrix(obj, depsgraph) -> np.ndarray:
+    return matrix_to_numpy(obj.evaluated_get(depsgraph).matrix_world)
+
+
+def world_to_local(matrix_world: np.ndarray, points: np.ndarray) -> np.ndarray:
+    return transform_points(np.linalg.inv(matrix_world), points)

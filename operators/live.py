@@ -1,0 +1,116 @@
+"""Live simulation on frame change, with an in-memory frame cache per body.
+
+Playing forward one frame at a time simulates; going back to the start frame resets; frames already
+simulated are shown from memory when scrubbing. Baked bodies are left to their bake.
+"""
+import bpy
+from bpy.app.handlers import persistent
+
+from .. import solvers
+from .bridge import BODY_ROLES, InputError, scene_colliders
+from .output import remove_live, show_live
+from .simulation import BodyRun
+
+
+class LiveRun:
+    def __init__(self, obj, scene, depsgraph, frame: int):
+        self.body = BodyRun(obj, scene, depsgraph)
+        self.frames = {frame: self.body.rest_local()}
+        self.last_frame = frame
+
+
+_runs = {}  # (scene name, object name) -> LiveRun; never holds bpy objects
+_suspended = 0
+
+
+def suspend() -> None:
+    """Make the live handler do nothing until ``resume()`` (a bake steps the frames itself)."""
+    global _suspended
+    _suspended += 1
+
+
+def resume() -> None:
+    global _suspended
+    _suspended = max(0, _suspended - 1)
+
+
+class suspended:
+    """Context manager form of suspend() / resume()."""
+
+    def __enter__(self):
+        suspend()
+
+    def __exit__(self, *exc):
+        resume()
+
+
+def discard(object_name: str = None) -> None:
+    """Forget live state of one object (all scenes), or of every object when ``object_name`` is None."""
+    for key in list(_runs):
+        if object_name is None or key[1] == object_name:
+            del _runs[key]
+
+
+def _update_body(obj, scene, depsgraph, frame: int, colliders) -> None:
+    key = (scene.name, obj.name)
+    run = _runs.get(key)
+    if frame <= scene.frame_start:
+        _runs.pop(key, None)
+        remove_live(obj)  # the start frame shows the original mesh
+        if frame == scene.frame_start:
+            _runs[key] = LiveRun(obj, scene, depsgraph, frame)
+            obj.softsim.status = ""
+        return
+    if run is None:
+        if frame != scene.frame_start + 1:
+            return  # nothing to show: play forward from the start frame to simulate
+        # Playback started without visiting the start frame: start from the mesh at this frame's transform.
+        run = _runs[key] = LiveRun(obj, scene, depsgraph, frame - 1)
+    if frame in run.frames:
+        show_live(obj, run.frames[frame])
+    elif frame == run.last_frame + 1:
+        positions = run.body.advance(obj, depsgraph, colliders)
+        run.frames[frame] = positions
+        run.last_frame = frame
+        show_live(obj, positions)
+        obj.softsim.status = run.body.status_text(frame)
+
+
+@persistent
+def on_frame_change_post(scene, depsgraph):
+    if _suspended or scene.frame_subframe != 0.0:
+        return
+    bodies = [o for o in scene.objects if o.softsim.role in BODY_ROLES and not o.softsim.is_baked]
+    if not bodies:
+        return
+    frame = scene.frame_current
+    try:
+        colliders = scene_colliders(scene, depsgraph)
+    except InputError as error:
+        for obj in bodies:
+            obj.softsim.status = f"Error: {error}"
+        return
+    for obj in bodies:
+        try:
+            _update_body(obj, scene, depsgraph, frame, colliders)
+        except (InputError, solvers.SimulationDiverged) as error:
+            # A handler cannot raise to the user: stop this body and show why in its panel.
+            _runs.pop((scene.name, obj.name), None)
+            obj.softsim.status = f"Error at frame {frame}: {error}"
+            print(f"Soft Sim: '{obj.name}' live simulation stopped at frame {frame}: {error}")
+
+
+@persistent
+def on_load_post(*_args):
+    discard()
+
+
+def register():
+    bpy.app.handlers.frame_change_post.append(on_frame_change_post)
+    bpy.app.handlers.load_post.append(on_load_post)
+
+
+def unregister():
+    bpy.app.handlers.load_post.remove(on_load_post)
+    bpy.app.handlers.frame_change_post.remove(on_frame_change_post)
+    discard()

@@ -1,0 +1,110 @@
+"""Panels in Properties > Physics: the body or collider settings, and the scene's bake controls."""
+import bpy
+
+SOLVERS_WITH_SWEEP = {"PBD", "XPBD"}
+EXPLICIT_SOLVERS = {"EXPLICIT_EULER", "SYMPLECTIC_EULER"}
+
+
+class SoftSimPanel:
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None
+
+
+class PHYSICS_PT_softsim(SoftSimPanel, bpy.types.Panel):
+    bl_label = "Soft Sim"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        obj = context.object
+        settings = obj.softsim
+        layout.prop(settings, "role")
+        if settings.role in {"CLOTH", "SOLID"} and obj.type != "MESH":
+            layout.label(text=f"{obj.name} is not a mesh: Cloth and Solid need a mesh", icon="ERROR")
+        if settings.role in {"GROUND", "SPHERE"}:
+            col = layout.column()
+            col.prop(settings, "thickness")
+            col.prop(settings, "friction")
+            if settings.role == "SPHERE":
+                col.label(text=f"Radius {0.5 * max(obj.dimensions):.3f} m (half the largest dimension)")
+            else:
+                col.label(text="Bodies stay above the object's local XY plane")
+
+
+class PHYSICS_PT_softsim_solver(SoftSimPanel, bpy.types.Panel):
+    bl_label = "Solver"
+    bl_parent_id = "PHYSICS_PT_softsim"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.softsim.role in {"CLOTH", "SOLID"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        obj = context.object
+        settings = obj.softsim
+        baked = settings.is_baked
+        col = layout.column()
+        col.enabled = not baked
+        col.prop(settings, "solver")
+        if settings.solver in SOLVERS_WITH_SWEEP:
+            col.prop(settings, "constraint_scheme")
+            if settings.constraint_scheme == "JACOBI":
+                col.prop(settings, "jacobi_relaxation")
+        if settings.solver == "IMPLICIT_EULER":
+            col.prop(settings, "linear_solver")
+        col.prop(settings, "substeps")
+        col.prop(settings, "iterations")
+        col.separator()
+        col.prop(settings, "mass")
+        stiffness = col.column()
+        stiffness.prop(settings, "stiffness", text="Stiffness (N/m)")
+        if settings.role == "SOLID":
+            col.prop(settings, "volume_stiffness")
+        col.prop(settings, "damping", text="Damping (1/s)")
+        if obj.type == "MESH":
+            col.prop_search(settings, "pin_group", obj, "vertex_groups", text="Pin Group")
+            if settings.pin_group and settings.pin_group not in obj.vertex_groups:
+                col.label(text=f"No vertex group '{settings.pin_group}'", icon="ERROR")
+        col.prop(settings, "output")
+        if settings.status:
+            box = layout.box()
+            box.label(text=settings.status, icon="ERROR" if settings.status.startswith("Error") else "INFO")
+
+
+class PHYSICS_PT_softsim_bake(SoftSimPanel, bpy.types.Panel):
+    bl_label = "Bake"
+    bl_parent_id = "PHYSICS_PT_softsim"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.softsim.role in {"CLOTH", "SOLID"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        scene = context.scene
+        layout.prop(scene.softsim, "cache_dir")
+        layout.label(text=f"Frames {scene.frame_start}-{scene.frame_end}, {scene.render.fps / scene.render.fps_base:.3g} fps")
+        if scene.softsim.is_baking:
+            layout.progress(factor=scene.softsim.bake_progress, type="BAR", text=scene.softsim.bake_status)
+            layout.label(text="Press Esc to cancel")
+            return
+        row = layout.row(align=True)
+        row.operator("softsim.bake", text="Bake All", icon="PHYSICS")
+        row.operator("softsim.free_bake", text="Free All", icon="TRASH")
+        row = layout.row(align=True)
+        row.operator("softsim.bake", text="Bake Selected").selected_only = True
+        row.operator("softsim.free_bake", text="Free Selected").selected_only = True
+        layout.operator("softsim.reset", icon="FILE_REFRESH")
+        if context.object.softsim.is_baked:
+            layout.label(text=f"Baked to {'PC2 cache' if context.object.softsim.baked_output == 'CACHE' else 'shape keys'}", icon="CHECKMARK")
+
+
+classes = (PHYSICS_PT_softsim, PHYSICS_PT_softsim_solver, PHYSICS_PT_softsim_bake)
