@@ -30,6 +30,7 @@ class _Sweep:
                 (np.ones(m * k), (constraints.indices.ravel(), np.arange(m * k))), shape=(particle_count, m * k)
             )
             self.count = np.bincount(constraints.indices.ravel(), minlength=particle_count).astype(float)
+            self.constraint_count = self.count[constraints.indices].max(axis=1)
 
 
 class PositionBasedSolver(Solver):
@@ -84,8 +85,18 @@ class PositionBasedSolver(Solver):
             lam[colour] += dlam
 
     def _jacobi(self, sweep, x, inv_mass, alpha, lam):
-        everything = slice(None)
-        dx, dlam = sweep.constraints.corrections(x, inv_mass, everything, alpha, lam)
-        total = sweep.scatter @ dx.reshape(-1, 3)
-        x += total / (self.config.jacobi_relaxation + sweep.count)[:, None].clip(min=1e-12)
-        lam += dlam
+        """One Jacobi sweep with relaxation r = ``config.jacobi_relaxation``.
+
+        PBD averages per particle, x_i += sum_c dx_ic / (r + n_i) with n_i the particle's constraint
+        count: GAMES103 lab 2's x_i <- (r x_i + sum_e (x_i + dx_ie)) / (r + n_i).
+        XPBD must keep x - x_tilde = W grad_C^T lambda, or it converges to the wrong stretch; so it
+        scales each constraint's whole update (dlambda and its dx) by 1 / (r + max n over its particles).
+        """
+        dx, dlam = sweep.constraints.corrections(x, inv_mass, slice(None), alpha, lam)
+        relaxation = self.config.jacobi_relaxation
+        if self.compliant:
+            scale = 1.0 / (relaxation + sweep.constraint_count)
+            x += sweep.scatter @ (dx * scale[:, None, None]).reshape(-1, 3)
+            lam += dlam * scale
+        else:
+            x += (sweep.scatter @ dx.reshape(-1, 3)) / np.maximum(relaxation + sweep.count, 1e-12)[:, None]
