@@ -72,9 +72,13 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     status: StringProperty(name="Status", default="", description="Last bake or live-simulation report")
 
 
+# Blender 4.5+ warns about "//" paths unless a path property says it supports them (4.2 has no such flag).
+_BLEND_RELATIVE = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (4, 5, 0) else set()
+
+
 class SoftSimSceneSettings(bpy.types.PropertyGroup):
     cache_dir: StringProperty(
-        name="Cache Folder", default="//softsim_cache", subtype="DIR_PATH",
+        name="Cache Folder", default="//softsim_cache", subtype="DIR_PATH", options=_BLEND_RELATIVE,
         description="Folder for PC2 caches; // means relative to the .blend file",
     )
     is_baking: BoolProperty(default=False, options={"SKIP_SAVE"})

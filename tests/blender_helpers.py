@@ -1,0 +1,64 @@
+"""Helpers for tests that drive the real add-on through the bpy wheel, as a user's script would."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def import_addon():
+    """Import the repository as the package ``soft_sim`` (through a symlink, as Blender would see it)."""
+    if "soft_sim" in sys.modules:
+        return sys.modules["soft_sim"]
+    parent = tempfile.mkdtemp(prefix="softsim-pkg-")
+    os.symlink(ROOT, os.path.join(parent, "soft_sim"))
+    sys.path.insert(0, parent)
+    import soft_sim
+
+    return soft_sim
+
+
+def evaluated_positions(obj, frame=None):
+    """Local-space vertex positions of ``obj`` as Blender shows them (modifiers and shape keys applied)."""
+    import bpy
+
+    scene = bpy.context.scene
+    if frame is not None:
+        scene.frame_set(frame)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    mesh = obj.evaluated_get(depsgraph).data
+    buf = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertices.foreach_get("co", buf)
+    return buf.reshape(-1, 3).astype(np.float64)
+
+
+def original_positions(obj):
+    buf = np.empty(len(obj.data.vertices) * 3, np.float32)
+    obj.data.vertices.foreach_get("co", buf)
+    return buf.reshape(-1, 3).astype(np.float64)
+
+
+def lab_scene(n=11, frames=24, cache_dir=None, sphere_location=(0.0, 0.0, 0.0)):
+    """The GAMES103 lab scene: a 10 m cloth of n x n vertices at z = 3 pinned at two corners, over a sphere of radius 2.7."""
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.render.fps, scene.render.fps_base = 24, 1.0
+    scene.softsim.cache_dir = cache_dir or tempfile.mkdtemp(prefix="softsim-cache-")
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=n - 1, y_subdivisions=n - 1, size=10.0, location=(0.0, 0.0, 3.0))
+    cloth = bpy.context.object
+    cloth.name = "Cloth"
+    group = cloth.vertex_groups.new(name="Pins")
+    group.add([0, n - 1], 1.0, "REPLACE")
+    cloth.softsim.role = "CLOTH"
+    cloth.softsim.pin_group = "Pins"
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=2.7, segments=32, ring_count=16, location=sphere_location)
+    sphere = bpy.context.object
+    sphere.name = "Ball"
+    sphere.softsim.role = "SPHERE"
+    sphere.softsim.thickness = 0.0
+    return scene, cloth, sphere

@@ -1,0 +1,230 @@
+"""The add-on driven through bpy as a user (or a user's script) would: register, bake, play, free, errors."""
+import os
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from blender_helpers import evaluated_positions, import_addon, lab_scene, original_positions  # noqa: E402
+
+import solvers  # noqa: E402  (the pure engine, to recompute what the solver must have produced)
+from solvers.cache import read_pc2  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def addon():
+    module = import_addon()
+    module.register()
+    yield module
+    bpy.ops.wm.read_homefile(use_empty=True)
+    module.unregister()
+
+
+def our_handlers():
+    return [h for hs in (bpy.app.handlers.frame_change_post, bpy.app.handlers.load_post) for h in hs if h.__module__.startswith("soft_sim")]
+
+
+def test_register_and_unregister_twice_leave_nothing_behind():
+    module = import_addon()
+    for _ in range(2):
+        module.register()
+        assert hasattr(bpy.types.Object, "softsim") and hasattr(bpy.types.Scene, "softsim")
+        assert len(our_handlers()) == 2
+        assert hasattr(bpy.types, "SOFTSIM_OT_bake")
+        module.unregister()
+        assert not hasattr(bpy.types.Object, "softsim") and not hasattr(bpy.types.Scene, "softsim")
+        assert our_handlers() == []
+        assert not hasattr(bpy.types, "SOFTSIM_OT_bake")
+        assert not hasattr(bpy.types, "PHYSICS_PT_softsim")
+
+
+def engine_frames(cloth, sphere, scene):
+    """What the solver must produce for the lab scene: the pure engine run on the same arrays, local space."""
+    n = len(cloth.data.vertices)
+    local = original_positions(cloth)
+    matrix = np.array(cloth.matrix_world)
+    world = local @ matrix[:3, :3].T + matrix[:3, 3]
+    edges = np.empty(len(cloth.data.edges) * 2, np.int32)
+    cloth.data.edges.foreach_get("vertices", edges)
+    cloth.data.calc_loop_triangles()
+    tris = np.empty(len(cloth.data.loop_triangles) * 3, np.int32)
+    cloth.data.loop_triangles.foreach_get("vertices", tris)
+    pinned = np.zeros(n, bool)
+    pinned[[0, int(round(np.sqrt(n))) - 1]] = True
+    model = solvers.build_model(world, edges.reshape(-1, 2), tris.reshape(-1, 3), pinned=pinned, total_mass=cloth.softsim.mass)
+    s = cloth.softsim
+    config = solvers.SolverConfig(
+        solver=s.solver, constraint_scheme=s.constraint_scheme, substeps=s.substeps, iterations=s.iterations,
+        stiffness=s.stiffness, damping=s.damping, gravity=tuple(scene.gravity),
+    )
+    sim = solvers.make_solver(model, config)
+    state = solvers.State.at_rest(model)
+    colliders = [solvers.Sphere(np.array(sphere.location), 2.7, 0.0, sphere.softsim.friction)]
+    frames = [local]
+    for _ in range(scene.frame_end - scene.frame_start):
+        solvers.advance_frame(sim, state, 1.0 / 24.0, config.substeps, colliders, world)
+        frames.append((state.x - matrix[:3, 3]) @ np.linalg.inv(matrix[:3, :3]).T)
+    return frames
+
+
+@pytest.mark.parametrize("output", ["CACHE", "SHAPE_KEYS"])
+def test_bake_shows_exactly_what_the_solver_produced(addon, output):
+    scene, cloth, sphere = lab_scene()
+    cloth.softsim.output = output
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    expected = engine_frames(cloth, sphere, scene)
+    for frame in range(scene.frame_start, scene.frame_end + 1):
+        shown = evaluated_positions(cloth, frame)
+        assert np.allclose(shown, expected[frame - scene.frame_start], atol=1e-4), frame
+    # The cloth fell onto the sphere and did not go through it.
+    world = shown @ np.array(cloth.matrix_world)[:3, :3].T + np.array(cloth.matrix_world)[:3, 3]
+    assert world[:, 2].min() < 2.0
+    assert np.linalg.norm(world, axis=1).min() > 2.7 - 1e-4
+    assert np.array_equal(original_positions(cloth), expected[0])  # the original mesh is never overwritten
+    if output == "CACHE":
+        modifier = cloth.modifiers[0]
+        assert modifier.type == "MESH_CACHE" and modifier.cache_format == "PC2" and modifier.time_mode == "FRAME"
+        frames, start, _ = read_pc2(os.path.join(scene.softsim.cache_dir, "Cloth.pc2"))
+        assert frames.shape == (scene.frame_end, len(cloth.data.vertices), 3) and start == scene.frame_start
+    else:
+        assert len(cloth.data.shape_keys.key_blocks) == 1 + scene.frame_end
+
+
+def test_free_bake_restores_the_original_mesh(addon):
+    scene, cloth, _ = lab_scene(frames=6)
+    before = original_positions(cloth)
+    for output in ("CACHE", "SHAPE_KEYS"):
+        cloth.softsim.output = output
+        bpy.ops.softsim.bake()
+        assert not np.allclose(evaluated_positions(cloth, 6), before)
+        assert bpy.ops.softsim.free_bake() == {"FINISHED"}
+        assert len(cloth.modifiers) == 0 and cloth.data.shape_keys is None
+        assert np.array_equal(evaluated_positions(cloth, 6), before)
+        assert not os.path.exists(os.path.join(scene.softsim.cache_dir, "Cloth.pc2"))
+
+
+def test_saved_blend_plays_the_bake_back(addon, tmp_path):
+    scene, cloth, _ = lab_scene(frames=8, cache_dir="//cache")
+    path = str(tmp_path / "scene.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    for output in ("CACHE", "SHAPE_KEYS"):
+        bpy.ops.wm.open_mainfile(filepath=path)
+        cloth = bpy.data.objects["Cloth"]
+        cloth.softsim.output = output
+        assert bpy.ops.softsim.bake() == {"FINISHED"}
+        assert os.path.isfile(tmp_path / "cache" / "Cloth.pc2") == (output == "CACHE")
+        baked = [evaluated_positions(cloth, f) for f in range(1, 9)]
+        bpy.ops.wm.save_mainfile()
+        bpy.ops.wm.read_homefile(use_empty=True)
+        bpy.ops.wm.open_mainfile(filepath=path)
+        cloth = bpy.data.objects["Cloth"]
+        for f in range(1, 9):
+            assert np.allclose(evaluated_positions(cloth, f), baked[f - 1], atol=1e-6)
+        bpy.ops.softsim.free_bake()
+        bpy.ops.wm.save_mainfile()
+
+
+def test_live_playback_simulates_scrubs_and_resets(addon):
+    scene, cloth, sphere = lab_scene(frames=10)
+    expected = engine_frames(cloth, sphere, scene)
+    scene.frame_set(1)
+    for frame in range(2, 11):
+        scene.frame_set(frame)
+        assert np.allclose(evaluated_positions(cloth), expected[frame - 1], atol=1e-4)
+    assert np.allclose(evaluated_positions(cloth, 4), expected[3], atol=1e-4)  # scrubbing back shows memory
+    assert np.allclose(evaluated_positions(cloth, 1), expected[0])  # the start frame resets
+    assert cloth.data.shape_keys is None
+    scene.frame_set(2)
+    assert np.allclose(evaluated_positions(cloth), expected[1], atol=1e-4)
+    assert bpy.ops.softsim.reset() == {"FINISHED"}
+    assert cloth.data.shape_keys is None
+
+
+def test_animated_sphere_and_animated_pins_are_followed(addon):
+    scene, cloth, sphere = lab_scene(frames=24)
+    sphere.location = (0.0, 0.0, -1.0)
+    sphere.keyframe_insert("location", frame=1)
+    sphere.location = (0.0, 0.0, 1.0)
+    sphere.keyframe_insert("location", frame=24)
+    cloth.location = (0.0, 0.0, 3.0)
+    cloth.keyframe_insert("location", frame=1)
+    cloth.location = (2.0, 0.0, 3.0)
+    cloth.keyframe_insert("location", frame=24)
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    rest = original_positions(cloth)
+    for frame in range(1, 25):
+        local = evaluated_positions(cloth, frame)
+        matrix = np.array(cloth.matrix_world)
+        world = local @ matrix[:3, :3].T + matrix[:3, 3]
+        # Pins stay where the animated object puts them (local space is constant for them).
+        assert np.allclose(local[[0, 10]], rest[[0, 10]], atol=1e-5)
+        centre = np.array(sphere.matrix_world.translation)
+        assert np.linalg.norm(world - centre, axis=1).min() > 2.7 - 1e-4, frame
+
+
+def expect_error(match, **kwargs):
+    with pytest.raises(RuntimeError, match=match):
+        bpy.ops.softsim.bake(**kwargs)
+
+
+def test_bad_input_gives_a_clear_error_and_keeps_the_previous_bake(addon, tmp_path):
+    scene, cloth, _ = lab_scene(frames=5)
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    cache_file = os.path.join(scene.softsim.cache_dir, "Cloth.pc2")
+    with open(cache_file, "rb") as f:
+        good = f.read()
+    shown = evaluated_positions(cloth, 5)
+
+    cloth.softsim.pin_group = "Nope"
+    expect_error("'Cloth'.*pin group 'Nope' does not exist")
+    cloth.softsim.pin_group = "Pins"
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    scene.softsim.cache_dir = str(blocker / "cache")
+    expect_error("cannot write the cache folder")
+    scene.softsim.cache_dir = os.path.dirname(cache_file)
+
+    scene.gravity = (0.0, 0.0, -1.0e7)  # nothing survives this: the bake must stop, not write NaN
+    expect_error("'Cloth' became unstable at frame 2.*Raise Substeps")
+    scene.gravity = (0.0, 0.0, -9.81)
+
+    with open(cache_file, "rb") as f:
+        assert f.read() == good
+    assert np.array_equal(evaluated_positions(cloth, 5), shown)
+
+    bpy.ops.object.empty_add()
+    bpy.context.object.name = "Empty"
+    bpy.context.object.softsim.role = "CLOTH"
+    expect_error("'Empty' is a empty, not a mesh")
+    bpy.context.object.softsim.role = "NONE"
+
+    mesh = bpy.data.meshes.new("Points")
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0)], [], [])
+    points = bpy.data.objects.new("Points", mesh)
+    scene.collection.objects.link(points)
+    points.softsim.role = "CLOTH"
+    expect_error("'Points' has no edges")
+    points.softsim.role = "NONE"
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    expect_error("no object has Role Cloth or Solid")
+
+
+def test_unsaved_file_with_relative_cache_folder_is_refused(addon):
+    scene, cloth, _ = lab_scene(frames=3, cache_dir="//softsim_cache")
+    expect_error("not saved yet")
+    cloth.softsim.output = "SHAPE_KEYS"  # shape keys need no folder
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+
+
+def test_unavailable_solver_is_not_offered(addon):
+    scene, cloth, _ = lab_scene(frames=3)
+    for name in solvers.config.SOLVERS:
+        if name in solvers.AVAILABLE_SOLVERS:
+            cloth.softsim.solver = name
+            assert cloth.softsim.solver == name
+        else:
+            with pytest.raises(TypeError):
+                cloth.softsim.solver = name
