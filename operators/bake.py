@@ -70,11 +70,7 @@ class BakeJob:
             try:
                 frames.append(run.advance(obj, depsgraph, colliders))
             except solvers.SimulationDiverged as error:
-                config = run.solver.config
-                raise InputError(
-                    f"'{run.name}' became unstable at frame {self.frame}: {error}. Raise Substeps (now {config.substeps}), "
-                    f"lower Stiffness (now {config.stiffness:g} N/m) or raise Damping; the previous bake is kept"
-                ) from error
+                raise InputError(f"'{run.name}' became unstable at frame {self.frame}: {error}. {run.stability_advice()}; the previous bake is kept") from error
 
     def finish(self) -> str:
         """Write every body's output; returns a one-line report."""

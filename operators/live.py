@@ -69,7 +69,10 @@ def _update_body(obj, scene, depsgraph, frame: int, colliders) -> None:
     if frame in run.frames:
         show_live(obj, run.frames[frame])
     elif frame == run.last_frame + 1:
-        positions = run.body.advance(obj, depsgraph, colliders)
+        try:
+            positions = run.body.advance(obj, depsgraph, colliders)
+        except solvers.SimulationDiverged as error:
+            raise InputError(f"{error}. {run.body.stability_advice()}") from error
         run.frames[frame] = positions
         run.last_frame = frame
         show_live(obj, positions)
@@ -93,7 +96,7 @@ def on_frame_change_post(scene, depsgraph):
     for obj in bodies:
         try:
             _update_body(obj, scene, depsgraph, frame, colliders)
-        except (InputError, solvers.SimulationDiverged) as error:
+        except InputError as error:
             # A handler cannot raise to the user: stop this body and show why in its panel.
             _runs.pop((scene.name, obj.name), None)
             obj.softsim.status = f"Error at frame {frame}: {error}"

@@ -2,7 +2,11 @@
 import numpy as np
 
 from .. import solvers
-from .bridge import build_body, frame_duration, make_body_solver, transform_points, world_matrix, world_to_local
+from ..solvers.mass_spring import explicit_stability_message, explicit_stable_substep, substeps_needed
+from .bridge import InputError, build_body, frame_duration, make_body_solver, matrix_to_numpy, transform_points, world_matrix, world_to_local
+
+
+EXPLICIT_SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER")
 
 
 class BodyRun:
@@ -34,6 +38,13 @@ class BodyRun:
         self.stats = solvers.advance_frame(self.solver, self.state, self.frame_dt, self.solver.config.substeps, colliders, targets)
         return world_to_local(matrix, self.state.x[: self.vertex_count]).astype(np.float32)
 
+    def stability_advice(self) -> str:
+        """What to change after the simulation diverged."""
+        config = self.solver.config
+        if config.solver in EXPLICIT_SOLVERS:
+            return "The " + explicit_stability_message(self.frame_dt, config.substeps, self.model, config.stiffness, config.solver, config.damping)
+        return f"Raise Substeps (now {config.substeps}), lower Stiffness (now {config.stiffness:g} N/m) or raise Damping"
+
     def status_text(self, frame: int) -> str:
         s = self.stats
         text = f"frame {frame}: max strain {100 * s.max_strain:.2f}%, RMS {100 * s.rms_strain:.2f}%"
@@ -42,3 +53,30 @@ class BodyRun:
         if s.linear_residual == s.linear_residual:
             text += f", linear residual {s.linear_residual:.1e} in {s.iterations} it."
         return text
+
+
+_estimates = {}  # settings key -> (largest stable substep [s], substeps needed); drawing must stay cheap
+
+
+def explicit_stability_estimate(obj, scene):
+    """(largest stable substep [s], substeps needed per frame) for an explicit solver on ``obj``, or None.
+
+    Cached on the settings and mesh size, so panels can show it on every redraw; None if the body
+    cannot be built (the bake reports why).
+    """
+    s = obj.softsim
+    mesh = obj.data
+    key = (obj.name, len(mesh.vertices), len(mesh.edges), s.role, s.solver, s.mass, s.stiffness, s.damping,
+           s.pin_group, tuple(obj.matrix_world.to_scale()), frame_duration(scene))
+    if key not in _estimates:
+        try:
+            model, _ = build_body(obj, matrix_to_numpy(obj.matrix_world), scene)
+        except InputError:
+            return None
+        if len(_estimates) > 64:
+            _estimates.clear()
+        _estimates[key] = (
+            explicit_stable_substep(model, s.stiffness, s.solver, s.damping),
+            substeps_needed(frame_duration(scene), model, s.stiffness, s.solver, s.damping),
+        )
+    return _estimates[key]

@@ -5,7 +5,7 @@ from .config import SolverConfig
 from .frame import SimulationDiverged, advance_frame
 from .model import Model, State, StepStats, measure_stats
 
-AVAILABLE_SOLVERS = ("PBD", "XPBD")
+AVAILABLE_SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER", "PBD", "XPBD")
 """Solvers that ``make_solver`` can build in this version; the UI offers only these."""
 
 
@@ -15,6 +15,10 @@ def make_solver(model: Model, config: SolverConfig):
         from .position_based import PositionBasedSolver
 
         return PositionBasedSolver(model, config)
+    if config.solver in ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER"):
+        from .mass_spring import MassSpringSolver
+
+        return MassSpringSolver(model, config)
     raise ValueError(f"solver {config.solver!r} is not available in this version (available: {', '.join(AVAILABLE_SOLVERS)})")
 
 

@@ -1,5 +1,9 @@
 """Panels in Properties > Physics: the body or collider settings, and the scene's bake controls."""
+import math
+
 import bpy
+
+from ..operators.simulation import explicit_stability_estimate
 
 SOLVERS_WITH_SWEEP = {"PBD", "XPBD"}
 EXPLICIT_SOLVERS = {"EXPLICIT_EULER", "SYMPLECTIC_EULER"}
@@ -60,6 +64,8 @@ class PHYSICS_PT_softsim_solver(SoftSimPanel, bpy.types.Panel):
         if settings.solver == "IMPLICIT_EULER":
             col.prop(settings, "linear_solver")
         col.prop(settings, "substeps")
+        if settings.solver in EXPLICIT_SOLVERS and obj.type == "MESH":
+            self.draw_stability(col, obj, context.scene)
         col.prop(settings, "iterations")
         col.separator()
         col.prop(settings, "mass")
@@ -76,6 +82,21 @@ class PHYSICS_PT_softsim_solver(SoftSimPanel, bpy.types.Panel):
         if settings.status:
             box = layout.box()
             box.label(text=settings.status, icon="ERROR" if settings.status.startswith("Error") else "INFO")
+
+
+    @staticmethod
+    def draw_stability(layout, obj, scene):
+        estimate = explicit_stability_estimate(obj, scene)
+        if estimate is None:
+            return
+        limit, needed = estimate
+        if math.isinf(limit):
+            return
+        if needed == 0:
+            layout.label(text="Unstable at any step without Damping", icon="ERROR")
+            return
+        ok = obj.softsim.substeps >= needed
+        layout.label(text=f"Stable substep up to {1000 * limit:.3g} ms: needs {needed} substeps", icon="CHECKMARK" if ok else "ERROR")
 
 
 class PHYSICS_PT_softsim_bake(SoftSimPanel, bpy.types.Panel):

@@ -1,0 +1,387 @@
+"""Mass-spring systems with force-based time integration: explicit, symplectic and implicit Euler.
+
+Every model edge is a Hooke spring (GAMES201 lecture 2):
+
+    f_ij = -k (|x_i - x_j| - l_ij) (x_i - x_j) / |x_i - x_j|,    k = config.stiffness [N/m]
+
+plus gravity on free particles. With a = f / m (a = 0 for pinned particles, ``inv_mass == 0``):
+
+* EXPLICIT_EULER (forward):    v+ = v + dt a(x),   x+ = x + dt v
+* SYMPLECTIC_EULER:            v+ = v + dt a(x),   x+ = x + dt v+
+* IMPLICIT_EULER (backward), linearised once per step around x (one Newton step, Baraff & Witkin 1998):
+
+      [M + dt^2 K] v+ = M v + dt f(x),    x+ = x + dt v+
+
+  K = -df/dx is assembled from one 3x3 block per spring,
+  K_e = k [ max(1 - l0/l, 0) (I - n n^T) + n n^T ],  n = (x_i - x_j) / l,
+  the clamp (Choi & Ko 2002) keeping K positive semi-definite, so the system matrix is symmetric
+  positive definite. Pinned particles are not unknowns: their (kinematic) velocity moves to the
+  right-hand side, b_F = M_F v_F + dt f_F - dt^2 K_FP v_P. ``config.linear_solver`` picks the solve:
+
+  'CG'      conjugate gradients preconditioned with the inverse 3x3 block diagonal;
+  'JACOBI'  block Jacobi, v <- v + D^-1 (b - A v) = D^-1 (b - R v), D the 3x3 block diagonal of A.
+            Point (scalar) Jacobi may diverge here (A is not diagonally dominant for springs that are
+            not axis-aligned); block Jacobi always converges because 2D - A = M + dt^2 * (the
+            "signless" spring Laplacian) is positive definite.
+
+  Both start from the current velocity and stop when ||b - A v|| <= LINEAR_TOLERANCE ||b|| or after
+  ``max(config.iterations, MIN_LINEAR_ITERATIONS)`` iterations (``config.iterations`` can only raise
+  that ceiling, it is never the stopping rule). StepStats reports the iterations used and the true
+  final relative residual.
+
+Every step ends as in position_based.py: contacts are projected out of the colliders
+(``resolve_contacts``), the projection is added to the velocity (v += dx_contact / dt, as in GAMES103
+lab 1), and v is scaled by exp(-damping dt).
+
+Stability of the explicit integrators (seed 003: dt <= c sqrt(m/k)) is estimated by
+``explicit_stable_substep``; see there for the bound and its constant.
+"""
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from .base import Solver
+from .colliders import resolve_contacts
+from .model import State, StepStats, measure_stats
+
+MASS_SPRING_SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER")
+
+LINEAR_TOLERANCE = 1e-8
+"""Relative residual ||b - A v|| / ||b|| at which the implicit solve stops."""
+MIN_LINEAR_ITERATIONS = 1000
+"""Ceiling on linear iterations per implicit step is max(config.iterations, MIN_LINEAR_ITERATIONS)."""
+
+
+class MassSpringSolver(Solver):
+    """``config.solver`` 'EXPLICIT_EULER', 'SYMPLECTIC_EULER' or 'IMPLICIT_EULER' on springs along every edge.
+
+    Tet bodies are simulated by their tet edges as springs (no volume term). ``step`` advances the state
+    in place and returns StepStats (``iterations`` = linear iterations, 0 for the explicit integrators;
+    ``linear_residual`` = final relative residual of the implicit solve, nan otherwise).
+    """
+
+    def __init__(self, model, config):
+        super().__init__(model, config)
+        if config.solver not in MASS_SPRING_SOLVERS:
+            raise ValueError(f"MassSpringSolver runs {', '.join(MASS_SPRING_SOLVERS)}, not {config.solver!r}")
+        if config.solver == "IMPLICIT_EULER" and config.linear_solver not in ("CG", "JACOBI"):
+            raise ValueError(f"linear solver must be 'CG' or 'JACOBI', not {config.linear_solver!r}")
+        self.method = config.solver
+        n = model.particle_count
+        edges = model.edge_indices
+        e_count = len(edges)
+        self.i, self.j = edges[:, 0], edges[:, 1]
+        self.rest_length = model.edge_rest_length
+        self.k = np.full(e_count, float(config.stiffness))
+        self.gravity = np.asarray(config.gravity, float)
+        self.free = model.inv_mass > 0.0
+        self.free_col = self.free[:, None].astype(float)
+        # scatter @ (e, 3) per-spring vectors: +row to particle i, -row to particle j.
+        self.scatter = sp.csr_matrix(
+            (np.concatenate([np.ones(e_count), -np.ones(e_count)]),
+             (np.concatenate([self.i, self.j]), np.tile(np.arange(e_count), 2))),
+            shape=(n, e_count),
+        )
+        self.has_pins = bool(np.any(~self.free))
+        if self.method == "IMPLICIT_EULER":
+            self._prepare_implicit()
+
+    # ------------------------------------------------------------------ forces
+
+    def _springs(self, x):
+        """Unit directions n (e, 3), lengths l (e,) and the spring force on particle i, f_e (e, 3)."""
+        d = x.take(self.i, axis=0) - x.take(self.j, axis=0)
+        length = np.sqrt(np.einsum("ij,ij->i", d, d))
+        # A spring of zero length has no direction: it pushes nowhere (and the clamp zeroes its K_e).
+        n = d / np.where(length > 1e-12, length, 1.0)[:, None]
+        f = (-self.k * (length - self.rest_length))[:, None] * n
+        return n, length, f
+
+    def forces(self, x: np.ndarray) -> np.ndarray:
+        """Total force [N] on every particle at positions ``x``: springs plus gravity on free particles, (n, 3)."""
+        _, _, fe = self._springs(x)
+        return self.scatter @ fe + (self.model.mass[:, None] * self.gravity) * self.free_col
+
+    def energy(self, state: State) -> float:
+        """Kinetic + spring + gravitational energy [J] of the free and pinned particles (reference z = 0)."""
+        _, length, _ = self._springs(state.x)
+        kinetic = 0.5 * float(np.sum(self.model.mass * np.einsum("ij,ij->i", state.v, state.v)))
+        spring = 0.5 * float(np.sum(self.k * (length - self.rest_length) ** 2))
+        potential = -float(np.sum((self.model.mass * self.free) * (state.x @ self.gravity)))
+        return kinetic + spring + potential
+
+    # ------------------------------------------------------------------ step
+
+    def step(self, state: State, dt: float, colliders=()) -> StepStats:
+        x, v = state.x, state.v
+        x_prev = x.copy()
+        iterations, residual = 0, float("nan")
+        if self.method == "IMPLICIT_EULER":
+            iterations, residual = self._implicit_velocity(x, v, dt)
+            x += dt * v
+        else:
+            a = self.forces(x) * self.model.inv_mass[:, None]
+            if self.method == "EXPLICIT_EULER":
+                x += dt * v
+                v += dt * a
+            else:
+                v += dt * a
+                x += dt * v
+        if colliders:
+            before = x.copy()
+            resolve_contacts(x, x_prev, self.model.inv_mass, colliders)
+            v += (x - before) / dt
+        if self.config.damping > 0.0:
+            v *= np.exp(-self.config.damping * dt)
+        return measure_stats(self.model, x, iterations=iterations, linear_residual=residual)
+
+    # ------------------------------------------------------------------ implicit Euler
+
+    def _prepare_implicit(self):
+        """Sparsity pattern of A_FF = M_F + dt^2 K_FF as a BSR matrix of 3x3 blocks, built once.
+
+        Every spring contributes +K_e to blocks (i, i) and (j, j) and -K_e to (i, j) and (j, i); blocks
+        touching a pinned particle are dropped (the (free, pinned) ones reach the right-hand side through
+        ``_pinned_load``). ``self.block_sum @ Ke.reshape(e, 9)`` sums the contributions into the blocks.
+        """
+        model = self.model
+        self.free_index = np.nonzero(self.free)[0]
+        nf = len(self.free_index)
+        self.nf = nf
+        reduced = np.full(model.particle_count, -1, np.int64)
+        reduced[self.free_index] = np.arange(nf)
+        ri, rj = reduced[self.i], reduced[self.j]
+        e = np.arange(len(ri))
+        rows = np.concatenate([ri, rj, ri, rj, np.arange(nf)])
+        cols = np.concatenate([ri, rj, rj, ri, np.arange(nf)])
+        spring = np.concatenate([e, e, e, e, np.full(nf, -1)])
+        sign = np.concatenate([np.ones(2 * len(e)), -np.ones(2 * len(e)), np.zeros(nf)])
+        keep = (rows >= 0) & (cols >= 0)
+        rows, cols, spring, sign = rows[keep], cols[keep], spring[keep], sign[keep]
+        # Unique blocks in row-major order are exactly BSR order; the diagonal (mass) entries make sure
+        # every free particle has its diagonal block even when no spring reaches it.
+        keys, slot = np.unique(rows * max(nf, 1) + cols, return_inverse=True)
+        slot = slot.ravel()
+        self.block_rows = keys // max(nf, 1)
+        self.block_cols = keys % max(nf, 1)
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.block_rows, minlength=nf))]).astype(np.int32)
+        self.indices = self.block_cols.astype(np.int32)
+        is_spring = spring >= 0
+        self.block_sum = sp.csr_matrix(
+            (sign[is_spring], (slot[is_spring], spring[is_spring])), shape=(len(keys), len(self.k))
+        )
+        self.diag_slot = np.empty(nf, np.int64)
+        diagonal = self.block_rows == self.block_cols
+        self.diag_slot[self.block_rows[diagonal]] = np.nonzero(diagonal)[0]
+        self.mass_free = model.mass[self.free_index]
+        self.max_linear_iterations = max(int(self.config.iterations), MIN_LINEAR_ITERATIONS)
+
+    def _stiffness_blocks(self, n, length):
+        """K_e = k [max(1 - l0/l, 0) (I - n n^T) + n n^T] for every spring, shape (e, 3, 3)."""
+        nn = n[:, :, None] * n[:, None, :]
+        # A spring of zero length is fully compressed: the clamp gives it no stiffness at all.
+        ok = length > 1e-12
+        stretch = np.where(ok, np.clip(1.0 - self.rest_length / np.where(ok, length, 1.0), 0.0, None), 0.0)
+        eye = np.eye(3)[None]
+        return self.k[:, None, None] * (stretch[:, None, None] * (eye - nn) + nn)
+
+    def _implicit_velocity(self, x, v, dt):
+        """Solve [M + dt^2 K] v+ = M v + dt f for the free particles; writes v+ into ``v``."""
+        n, length, fe = self._springs(x)
+        Ke = self._stiffness_blocks(n, length)
+        if self.nf == 0:
+            return 0, 0.0
+        f = self.scatter @ fe + (self.model.mass[:, None] * self.gravity) * self.free_col
+        free = self.free_index
+        b = self.mass_free[:, None] * v[free] + dt * f[free]
+        if self.has_pins:
+            b -= dt**2 * self._pinned_load(Ke, v)[free]
+        data = dt**2 * (self.block_sum @ Ke.reshape(-1, 9)).reshape(-1, 3, 3)
+        data[self.diag_slot] += self.mass_free[:, None, None] * np.eye(3)
+        A = sp.bsr_matrix((data, self.indices, self.indptr), shape=(3 * self.nf, 3 * self.nf))
+        D_inv = _inverse_3x3(data[self.diag_slot])
+        solve = _block_cg if self.config.linear_solver == "CG" else _block_jacobi
+        v_free, iterations, residual = solve(A, D_inv, b.ravel(), v[free].ravel(), LINEAR_TOLERANCE, self.max_linear_iterations)
+        v[free] = v_free.reshape(-1, 3)
+        return iterations, residual
+
+    def _pinned_load(self, Ke, v):
+        """K v_P: the stiffness matrix times the velocities of the pinned particles only, (n, 3)."""
+        vp = v * (~self.free)[:, None]
+        y = np.einsum("eab,eb->ea", Ke, vp[self.i] - vp[self.j])
+        return self.scatter @ y
+
+
+def _inverse_3x3(blocks):
+    """Inverses of (k, 3, 3) non-singular matrices by the adjugate (much faster than batched np.linalg.inv)."""
+    a = blocks
+    cof = np.empty_like(a)
+    cof[:, 0, 0] = a[:, 1, 1] * a[:, 2, 2] - a[:, 1, 2] * a[:, 2, 1]
+    cof[:, 0, 1] = a[:, 1, 2] * a[:, 2, 0] - a[:, 1, 0] * a[:, 2, 2]
+    cof[:, 0, 2] = a[:, 1, 0] * a[:, 2, 1] - a[:, 1, 1] * a[:, 2, 0]
+    cof[:, 1, 0] = a[:, 0, 2] * a[:, 2, 1] - a[:, 0, 1] * a[:, 2, 2]
+    cof[:, 1, 1] = a[:, 0, 0] * a[:, 2, 2] - a[:, 0, 2] * a[:, 2, 0]
+    cof[:, 1, 2] = a[:, 0, 1] * a[:, 2, 0] - a[:, 0, 0] * a[:, 2, 1]
+    cof[:, 2, 0] = a[:, 0, 1] * a[:, 1, 2] - a[:, 0, 2] * a[:, 1, 1]
+    cof[:, 2, 1] = a[:, 0, 2] * a[:, 1, 0] - a[:, 0, 0] * a[:, 1, 2]
+    cof[:, 2, 2] = a[:, 0, 0] * a[:, 1, 1] - a[:, 0, 1] * a[:, 1, 0]
+    det = np.einsum("ka,ka->k", a[:, 0, :], cof[:, 0, :])
+    return np.swapaxes(cof, 1, 2) / det[:, None, None]
+
+
+def _apply_block_diagonal(D_inv, r):
+    return np.einsum("kab,kb->ka", D_inv, r.reshape(-1, 3)).ravel()
+
+
+# Dot products and norms through einsum rather than BLAS: these vectors are short enough that BLAS's
+# threads cost more than they save (several times slower on a busy machine).
+def _dot(a, b):
+    return float(np.einsum("i,i->", a, b))
+
+
+def _norm(a):
+    return float(np.sqrt(np.einsum("i,i->", a, a)))
+
+
+def _block_cg(A, D_inv, b, x, tol, max_iterations):
+    """Conjugate gradients preconditioned with the inverse block diagonal. Returns (x, iterations, rel. residual)."""
+    b_norm = _norm(b)
+    if b_norm == 0.0:
+        return np.zeros_like(b), 0, 0.0
+    x = x.copy()
+    r = b - A @ x
+    z = _apply_block_diagonal(D_inv, r)
+    p = z.copy()
+    rz = _dot(r, z)
+    iterations = 0
+    while iterations < max_iterations and _norm(r) > tol * b_norm:
+        Ap = A @ p
+        pAp = _dot(p, Ap)
+        if not pAp > 0.0:  # only at an exact solution (p = 0) for an SPD matrix
+            break
+        alpha = rz / pAp
+        x += alpha * p
+        r -= alpha * Ap
+        z = _apply_block_diagonal(D_inv, r)
+        rz_new = _dot(r, z)
+        p *= rz_new / rz
+        p += z
+        rz = rz_new
+        iterations += 1
+    return x, iterations, _norm(b - A @ x) / b_norm
+
+
+def _block_jacobi(A, D_inv, b, x, tol, max_iterations):
+    """Block Jacobi x <- x + D^-1 (b - A x). Returns (x, iterations, rel. residual)."""
+    b_norm = _norm(b)
+    if b_norm == 0.0:
+        return np.zeros_like(b), 0, 0.0
+    x = x.copy()
+    r = b - A @ x
+    iterations = 0
+    while iterations < max_iterations and _norm(r) > tol * b_norm:
+        x += _apply_block_diagonal(D_inv, r)
+        r = b - A @ x
+        iterations += 1
+    return x, iterations, _norm(r) / b_norm
+
+
+# ---------------------------------------------------------------------- stability of the explicit integrators
+
+
+def highest_frequency_bound(model, stiffness: float) -> float:
+    """Upper bound on the highest angular frequency omega_max [rad/s] of the spring network, 0 if no free spring.
+
+    omega_max^2 is the largest eigenvalue of M^-1 K over the free particles. For any configuration (with
+    the clamp of ``MassSpringSolver``) K_e <= k I, so it is at most that of the scalar spring Laplacian,
+    and Gershgorin's theorem on the symmetric M^-1/2 L M^-1/2 bounds that by
+
+        omega_max^2 <= max over free i of  sum over springs (i, j) of  k (1/m_i + [j free] / sqrt(m_i m_j)).
+
+    It is exact for one mass on a spring to a pin (k/m) and for two free masses (2k/m).
+    """
+    free = model.inv_mass > 0.0
+    i, j = model.edge_indices[:, 0], model.edge_indices[:, 1]
+    m = model.mass
+    off = np.where(free[i] & free[j], 1.0 / np.sqrt(m[i] * m[j]), 0.0)
+    row = np.bincount(i, stiffness * (1.0 / m[i] + off), minlength=model.particle_count)
+    row += np.bincount(j, stiffness * (1.0 / m[j] + off), minlength=model.particle_count)
+    row = row[free]
+    return float(np.sqrt(row.max())) if len(row) else 0.0
+
+
+def explicit_stable_substep(model, stiffness: float, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> float:
+    """Largest step dt [s] for which the explicit integrators are stable on ``model``; inf if nothing can oscillate.
+
+    SYMPLECTIC_EULER (the default): a mode of angular frequency omega is stable iff omega dt < 2, so
+
+        dt_max = 2 / omega_max  =  c sqrt(m_eff / k_eff),  c = 2,
+        k_eff / m_eff = max over free i of sum over springs (i, j) of k (1/m_i + [j free]/sqrt(m_i m_j))
+
+    (seed 003's dt <= c sqrt(m/k) with c = 2; see ``highest_frequency_bound``). Exact for one spring with a
+    pinned end; the true limit (largest eigenvalue at rest) is 1.35x higher on grid_cloth and 1.7x on a
+    cube of 5 tets, which is how conservative the bound is there.
+
+    EXPLICIT_EULER (forward): every undamped mode grows by sqrt(1 + omega^2 dt^2) per step, so there is no
+    stable step without damping (returns 0.0). With v scaled by exp(-damping dt) per step a mode is stable iff
+    exp(-damping dt) (1 + omega^2 dt^2) <= 1, which holds for dt <= damping / omega_max^2 (returned).
+    """
+    omega = highest_frequency_bound(model, stiffness)
+    if omega == 0.0:
+        return math.inf
+    if solver == "EXPLICIT_EULER":
+        return max(float(damping), 0.0) / omega**2
+    return 2.0 / omega
+
+
+def substeps_needed(frame_dt: float, model, stiffness: float, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> int:
+    """Fewest substeps per frame that keep ``solver`` (an explicit integrator) stable; 0 if none does."""
+    limit = explicit_stable_substep(model, stiffness, solver, damping)
+    if limit == math.inf:
+        return 1
+    if limit <= 0.0:
+        return 0
+    return max(1, math.ceil(frame_dt / limit * (1.0 + 1e-9)))
+
+
+def _seconds(t: float) -> str:
+    """A duration with two significant digits in a fitting unit: '4.2 ms', '0.42 ms', '17 µs'."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if t >= 0.1 * scale or unit == "ns":
+            return f"{t / scale:.2g} {unit}"
+    return f"{t:.2g} s"  # pragma: no cover
+
+
+def _frame(frame_dt: float) -> str:
+    fps = 1.0 / frame_dt
+    return f"1/{round(fps)} s" if abs(fps - round(fps)) < 1e-6 * fps else _seconds(frame_dt)
+
+
+def explicit_stability_message(frame_dt: float, substeps: int, model, stiffness: float,
+                               solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> str:
+    """What to tell the user when an explicit bake diverged (``solvers.frame.SimulationDiverged``).
+
+    Pass ``solver=config.solver`` and ``damping=config.damping``: forward Euler's limit is far smaller than
+    symplectic Euler's and depends on the damping.
+    """
+    dt = frame_dt / substeps
+    uses = f"this bake uses {_seconds(dt)} ({_frame(frame_dt)} ÷ {substeps} substeps)"
+    limit = explicit_stable_substep(model, stiffness, solver, damping)
+    name = "explicit (forward) Euler" if solver == "EXPLICIT_EULER" else "symplectic Euler"
+    if limit == math.inf:
+        return f"{name} diverged although no spring can oscillate; {uses}: check the pins and the colliders"
+    if limit <= 0.0:
+        per_damping = explicit_stable_substep(model, stiffness, solver, 1.0)
+        return (f"explicit (forward) Euler gains energy at every step size unless damped; {uses}: raise Damping "
+                f"(each 1/s of Damping makes it stable for steps up to {_seconds(per_damping)}), or use "
+                "SYMPLECTIC_EULER or IMPLICIT_EULER")
+    if dt <= limit:
+        return (f"{name} diverged although {uses}, within its estimated limit of {_seconds(limit)}: "
+                "large deformations or collisions can still excite it; raise Substeps or use IMPLICIT_EULER")
+    needed = substeps_needed(frame_dt, model, stiffness, solver, damping)
+    # dt_max scales as 1/sqrt(k) for symplectic Euler and 1/k for forward Euler.
+    power = 1.0 if solver == "EXPLICIT_EULER" else 2.0
+    k_max = stiffness * (limit / dt) ** power
+    return (f"{name} is stable only for steps up to {_seconds(limit)}; {uses}: raise Substeps to at least "
+            f"{needed} or lower Stiffness to {k_max:.2g} N/m, or use IMPLICIT_EULER")
