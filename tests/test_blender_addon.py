@@ -228,3 +228,47 @@ def test_unavailable_solver_is_not_offered(addon):
         else:
             with pytest.raises(TypeError):
                 cloth.softsim.solver = name
+
+
+MASS_SPRING_SETTINGS = {
+    # solver: (stiffness N/m, damping 1/s); substeps come from the add-on's own stability estimate
+    "EXPLICIT_EULER": (20.0, 5.0),
+    "SYMPLECTIC_EULER": (1000.0, 0.5),
+    "IMPLICIT_EULER": (10000.0, 0.1),
+}
+
+
+@pytest.mark.parametrize("solver", sorted(MASS_SPRING_SETTINGS))
+def test_mass_spring_solvers_bake_the_lab_scene(addon, solver):
+    from soft_sim.operators.simulation import explicit_stability_estimate
+
+    scene, cloth, sphere = lab_scene(frames=12)
+    s = cloth.softsim
+    s.solver = solver
+    s.stiffness, s.damping = MASS_SPRING_SETTINGS[solver]
+    if solver == "IMPLICIT_EULER":
+        s.substeps = 2
+    else:
+        limit, needed = explicit_stability_estimate(cloth, scene)
+        assert 0.0 < limit < 1.0 / 24.0
+        s.substeps = needed
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    rest = original_positions(cloth)
+    matrix = np.array(cloth.matrix_world)
+    for frame in range(1, 13):
+        local = evaluated_positions(cloth, frame)
+        assert np.all(np.isfinite(local))
+        assert np.allclose(local[[0, 10]], rest[[0, 10]], atol=1e-6)
+        world = local @ matrix[:3, :3].T + matrix[:3, 3]
+        assert np.linalg.norm(world, axis=1).min() > 2.7 - 1e-4
+    assert evaluated_positions(cloth, 12)[:, 2].min() < -0.5  # it fell and draped
+
+
+def test_explicit_euler_past_its_limit_is_stopped_with_advice(addon):
+    scene, cloth, _ = lab_scene(frames=24)
+    assert bpy.ops.softsim.bake() == {"FINISHED"}  # an earlier good bake, to be kept
+    cloth.softsim.solver = "SYMPLECTIC_EULER"
+    cloth.softsim.substeps = 2
+    expect_error(r"'Cloth' became unstable at frame \d+.*symplectic Euler is stable only for steps up to .*raise Substeps to at least \d+")
+    assert cloth.modifiers[0].type == "MESH_CACHE"
+    assert np.all(np.isfinite(evaluated_positions(cloth, 24)))
