@@ -126,6 +126,7 @@ def config_from_settings(settings, scene) -> "solvers.SolverConfig":
         damping=settings.damping,
         gravity=gravity,
         jacobi_relaxation=settings.jacobi_relaxation,
+        tether_stretch=settings.tether_stretch if settings.use_tethers and settings.pin_group else None,
     )
 
 
@@ -134,18 +135,25 @@ def frame_duration(scene) -> float:
     return scene.render.fps_base / scene.render.fps
 
 
+def identity_mapping(x):
+    return x
+
+
 def build_body(obj, matrix_world, scene):
-    """(Model, BodyInput) for a CLOTH or SOLID object at its current transform; raises InputError."""
+    """(Model, BodyInput, to_mesh) for a CLOTH or SOLID object at its current transform; raises InputError.
+
+    ``to_mesh`` maps simulated particle positions (particle_count, 3) to the mesh's own vertices
+    (vertex_count, 3), both world space: the identity for cloth, tet embedding for solids.
+    """
     body = read_body(obj, matrix_world)
     role = obj.softsim.role
     try:
         if role == "CLOTH":
             model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned, total_mass=obj.softsim.mass)
-        else:
-            raise InputError(f"'{obj.name}': role Solid is not available in this version; use Cloth")
+            return model, body, identity_mapping
+        raise InputError(f"'{obj.name}': role Solid is not available in this version; use Cloth")
     except solvers.ModelError as error:
         raise InputError(f"'{obj.name}': {error}") from error
-    return model, body
 
 
 def make_body_solver(obj, model, scene):

@@ -19,11 +19,13 @@ class BodyRun:
     def __init__(self, obj, scene, depsgraph):
         self.name = obj.name
         matrix = world_matrix(obj, depsgraph)
-        self.model, body = build_body(obj, matrix, scene)
+        self.model, body, self.to_mesh = build_body(obj, matrix, scene)
         self.solver = make_body_solver(obj, self.model, scene)
         self.state = solvers.State.at_rest(self.model)
         self.local_rest = body.local_positions
-        self.vertex_count = len(body.local_positions)
+        # Every particle's rest position in object space, so pins (and, for solids, interior
+        # particles) follow the object's animated transform.
+        self.particle_local_rest = world_to_local(matrix, self.model.rest_positions)
         self.has_pins = bool(self.model.pinned.any())
         self.frame_dt = frame_duration(scene)
         self.stats = solvers.measure_stats(self.model, self.state.x)
@@ -34,9 +36,9 @@ class BodyRun:
     def advance(self, obj, depsgraph, colliders) -> np.ndarray:
         """Simulate one scene frame (objects evaluated at its end); returns local positions (n, 3) float32."""
         matrix = world_matrix(obj, depsgraph)
-        targets = transform_points(matrix, self.local_rest) if self.has_pins else None
+        targets = transform_points(matrix, self.particle_local_rest) if self.has_pins else None
         self.stats = solvers.advance_frame(self.solver, self.state, self.frame_dt, self.solver.config.substeps, colliders, targets)
-        return world_to_local(matrix, self.state.x[: self.vertex_count]).astype(np.float32)
+        return world_to_local(matrix, self.to_mesh(self.state.x)).astype(np.float32)
 
     def stability_advice(self) -> str:
         """What to change after the simulation diverged."""
@@ -70,7 +72,7 @@ def explicit_stability_estimate(obj, scene):
            s.pin_group, tuple(obj.matrix_world.to_scale()), frame_duration(scene))
     if key not in _estimates:
         try:
-            model, _ = build_body(obj, matrix_to_numpy(obj.matrix_world), scene)
+            model, _, _ = build_body(obj, matrix_to_numpy(obj.matrix_world), scene)
         except InputError:
             return None
         if len(_estimates) > 64:

@@ -3,6 +3,7 @@
 ``operators/bridge.py`` is the one place that turns Blender properties into a SolverConfig.
 """
 from dataclasses import dataclass
+from typing import Optional
 
 SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER", "PBD", "XPBD", "PROJECTIVE", "NEWTON")
 CONSTRAINT_SCHEMES = ("GAUSS_SEIDEL", "JACOBI")
@@ -31,5 +32,8 @@ class SolverConfig:
     """Gravitational acceleration [m/s^2]."""
     jacobi_relaxation: float = 0.2
     """Weight of a particle's own position in a Jacobi sweep (GAMES103 lab: 0.2); >= 0."""
+    tether_stretch: Optional[float] = None
+    """PBD/XPBD pin tethers: a particle may move at most (1 + this) x its rest geodesic distance from its
+    nearest pin (a strain limit, 0.01 = 1%); None turns tethers off."""
     max_speed: float = 1000.0
     """A particle faster than this [m/s] means the simulation exploded."""

@@ -11,80 +11,91 @@ import scipy.sparse as sp
 from .base import Solver
 from .colliders import resolve_contacts
 from .colouring import colour_constraints
-from .constraints import DistanceConstraints, TetVolumeConstraints
+from .constraints import DistanceConstraints, PinTethers, TetVolumeConstraints
 from .model import State, StepStats, measure_stats
 
 
 class _Sweep:
-    """Precomputed data to sweep one constraint set: colours (Gauss-Seidel) or scatter matrix (Jacobi)."""
+    """One constraint set prepared for its sweep.
+
+    Gauss-Seidel: ``batches`` holds one constraint subset per colour (no two share a particle).
+    Jacobi: one batch with everything, plus the scatter matrix that sums corrections per particle.
+    """
 
     def __init__(self, constraints, particle_count: int, scheme: str):
-        self.constraints = constraints
         k = constraints.indices.shape[1]
         if scheme == "GAUSS_SEIDEL":
-            self.colours = colour_constraints(constraints.indices, particle_count)
+            self.batches = [constraints.subset(c) for c in colour_constraints(constraints.indices, particle_count)]
         else:
-            # scatter @ dx.reshape(-1, 3) sums every constraint's correction into its particles.
+            self.batches = [constraints]
             m = len(constraints)
+            # scatter @ dx.reshape(-1, 3) sums every constraint's correction into its particles.
             self.scatter = sp.csr_matrix(
                 (np.ones(m * k), (constraints.indices.ravel(), np.arange(m * k))), shape=(particle_count, m * k)
             )
             self.count = np.bincount(constraints.indices.ravel(), minlength=particle_count).astype(float)
             self.constraint_count = self.count[constraints.indices].max(axis=1)
 
+    def new_multipliers(self):
+        return [np.zeros(len(b)) for b in self.batches]
+
 
 class PositionBasedSolver(Solver):
     """``config.solver`` 'PBD' (hard constraints) or 'XPBD' (compliant constraints).
 
     Distance constraints on every model edge (compliance 1 / stiffness) and, for tet bodies, volume
-    constraints on every tet (compliance 1 / volume_stiffness). ``constraint_scheme`` picks the sweep:
-    'GAUSS_SEIDEL' projects one colour at a time, 'JACOBI' projects all constraints from the same
-    positions and applies x_i += sum_c dx_ic / (relaxation + n_i) (GAMES103 lab 2's averaged form).
+    constraints on every tet (compliance 1 / volume_stiffness); with ``config.tether_stretch`` set,
+    pin tethers limit how far particles move from the pins (``constraints/tether.py``).
+    ``constraint_scheme`` picks the sweep: 'GAUSS_SEIDEL' projects one colour at a time; 'JACOBI'
+    projects all constraints from the same positions, accumulates, and applies (see ``_jacobi``).
+    Each iteration sweeps every set, then the tethers; contacts are resolved after the last one.
     """
 
     def __init__(self, model, config):
         super().__init__(model, config)
         self.compliant = config.solver == "XPBD"
         self.scheme = config.constraint_scheme
-        sets = [DistanceConstraints(model.edge_indices, model.edge_rest_length, 1.0 / config.stiffness)]
+        inv_mass = model.inv_mass
+        sets = [DistanceConstraints(model.edge_indices, model.edge_rest_length, inv_mass, 1.0 / config.stiffness)]
         if model.tet_count:
-            sets.append(TetVolumeConstraints(model.tet_indices, model.tet_rest_volume, 1.0 / config.volume_stiffness))
+            sets.append(TetVolumeConstraints(model.tet_indices, model.tet_rest_volume, inv_mass, 1.0 / config.volume_stiffness))
         self.sweeps = [_Sweep(c, model.particle_count, self.scheme) for c in sets]
+        self.tethers = PinTethers(model, config.tether_stretch) if config.tether_stretch is not None else None
         self.gravity = np.asarray(config.gravity, float)
-        self.free = (model.inv_mass > 0.0)[:, None]
+        self.free = (inv_mass > 0.0)[:, None]
 
     def step(self, state: State, dt: float, colliders=()) -> StepStats:
         x, v = state.x, state.v
-        inv_mass = self.model.inv_mass
         v += dt * self.gravity * self.free
         x_prev = x.copy()
         x += dt * v
-        multipliers = [np.zeros(len(s.constraints)) for s in self.sweeps]
+        multipliers = [sweep.new_multipliers() for sweep in self.sweeps]
         for _ in range(self.config.iterations):
-            for sweep, lam in zip(self.sweeps, multipliers):
-                alpha = sweep.constraints.compliance / dt**2 if self.compliant else 0.0
+            for sweep, lams in zip(self.sweeps, multipliers):
                 if self.scheme == "GAUSS_SEIDEL":
-                    self._gauss_seidel(sweep, x, inv_mass, alpha, lam)
+                    self._gauss_seidel(sweep, x, dt, lams)
                 else:
-                    self._jacobi(sweep, x, inv_mass, alpha, lam)
-            resolve_contacts(x, x_prev, inv_mass, colliders)
+                    self._jacobi(sweep, x, dt, lams[0])
+            if self.tethers is not None:
+                self.tethers.apply(x)
+        resolve_contacts(x, x_prev, self.model.inv_mass, colliders)
         v[:] = (x - x_prev) / dt
         if self.config.damping > 0.0:
             v *= np.exp(-self.config.damping * dt)
         return measure_stats(self.model, x, iterations=self.config.iterations)
 
-    @staticmethod
-    def _gauss_seidel(sweep, x, inv_mass, alpha, lam):
-        indices = sweep.constraints.indices
-        for colour in sweep.colours:
-            dx, dlam = sweep.constraints.corrections(x, inv_mass, colour, alpha, lam[colour])
-            particles = indices[colour]
-            # No particle appears twice within a colour, so plain fancy-index updates are exact.
-            for k in range(particles.shape[1]):
-                x[particles[:, k]] += dx[:, k]
-            lam[colour] += dlam
+    def _alpha(self, constraints, dt):
+        return constraints.compliance / dt**2 if self.compliant else 0.0
 
-    def _jacobi(self, sweep, x, inv_mass, alpha, lam):
+    def _gauss_seidel(self, sweep, x, dt, lams):
+        for batch, lam in zip(sweep.batches, lams):
+            dx, dlam = batch.corrections(x, self._alpha(batch, dt), lam)
+            # No particle appears twice within a colour, so plain fancy-index updates are exact.
+            for k in range(batch.indices.shape[1]):
+                x[batch.indices[:, k]] += dx[:, k]
+            lam += dlam
+
+    def _jacobi(self, sweep, x, dt, lam):
         """One Jacobi sweep with relaxation r = ``config.jacobi_relaxation``.
 
         PBD averages per particle, x_i += sum_c dx_ic / (r + n_i) with n_i the particle's constraint
@@ -92,7 +103,8 @@ class PositionBasedSolver(Solver):
         XPBD must keep x - x_tilde = W grad_C^T lambda, or it converges to the wrong stretch; so it
         scales each constraint's whole update (dlambda and its dx) by 1 / (r + max n over its particles).
         """
-        dx, dlam = sweep.constraints.corrections(x, inv_mass, slice(None), alpha, lam)
+        constraints = sweep.batches[0]
+        dx, dlam = constraints.corrections(x, self._alpha(constraints, dt), lam)
         relaxation = self.config.jacobi_relaxation
         if self.compliant:
             scale = 1.0 / (relaxation + sweep.constraint_count)

@@ -57,6 +57,7 @@ def engine_frames(cloth, sphere, scene):
     config = solvers.SolverConfig(
         solver=s.solver, constraint_scheme=s.constraint_scheme, substeps=s.substeps, iterations=s.iterations,
         stiffness=s.stiffness, damping=s.damping, gravity=tuple(scene.gravity),
+        tether_stretch=s.tether_stretch if s.use_tethers else None,
     )
     sim = solvers.make_solver(model, config)
     state = solvers.State.at_rest(model)

@@ -78,6 +78,12 @@ class PHYSICS_PT_softsim_solver(SoftSimPanel, bpy.types.Panel):
             col.prop_search(settings, "pin_group", obj, "vertex_groups", text="Pin Group")
             if settings.pin_group and settings.pin_group not in obj.vertex_groups:
                 col.label(text=f"No vertex group '{settings.pin_group}'", icon="ERROR")
+            if settings.pin_group and settings.solver in SOLVERS_WITH_SWEEP:
+                row = col.row(heading="Pin Tethers")
+                row.prop(settings, "use_tethers", text="")
+                sub = row.row()
+                sub.active = settings.use_tethers
+                sub.prop(settings, "tether_stretch")
         col.prop(settings, "output")
         if settings.status:
             box = layout.box()

@@ -52,6 +52,15 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         name="Relaxation", default=0.2, min=0.0, soft_max=10.0,
         description="Jacobi sweep: weight of a vertex's own position when averaging corrections (GAMES103 lab uses 0.2); higher is more damped and more stable",
     )
+    use_tethers: BoolProperty(
+        name="Pin Tethers", default=True,
+        description="PBD/XPBD: keep every vertex within Max Stretch of its rest distance (along the mesh) from the pins, "
+        "so fine cloth does not sag near its pins (long-range attachments)",
+    )
+    tether_stretch: FloatProperty(
+        name="Max Stretch", default=0.01, min=0.0, soft_max=0.5, subtype="FACTOR",
+        description="Pin tethers: how much farther than its rest distance a vertex may move from a pin (0.01 = 1%)",
+    )
     pin_group: StringProperty(name="Pin Group", default="", description="Vertex group whose vertices with weight >= 0.5 are pinned and follow the object's animated transform")
     output: EnumProperty(
         name="Output",

@@ -5,6 +5,7 @@ Each constraint set exposes ``indices`` (m, k), ``compliance`` and ``corrections
 PBD and XPBD share these kernels: PBD is XPBD with zero compliance (Macklin et al. 2016).
 """
 from .distance import DistanceConstraints
+from .tether import PinTethers
 from .volume import TetVolumeConstraints
 
-__all__ = ["DistanceConstraints", "TetVolumeConstraints"]
+__all__ = ["DistanceConstraints", "PinTethers", "TetVolumeConstraints"]

@@ -3,39 +3,44 @@ import numpy as np
 
 
 class DistanceConstraints:
-    """One distance constraint per edge.
+    """A batch of distance constraints, bound to the particles' inverse masses.
 
-    indices: (m, 2) int64 particle pairs; rest_length: (m,) [m]; compliance: 1 / stiffness [m/N].
+    indices: (m, 2) int64 particle pairs; rest_length: (m,) [m]; inv_mass: (particle_count,) [1/kg];
+    compliance: 1 / stiffness [m/N].
     """
 
-    def __init__(self, indices: np.ndarray, rest_length: np.ndarray, compliance: float):
+    def __init__(self, indices, rest_length, inv_mass, compliance: float):
         self.indices = np.asarray(indices, np.int64)
         self.rest_length = np.asarray(rest_length, np.float64)
+        self.inv_mass = inv_mass
         self.compliance = float(compliance)
+        self.i, self.j = self.indices[:, 0].copy(), self.indices[:, 1].copy()
+        self.w_i, self.w_j = inv_mass[self.i], inv_mass[self.j]
+        self.w_sum = self.w_i + self.w_j
 
     def __len__(self):
         return len(self.indices)
 
-    def corrections(self, x, inv_mass, select, alpha, lam):
-        """XPBD update of the constraints ``select`` (int array or slice).
+    def subset(self, select) -> "DistanceConstraints":
+        return DistanceConstraints(self.indices[select], self.rest_length[select], self.inv_mass, self.compliance)
+
+    def corrections(self, x, alpha, lam):
+        """XPBD update of every constraint in the batch from positions ``x`` (n, 3).
 
         For C = |x_i - x_j| - l0 with grad_C_i = n = (x_i - x_j)/|x_i - x_j| = -grad_C_j:
             dlambda = (-C - alpha * lambda) / (w_i + w_j + alpha),   alpha = compliance / dt^2
             dx_i = w_i * dlambda * n,   dx_j = -w_j * dlambda * n
         With alpha = 0 this is PBD's projection dx_i = -w_i / (w_i + w_j) * C * n.
-        Returns dx of shape (len(select), 2, 3) and dlambda of shape (len(select),).
+        Returns dx of shape (m, 2, 3) and dlambda of shape (m,).
         """
-        pairs = self.indices[select]
-        w = inv_mass[pairs]
-        d = x[pairs[:, 0]] - x[pairs[:, 1]]
+        d = x[self.i] - x[self.j]
         length = np.sqrt(np.einsum("ij,ij->i", d, d))
-        C = length - self.rest_length[select]
-        denom = w[:, 0] + w[:, 1] + alpha
-        # Constraints between two pinned particles, or of zero length, have no direction to push along.
-        ok = (denom > 0.0) & (length > 1e-12)
-        dlam = np.where(ok, (-C - alpha * lam) / np.where(ok, denom, 1.0), 0.0)
-        n = d / np.where(length > 1e-12, length, 1.0)[:, None]
-        dx = np.empty((len(pairs), 2, 3))
-        dx[:, 0] = (w[:, 0] * dlam)[:, None] * n
-        dx[:, 1] = -(w[:, 1] * dlam)[:, None] * n
+        # A zero-length edge has no direction, and an edge between two pins no mobility: both get dlambda = 0.
+        safe_length = np.maximum(length, 1e-12)
+        denom = self.w_sum + alpha
+        dlam = np.where(denom > 0.0, -(length - self.rest_length + alpha * lam) / np.where(denom > 0.0, denom, 1.0), 0.0)
+        scaled = (dlam / safe_length)[:, None] * d
+        dx = np.empty((len(d), 2, 3))
+        dx[:, 0] = self.w_i[:, None] * scaled
+        dx[:, 1] = -self.w_j[:, None] * scaled
         return dx, dlam

@@ -5,18 +5,23 @@ from ..model import tet_volumes
 
 
 class TetVolumeConstraints:
-    """One volume constraint per tet.
+    """A batch of volume constraints, one per tet, bound to the particles' inverse masses.
 
     indices: (m, 4) int64 positively oriented tets; rest_volume: (m,) [m^3]; compliance [1 / stiffness].
     """
 
-    def __init__(self, indices: np.ndarray, rest_volume: np.ndarray, compliance: float):
+    def __init__(self, indices, rest_volume, inv_mass, compliance: float):
         self.indices = np.asarray(indices, np.int64)
         self.rest_volume = np.asarray(rest_volume, np.float64)
+        self.inv_mass = inv_mass
         self.compliance = float(compliance)
+        self.w = inv_mass[self.indices]
 
     def __len__(self):
         return len(self.indices)
+
+    def subset(self, select) -> "TetVolumeConstraints":
+        return TetVolumeConstraints(self.indices[select], self.rest_volume[select], self.inv_mass, self.compliance)
 
     @staticmethod
     def gradients(p):
@@ -31,14 +36,11 @@ class TetVolumeConstraints:
             axis=1,
         )
 
-    def corrections(self, x, inv_mass, select, alpha, lam):
+    def corrections(self, x, alpha, lam):
         """dlambda = (-C - alpha lambda) / (sum_k w_k |grad_k|^2 + alpha); dx_k = w_k dlambda grad_k."""
-        tets = self.indices[select]
-        p = x[tets]
-        grad = self.gradients(p)
-        w = inv_mass[tets]
-        C = 6.0 * (tet_volumes(x, tets) - self.rest_volume[select])
-        denom = np.einsum("ij,ijk,ijk->i", w, grad, grad) + alpha
+        grad = self.gradients(x[self.indices])
+        C = 6.0 * (tet_volumes(x, self.indices) - self.rest_volume)
+        denom = np.einsum("ij,ijk,ijk->i", self.w, grad, grad) + alpha
         ok = denom > 1e-300
         dlam = np.where(ok, (-C - alpha * lam) / np.where(ok, denom, 1.0), 0.0)
-        return (w * dlam[:, None])[:, :, None] * grad, dlam
+        return (self.w * dlam[:, None])[:, :, None] * grad, dlam

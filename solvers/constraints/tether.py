@@ -1,0 +1,61 @@
+"""Pin tethers: long-range attachments (Kim, Chentanez and Müller 2012, "Long Range Attachments").
+
+Hanging cloth stretches near its pins because a few constraint sweeps cannot carry the weight of a
+fine mesh back to the pins in one step. A tether lets each free particle move at most
+(1 + max_stretch) times its rest geodesic distance (along mesh edges) away from its nearest pin, and
+projects it back when it goes beyond. It is a one-sided strain limit, not a spring: inside the limit
+it does nothing, so the solver's own stiffness rules until then.
+"""
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
+
+
+MAX_PINS_TETHERED_TO_ALL = 32
+"""Up to this many pins every free particle is tethered to each pin it is connected to. With more, each
+particle is tethered to its nearest pin only (a distance matrix of every pin would not fit); nearby pins
+then sit close together, so the halves tethered to different pins barely pull apart."""
+
+
+class PinTethers:
+    """Tethers from free particles to pins, in slots: no particle appears twice within a slot.
+
+    slots: list of (particle (t,), pin (t,), limit (t,)) with int64 particle and pin indices and the
+    largest allowed distance [m] between them.
+    """
+
+    def __init__(self, model, max_stretch: float):
+        self.slots = []
+        pinned = np.nonzero(model.pinned)[0]
+        n = model.particle_count
+        if len(pinned) == 0 or len(pinned) == n:
+            return
+        i, j = model.edge_indices[:, 0], model.edge_indices[:, 1]
+        graph = sp.csr_matrix((model.edge_rest_length, (i, j)), shape=(n, n))
+        free = model.inv_mass > 0.0
+        if len(pinned) <= MAX_PINS_TETHERED_TO_ALL:
+            # Every pin: a particle between two pins must respect both, or the halves tethered to
+            # different pins tear apart along the line where the nearest pin changes.
+            distance = np.atleast_2d(dijkstra(graph, directed=False, indices=pinned))
+            sources = [(pinned[k], distance[k]) for k in range(len(pinned))]
+        else:
+            distance, _, source = dijkstra(graph, directed=False, indices=pinned, min_only=True, return_predecessors=True)
+            sources = [(source, distance)]
+        for pin, dist in sources:
+            particle = np.nonzero(np.isfinite(dist) & free)[0]
+            pin_of = np.broadcast_to(pin, (n,))[particle].astype(np.int64)
+            self.slots.append((particle, pin_of, (1.0 + max_stretch) * dist[particle]))
+
+    def apply(self, x: np.ndarray, passes: int = 3) -> None:
+        """Pull every particle farther than its limit from a pin back onto the limit, in place.
+
+        Slot by slot (Gauss-Seidel over the pins); a later pin's projection can undo a little of an
+        earlier one's, so with several pins the slots are swept ``passes`` times.
+        """
+        for _ in range(passes if len(self.slots) > 1 else 1):
+            for particle, pin, limit in self.slots:
+                d = x[particle] - x[pin]
+                length = np.sqrt(np.einsum("ij,ij->i", d, d))
+                over = length > limit
+                if over.any():
+                    x[particle[over]] = x[pin[over]] + d[over] * (limit[over] / length[over])[:, None]
