@@ -1,18 +1,20 @@
 """Blender operators, the frame-change handler and the bridge to the pure engine."""
 import bpy
 
-from . import bake, live
+from . import bake, live, presets
 
-classes = bake.classes
+classes = bake.classes + presets.classes
 
 
 def register():
     for cls in classes:
         bpy.utils.register_class(cls)
+    bpy.types.VIEW3D_MT_add.append(presets.menu_add)
     live.register()
 
 
 def unregister():
     live.unregister()
+    bpy.types.VIEW3D_MT_add.remove(presets.menu_add)
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

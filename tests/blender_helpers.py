@@ -5,19 +5,8 @@ import tempfile
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def import_addon():
-    """Import the repository as the package ``soft_sim`` (through a symlink, as Blender would see it)."""
-    if "soft_sim" in sys.modules:
-        return sys.modules["soft_sim"]
-    parent = tempfile.mkdtemp(prefix="softsim-pkg-")
-    os.symlink(ROOT, os.path.join(parent, "soft_sim"))
-    sys.path.insert(0, parent)
-    import soft_sim
-
-    return soft_sim
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from devenv import import_addon  # noqa: E402,F401  (re-exported for the tests)
 
 
 def evaluated_positions(obj, frame=None):

@@ -1,0 +1,140 @@
+"""`make demo`: bake the GAMES103 lab cloth and a finer XPBD cloth headless, save the .blend with its PC2
+caches, render preview PNGs (Workbench) and print a summary table.
+
+Output: demo_out/soft_sim_demo.blend, demo_out/softsim_cache/*.pc2, demo_out/preview_*.png.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from devenv import ROOT, import_addon, isolate_blender_user_folders  # noqa: E402
+
+isolate_blender_user_folders()
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+
+OUT = os.path.join(ROOT, "demo_out")
+FRAMES = 120
+FINE_N = 64
+
+
+def add_fine_cloth(context, x_offset):
+    """A 10 m XPBD cloth of FINE_N x FINE_N vertices pinned at two corners, 3 m above its own sphere."""
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=FINE_N - 1, y_subdivisions=FINE_N - 1, size=10.0, location=(x_offset, 0.0, 3.0))
+    cloth = context.object
+    cloth.name = "Fine Cloth"
+    cloth.vertex_groups.new(name="Pins").add([0, FINE_N - 1], 1.0, "REPLACE")
+    s = cloth.softsim
+    s.role, s.pin_group, s.solver = "CLOTH", "Pins", "XPBD"
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=2.7, segments=48, ring_count=24, location=(x_offset, 0.0, 0.0))
+    sphere = context.object
+    sphere.name = "Fine Sphere"
+    bpy.ops.object.shade_smooth()
+    sphere.softsim.role = "SPHERE"
+    sphere.softsim.thickness = 0.02
+    return cloth, sphere
+
+
+def build_scene(addon):
+    bpy.ops.wm.read_homefile(use_empty=True)
+    context = bpy.context
+    scene = context.scene
+    lab_cloth, lab_sphere = addon.operators.presets.add_games103_lab(context, location=(-7.0, 0.0, 0.0))
+    fine_cloth, fine_sphere = add_fine_cloth(context, 7.0)
+    bpy.ops.mesh.primitive_plane_add(size=40.0, location=(0.0, 0.0, -3.0))
+    context.object.name = "Ground"
+    context.object.softsim.role = "GROUND"
+    scene.frame_start, scene.frame_end = 1, FRAMES
+    scene.softsim.cache_dir = "//softsim_cache"
+    return scene, [(lab_cloth, lab_sphere), (fine_cloth, fine_sphere)]
+
+
+def world_positions(obj, frame):
+    bpy.context.scene.frame_set(frame)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    evaluated = obj.evaluated_get(depsgraph)
+    mesh = evaluated.data
+    buf = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertices.foreach_get("co", buf)
+    m = np.array(evaluated.matrix_world)
+    return buf.reshape(-1, 3).astype(float) @ m[:3, :3].T + m[:3, 3]
+
+
+def measure(scene, cloth, sphere, ground_z):
+    """Max edge strain over all frames and edges, and the deepest penetration into the sphere or ground [m]."""
+    edges = np.empty(len(cloth.data.edges) * 2, np.int32)
+    cloth.data.edges.foreach_get("vertices", edges)
+    edges = edges.reshape(-1, 2)
+    rest = world_positions(cloth, scene.frame_start)
+    rest_length = np.linalg.norm(rest[edges[:, 0]] - rest[edges[:, 1]], axis=1)
+    centre, radius = np.array(sphere.location), 0.5 * max(sphere.dimensions)
+    strain = depth = 0.0
+    for frame in range(scene.frame_start, scene.frame_end + 1):
+        x = world_positions(cloth, frame)
+        length = np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
+        strain = max(strain, float(np.max(np.abs(length / rest_length - 1.0))))
+        depth = max(depth, float(radius - np.linalg.norm(x - centre, axis=1).min()), float(ground_z - x[:, 2].min()))
+    return strain, max(depth, 0.0)
+
+
+def render_previews(scene, frames):
+    scene.render.engine = "BLENDER_WORKBENCH"
+    scene.display.shading.light = "STUDIO"
+    scene.display.shading.color_type = "OBJECT"
+    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 960, 540, 100
+    scene.render.image_settings.file_format = "PNG"
+    colours = {"Lab Cloth": (0.85, 0.35, 0.25, 1), "Fine Cloth": (0.25, 0.5, 0.85, 1), "Ground": (0.6, 0.6, 0.6, 1)}
+    for obj in scene.objects:
+        obj.color = colours.get(obj.name, (0.9, 0.85, 0.7, 1))
+    camera_data = bpy.data.cameras.new("Camera")
+    camera = bpy.data.objects.new("Camera", camera_data)
+    scene.collection.objects.link(camera)
+    camera.location = (0.0, -26.0, 12.0)
+    camera.rotation_euler = (np.radians(68.0), 0.0, 0.0)
+    scene.camera = camera
+    paths = []
+    for frame in frames:
+        scene.frame_set(frame)
+        scene.render.filepath = os.path.join(OUT, f"preview_{frame:03d}.png")
+        bpy.ops.render.render(write_still=True)
+        paths.append(scene.render.filepath)
+    return paths
+
+
+def main():
+    addon = import_addon()
+    addon.register()
+    os.makedirs(OUT, exist_ok=True)
+    scene, bodies = build_scene(addon)
+    blend = os.path.join(OUT, "soft_sim_demo.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=blend)  # the relative cache folder needs a saved file
+    rows = []
+    for cloth, sphere in bodies:
+        for obj in scene.objects:
+            obj.select_set(obj == cloth)
+        started = time.perf_counter()
+        result = bpy.ops.softsim.bake(selected_only=True)
+        seconds = time.perf_counter() - started
+        if result != {"FINISHED"}:
+            raise SystemExit(f"bake of {cloth.name} failed")
+        s = cloth.softsim
+        rows.append([cloth.name, len(cloth.data.vertices), f"{s.solver} {s.constraint_scheme.replace('_', '-').lower()}",
+                     f"{s.substeps}x{s.iterations}", scene.frame_end - scene.frame_start + 1, seconds, *measure(scene, cloth, sphere, -3.0)])
+    paths = render_previews(scene, (1, 30, FRAMES))
+    scene.frame_set(scene.frame_start)
+    bpy.ops.wm.save_mainfile()
+
+    print()
+    print(f"| body | vertices | solver | substeps x iterations | frames | bake time [s] | ms/frame | max edge strain | deepest penetration [mm] |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, n, solver, steps, frames, seconds, strain, depth in rows:
+        print(f"| {name} | {n} | {solver} | {steps} | {frames} | {seconds:.2f} | {1000 * seconds / frames:.1f} | {100 * strain:.2f}% | {1000 * depth:.3f} |")
+    print()
+    print(f"Saved {os.path.relpath(blend, ROOT)} with caches in {os.path.relpath(os.path.join(OUT, 'softsim_cache'), ROOT)}/")
+    print("Previews: " + ", ".join(os.path.relpath(p, ROOT) for p in paths))
+    addon.unregister()
+
+
+if __name__ == "__main__":
+    main()
