@@ -273,3 +273,28 @@ def test_explicit_euler_past_its_limit_is_stopped_with_advice(addon):
     expect_error(r"'Cloth' became unstable at frame \d+.*symplectic Euler is stable only for steps up to .*raise Substeps to at least \d+")
     assert cloth.modifiers[0].type == "MESH_CACHE"
     assert np.all(np.isfinite(evaluated_positions(cloth, 24)))
+
+
+def test_games103_lab_preset_is_the_lab_and_bakes_plays_and_frees(addon, tmp_path):
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 30
+    scene.softsim.cache_dir = str(tmp_path)
+    assert bpy.ops.softsim.add_games103_lab() == {"FINISHED"}
+    cloth, sphere = bpy.data.objects["Lab Cloth"], bpy.data.objects["Lab Sphere"]
+    s = cloth.softsim
+    assert len(cloth.data.vertices) == 441 and len(cloth.data.polygons) == 800
+    assert (s.solver, s.constraint_scheme, s.iterations, s.substeps, s.jacobi_relaxation) == ("PBD", "JACOBI", 32, 1, pytest.approx(0.2))
+    assert np.exp(-s.damping * 0.0333) == pytest.approx(0.99)
+    assert scene.render.fps == 30 and 0.5 * max(sphere.dimensions) == pytest.approx(2.7, rel=1e-3)
+    rest = original_positions(cloth)
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    matrix = np.array(cloth.matrix_world)
+    for frame in range(1, 31):
+        local = evaluated_positions(cloth, frame)
+        assert np.array_equal(local[[0, 20]], rest[[0, 20]])
+        world = local @ matrix[:3, :3].T + matrix[:3, 3]
+        assert np.linalg.norm(world - np.array(sphere.location), axis=1).min() > 2.7 - 1e-4
+    assert world[:, 2].min() < 0.0  # it fell around the sphere
+    assert bpy.ops.softsim.free_bake() == {"FINISHED"}
+    assert np.array_equal(evaluated_positions(cloth, 30), rest)
