@@ -48,7 +48,7 @@ class PositionBasedSolver(Solver):
     pin tethers limit how far particles move from the pins (``constraints/tether.py``).
     ``constraint_scheme`` picks the sweep: 'GAUSS_SEIDEL' projects one colour at a time; 'JACOBI'
     projects all constraints from the same positions, accumulates, and applies (see ``_jacobi``).
-    Each iteration sweeps every set, then the tethers; contacts are resolved after the last one.
+    Each iteration sweeps every set, then the tethers; contacts are resolved after the last iteration.
     """
 
     def __init__(self, model, config):
@@ -64,24 +64,27 @@ class PositionBasedSolver(Solver):
         self.gravity = np.asarray(config.gravity, float)
         self.free = (inv_mass > 0.0)[:, None]
 
-    def step(self, state: State, dt: float, colliders=()) -> StepStats:
+    def step(self, state: State, dt: float, colliders=(), measure: bool = True) -> StepStats:
         x, v = state.x, state.v
         v += dt * self.gravity * self.free
         x_prev = x.copy()
         x += dt * v
         multipliers = [sweep.new_multipliers() for sweep in self.sweeps]
-        for _ in range(self.config.iterations):
+        for iteration in range(self.config.iterations):
             for sweep, lams in zip(self.sweeps, multipliers):
                 if self.scheme == "GAUSS_SEIDEL":
                     self._gauss_seidel(sweep, x, dt, lams)
                 else:
                     self._jacobi(sweep, x, dt, lams[0])
             if self.tethers is not None:
-                self.tethers.apply(x)
+                # One pass per iteration keeps the sweeps honest; the last iteration's passes settle them.
+                self.tethers.apply(x, passes=1 if iteration + 1 < self.config.iterations else 8)
         resolve_contacts(x, x_prev, self.model.inv_mass, colliders)
         v[:] = (x - x_prev) / dt
         if self.config.damping > 0.0:
             v *= np.exp(-self.config.damping * dt)
+        if not measure:
+            return StepStats(iterations=self.config.iterations)
         return measure_stats(self.model, x, iterations=self.config.iterations)
 
     def _alpha(self, constraints, dt):
@@ -91,8 +94,8 @@ class PositionBasedSolver(Solver):
         for batch, lam in zip(sweep.batches, lams):
             dx, dlam = batch.corrections(x, self._alpha(batch, dt), lam)
             # No particle appears twice within a colour, so plain fancy-index updates are exact.
-            for k in range(batch.indices.shape[1]):
-                x[batch.indices[:, k]] += dx[:, k]
+            for k, column in enumerate(batch.columns):
+                x[column] += dx[:, k]
             lam += dlam
 
     def _jacobi(self, sweep, x, dt, lam):

@@ -15,6 +15,7 @@ class DistanceConstraints:
         self.inv_mass = inv_mass
         self.compliance = float(compliance)
         self.i, self.j = self.indices[:, 0].copy(), self.indices[:, 1].copy()
+        self.columns = (self.i, self.j)  # contiguous per-corner indices, for fast scatter
         self.w_i, self.w_j = inv_mass[self.i], inv_mass[self.j]
         self.w_sum = self.w_i + self.w_j
 

@@ -50,12 +50,17 @@ class PinTethers:
         """Pull every particle farther than its limit from a pin back onto the limit, in place.
 
         Slot by slot (Gauss-Seidel over the pins); a later pin's projection can undo a little of an
-        earlier one's, so with several pins the slots are swept ``passes`` times.
+        earlier one's, so with several pins the slots are swept again, up to ``passes`` times, while
+        any particle was more than 0.1% past a limit.
         """
-        for _ in range(passes if len(self.slots) > 1 else 1):
+        for _ in range(passes):
+            far_past = False
             for particle, pin, limit in self.slots:
                 d = x[particle] - x[pin]
                 length = np.sqrt(np.einsum("ij,ij->i", d, d))
-                over = length > limit
-                if over.any():
+                over = np.nonzero(length > limit)[0]
+                if len(over):
+                    far_past = far_past or bool(np.any(length[over] > 1.001 * limit[over]))
                     x[particle[over]] = x[pin[over]] + d[over] * (limit[over] / length[over])[:, None]
+            if not far_past or len(self.slots) == 1:
+                return

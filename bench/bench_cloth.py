@@ -1,0 +1,322 @@
+"""Cloth benchmark: Soft Sim XPBD against Blender's built-in Cloth on the GAMES103 lab scene.
+
+A square cloth 10 m wide, n x n vertices, horizontal at z = 3, two adjacent corners pinned (vertices 0
+and n-1 of ``grid_cloth``), falls onto a sphere of radius 2.7 at the origin (and a ground plane at
+z = -3) for FRAMES frames at 24 fps. Both simulators get the same vertex positions and ordering.
+
+Reported per row: wall time of the simulation only (Blender: the point-cache bake; Soft Sim: the
+``advance_frame`` calls; Soft Sim's model build is timed separately), ms per frame, simulated frames per
+second, speed ratio against built-in Cloth at the same n (> 1: Soft Sim is faster), and quality: max
+edge strain |l/l0 - 1| over all frames and all grid edges (the n x n quad grid's edges, the same set for
+both simulators), and the deepest penetration into the analytic sphere / ground over all frames.
+
+Run: ``python bench/bench_cloth.py [--sizes 21 64 128] [--frames 100]`` (``make bench`` runs bench/run.py).
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+# Blender's user folders go to a throw-away place so the bench never touches a real user's config.
+os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim-bench-blender-"))
+
+from solvers import (  # noqa: E402
+    GroundPlane, SimulationDiverged, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver,
+)
+
+# ---------------------------------------------------------------------------------------------------
+# Everything the lead may want to tune lives here.
+SIZES = (21, 64, 128)
+FRAMES = 100
+FPS = 24
+WIDTH = 10.0            # cloth side [m]
+HEIGHT = 3.0            # cloth height [m]
+SPHERE_RADIUS = 2.7     # [m], centred at the origin
+GROUND_Z = -3.0         # ground plane height [m]; None for no ground (applies to both simulators)
+SPHERE_SEGMENTS = (64, 32)  # Blender UV sphere (segments, rings) used as its collision mesh
+TOTAL_MASS = 1.0        # Soft Sim cloth mass [kg] (Blender Cloth keeps its default 0.3 kg per vertex)
+
+# Soft Sim configurations, one table row each per n. Keys: label, plus SolverConfig fields;
+# "diagonals" (grid_cloth: add each quad's diagonal as an edge, as Blender adds shear springs).
+XPBD_DEFAULTS = dict(solver="XPBD", stiffness=1.0e4, damping=0.1, diagonals=True)
+XPBD_CONFIGS = [
+    dict(label="XPBD Gauss-Seidel 10x5", constraint_scheme="GAUSS_SEIDEL", substeps=10, iterations=5),
+    dict(label="XPBD Jacobi 10x5", constraint_scheme="JACOBI", substeps=10, iterations=5),
+    dict(label="XPBD Gauss-Seidel 20x1 (small steps)", constraint_scheme="GAUSS_SEIDEL", substeps=20, iterations=1),
+    dict(label="XPBD Jacobi 20x1 (small steps)", constraint_scheme="JACOBI", substeps=20, iterations=1),
+]
+# ---------------------------------------------------------------------------------------------------
+
+BUILTIN = "Blender Cloth (built-in)"
+
+
+def grid_quads(n: int) -> np.ndarray:
+    """Quads (a, a+1, a+n+1, a+n) of grid_cloth's vertex ordering, shape ((n-1)^2, 4)."""
+    j, i = np.meshgrid(np.arange(n - 1), np.arange(n - 1), indexing="ij")
+    a = (j * n + i).ravel()
+    return np.stack([a, a + 1, a + n + 1, a + n], axis=1)
+
+
+def quality(frames_x: list, edges: np.ndarray, rest_length: np.ndarray) -> tuple:
+    """(max |l/l0 - 1| over frames and edges, max over frames of its 99th percentile over edges,
+    deepest penetration [m] into sphere or ground over frames).
+
+    The max sits at the two pinned corners, which carry the whole cloth; the 99th percentile shows the bulk.
+    """
+    strain = 0.0
+    strain99 = 0.0
+    depth = 0.0
+    for x in frames_x:
+        length = np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
+        s = np.abs(length / rest_length - 1.0)
+        strain = max(strain, float(np.max(s)))
+        strain99 = max(strain99, float(np.percentile(s, 99)))
+        depth = max(depth, float(np.max(SPHERE_RADIUS - np.linalg.norm(x, axis=1))))
+        if GROUND_Z is not None:
+            depth = max(depth, float(np.max(GROUND_Z - x[:, 2])))
+    return strain, strain99, max(depth, 0.0)
+
+
+class _SilenceStdout:
+    """Redirect file descriptor 1 (Blender's C code prints every baked frame) to /dev/null."""
+
+    def __enter__(self):
+        sys.stdout.flush()
+        self.saved = os.dup(1)
+        self.null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(self.null, 1)
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+        os.close(self.null)
+
+
+def blender_defaults() -> dict:
+    """Blender Cloth's default settings that matter for the comparison (read off a fresh modifier)."""
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    mesh = bpy.data.meshes.new("probe")
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+    obj = bpy.data.objects.new("probe", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    s = obj.modifiers.new("Cloth", "CLOTH").settings
+    keys = ("quality", "mass", "tension_stiffness", "compression_stiffness", "shear_stiffness", "bending_stiffness",
+            "tension_damping", "air_damping", "bending_model")
+    out = {k: getattr(s, k) for k in keys}
+    c = obj.modifiers["Cloth"].collision_settings
+    out.update(collision_quality=c.collision_quality, distance_min=c.distance_min, self_collision=c.use_self_collision)
+    return out
+
+
+def run_blender_cloth(n: int, frames: int) -> dict:
+    """Bake Blender's Cloth at default settings on the n x n scene; time the bake, measure quality."""
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps = FPS
+    scene.render.fps_base = 1.0
+    scene.gravity = (0.0, 0.0, -9.81)
+    scene.frame_start = 1
+    scene.frame_end = frames + 1
+
+    vertices, _, _ = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=False)
+    mesh = bpy.data.meshes.new("cloth")
+    mesh.from_pydata(vertices.tolist(), [], grid_quads(n).tolist())
+    mesh.update()
+    cloth = bpy.data.objects.new("cloth", mesh)
+    scene.collection.objects.link(cloth)
+    pin = cloth.vertex_groups.new(name="pin")
+    pin.add([0, n - 1], 1.0, "REPLACE")
+    modifier = cloth.modifiers.new("Cloth", "CLOTH")
+    modifier.settings.vertex_group_mass = "pin"
+    cache = modifier.point_cache
+    # Frame 1 is the rest state; frames 2..frames+1 are the `frames` simulated steps (as Soft Sim's).
+    cache.frame_start = 1
+    cache.frame_end = frames + 1
+
+    bpy.ops.mesh.primitive_uv_sphere_add(
+        segments=SPHERE_SEGMENTS[0], ring_count=SPHERE_SEGMENTS[1], radius=SPHERE_RADIUS, location=(0, 0, 0))
+    bpy.context.active_object.modifiers.new("Collision", "COLLISION")
+    if GROUND_Z is not None:
+        bpy.ops.mesh.primitive_plane_add(size=100.0, location=(0, 0, GROUND_Z))
+        bpy.context.active_object.modifiers.new("Collision", "COLLISION")
+
+    scene.frame_set(1)
+    # Headless bake: the ptcache.bake operator with the cloth's point cache in the context runs
+    # synchronously in background mode (stepping scene.frame_set(f) costs the same).
+    with _SilenceStdout():
+        start = time.perf_counter()
+        with bpy.context.temp_override(scene=scene, active_object=cloth, object=cloth, point_cache=cache):
+            result = bpy.ops.ptcache.bake(bake=True)
+        seconds = time.perf_counter() - start
+    if result != {"FINISHED"} or not cache.is_baked:
+        raise RuntimeError(f"Blender cloth bake failed: {result}, {cache.info}")
+
+    positions = []
+    buf = np.empty(n * n * 3)
+    matrix = np.array(cloth.matrix_world)
+    for f in range(2, frames + 2):
+        scene.frame_set(f)
+        evaluated = cloth.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        evaluated.data.vertices.foreach_get("co", buf)
+        co = buf.reshape(-1, 3)
+        positions.append(co @ matrix[:3, :3].T + matrix[:3, 3])
+    return dict(seconds=seconds, build_seconds=float("nan"), positions=positions)
+
+
+def run_xpbd(n: int, frames: int, spec: dict) -> dict:
+    """Build and run one Soft Sim configuration; time the build and the frames separately."""
+    spec = {**XPBD_DEFAULTS, **spec}
+    spec.pop("label")
+    diagonals = spec.pop("diagonals")
+    config = SolverConfig(**spec)
+
+    start = time.perf_counter()
+    vertices, edges, triangles = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=diagonals)
+    pinned = np.zeros(n * n, bool)
+    pinned[[0, n - 1]] = True
+    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=TOTAL_MASS)
+    solver = make_solver(model, config)
+    build_seconds = time.perf_counter() - start
+
+    colliders = [Sphere(np.zeros(3), SPHERE_RADIUS)]
+    if GROUND_Z is not None:
+        colliders.append(GroundPlane(np.array([0.0, 0.0, GROUND_Z]), np.array([0.0, 0.0, 1.0])))
+    state = State.at_rest(model)
+    positions = []
+    seconds = 0.0
+    diverged = None
+    for _ in range(frames):
+        start = time.perf_counter()
+        try:
+            advance_frame(solver, state, 1.0 / FPS, config.substeps, colliders)
+        except SimulationDiverged as error:
+            diverged = str(error)
+            break
+        finally:
+            seconds += time.perf_counter() - start
+        positions.append(state.x.copy())
+    return dict(seconds=seconds, build_seconds=build_seconds, positions=positions, diverged=diverged)
+
+
+def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, repeat=1) -> list:
+    """Rows (dicts) of the cloth benchmark, built-in Cloth first at every n.
+
+    repeat: run every simulation this many times and keep the fastest (for a noisy, shared machine).
+    """
+    configs = XPBD_CONFIGS if configs is None else configs
+    for spec in configs:  # warm-up: first-call costs (imports, caches) stay out of the timed build
+        run_xpbd(4, 1, spec)
+    if blender:
+        run_blender_cloth(4, 2)
+    rows = []
+    for n in sizes:
+        _, grid_edges, _ = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=False)
+        vertices = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=False)[0]
+        rest = np.linalg.norm(vertices[grid_edges[:, 0]] - vertices[grid_edges[:, 1]], axis=1)
+        runs = []
+        if blender:
+            runs.append((BUILTIN, lambda: run_blender_cloth(n, frames)))
+        for spec in configs:
+            runs.append((spec["label"], lambda spec=spec: run_xpbd(n, frames, spec)))
+        peer_seconds = None
+        for label, job in runs:
+            result = job()
+            for _ in range(repeat - 1):
+                result["seconds"] = min(result["seconds"], job()["seconds"])
+            done = len(result["positions"])
+            strain, strain99, depth = quality(result["positions"], grid_edges, rest)
+            seconds = result["seconds"]
+            if label == BUILTIN:
+                peer_seconds = seconds
+            row = dict(
+                n=n, method=label, frames=done, seconds=seconds,
+                ms_per_frame=1000.0 * seconds / max(done, 1),
+                fps=done / seconds if seconds > 0 else float("inf"),
+                speedup=(peer_seconds / seconds * done / frames) if peer_seconds and label != BUILTIN else
+                (1.0 if label == BUILTIN else float("nan")),
+                max_strain_pct=100.0 * strain, p99_strain_pct=100.0 * strain99, penetration_mm=1000.0 * depth,
+                build_seconds=result["build_seconds"], note=result.get("diverged") or "",
+            )
+            rows.append(row)
+            if verbose:
+                print(f"  n={n:4d} {label:40s} {seconds:8.2f} s  strain {row['max_strain_pct']:7.2f} %  "
+                      f"penetration {row['penetration_mm']:7.1f} mm", file=sys.stderr, flush=True)
+    return rows
+
+
+def _fmt(value, digits):
+    return "-" if value != value else f"{value:.{digits}f}"  # nan -> "-"
+
+
+def markdown(rows: list, frames: int = None) -> str:
+    """The rows as a Markdown table."""
+    lines = [
+        "| n | method | total s | ms/frame | frames/s | speed vs Cloth | max edge strain % | p99 strain % | penetration mm | build s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        method = r["method"] + (f" (diverged after {r['frames']} frames)" if r["note"] else "")
+        lines.append(
+            f"| {r['n']} | {method} | {_fmt(r['seconds'], 2)} | {_fmt(r['ms_per_frame'], 1)} | {_fmt(r['fps'], 1)} "
+            f"| {_fmt(r['speedup'], 2)}x | {_fmt(r['max_strain_pct'], 1)} | {_fmt(r['p99_strain_pct'], 1)} "
+            f"| {_fmt(r['penetration_mm'], 1)} "
+            f"| {_fmt(r['build_seconds'], 3)} |"
+        )
+    return "\n".join(lines)
+
+
+def describe(frames: int = FRAMES) -> str:
+    """A short Markdown paragraph on the scene and the peer's settings, to print above the table."""
+    try:
+        d = blender_defaults()
+        peer = (f"Blender Cloth at its defaults (quality {d['quality']} steps/frame, mass {d['mass']:.2f} kg per vertex, "
+                f"tension/compression {d['tension_stiffness']:g}/{d['compression_stiffness']:g}, shear "
+                f"{d['shear_stiffness']:g}, bending {d['bending_stiffness']:g} ({d['bending_model'].lower()}), "
+                f"collision quality {d['collision_quality']}, distance {d['distance_min']:.3f} m, no self-collision)")
+    except Exception as error:  # pragma: no cover - only if bpy is missing
+        peer = f"Blender Cloth unavailable ({error})"
+    ground = f", ground plane at z = {GROUND_Z:g}" if GROUND_Z is not None else ""
+    return (
+        f"Cloth: {WIDTH:g} m square grid, n x n vertices, at z = {HEIGHT:g}, two adjacent corners pinned, falling onto a "
+        f"sphere of radius {SPHERE_RADIUS:g}{ground}; {frames} frames at {FPS} fps, gravity -9.81. Peer: {peer}, "
+        f"baked headless with `bpy.ops.ptcache.bake`. Soft Sim: XPBD, stiffness {XPBD_DEFAULTS['stiffness']:g} N/m, "
+        f"damping {XPBD_DEFAULTS['damping']:g}/s, total mass {TOTAL_MASS:g} kg, quad diagonals as edges; "
+        "\"10x5\" = 10 substeps x 5 iterations per frame. Times are simulation only (Soft Sim's model build, incl. "
+        "constraint colouring, in the last column). Strain: max |l/l0 - 1| over all frames and grid edges "
+        "(at the pinned corners, which carry the whole cloth) and, for the bulk, the max over frames of its 99th "
+        "percentile over edges; "
+        "penetration: deepest vertex inside the analytic sphere or ground over all frames."
+    )
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="grid resolutions n (n x n vertices)")
+    parser.add_argument("--frames", type=int, default=FRAMES, help="frames to simulate")
+    parser.add_argument("--no-blender", action="store_true", help="skip the built-in Cloth peer")
+    parser.add_argument("--repeat", type=int, default=1, help="time each run this many times, keep the fastest")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    rows = run(args.sizes, args.frames, blender=not args.no_blender, repeat=args.repeat)
+    print(describe(args.frames))
+    print()
+    print(markdown(rows))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
