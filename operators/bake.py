@@ -93,7 +93,9 @@ class BakeJob:
             live.discard(run.name)
         self.restore_frame()
         seconds = time.perf_counter() - self.started
-        return f"Soft Sim: baked {len(self.runs)} bod{'y' if len(self.runs) == 1 else 'ies'}, {self.frame_count} frames in {seconds:.1f} s"
+        worst = max(run.stats.max_strain for run in self.runs)
+        return (f"Soft Sim: baked {len(self.runs)} bod{'y' if len(self.runs) == 1 else 'ies'}, {self.frame_count} frames "
+                f"in {seconds:.1f} s; last frame's max edge strain {100 * worst:.2f}%")
 
     def restore_frame(self) -> None:
         self.scene.frame_set(self.original_frame)
@@ -169,6 +171,10 @@ class SOFTSIM_OT_bake(bpy.types.Operator):
         except InputError as error:
             self.job.restore_frame()
             return self._end(context, {"CANCELLED"}, {"ERROR"}, str(error))
+        except Exception:
+            # A bug, not bad input: still stop the timer and the live-handler suspension before Blender reports it.
+            self._end(context, {"CANCELLED"}, {"ERROR"}, "Soft Sim: the bake failed (see the console); the previous bake is kept")
+            raise
         job = self.job
         settings = context.scene.softsim
         settings.bake_progress = job.progress
