@@ -46,7 +46,11 @@ TOTAL_MASS = 1.0        # Soft Sim cloth mass [kg] (Blender Cloth keeps its defa
 # "diagonals" (grid_cloth: add each quad's diagonal as an edge, as Blender adds shear springs).
 XPBD_DEFAULTS = dict(solver="XPBD", stiffness=1.0e4, damping=0.1, diagonals=True)
 XPBD_CONFIGS = [
-    dict(label="XPBD GS 20x1 + tethers, quad edges (add-on defaults)", constraint_scheme="GAUSS_SEIDEL", substeps=20,
+    dict(label="XPBD GS 30x1 + tethers, quad edges (add-on defaults)", constraint_scheme="GAUSS_SEIDEL", substeps=30,
+         iterations=1, tether_stretch=0.01, diagonals=False),
+    dict(label="XPBD GS 60x1 + tethers, quad edges", constraint_scheme="GAUSS_SEIDEL", substeps=60,
+         iterations=1, tether_stretch=0.01, diagonals=False),
+    dict(label="XPBD GS 20x1 + tethers, quad edges", constraint_scheme="GAUSS_SEIDEL", substeps=20,
          iterations=1, tether_stretch=0.01, diagonals=False),
     dict(label="XPBD GS 20x1 + tethers, with diagonals", constraint_scheme="GAUSS_SEIDEL", substeps=20, iterations=1,
          tether_stretch=0.01),
