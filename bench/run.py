@@ -64,7 +64,15 @@ def section_tetrahedralize(args) -> str:
     return f"## {title}\n\n" + (intro + "\n\n" if intro else "") + body
 
 
-SECTIONS = {"cloth": section_cloth, "tetrahedralize": section_tetrahedralize}
+def section_solid(args) -> str:
+    """The solid benchmark's section (bench/bench_solid.py: Soft Sim XPBD vs Blender Soft Body), 100 frames."""
+    if not os.path.exists(os.path.join(BENCH, "bench_solid.py")):
+        return ""
+    module = importlib.import_module("bench_solid")
+    return f"## {module.TITLE}\n\n" + module.describe() + "\n\n" + module.markdown(module.run())
+
+
+SECTIONS = {"cloth": section_cloth, "tetrahedralize": section_tetrahedralize, "solid": section_solid}
 
 
 def main(argv=None):

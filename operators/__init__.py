@@ -1,9 +1,9 @@
 """Blender operators, the frame-change handler and the bridge to the pure engine."""
 import bpy
 
-from . import bake, live, presets
+from . import bake, live, presets, tetrahedralize
 
-classes = bake.classes + presets.classes
+classes = bake.classes + presets.classes + tetrahedralize.classes
 
 
 def register():

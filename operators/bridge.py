@@ -151,7 +151,12 @@ def build_body(obj, matrix_world, scene):
         if role == "CLOTH":
             model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned, total_mass=obj.softsim.mass)
             return model, body, identity_mapping
-        raise InputError(f"'{obj.name}': role Solid is not available in this version; use Cloth")
+        if role == "SOLID":
+            from .solid import build_solid  # solid imports this module (InputError)
+
+            model, to_mesh = build_solid(obj, body, obj.softsim)
+            return model, body, to_mesh
+        raise InputError(f"'{obj.name}': role {role!r} is not a body; use Cloth or Solid")
     except solvers.ModelError as error:
         raise InputError(f"'{obj.name}': {error}") from error
 

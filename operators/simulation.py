@@ -69,7 +69,8 @@ def explicit_stability_estimate(obj, scene):
     s = obj.softsim
     mesh = obj.data
     key = (obj.name, len(mesh.vertices), len(mesh.edges), s.role, s.solver, s.mass, s.stiffness, s.damping,
-           s.pin_group, tuple(obj.matrix_world.to_scale()), frame_duration(scene))
+           s.pin_group, s.tet_resolution, s.use_embedded, s.embedded_resolution, tuple(obj.matrix_world.to_scale()),
+           frame_duration(scene))
     if key not in _estimates:
         try:
             model, _, _ = build_body(obj, matrix_to_numpy(obj.matrix_world), scene)

@@ -15,29 +15,50 @@ from .constraints import DistanceConstraints, PinTethers, TetVolumeConstraints
 from .model import State, StepStats, measure_stats
 
 
+MIN_COLOUR_FRACTION = 1.0 / 8.0
+"""Gauss-Seidel colours smaller than this fraction of the largest one are not worth a batch each: a
+particle shared by many constraints (the pole of a UV sphere, a fan of tets) makes a long tail of tiny
+colours. Their constraints are swept together, Jacobi-style, after the big colours."""
+
+
+class _Jacobi:
+    """A constraint set swept Jacobi-style: all projected from the same positions, then applied together."""
+
+    def __init__(self, constraints, particle_count: int):
+        self.constraints = constraints
+        m, k = constraints.indices.shape
+        # scatter @ dx.reshape(-1, 3) sums every constraint's correction into its particles.
+        self.scatter = sp.csr_matrix(
+            (np.ones(m * k), (constraints.indices.ravel(), np.arange(m * k))), shape=(particle_count, m * k)
+        )
+        self.count = np.bincount(constraints.indices.ravel(), minlength=particle_count).astype(float)
+        self.constraint_count = self.count[constraints.indices].max(axis=1)
+
+
 class _Sweep:
     """One constraint set prepared for its sweep.
 
-    Gauss-Seidel: ``batches`` holds one constraint subset per colour (no two share a particle).
-    Jacobi: one batch with everything, plus the scatter matrix that sums corrections per particle.
+    Gauss-Seidel: ``batches`` holds one constraint subset per colour (no two share a particle), and
+    ``tail`` the constraints of the tiny colours (see MIN_COLOUR_FRACTION), or None.
+    Jacobi: ``tail`` holds everything and ``batches`` is empty.
     """
 
     def __init__(self, constraints, particle_count: int, scheme: str):
-        k = constraints.indices.shape[1]
+        self.batches, self.tail = [], None
         if scheme == "GAUSS_SEIDEL":
-            self.batches = [constraints.subset(c) for c in colour_constraints(constraints.indices, particle_count)]
+            colours = colour_constraints(constraints.indices, particle_count)
+            largest = max(len(c) for c in colours)
+            big = [c for c in colours if len(c) >= MIN_COLOUR_FRACTION * largest]
+            small = [c for c in colours if len(c) < MIN_COLOUR_FRACTION * largest]
+            self.batches = [constraints.subset(c) for c in big]
+            if small:
+                self.tail = _Jacobi(constraints.subset(np.concatenate(small)), particle_count)
         else:
-            self.batches = [constraints]
-            m = len(constraints)
-            # scatter @ dx.reshape(-1, 3) sums every constraint's correction into its particles.
-            self.scatter = sp.csr_matrix(
-                (np.ones(m * k), (constraints.indices.ravel(), np.arange(m * k))), shape=(particle_count, m * k)
-            )
-            self.count = np.bincount(constraints.indices.ravel(), minlength=particle_count).astype(float)
-            self.constraint_count = self.count[constraints.indices].max(axis=1)
+            self.tail = _Jacobi(constraints, particle_count)
 
     def new_multipliers(self):
-        return [np.zeros(len(b)) for b in self.batches]
+        """Lagrange multipliers: one array per batch, then one for the tail."""
+        return [np.zeros(len(b)) for b in self.batches] + ([np.zeros(len(self.tail.constraints))] if self.tail else [])
 
 
 class PositionBasedSolver(Solver):
@@ -72,10 +93,9 @@ class PositionBasedSolver(Solver):
         multipliers = [sweep.new_multipliers() for sweep in self.sweeps]
         for iteration in range(self.config.iterations):
             for sweep, lams in zip(self.sweeps, multipliers):
-                if self.scheme == "GAUSS_SEIDEL":
-                    self._gauss_seidel(sweep, x, dt, lams)
-                else:
-                    self._jacobi(sweep, x, dt, lams[0])
+                self._gauss_seidel(sweep.batches, x, dt, lams)
+                if sweep.tail is not None:
+                    self._jacobi(sweep.tail, x, dt, lams[-1])
             if self.tethers is not None:
                 # One pass per iteration keeps the sweeps honest; the last iteration's passes settle them.
                 self.tethers.apply(x, passes=1 if iteration + 1 < self.config.iterations else 8)
@@ -90,15 +110,15 @@ class PositionBasedSolver(Solver):
     def _alpha(self, constraints, dt):
         return constraints.compliance / dt**2 if self.compliant else 0.0
 
-    def _gauss_seidel(self, sweep, x, dt, lams):
-        for batch, lam in zip(sweep.batches, lams):
+    def _gauss_seidel(self, batches, x, dt, lams):
+        for batch, lam in zip(batches, lams):
             dx, dlam = batch.corrections(x, self._alpha(batch, dt), lam)
             # No particle appears twice within a colour, so plain fancy-index updates are exact.
             for k, column in enumerate(batch.columns):
                 x[column] += dx[:, k]
             lam += dlam
 
-    def _jacobi(self, sweep, x, dt, lam):
+    def _jacobi(self, sweep: _Jacobi, x, dt, lam):
         """One Jacobi sweep with relaxation r = ``config.jacobi_relaxation``.
 
         PBD averages per particle, x_i += sum_c dx_ic / (r + n_i) with n_i the particle's constraint
@@ -106,7 +126,7 @@ class PositionBasedSolver(Solver):
         XPBD must keep x - x_tilde = W grad_C^T lambda, or it converges to the wrong stretch; so it
         scales each constraint's whole update (dlambda and its dx) by 1 / (r + max n over its particles).
         """
-        constraints = sweep.batches[0]
+        constraints = sweep.constraints
         dx, dlam = constraints.corrections(x, self._alpha(constraints, dt), lam)
         relaxation = self.config.jacobi_relaxation
         if self.compliant:

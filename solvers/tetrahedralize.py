@@ -83,7 +83,7 @@ class TetMesh:
     worst_quality: float = 0.0
     """Minimum of 6*sqrt(2)*V/l_rms^3 over the tets (1 = regular tet)."""
     embedded_vertices: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    """Indices (< surface_count) of input vertices in no tet, shape (e,), int64."""
+    """Indices of input vertices in no tet, shape (e,), int64 (all of them for ``tetrahedralize_cage``)."""
     embed_tet: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """Tet that drives each embedded vertex, shape (e,), int64."""
     embed_weights: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
@@ -636,3 +636,195 @@ def _drop_slivers(points, tets, quality, n, min_quality, budget):
         _, first = np.unique(cv[order], return_index=True)
         drop[ct[order][first]] = False
     return tets[~drop], quality[~drop]
+
+
+# ------------------------------------------------------------------------------------- embedding cage
+
+
+_CAGE_CELL = 0.25
+"""Surface samples are first reduced to one per grid cell of this size (times h), so thinning stays cheap."""
+_CAGE_INFLATE_MAX = 0.5
+"""A cage vertex moves outward at most this fraction of h to take in the surface vertices outside it."""
+
+
+def tetrahedralize_cage(vertices, triangles, resolution: int = 6, min_quality: float = 0.02) -> TetMesh:
+    """A coarse tet mesh (a "cage") that holds every vertex of a dense closed surface, with the embedding.
+
+    For simulating dense meshes cheaply (Müller, Ten Minute Physics lesson 11, "skinning"): simulate the
+    cage, move every surface vertex with the tet around it by its barycentric coordinates.
+
+    Unlike ``tetrahedralize``, the input vertices are not tet vertices. The cage's points are the interior
+    BCC lattice of spacing h = (largest side) / resolution (as in ``tetrahedralize``) plus surface points
+    about h apart (the surface's vertices and samples, reduced on a grid and thinned to >= _KEEP * h);
+    Delaunay tets whose centroid is inside by winding number are kept, and slivers dropped within the
+    volume budget. Between its surface points a curved surface bulges out of the cage's flat faces
+    (about l^2 / 8R for faces of size l on curvature radius R), so the cage's boundary vertices are then
+    pushed outward along their normals, by as much as the surface vertices near them stick out (at most
+    _CAGE_INFLATE_MAX * h), until the surface is inside. Being a convex combination of cage vertices, an
+    embedded vertex then never passes a plane that the cage's vertices do not pass.
+
+    Returns a TetMesh with ``surface_count = 0``, every input vertex listed in ``embedded_vertices``
+    (with ``embed_tet``, ``embed_weights``), and coverage = cage volume / enclosed volume (> 1 once
+    inflated). Raises TetrahedralizeError like ``tetrahedralize``.
+    """
+    v, f = _as_mesh(vertices, triangles)
+    if int(resolution) < 1:
+        raise TetrahedralizeError(f"resolution must be at least 1, got {resolution}")
+    if not 0.0 <= min_quality < 1.0:
+        raise TetrahedralizeError(f"min_quality must be in [0, 1), got {min_quality}")
+    check_closed_manifold(f)
+    used = np.unique(f)
+    lo, hi = v[used].min(0), v[used].max(0)
+    side = float(np.max(hi - lo))
+    parts = _component_volumes(v, f)
+    if side <= 0.0 or np.max(np.abs(parts)) <= 1e-9 * side**3:
+        raise TetrahedralizeError("the mesh encloses no volume (it is flat or its faces cancel); give it thickness")
+    enclosed = abs(float(parts.sum()))
+    h = side / int(resolution)
+    tree = _TriangleTree(v, f)
+
+    # Surface points: the vertices first (they hold the corners), then samples on big triangles; one
+    # per small grid cell, then thinned so none are closer than _KEEP * h.
+    samples = _surface_samples(v, f, used, _SAMPLE * h)
+    cell = np.floor((samples - lo) / (_CAGE_CELL * h)).astype(np.int64)
+    _, first = np.unique(cell, axis=0, return_index=True)
+    anchors = samples[np.sort(first)]
+    anchors = anchors[_thin(anchors, _KEEP * h)]
+
+    lattice = _bcc_lattice(lo, hi, h)
+    dist, _ = cKDTree(samples).query(lattice)
+    interior = lattice[dist >= _NEAR * h]
+    interior = interior[np.abs(_winding_tree(interior, tree)) > 0.5]
+
+    points = np.concatenate([anchors, interior])
+    try:
+        dt = Delaunay(points)
+    except Exception as exc:  # QhullError for degenerate input
+        raise TetrahedralizeError(
+            f"the Delaunay triangulation failed ({exc.__class__.__name__}); the mesh is nearly flat: give it thickness"
+        ) from exc
+    tets = dt.simplices.astype(np.int64)
+    inside = np.abs(_winding_tree(points[tets].mean(axis=1), tree)) > 0.5
+    tets = tets[inside]
+    negative = tet_volumes(points, tets) < 0.0
+    tets[negative] = tets[negative][:, [0, 2, 1, 3]]
+    quality = tet_quality(points, tets)
+    tets, quality = tets[quality >= _DEGENERATE], quality[quality >= _DEGENERATE]
+    if len(tets) == 0:
+        raise TetrahedralizeError(
+            "nothing was inside the surface after tetrahedralization (self-intersections?); "
+            "check the mesh for intersecting faces or raise the resolution"
+        )
+    tets, quality = _drop_slivers(points, tets, quality, len(anchors), min_quality, _DROP_BUDGET * enclosed)
+    keep = np.zeros(len(points), bool)
+    keep[tets.ravel()] = True
+    points, tets = points[keep], (np.cumsum(keep) - 1)[tets]
+
+    points = _inflate_cage(points, tets, v[used], _CAGE_INFLATE_MAX * h, min_quality)
+    embed_tet, embed_weights = embed_points(v, points, tets)
+    return TetMesh(
+        vertices=points,
+        tets=tets,
+        surface_count=0,
+        volume=float(tet_volumes(points, tets).sum()),
+        mesh_volume=enclosed,
+        worst_quality=float(tet_quality(points, tets).min()),
+        embedded_vertices=np.arange(len(v), dtype=np.int64),
+        embed_tet=embed_tet,
+        embed_weights=embed_weights,
+        spacing=h,
+    )
+
+
+def _beyond_boundary(points, cage_points, boundary, candidates: int = 8):
+    """For points outside a cage: the boundary face nearest to each and how far the point is beyond its
+    plane [length] (> 0 outside). boundary: (b, 3) outward-oriented faces. Returns (height (m,), face (m,)).
+
+    Candidates are the faces with the nearest centroids; the nearest is picked by the distance to each
+    candidate's closest point, approximated by clamping the barycentric coordinates of the projection.
+    """
+    a, b, c = (cage_points[boundary[:, k]] for k in range(3))
+    normal = np.cross(b - a, c - a)
+    normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
+    k = min(candidates, len(boundary))
+    _, cand = cKDTree((a + b + c) / 3.0).query(points, k=k)
+    cand = cand.reshape(len(points), k)
+    rel = points[:, None, :] - a[cand]  # (m, k, 3)
+    height = np.einsum("mkj,mkj->mk", rel, normal[cand])
+    e1, e2 = b[cand] - a[cand], c[cand] - a[cand]
+    d11, d12, d22 = (np.einsum("mkj,mkj->mk", u, w) for u, w in ((e1, e1), (e1, e2), (e2, e2)))
+    r1, r2 = np.einsum("mkj,mkj->mk", rel, e1), np.einsum("mkj,mkj->mk", rel, e2)
+    det = np.maximum(d11 * d22 - d12 * d12, 1e-300)
+    u, w = np.clip((d22 * r1 - d12 * r2) / det, 0.0, None), np.clip((d11 * r2 - d12 * r1) / det, 0.0, None)
+    total = np.maximum(u + w, 1.0)
+    u, w = u / total, w / total
+    closest = a[cand] + u[..., None] * e1 + w[..., None] * e2
+    best = np.argmin(np.sum((points[:, None, :] - closest) ** 2, axis=-1), axis=1)
+    pick = np.arange(len(points))
+    return height[pick, best], cand[pick, best]
+
+
+def _embed_nearby(points, tet_vertices, tets, candidates: int = 16):
+    """Like ``embed_points`` but one pass over the nearest ``candidates`` tets (no widening search):
+    good enough to measure how far points lie outside, and cheap for hundreds of thousands of points."""
+    a, rows, bad = _barycentric_frames(tet_vertices, tets)
+    tree = cKDTree(tet_vertices[tets].mean(axis=1))
+    k = min(candidates, len(tets))
+    index = np.empty(len(points), np.int64)
+    weights = np.empty((len(points), 4))
+    step = max(1, 262144 // k)
+    for s in range(0, len(points), step):
+        q = points[s : s + step]
+        _, cand = tree.query(q, k=k)
+        cand = cand.reshape(len(q), k)
+        lam123 = np.einsum("mkij,mkj->mki", rows[cand], q[:, None, :] - a[cand])
+        lam = np.concatenate([1.0 - lam123.sum(-1, keepdims=True), lam123], axis=-1)
+        best = np.argmax(np.where(bad[cand], -np.inf, lam.min(-1)), axis=1)
+        pick = np.arange(len(q))
+        index[s : s + step] = cand[pick, best]
+        weights[s : s + step] = lam[pick, best]
+    return index, weights
+
+
+def _inflate_cage(points, tets, surface, max_offset, min_quality: float = 0.02, rounds: int = 4):
+    """Push the cage's boundary vertices outward until the surface points are inside (see
+    ``tetrahedralize_cage``). Each round finds the surface points outside the cage, and for each the
+    nearest boundary face and how far the point is beyond it; that face's corners move along their
+    area-weighted vertex normals by 1.25 x the largest such distance, in total at most ``max_offset``.
+    Vertices of tets that a move would invert, or make worse than 3/4 of the lower of their old quality
+    and ``min_quality``, move half as far (after 8 halvings not at all), until no tet is. Returns the new
+    points."""
+    faces = np.concatenate([tets[:, [1, 2, 3]], tets[:, [0, 3, 2]], tets[:, [0, 1, 3]], tets[:, [0, 2, 1]]])
+    _, inverse, counts = np.unique(np.sort(faces, axis=1), axis=0, return_inverse=True, return_counts=True)
+    boundary = faces[counts[inverse.reshape(-1)] == 1]  # outward oriented, as the tets are positive
+    floor = 0.75 * np.minimum(tet_quality(points, tets), min_quality)
+    total = np.zeros(len(points))
+    for _ in range(rounds):
+        _, weights = _embed_nearby(surface, points, tets)
+        outside = np.flatnonzero(weights.min(axis=1) < -1e-9)
+        if len(outside) == 0:
+            break
+        height, face = _beyond_boundary(surface[outside], points, boundary)
+        sel = height > 1e-6 * max_offset
+        if not sel.any():
+            break
+        offset = np.zeros(len(points))
+        for k in range(3):
+            np.maximum.at(offset, boundary[face[sel], k], height[sel])
+        offset = np.clip(1.25 * offset, 0.0, max_offset - total)
+        a, b, c = (points[boundary[:, k]] for k in range(3))
+        area_normal = np.cross(b - a, c - a)
+        normal = np.zeros_like(points)
+        for k in range(3):
+            np.add.at(normal, boundary[:, k], area_normal)
+        normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
+        for attempt in range(10):
+            moved = points + offset[:, None] * normal
+            worse = (tet_volumes(moved, tets) <= 0.0) | (tet_quality(moved, tets) < floor)
+            if not worse.any():
+                break
+            offset[tets[worse].ravel()] *= 0.5 if attempt < 8 else 0.0  # then those vertices stay put
+        if not offset.any():
+            break
+        points, total = points + offset[:, None] * normal, total + offset
+    return points

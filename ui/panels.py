@@ -40,6 +40,37 @@ class PHYSICS_PT_softsim(SoftSimPanel, bpy.types.Panel):
                 col.label(text="Bodies stay above the object's local XY plane")
 
 
+class PHYSICS_PT_softsim_solid(SoftSimPanel, bpy.types.Panel):
+    bl_label = "Solid"
+    bl_parent_id = "PHYSICS_PT_softsim"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.softsim.role == "SOLID"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        settings = context.object.softsim
+        col = layout.column()
+        col.enabled = not settings.is_baked
+        col.prop(settings, "use_embedded")
+        if settings.use_embedded:
+            col.prop(settings, "embedded_resolution")
+        else:
+            col.prop(settings, "tet_resolution")
+        col.prop(settings, "volume_stiffness")
+        row = layout.row(align=True)
+        row.operator("softsim.tetrahedralize", icon="MESH_ICOSPHERE")
+        row.operator("softsim.tetrahedralize", text="Show Tets", icon="MOD_WIREFRAME").show_tets = True
+        if settings.tet_count:
+            box = layout.box()
+            box.label(text=f"{settings.tet_vertex_count} vertices, {settings.tet_count} tets")
+            box.label(text=f"Volume covered {settings.tet_coverage:.1f}%, worst quality {settings.tet_worst_quality:.3f}")
+            if settings.use_embedded and settings.tet_outside_count:
+                box.label(text=f"{settings.tet_outside_count} vertices outside the cage: raise Cage Resolution", icon="ERROR")
+
+
 class PHYSICS_PT_softsim_solver(SoftSimPanel, bpy.types.Panel):
     bl_label = "Solver"
     bl_parent_id = "PHYSICS_PT_softsim"
@@ -71,8 +102,6 @@ class PHYSICS_PT_softsim_solver(SoftSimPanel, bpy.types.Panel):
         col.prop(settings, "mass")
         stiffness = col.column()
         stiffness.prop(settings, "stiffness", text="Stiffness (N/m)")
-        if settings.role == "SOLID":
-            col.prop(settings, "volume_stiffness")
         col.prop(settings, "damping", text="Damping (1/s)")
         if obj.type == "MESH":
             col.prop_search(settings, "pin_group", obj, "vertex_groups", text="Pin Group")
@@ -134,4 +163,4 @@ class PHYSICS_PT_softsim_bake(SoftSimPanel, bpy.types.Panel):
             layout.label(text=f"Baked to {'PC2 cache' if context.object.softsim.baked_output == 'CACHE' else 'shape keys'}", icon="CHECKMARK")
 
 
-classes = (PHYSICS_PT_softsim, PHYSICS_PT_softsim_solver, PHYSICS_PT_softsim_bake)
+classes = (PHYSICS_PT_softsim, PHYSICS_PT_softsim_solid, PHYSICS_PT_softsim_solver, PHYSICS_PT_softsim_bake)
