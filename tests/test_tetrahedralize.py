@@ -309,3 +309,41 @@ def test_tet_mesh_builds_a_model(filled):
     model = build_model(tm.vertices, triangles=f, tets=tm.tets)
     assert model.tet_rest_volume.sum() == pytest.approx(tm.volume)
     assert np.all(model.tet_rest_volume > 0)
+
+
+def test_cage_holds_every_vertex_of_a_dense_sphere_with_convex_weights():
+    from solvers.tetrahedralize import interpolate_embedded, tetrahedralize_cage
+
+    vertices, triangles = uv_sphere(1.0, 64, 32)
+    cage = tetrahedralize_cage(vertices, triangles, resolution=6)
+    assert cage.surface_count == 0
+    assert len(cage.tets) < len(vertices)  # coarser than the surface it carries
+    assert np.array_equal(np.sort(cage.embedded_vertices), np.arange(len(vertices)))
+    # Every vertex sits inside its tet (convex weights) and the embedding reproduces it.
+    assert cage.embed_weights.min() >= -1e-6
+    assert np.allclose(cage.embed_weights.sum(axis=1), 1.0)
+    order = np.argsort(cage.embedded_vertices)
+    back = interpolate_embedded(cage.vertices, cage.tets, cage.embed_tet[order], cage.embed_weights[order])
+    assert np.allclose(back, vertices, atol=1e-9)
+    # The cage encloses the sphere: at least its volume, not wildly more.
+    assert 1.0 <= cage.volume / mesh_volume(vertices, triangles) < 1.3
+
+
+def test_solid_sphere_dropped_on_ground_keeps_its_volume_and_stays_above():
+    from solvers import GroundPlane, SolverConfig, State, advance_frame, build_model, make_solver
+    from solvers.tetrahedralize import tetrahedralize
+
+    vertices, triangles = uv_sphere(0.5, 24, 12, centre=(0.0, 0.0, 1.0))
+    tet = tetrahedralize(vertices, triangles, resolution=6)
+    model = build_model(tet.vertices, None, None, tet.tets, total_mass=2.0)
+    config = SolverConfig(solver="XPBD", substeps=10, iterations=2, damping=2.0, stiffness=1e4, volume_stiffness=1e6)
+    sim = make_solver(model, config)
+    state = State.at_rest(model)
+    ground = [GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])]
+    worst = 0.0
+    for _ in range(48):
+        stats = advance_frame(sim, state, 1.0 / 24.0, config.substeps, ground)
+        worst = max(worst, stats.volume_error)
+        assert state.x[:, 2].min() >= -1e-9
+    assert state.x[:, 2].min() < 0.02  # it reached the ground
+    assert worst < 0.05 and stats.volume_error < 0.02
