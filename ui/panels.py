@@ -97,6 +97,8 @@ class PHYSICS_PT_softsim_solver(SoftSimPanel, bpy.types.Panel):
         col.prop(settings, "substeps")
         if settings.solver in EXPLICIT_SOLVERS and obj.type == "MESH":
             self.draw_stability(col, obj, context.scene)
+        if settings.solver == "IMPLICIT_EULER" and settings.substeps > 4:
+            col.label(text="Implicit Euler is stable at large steps: 1-2 substeps usually do", icon="INFO")
         col.prop(settings, "iterations")
         col.separator()
         col.prop(settings, "mass")
