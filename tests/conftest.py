@@ -3,6 +3,8 @@ import os
 import sys
 import tempfile
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Blender's user folders go to a throw-away place so tests never touch a real user's config.
@@ -11,3 +13,16 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim
 # Pure tests import `solvers` directly (it has no parent-package imports).
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+
+@pytest.fixture(scope="module")
+def addon():
+    """The add-on registered for one test module (as ``soft_sim``), then unregistered on an empty scene."""
+    bpy = pytest.importorskip("bpy")
+    from blender_helpers import import_addon
+
+    module = import_addon()
+    module.register()
+    yield module
+    bpy.ops.wm.read_homefile(use_empty=True)
+    module.unregister()

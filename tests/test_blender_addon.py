@@ -12,15 +12,6 @@ import solvers  # noqa: E402  (the pure engine, to recompute what the solver mus
 from solvers.cache import read_pc2  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def addon():
-    module = import_addon()
-    module.register()
-    yield module
-    bpy.ops.wm.read_homefile(use_empty=True)
-    module.unregister()
-
-
 def our_handlers():
     return [h for hs in (bpy.app.handlers.frame_change_post, bpy.app.handlers.load_post) for h in hs if h.__module__.startswith("soft_sim")]
 

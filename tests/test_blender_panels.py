@@ -5,7 +5,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import import_addon, lab_scene  # noqa: E402
+from blender_helpers import lab_scene  # noqa: E402
 
 
 class FakeLayout:
@@ -42,15 +42,6 @@ class FakeLayout:
 
     def separator(self, **kwargs):
         pass
-
-
-@pytest.fixture(scope="module")
-def addon():
-    module = import_addon()
-    module.register()
-    yield module
-    bpy.ops.wm.read_homefile(use_empty=True)
-    module.unregister()
 
 
 def draw_all(addon, obj, scene):

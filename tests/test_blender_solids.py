@@ -6,22 +6,13 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import evaluated_positions, import_addon, original_positions  # noqa: E402
+from blender_helpers import evaluated_positions, original_positions  # noqa: E402
 
 FRAMES = 48
 DROP = 1.0  # height of the bodies' lowest point above the ground at frame 1 [m]
 # Settings of every dropped body: the solver defaults (XPBD, Gauss-Seidel, 10 substeps x 5 iterations) but
 # damping 3/s, which lets a bouncy ball settle within the 48 frames (2 s), and a coarser tet mesh.
 SETTINGS = dict(solver="XPBD", substeps=10, iterations=5, damping=3.0, tet_resolution=6)
-
-
-@pytest.fixture(scope="module")
-def addon():
-    module = import_addon()
-    module.register()
-    yield module
-    bpy.ops.wm.read_homefile(use_empty=True)
-    module.unregister()
 
 
 def new_scene(frames=FRAMES):

@@ -71,13 +71,17 @@ class PHYSICS_PT_softsim_solid(SoftSimPanel, bpy.types.Panel):
                 box.label(text=f"{settings.tet_outside_count} vertices outside the cage: raise Cage Resolution", icon="ERROR")
 
 
-class PHYSICS_PT_softsim_solver(SoftSimPanel, bpy.types.Panel):
-    bl_label = "Solver"
-    bl_parent_id = "PHYSICS_PT_softsim"
+class BodyPanel(SoftSimPanel):
+    """A sub-panel shown for simulated bodies (Cloth, Solid) only."""
 
     @classmethod
     def poll(cls, context):
         return context.object is not None and context.object.softsim.role in {"CLOTH", "SOLID"}
+
+
+class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
+    bl_label = "Solver"
+    bl_parent_id = "PHYSICS_PT_softsim"
 
     def draw(self, context):
         layout = self.layout
@@ -136,13 +140,9 @@ class PHYSICS_PT_softsim_solver(SoftSimPanel, bpy.types.Panel):
         layout.label(text=f"Stable substep up to {1000 * limit:.3g} ms: needs {needed} substeps", icon="CHECKMARK" if ok else "ERROR")
 
 
-class PHYSICS_PT_softsim_bake(SoftSimPanel, bpy.types.Panel):
+class PHYSICS_PT_softsim_bake(BodyPanel, bpy.types.Panel):
     bl_label = "Bake"
     bl_parent_id = "PHYSICS_PT_softsim"
-
-    @classmethod
-    def poll(cls, context):
-        return context.object is not None and context.object.softsim.role in {"CLOTH", "SOLID"}
 
     def draw(self, context):
         layout = self.layout
