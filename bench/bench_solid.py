@@ -44,8 +44,11 @@ TOTAL_MASS = 1.0  # Soft Sim body mass [kg] (Soft Body keeps its default 1 kg pe
 CASES = ((3, 6), (4, 9), (5, 14))
 """(ico sphere subdivisions, tet resolution): about 1k, 5k and 20k tets."""
 SOFTSIM_CONFIGS = [
+    dict(label="Soft Sim XPBD Gauss-Seidel 30x1 (add-on defaults)", solver="XPBD", constraint_scheme="GAUSS_SEIDEL", substeps=30, iterations=1),
     dict(label="Soft Sim XPBD Gauss-Seidel 10x5", solver="XPBD", constraint_scheme="GAUSS_SEIDEL", substeps=10, iterations=5),
     dict(label="Soft Sim XPBD Jacobi 10x5", solver="XPBD", constraint_scheme="JACOBI", substeps=10, iterations=5),
+    # Mass-spring backward Euler on the tet edges (no volume term), one CG solve per substep.
+    dict(label="Soft Sim Implicit Euler (CG) 2 substeps", solver="IMPLICIT_EULER", linear_solver="CG", substeps=2, iterations=1),
 ]
 SOFT_BODY = "Blender Soft Body (goal off, edges on)"
 SOFT_BODY_STIFF = "Blender Soft Body stiff (bend 10, pull/push 0.99)"

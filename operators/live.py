@@ -44,11 +44,15 @@ class suspended:
         resume()
 
 
-def discard(object_name: str = None) -> None:
-    """Forget live state of one object (all scenes), or of every object when ``object_name`` is None."""
-    for key in list(_runs):
-        if object_name is None or key[1] == object_name:
-            del _runs[key]
+def discard(object_name: str = None) -> int:
+    """Forget live state of one object (all scenes), or of every object when ``object_name`` is None.
+
+    Returns how many live simulations were dropped.
+    """
+    keys = [key for key in _runs if object_name is None or key[1] == object_name]
+    for key in keys:
+        del _runs[key]
+    return len(keys)
 
 
 def _update_body(obj, scene, depsgraph, frame: int, colliders) -> None:

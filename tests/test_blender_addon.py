@@ -289,3 +289,18 @@ def test_games103_lab_preset_is_the_lab_and_bakes_plays_and_frees(addon, tmp_pat
     assert world[:, 2].min() < 0.0  # it fell around the sphere
     assert bpy.ops.softsim.free_bake() == {"FINISHED"}
     assert np.array_equal(evaluated_positions(cloth, 30), rest)
+
+
+def test_changing_a_setting_mid_playback_stops_the_stale_live_simulation(addon):
+    scene, cloth, _ = lab_scene(frames=10)
+    for frame in range(1, 5):
+        scene.frame_set(frame)
+    cloth.softsim.stiffness = 500.0
+    assert "Settings changed" in cloth.softsim.status
+    shown = evaluated_positions(cloth)
+    scene.frame_set(5)  # no longer simulated with the old settings
+    assert np.array_equal(evaluated_positions(cloth), shown)
+    scene.frame_set(1)
+    for frame in range(2, 6):
+        scene.frame_set(frame)
+    assert cloth.softsim.status.startswith("frame 5")

@@ -2,6 +2,7 @@
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
+from ..operators import live
 from ..operators.bridge import solver_enum_items
 
 ROLE_ITEMS = [
@@ -17,11 +18,18 @@ def _solver_items(self, context):
     return solver_enum_items()
 
 
+def _settings_changed(self, context):
+    """A simulation setting changed: the live simulation of this object no longer matches it."""
+    if live.discard(self.id_data.name) and not self.is_baked:
+        self.status = "Settings changed: go back to the start frame to simulate again"
+
+
 class SoftSimObjectSettings(bpy.types.PropertyGroup):
-    role: EnumProperty(name="Role", items=ROLE_ITEMS, default="NONE", description="What this object is in the Soft Sim simulation")
+    role: EnumProperty(update=_settings_changed, name="Role", items=ROLE_ITEMS, default="NONE", description="What this object is in the Soft Sim simulation")
     # Dynamic items: only the solvers this version implements are offered; numbers stay fixed across versions.
-    solver: EnumProperty(name="Solver", items=_solver_items, default=4, description="Time integrator used for this body")
+    solver: EnumProperty(update=_settings_changed, name="Solver", items=_solver_items, default=4, description="Time integrator used for this body")
     constraint_scheme: EnumProperty(
+        update=_settings_changed,
         name="Sweep",
         items=[
             ("GAUSS_SEIDEL", "Gauss-Seidel", "Project constraints one colour group after another: converges fastest per iteration", 0),
@@ -31,6 +39,7 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         description="How PBD/XPBD sweeps over the constraints in each iteration",
     )
     linear_solver: EnumProperty(
+        update=_settings_changed,
         name="Linear Solver",
         items=[
             ("CG", "Conjugate Gradient", "Conjugate gradients: few iterations, the default", 0),
@@ -41,29 +50,33 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     )
     # Defaults follow "small steps" XPBD (Macklin et al. 2019): many substeps of one sweep each beat
     # few substeps of many sweeps at equal cost (make bench measures both).
-    substeps: IntProperty(name="Substeps", default=30, min=1, soft_max=100, description="Solver steps per scene frame; more is stiffer and more stable, and slower")
-    iterations: IntProperty(name="Iterations", default=1, min=1, soft_max=100, description="Constraint sweeps per substep (PBD/XPBD; PBD gets stiffer with more), or the floor on linear iterations (implicit Euler)")
-    mass: FloatProperty(name="Mass", default=1.0, min=1e-6, soft_max=1000.0, unit="MASS", description="Total mass of the body in kg, spread over its vertices by area (cloth) or volume (solid)")
+    substeps: IntProperty(update=_settings_changed, name="Substeps", default=30, min=1, soft_max=100, description="Solver steps per scene frame; more is stiffer and more stable, and slower")
+    iterations: IntProperty(update=_settings_changed, name="Iterations", default=1, min=1, soft_max=100, description="Constraint sweeps per substep (PBD/XPBD; PBD gets stiffer with more), or the floor on linear iterations (implicit Euler)")
+    mass: FloatProperty(update=_settings_changed, name="Mass", default=1.0, min=1e-6, soft_max=1000.0, unit="MASS", description="Total mass of the body in kg, spread over its vertices by area (cloth) or volume (solid)")
     stiffness: FloatProperty(
+        update=_settings_changed,
         name="Stiffness", default=1.0e4, min=1e-6, soft_max=1.0e7,
         description="Stiffness of every edge spring in N/m. XPBD uses compliance = 1/stiffness; PBD treats edges as hard constraints",
     )
-    volume_stiffness: FloatProperty(name="Volume Stiffness", default=1.0e4, min=1e-6, soft_max=1.0e8, description="Stiffness of every tet's volume constraint (solids); higher keeps volume better")
-    damping: FloatProperty(name="Damping", default=0.1, min=0.0, soft_max=10.0, description="Linear velocity damping in 1/s: velocities decay as exp(-damping * t); 0 means none")
+    volume_stiffness: FloatProperty(update=_settings_changed, name="Volume Stiffness", default=1.0e4, min=1e-6, soft_max=1.0e8, description="Stiffness of every tet's volume constraint (solids); higher keeps volume better")
+    damping: FloatProperty(update=_settings_changed, name="Damping", default=0.1, min=0.0, soft_max=10.0, description="Linear velocity damping in 1/s: velocities decay as exp(-damping * t); 0 means none")
     jacobi_relaxation: FloatProperty(
+        update=_settings_changed,
         name="Relaxation", default=0.2, min=0.0, soft_max=10.0,
         description="Jacobi sweep: weight of a vertex's own position when averaging corrections (GAMES103 lab uses 0.2); higher is more damped and more stable",
     )
     use_tethers: BoolProperty(
+        update=_settings_changed,
         name="Pin Tethers", default=True,
         description="PBD/XPBD: keep every vertex within Max Stretch of its rest distance (along the mesh) from the pins, "
         "so fine cloth does not sag near its pins (long-range attachments)",
     )
     tether_stretch: FloatProperty(
+        update=_settings_changed,
         name="Max Stretch", default=0.01, min=0.0, soft_max=0.5, subtype="FACTOR",
         description="Pin tethers: how much farther than its rest distance a vertex may move from a pin (0.01 = 1%)",
     )
-    pin_group: StringProperty(name="Pin Group", default="", description="Vertex group whose vertices with weight >= 0.5 are pinned and follow the object's animated transform")
+    pin_group: StringProperty(update=_settings_changed, name="Pin Group", default="", description="Vertex group whose vertices with weight >= 0.5 are pinned and follow the object's animated transform")
     output: EnumProperty(
         name="Output",
         items=[
@@ -78,17 +91,20 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
 
     # Solids (role SOLID).
     tet_resolution: IntProperty(
+        update=_settings_changed,
         name="Resolution", default=10, min=2, soft_max=40,
         description="Tet mesh density: interior grid cells across the object's largest dimension (cell size = "
         "largest dimension / resolution, in m). Higher is finer, stiffer to bend and slower; the mesh's own "
         "vertices are always tet vertices",
     )
     use_embedded: BoolProperty(
+        update=_settings_changed,
         name="Embedded", default=False,
         description="Simulate a coarse cage of tets and move every mesh vertex with the tet around it "
         "(for dense meshes such as sculpts: the cost depends on Cage Resolution, not on the vertex count)",
     )
     embedded_resolution: IntProperty(
+        update=_settings_changed,
         name="Cage Resolution", default=6, min=2, soft_max=30,
         description="Embedded: cage cells across the object's largest dimension (cell size = largest dimension / "
         "resolution, in m). Raise it when thin parts of the mesh stick out of the cage",
