@@ -90,9 +90,12 @@ def render_previews(scene, frames):
     camera_data = bpy.data.cameras.new("Camera")
     camera = bpy.data.objects.new("Camera", camera_data)
     scene.collection.objects.link(camera)
-    camera.location = (0.0, -26.0, 12.0)
-    camera.rotation_euler = (np.radians(68.0), 0.0, 0.0)
+    camera.location = (0.0, -38.0, 9.0)
+    camera.rotation_euler = (np.radians(79.0), 0.0, 0.0)  # looks slightly down at both setups (x = -7 and 7)
     scene.camera = camera
+    world = bpy.data.worlds.new("Demo World")
+    world.color = (0.2, 0.22, 0.25)
+    scene.world = world
     paths = []
     for frame in frames:
         scene.frame_set(frame)
