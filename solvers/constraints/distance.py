@@ -18,9 +18,18 @@ class DistanceConstraints:
         self.columns = (self.i, self.j)  # contiguous per-corner indices, for fast scatter
         self.w_i, self.w_j = inv_mass[self.i], inv_mass[self.j]
         self.w_sum = self.w_i + self.w_j
+        self._cached_alpha, self._cached_inverse = None, None
 
     def __len__(self):
         return len(self.indices)
+
+    def _inverse_denominator(self, alpha: float) -> np.ndarray:
+        """1 / (w_i + w_j + alpha), 0 where that sum is 0; cached, since alpha only changes with dt."""
+        if self._cached_alpha != alpha:
+            denom = self.w_sum + alpha
+            self._cached_inverse = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0.0)
+            self._cached_alpha = alpha
+        return self._cached_inverse
 
     def subset(self, select) -> "DistanceConstraints":
         return DistanceConstraints(self.indices[select], self.rest_length[select], self.inv_mass, self.compliance)
@@ -38,8 +47,7 @@ class DistanceConstraints:
         length = np.sqrt(np.einsum("ij,ij->i", d, d))
         # A zero-length edge has no direction, and an edge between two pins no mobility: both get dlambda = 0.
         safe_length = np.maximum(length, 1e-12)
-        denom = self.w_sum + alpha
-        dlam = np.where(denom > 0.0, -(length - self.rest_length + alpha * lam) / np.where(denom > 0.0, denom, 1.0), 0.0)
+        dlam = -(length - self.rest_length + alpha * lam) * self._inverse_denominator(alpha)
         scaled = (dlam / safe_length)[:, None] * d
         dx = np.empty((len(d), 2, 3))
         dx[:, 0] = self.w_i[:, None] * scaled
