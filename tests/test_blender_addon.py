@@ -304,3 +304,16 @@ def test_changing_a_setting_mid_playback_stops_the_stale_live_simulation(addon):
     for frame in range(2, 6):
         scene.frame_set(frame)
     assert cloth.softsim.status.startswith("frame 5")
+
+
+@pytest.mark.parametrize("output", ["CACHE", "SHAPE_KEYS"])
+def test_bake_of_a_frame_range_not_starting_at_one(addon, output):
+    scene, cloth, sphere = lab_scene(frames=16)
+    scene.frame_start = 10
+    cloth.softsim.output = output
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    expected = engine_frames(cloth, sphere, scene)
+    assert len(expected) == 7
+    for frame in range(10, 17):
+        assert np.allclose(evaluated_positions(cloth, frame), expected[frame - 10], atol=1e-4), frame
+    assert np.allclose(evaluated_positions(cloth, 5), expected[0], atol=1e-6)  # before the range: the rest shape
