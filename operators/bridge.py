@@ -119,6 +119,7 @@ def config_from_settings(settings, scene) -> "solvers.SolverConfig":
         solver=settings.solver,
         constraint_scheme=settings.constraint_scheme,
         linear_solver=settings.linear_solver,
+        linear_tolerance=settings.linear_tolerance,
         substeps=settings.substeps,
         iterations=settings.iterations,
         stiffness=settings.stiffness,

@@ -18,6 +18,8 @@ class SolverConfig:
     """PBD/XPBD sweep: one of CONSTRAINT_SCHEMES."""
     linear_solver: str = "CG"
     """Linear solve inside IMPLICIT_EULER: one of LINEAR_SOLVERS."""
+    linear_tolerance: float = 1e-8
+    """IMPLICIT_EULER: the linear solve stops at ||b - A v|| <= linear_tolerance * ||b||."""
     substeps: int = 10
     """Solver steps per scene frame (>= 1)."""
     iterations: int = 5

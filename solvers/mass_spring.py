@@ -24,7 +24,7 @@ plus gravity on free particles. With a = f / m (a = 0 for pinned particles, ``in
             not axis-aligned); block Jacobi always converges because 2D - A = M + dt^2 * (the
             "signless" spring Laplacian) is positive definite.
 
-  Both start from the current velocity and stop when ||b - A v|| <= LINEAR_TOLERANCE ||b|| or after
+  Both start from the current velocity and stop when ||b - A v|| <= config.linear_tolerance ||b|| or after
   ``max(config.iterations, MIN_LINEAR_ITERATIONS)`` iterations (``config.iterations`` can only raise
   that ceiling, it is never the stopping rule). StepStats reports the iterations used and the true
   final relative residual.
@@ -47,8 +47,6 @@ from .model import State, StepStats, measure_stats
 
 MASS_SPRING_SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER")
 
-LINEAR_TOLERANCE = 1e-8
-"""Relative residual ||b - A v|| / ||b|| at which the implicit solve stops."""
 MIN_LINEAR_ITERATIONS = 1000
 """Ceiling on linear iterations per implicit step is max(config.iterations, MIN_LINEAR_ITERATIONS)."""
 
@@ -204,7 +202,7 @@ class MassSpringSolver(Solver):
         A = sp.bsr_matrix((data, self.indices, self.indptr), shape=(3 * self.nf, 3 * self.nf))
         D_inv = _inverse_3x3(data[self.diag_slot])
         solve = _block_cg if self.config.linear_solver == "CG" else _block_jacobi
-        v_free, iterations, residual = solve(A, D_inv, b.ravel(), v[free].ravel(), LINEAR_TOLERANCE, self.max_linear_iterations)
+        v_free, iterations, residual = solve(A, D_inv, b.ravel(), v[free].ravel(), self.config.linear_tolerance, self.max_linear_iterations)
         v[free] = v_free.reshape(-1, 3)
         return iterations, residual
 

@@ -61,7 +61,7 @@ def test_body_panels_draw_every_solver(addon, solver):
     log = draw_all(addon, cloth, scene)
     names = [name for kind, name in log if kind in ("prop", "prop_search")]
     assert {"role", "solver", "substeps", "mass", "stiffness", "damping", "pin_group", "output", "cache_dir"} <= set(names)
-    assert ("linear_solver" in names) == (solver == "IMPLICIT_EULER")
+    assert ("linear_solver" in names) == ("linear_tolerance" in names) == (solver == "IMPLICIT_EULER")
     assert ("constraint_scheme" in names) == (solver in ("PBD", "XPBD"))
     assert ("operator", "softsim.bake") in log
     if solver in ("EXPLICIT_EULER", "SYMPLECTIC_EULER"):

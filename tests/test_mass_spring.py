@@ -166,7 +166,7 @@ def test_jacobi_and_cg_solve_the_same_system():
     model = cloth(11)
     velocities = []
     for linear_solver in ("CG", "JACOBI"):
-        config = SolverConfig(solver="IMPLICIT_EULER", linear_solver=linear_solver, stiffness=1.0e3)
+        config = SolverConfig(solver="IMPLICIT_EULER", linear_solver=linear_solver, stiffness=1.0e3, linear_tolerance=1e-8)
         state = stretched(model)
         state.v[:] = np.random.default_rng(1).normal(size=state.v.shape) * ~model.pinned[:, None]
         stats = MassSpringSolver(model, config).step(state, 1 / 240)
@@ -181,7 +181,8 @@ def test_cg_needs_far_fewer_iterations_than_jacobi_on_a_large_stiff_cloth():
     stats, velocities = {}, {}
     for linear_solver in ("CG", "JACOBI"):
         # config.iterations raises the ceiling on linear iterations so that Jacobi, too, reaches the tolerance.
-        config = SolverConfig(solver="IMPLICIT_EULER", linear_solver=linear_solver, stiffness=1.0e4, iterations=20000)
+        config = SolverConfig(solver="IMPLICIT_EULER", linear_solver=linear_solver, stiffness=1.0e4, iterations=20000,
+                              linear_tolerance=1e-8)
         state = stretched(model)
         stats[linear_solver] = MassSpringSolver(model, config).step(state, 1 / 240)
         velocities[linear_solver] = state.v

@@ -98,6 +98,7 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
                 col.prop(settings, "jacobi_relaxation")
         if settings.solver == "IMPLICIT_EULER":
             col.prop(settings, "linear_solver")
+            col.prop(settings, "linear_tolerance")
         col.prop(settings, "substeps")
         if settings.solver in EXPLICIT_SOLVERS and obj.type == "MESH":
             self.draw_stability(col, obj, context.scene)

@@ -50,6 +50,11 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     )
     # Defaults follow "small steps" XPBD (Macklin et al. 2019): many substeps of one sweep each beat
     # few substeps of many sweeps at equal cost (make bench measures both).
+    linear_tolerance: FloatProperty(
+        update=_settings_changed,
+        name="Tolerance", default=1e-8, min=1e-12, max=0.1, precision=10,
+        description="Implicit Euler: the linear solve stops when its residual is this fraction of the right-hand side; smaller is more exact and slower",
+    )
     substeps: IntProperty(update=_settings_changed, name="Substeps", default=30, min=1, soft_max=100, description="Solver steps per scene frame; more is stiffer and more stable, and slower")
     iterations: IntProperty(update=_settings_changed, name="Iterations", default=1, min=1, soft_max=100, description="Constraint sweeps per substep (PBD/XPBD; PBD gets stiffer with more), or the floor on linear iterations (implicit Euler)")
     mass: FloatProperty(update=_settings_changed, name="Mass", default=1.0, min=1e-6, soft_max=1000.0, unit="MASS", description="Total mass of the body in kg, spread over its vertices by area (cloth) or volume (solid)")
