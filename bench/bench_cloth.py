@@ -26,6 +26,7 @@ if ROOT not in sys.path:
 # Blender's user folders go to a throw-away place so the bench never touches a real user's config.
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim-bench-blender-"))
 
+from blender_quiet import SilenceStdout  # noqa: E402
 from solvers import (  # noqa: E402
     GroundPlane, SimulationDiverged, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver,
 )
@@ -99,22 +100,6 @@ def quality(frames_x: list, edges: np.ndarray, rest_length: np.ndarray) -> tuple
     return strain, strain99, max(depth, 0.0)
 
 
-class _SilenceStdout:
-    """Redirect file descriptor 1 (Blender's C code prints every baked frame) to /dev/null."""
-
-    def __enter__(self):
-        sys.stdout.flush()
-        self.saved = os.dup(1)
-        self.null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(self.null, 1)
-
-    def __exit__(self, *exc):
-        sys.stdout.flush()
-        os.dup2(self.saved, 1)
-        os.close(self.saved)
-        os.close(self.null)
-
-
 def blender_defaults() -> dict:
     """Blender Cloth's default settings that matter for the comparison (read off a fresh modifier)."""
     import bpy
@@ -170,7 +155,7 @@ def run_blender_cloth(n: int, frames: int) -> dict:
     scene.frame_set(1)
     # Headless bake: the ptcache.bake operator with the cloth's point cache in the context runs
     # synchronously in background mode (stepping scene.frame_set(f) costs the same).
-    with _SilenceStdout():
+    with SilenceStdout():
         start = time.perf_counter()
         with bpy.context.temp_override(scene=scene, active_object=cloth, object=cloth, point_cache=cache):
             result = bpy.ops.ptcache.bake(bake=True)

@@ -32,6 +32,7 @@ if ROOT not in sys.path:
 # Blender's user folders go to a throw-away place so the bench never touches a real user's config.
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim-bench-blender-"))
 
+from blender_quiet import SilenceStdout  # noqa: E402
 from solvers import GroundPlane, SimulationDiverged, SolverConfig, State, advance_frame, build_model, make_solver  # noqa: E402
 from solvers.tetrahedralize import interpolate_embedded, tetrahedralize  # noqa: E402
 
@@ -53,22 +54,6 @@ SOFTSIM_CONFIGS = [
 SOFT_BODY = "Blender Soft Body (goal off, edges on)"
 SOFT_BODY_STIFF = "Blender Soft Body stiff (bend 10, pull/push 0.99)"
 PEERS = {SOFT_BODY: {}, SOFT_BODY_STIFF: dict(bend=10.0, pull=0.99, push=0.99)}
-
-
-class _SilenceStdout:
-    """Redirect file descriptor 1 (Blender's C code prints every baked frame) to /dev/null."""
-
-    def __enter__(self):
-        sys.stdout.flush()
-        self.saved = os.dup(1)
-        self.null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(self.null, 1)
-
-    def __exit__(self, *exc):
-        sys.stdout.flush()
-        os.dup2(self.saved, 1)
-        os.close(self.saved)
-        os.close(self.null)
 
 
 def _new_scene(frames):
@@ -175,7 +160,7 @@ def run_soft_body(subdivisions, frames, overrides) -> dict:
         setattr(settings, key, value)
     modifier.point_cache.frame_start, modifier.point_cache.frame_end = 1, frames + 1
     scene.frame_set(1)
-    with _SilenceStdout():
+    with SilenceStdout():
         start = time.perf_counter()
         for f in range(2, frames + 2):  # stepping the frames bakes the point cache (headless)
             scene.frame_set(f)
