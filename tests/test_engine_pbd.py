@@ -250,3 +250,26 @@ def test_pbd_jacobi_is_the_games103_lab_strain_limiting():
     make_solver(model, config).step(state, t)
     assert np.allclose(state.x, expected_x, atol=1e-10)
     assert np.allclose(state.v, expected_v, atol=1e-8)
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.25, 0.5])
+def test_ground_friction_stops_a_sliding_body_as_coulomb_says(mu):
+    # A short free rod resting on the ground, pushed at v0: Coulomb friction decelerates it at mu g, so it
+    # stops after v0^2 / (2 mu g); without friction it keeps its speed.
+    v0 = 2.0
+    model = build_model(np.array([[0.0, 0.0, 0.0], [0.0, 0.05, 0.0]]), [[0, 1]], total_mass=1.0)
+    config = SolverConfig(substeps=20, iterations=1, damping=0.0)
+    sim = make_solver(model, config)
+    state = State.at_rest(model)
+    state.v[:, 0] = v0
+    ground = [GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], friction=mu)]
+    for _ in range(48):
+        advance_frame(sim, state, 1.0 / 24.0, config.substeps, ground)
+    travelled = state.x[:, 0].mean()
+    if mu == 0.0:
+        assert travelled == pytest.approx(v0 * 2.0, rel=1e-6)
+        assert state.v[:, 0] == pytest.approx(v0)
+    else:
+        assert travelled == pytest.approx(v0**2 / (2.0 * mu * G), rel=0.05)
+        assert np.allclose(state.v, 0.0, atol=1e-9)
+    assert np.all(state.x[:, 2] >= -1e-12)
