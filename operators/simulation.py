@@ -3,6 +3,7 @@ import numpy as np
 
 from .. import solvers
 from ..solvers.mass_spring import explicit_stability_message, explicit_stable_substep, substeps_needed
+from . import solid
 from .bridge import InputError, build_body, frame_duration, make_body_solver, matrix_to_numpy, transform_points, world_matrix, world_to_local
 
 
@@ -64,7 +65,8 @@ def explicit_stability_estimate(obj, scene):
     """(largest stable substep [s], substeps needed per frame) for an explicit solver on ``obj``, or None.
 
     Cached on the settings and mesh size, so panels can show it on every redraw; None if the body
-    cannot be built (the bake reports why).
+    cannot be built (the bake reports why), or if it is a Solid not tetrahedralized yet (a panel redraw
+    must not start a tetrahedralization).
     """
     s = obj.softsim
     mesh = obj.data
@@ -72,6 +74,8 @@ def explicit_stability_estimate(obj, scene):
            s.pin_group, s.tet_resolution, s.use_embedded, s.embedded_resolution, tuple(obj.matrix_world.to_scale()),
            frame_duration(scene))
     if key not in _estimates:
+        if s.role == "SOLID" and not solid.has_tet_mesh(obj, matrix_to_numpy(obj.matrix_world)):
+            return None
         try:
             model, _, _ = build_body(obj, matrix_to_numpy(obj.matrix_world), scene)
         except InputError:

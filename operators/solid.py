@@ -23,7 +23,7 @@ from ..solvers.tetrahedralize import (
     tetrahedralize,
     tetrahedralize_cage,
 )
-from .bridge import InputError
+from .bridge import InputError, read_body
 
 _CACHE_SIZE = 8
 _cache = OrderedDict()  # (object name, embedded, resolution, digest) -> TetMesh; never holds bpy data
@@ -38,6 +38,21 @@ def _digest(*arrays) -> bytes:
     return h.digest()
 
 
+def _key(obj, body, settings):
+    embedded = bool(settings.use_embedded)
+    resolution = int(settings.embedded_resolution if embedded else settings.tet_resolution)
+    return (obj.name, embedded, resolution, _digest(body.world_positions, body.triangles))
+
+
+def has_tet_mesh(obj, matrix_world) -> bool:
+    """Whether ``obj``'s tet mesh for its current mesh and settings is already built (cached)."""
+    try:
+        body = read_body(obj, matrix_world)
+    except InputError:
+        return False
+    return _key(obj, body, obj.softsim) in _cache
+
+
 def tet_mesh_for(obj, body, settings):
     """The cached (or newly built) TetMesh of ``obj``'s current world-space mesh; raises InputError.
 
@@ -45,7 +60,7 @@ def tet_mesh_for(obj, body, settings):
     """
     embedded = bool(settings.use_embedded)
     resolution = int(settings.embedded_resolution if embedded else settings.tet_resolution)
-    key = (obj.name, embedded, resolution, _digest(body.world_positions, body.triangles))
+    key = _key(obj, body, settings)
     tet = _cache.get(key)
     if tet is not None:
         _cache.move_to_end(key)
