@@ -130,6 +130,8 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
     def draw_stability(layout, obj, scene):
         estimate = explicit_stability_estimate(obj, scene)
         if estimate is None:
+            if obj.softsim.role == "SOLID":
+                layout.label(text="Tetrahedralize to see the largest stable substep", icon="INFO")
             return
         limit, needed = estimate
         if math.isinf(limit):
