@@ -113,9 +113,8 @@ class PositionBasedSolver(Solver):
     def _gauss_seidel(self, batches, x, dt, lams):
         for batch, lam in zip(batches, lams):
             dx, dlam = batch.corrections(x, self._alpha(batch, dt), lam)
-            # No particle appears twice within a colour, so plain fancy-index updates are exact.
-            for k, column in enumerate(batch.columns):
-                x[column] += dx[:, k]
+            # No particle appears twice within a colour, so one plain fancy-index update is exact.
+            x[batch.flat_indices] += dx.reshape(-1, 3)
             lam += dlam
 
     def _jacobi(self, sweep: _Jacobi, x, dt, lam):

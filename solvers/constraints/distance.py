@@ -15,7 +15,7 @@ class DistanceConstraints:
         self.inv_mass = inv_mass
         self.compliance = float(compliance)
         self.i, self.j = self.indices[:, 0].copy(), self.indices[:, 1].copy()
-        self.columns = (self.i, self.j)  # contiguous per-corner indices, for fast scatter
+        self.flat_indices = self.indices.ravel()  # row-major (i0, j0, i1, j1, ...), matching dx.reshape(-1, 3)
         self.w_i, self.w_j = inv_mass[self.i], inv_mass[self.j]
         self.w_sum = self.w_i + self.w_j
         self._cached_alpha, self._cached_inverse = None, None

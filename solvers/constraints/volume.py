@@ -14,7 +14,7 @@ class TetVolumeConstraints:
         self.inv_mass = inv_mass
         self.compliance = float(compliance)
         self.w = inv_mass[self.indices]
-        self.columns = tuple(self.indices[:, k].copy() for k in range(4))  # contiguous, for fast scatter
+        self.flat_indices = self.indices.ravel()  # matching dx.reshape(-1, 3)
 
     def __len__(self):
         return len(self.indices)
