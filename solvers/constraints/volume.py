@@ -14,6 +14,7 @@ class TetVolumeConstraints:
         self.inv_mass = inv_mass
         self.compliance = float(compliance)
         self.w = inv_mass[self.indices]
+        self.six_rest_volume = 6.0 * self.rest_volume
         self.flat_indices = self.indices.ravel()  # matching dx.reshape(-1, 3)
 
     def __len__(self):
@@ -50,8 +51,8 @@ class TetVolumeConstraints:
         grad[:, 1:, 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
         grad[:, 1:, 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
         grad[:, 0] = -grad[:, 1:].sum(axis=1)
-        C = np.einsum("ij,ij->i", e[:, 0], grad[:, 1]) - 6.0 * self.rest_volume
+        C = np.einsum("ij,ij->i", e[:, 0], grad[:, 1]) - self.six_rest_volume
         denom = np.einsum("ij,ijk,ijk->i", self.w, grad, grad) + alpha
-        ok = denom > 1e-300
-        dlam = np.where(ok, (-C - alpha * lam) / np.where(ok, denom, 1.0), 0.0)
+        # A flat tet (zero gradients) or one with four pins gets dx = w * dlambda * grad = 0 whatever dlambda is.
+        dlam = -(C + alpha * lam) / np.maximum(denom, 1e-300)
         return (self.w * dlam[:, None])[:, :, None] * grad, dlam
