@@ -512,6 +512,27 @@ def _thin(points, radius):
 # ------------------------------------------------------------------------------------------ main entry
 
 
+def _checked_input(vertices, triangles, resolution, min_quality):
+    """Validate a tetrahedralization's input; raises TetrahedralizeError.
+
+    Returns (v, f, used vertex indices, bounding box lo and hi of the used vertices, enclosed volume,
+    lattice spacing h = largest side / resolution).
+    """
+    v, f = _as_mesh(vertices, triangles)
+    if int(resolution) < 1:
+        raise TetrahedralizeError(f"resolution must be at least 1, got {resolution}")
+    if not 0.0 <= min_quality < 1.0:
+        raise TetrahedralizeError(f"min_quality must be in [0, 1), got {min_quality}")
+    check_closed_manifold(f)
+    used = np.unique(f)
+    lo, hi = v[used].min(0), v[used].max(0)
+    side = float(np.max(hi - lo))
+    parts = _component_volumes(v, f)
+    if side <= 0.0 or np.max(np.abs(parts)) <= 1e-9 * side**3:
+        raise TetrahedralizeError("the mesh encloses no volume (it is flat or its faces cancel); give it thickness")
+    return v, f, used, lo, hi, abs(float(parts.sum())), side / int(resolution)
+
+
 def tetrahedralize(vertices, triangles, resolution: int = 10, min_quality: float = 0.02) -> TetMesh:
     """Fill a closed triangle surface with positively oriented tets (see the module docstring).
 
@@ -522,21 +543,8 @@ def tetrahedralize(vertices, triangles, resolution: int = 10, min_quality: float
     the volume. Raises TetrahedralizeError when the surface is open, non-manifold, encloses no volume,
     or nothing ends up inside.
     """
-    v, f = _as_mesh(vertices, triangles)
-    if int(resolution) < 1:
-        raise TetrahedralizeError(f"resolution must be at least 1, got {resolution}")
-    if not 0.0 <= min_quality < 1.0:
-        raise TetrahedralizeError(f"min_quality must be in [0, 1), got {min_quality}")
-    check_closed_manifold(f)
+    v, f, used, lo, hi, enclosed, h = _checked_input(vertices, triangles, resolution, min_quality)
     n = len(v)
-    used = np.unique(f)
-    lo, hi = v[used].min(0), v[used].max(0)
-    side = float(np.max(hi - lo))
-    parts = _component_volumes(v, f)
-    if side <= 0.0 or np.max(np.abs(parts)) <= 1e-9 * side**3:
-        raise TetrahedralizeError("the mesh encloses no volume (it is flat or its faces cancel); give it thickness")
-    enclosed = abs(float(parts.sum()))
-    h = side / int(resolution)
     tree = _TriangleTree(v, f)
 
     # Interior lattice points away from the surface; those near it become surface Steiner candidates.
@@ -667,20 +675,7 @@ def tetrahedralize_cage(vertices, triangles, resolution: int = 6, min_quality: f
     (with ``embed_tet``, ``embed_weights``), and coverage = cage volume / enclosed volume (> 1 once
     inflated). Raises TetrahedralizeError like ``tetrahedralize``.
     """
-    v, f = _as_mesh(vertices, triangles)
-    if int(resolution) < 1:
-        raise TetrahedralizeError(f"resolution must be at least 1, got {resolution}")
-    if not 0.0 <= min_quality < 1.0:
-        raise TetrahedralizeError(f"min_quality must be in [0, 1), got {min_quality}")
-    check_closed_manifold(f)
-    used = np.unique(f)
-    lo, hi = v[used].min(0), v[used].max(0)
-    side = float(np.max(hi - lo))
-    parts = _component_volumes(v, f)
-    if side <= 0.0 or np.max(np.abs(parts)) <= 1e-9 * side**3:
-        raise TetrahedralizeError("the mesh encloses no volume (it is flat or its faces cancel); give it thickness")
-    enclosed = abs(float(parts.sum()))
-    h = side / int(resolution)
+    v, f, used, lo, hi, enclosed, h = _checked_input(vertices, triangles, resolution, min_quality)
     tree = _TriangleTree(v, f)
 
     # Surface points: the vertices first (they hold the corners), then samples on big triangles; one
