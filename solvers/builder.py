@@ -1,7 +1,7 @@
 """Builds a Model from plain arrays (what the Blender bridge reads off a mesh)."""
 import numpy as np
 
-from .model import Model, tet_volumes
+from .model import Model, orient_tets, tet_volumes
 
 
 class ModelError(ValueError):
@@ -76,8 +76,7 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
     tets = np.zeros((0, 4), np.int64) if tets is None else np.asarray(tets, np.int64).reshape(-1, 4).copy()
     edges = np.zeros((0, 2), np.int64) if edges is None else np.asarray(edges, np.int64).reshape(-1, 2)
     if len(tets):
-        negative = tet_volumes(vertices, tets) < 0.0
-        tets[negative] = tets[negative][:, [0, 2, 1, 3]]
+        tets = orient_tets(vertices, tets)
         edges = np.concatenate([edges, tet_edges(tets)])
     edges = unique_edges(edges) if len(edges) else edges
     if len(edges) == 0:

@@ -96,6 +96,14 @@ def tet_volumes(x: np.ndarray, tet_indices: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", np.cross(p1 - p0, p2 - p0), p3 - p0) / 6.0
 
 
+def orient_tets(x: np.ndarray, tet_indices: np.ndarray) -> np.ndarray:
+    """The tets (k, 4) with the negatively oriented ones flipped (two corners swapped), as a new array."""
+    tets = np.array(tet_indices, np.int64)
+    negative = tet_volumes(x, tets) < 0.0
+    tets[negative] = tets[negative][:, [0, 2, 1, 3]]
+    return tets
+
+
 def measure_stats(model: Model, x: np.ndarray, iterations: int = 0, linear_residual: float = float("nan")) -> StepStats:
     """StepStats of positions ``x``: edge strain and (for tet bodies) relative volume error."""
     strain = edge_strain(model, x)

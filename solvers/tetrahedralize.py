@@ -41,7 +41,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import Delaunay, cKDTree
 
-from .model import tet_volumes
+from .model import orient_tets, tet_volumes
 
 _NEAR = 0.5
 """Lattice points closer than _NEAR * h to the surface are not interior points (they would make slivers)."""
@@ -512,6 +512,22 @@ def _thin(points, radius):
 # ------------------------------------------------------------------------------------------ main entry
 
 
+def _kept_tets(points, tets):
+    """The inside tets, positively oriented, without degenerate ones: (tets (k, 4), quality (k,)).
+
+    Raises TetrahedralizeError when none is left.
+    """
+    tets = orient_tets(points, tets)
+    quality = tet_quality(points, tets)
+    keep = quality >= _DEGENERATE
+    if not keep.any():
+        raise TetrahedralizeError(
+            "nothing was inside the surface after tetrahedralization (self-intersections?); "
+            "check the mesh for intersecting faces or raise the resolution"
+        )
+    return tets[keep], quality[keep]
+
+
 def _checked_input(vertices, triangles, resolution, min_quality):
     """Validate a tetrahedralization's input; raises TetrahedralizeError.
 
@@ -580,16 +596,7 @@ def tetrahedralize(vertices, triangles, resolution: int = 10, min_quality: float
     lattice_tet = np.all(tets >= first_lattice, axis=1) & (edge2 <= (1.01 * h) ** 2)
     inside = lattice_tet.copy()
     inside[~lattice_tet] = np.abs(_winding_tree(corners[~lattice_tet].mean(axis=1), tree)) > 0.5
-    tets = tets[inside]
-    negative = tet_volumes(points, tets) < 0.0
-    tets[negative] = tets[negative][:, [0, 2, 1, 3]]
-    quality = tet_quality(points, tets)
-    tets, quality = tets[quality >= _DEGENERATE], quality[quality >= _DEGENERATE]
-    if len(tets) == 0:
-        raise TetrahedralizeError(
-            "nothing was inside the surface after tetrahedralization (self-intersections?); "
-            "check the mesh for intersecting faces or raise the resolution"
-        )
+    tets, quality = _kept_tets(points, tets[inside])
     tets, quality = _drop_slivers(points, tets, quality, n, min_quality, _DROP_BUDGET * enclosed)
 
     # Drop unused Steiner/lattice points; input vertices always stay, in order, at the front.
@@ -700,16 +707,7 @@ def tetrahedralize_cage(vertices, triangles, resolution: int = 6, min_quality: f
         ) from exc
     tets = dt.simplices.astype(np.int64)
     inside = np.abs(_winding_tree(points[tets].mean(axis=1), tree)) > 0.5
-    tets = tets[inside]
-    negative = tet_volumes(points, tets) < 0.0
-    tets[negative] = tets[negative][:, [0, 2, 1, 3]]
-    quality = tet_quality(points, tets)
-    tets, quality = tets[quality >= _DEGENERATE], quality[quality >= _DEGENERATE]
-    if len(tets) == 0:
-        raise TetrahedralizeError(
-            "nothing was inside the surface after tetrahedralization (self-intersections?); "
-            "check the mesh for intersecting faces or raise the resolution"
-        )
+    tets, quality = _kept_tets(points, tets[inside])
     tets, quality = _drop_slivers(points, tets, quality, len(anchors), min_quality, _DROP_BUDGET * enclosed)
     keep = np.zeros(len(points), bool)
     keep[tets.ravel()] = True
