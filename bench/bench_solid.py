@@ -44,12 +44,19 @@ DROP = 1.0  # the sphere's lowest point starts this far above the ground [m]
 TOTAL_MASS = 1.0  # Soft Sim body mass [kg] (Soft Body keeps its default 1 kg per vertex)
 CASES = ((3, 6), (4, 9), (5, 14))
 """(ico sphere subdivisions, tet resolution): about 1k, 5k and 20k tets."""
+YOUNGS_MODULUS = 1.0e5
+"""Young's modulus [Pa] of the spheres (``solvers.material``). The old setting, 1e4 N/m on every tet edge, made the
+three spheres as stiff as E = k sum L^2 / (6 V) = 7.1e4, 1.1e5 and 1.7e5 Pa (it grew with the resolution; its volume
+stiffness 1e4 added only 0.1-1 kPa, so nu was about 1/4): 1e5 Pa, the add-on's default, is the middle one."""
+POISSON_RATIO = 0.4
+"""Poisson's ratio of the spheres, the add-on's default (the old springs were at about 1/4: squashier)."""
+MATERIAL = dict(youngs_modulus=YOUNGS_MODULUS, poisson_ratio=POISSON_RATIO)
 SOFTSIM_CONFIGS = [
-    dict(label="Soft Sim XPBD Gauss-Seidel 30x1 (add-on defaults)", solver="XPBD", constraint_scheme="GAUSS_SEIDEL", substeps=30, iterations=1),
-    dict(label="Soft Sim XPBD Gauss-Seidel 10x5", solver="XPBD", constraint_scheme="GAUSS_SEIDEL", substeps=10, iterations=5),
-    dict(label="Soft Sim XPBD Jacobi 10x5", solver="XPBD", constraint_scheme="JACOBI", substeps=10, iterations=5),
-    # Mass-spring backward Euler on the tet edges (no volume term), one CG solve per substep.
-    dict(label="Soft Sim Implicit Euler (CG) 2 substeps", solver="IMPLICIT_EULER", linear_solver="CG", substeps=2, iterations=1),
+    dict(label="Soft Sim XPBD Gauss-Seidel 30x1 (add-on defaults)", solver="XPBD", constraint_scheme="GAUSS_SEIDEL", substeps=30, iterations=1, **MATERIAL),
+    dict(label="Soft Sim XPBD Gauss-Seidel 10x5", solver="XPBD", constraint_scheme="GAUSS_SEIDEL", substeps=10, iterations=5, **MATERIAL),
+    dict(label="Soft Sim XPBD Jacobi 10x5", solver="XPBD", constraint_scheme="JACOBI", substeps=10, iterations=5, **MATERIAL),
+    # Mass-spring backward Euler on the tet edges (no volume term, so nu = 1/4), one CG solve per substep.
+    dict(label="Soft Sim Implicit Euler (CG) 2 substeps", solver="IMPLICIT_EULER", linear_solver="CG", substeps=2, iterations=1, **MATERIAL),
 ]
 SOFT_BODY = "Blender Soft Body (goal off, edges on)"
 SOFT_BODY_STIFF = "Blender Soft Body stiff (bend 10, pull/push 0.99)"
@@ -227,7 +234,8 @@ def describe(frames: int = FRAMES) -> str:
         f"Solid: Blender ico sphere of radius {RADIUS:g} m (subdivisions {', '.join(str(s) for s, _ in CASES)}), lowest "
         f"point {DROP:g} m above the ground z = 0, {frames} frames at {FPS} fps. Soft Sim: role Solid's path "
         f"(tetrahedralize at resolution {', '.join(str(r) for _, r in CASES)}, mass {TOTAL_MASS:g} kg lumped by tet "
-        "volume, XPBD stiffness 1e4 N/m, volume stiffness 1e4, damping 0.1/s, ground friction 0.2, thickness 0); "
+        f"volume, Young's modulus {YOUNGS_MODULUS:g} Pa, Poisson's ratio {POISSON_RATIO:g} (springs on the tet edges plus, "
+        "in XPBD, volume constraints; see solvers/material.py), damping 0.1/s, ground friction 0.2, thickness 0); "
         "\"10x5\" = 10 substeps x 5 iterations per frame. Peers: Blender Soft Body on the same surface mesh with goal off "
         "and edges on (its defaults otherwise: 1 kg per vertex, pull/push 0.5, bending 0, adaptive 10-300 steps per "
         "frame), and a stiff variant (bending 10, pull/push 0.99); a plane with a Collision modifier as ground. "

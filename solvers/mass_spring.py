@@ -2,7 +2,8 @@
 
 Every model edge is a Hooke spring (GAMES201 lecture 2):
 
-    f_ij = -k (|x_i - x_j| - l_ij) (x_i - x_j) / |x_i - x_j|,    k = config.stiffness [N/m]
+    f_ij = -k_ij (|x_i - x_j| - l_ij) (x_i - x_j) / |x_i - x_j|,    k_ij [N/m] per edge from ``solvers.material``
+                                                                  (cloth: config.stiffness; solids: from E, nu)
 
 plus gravity on free particles. With a = f / m (a = 0 for pinned particles, ``inv_mass == 0``):
 
@@ -42,7 +43,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import Solver
+from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
 from .colliders import resolve_contacts
+from .material import material_arrays
 from .model import State, StepStats, measure_stats
 
 MASS_SPRING_SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER")
@@ -54,7 +57,8 @@ MIN_LINEAR_ITERATIONS = 1000
 class MassSpringSolver(Solver):
     """``config.solver`` 'EXPLICIT_EULER', 'SYMPLECTIC_EULER' or 'IMPLICIT_EULER' on springs along every edge.
 
-    Tet bodies are simulated by their tet edges as springs (no volume term). ``step`` advances the state
+    Tet bodies are simulated by their tet edges as springs (no volume term, so Poisson's ratio 1/4 whatever
+    ``config.poisson_ratio`` says; see ``solvers/material.py``). ``step`` advances the state
     in place and returns StepStats (``iterations`` = linear iterations, 0 for the explicit integrators;
     ``linear_residual`` = final relative residual of the implicit solve, nan otherwise).
     """
@@ -71,7 +75,7 @@ class MassSpringSolver(Solver):
         e_count = len(edges)
         self.i, self.j = edges[:, 0], edges[:, 1]
         self.rest_length = model.edge_rest_length
-        self.k = np.full(e_count, float(config.stiffness))
+        self.k = material_arrays(model, config).edge_stiffness
         self.gravity = np.asarray(config.gravity, float)
         self.free = model.inv_mass > 0.0
         self.free_col = self.free[:, None].astype(float)
@@ -139,42 +143,18 @@ class MassSpringSolver(Solver):
     # ------------------------------------------------------------------ implicit Euler
 
     def _prepare_implicit(self):
-        """Sparsity pattern of A_FF = M_F + dt^2 K_FF as a BSR matrix of 3x3 blocks, built once.
+        """Sparsity pattern of A_FF = M_F + dt^2 K_FF (3x3 blocks, pinned particles eliminated), built once.
 
         Every spring contributes +K_e to blocks (i, i) and (j, j) and -K_e to (i, j) and (j, i); blocks
         touching a pinned particle are dropped (the (free, pinned) ones reach the right-hand side through
-        ``_pinned_load``). ``self.block_sum @ Ke.reshape(e, 9)`` sums the contributions into the blocks.
+        ``_pinned_load``).
         """
-        model = self.model
-        self.free_index = np.nonzero(self.free)[0]
-        nf = len(self.free_index)
-        self.nf = nf
-        reduced = np.full(model.particle_count, -1, np.int64)
-        reduced[self.free_index] = np.arange(nf)
-        ri, rj = reduced[self.i], reduced[self.j]
-        e = np.arange(len(ri))
-        rows = np.concatenate([ri, rj, ri, rj, np.arange(nf)])
-        cols = np.concatenate([ri, rj, rj, ri, np.arange(nf)])
-        spring = np.concatenate([e, e, e, e, np.full(nf, -1)])
-        sign = np.concatenate([np.ones(2 * len(e)), -np.ones(2 * len(e)), np.zeros(nf)])
-        keep = (rows >= 0) & (cols >= 0)
-        rows, cols, spring, sign = rows[keep], cols[keep], spring[keep], sign[keep]
-        # Unique blocks in row-major order are exactly BSR order; the diagonal (mass) entries make sure
-        # every free particle has its diagonal block even when no spring reaches it.
-        keys, slot = np.unique(rows * max(nf, 1) + cols, return_inverse=True)
-        slot = slot.ravel()
-        self.block_rows = keys // max(nf, 1)
-        self.block_cols = keys % max(nf, 1)
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.block_rows, minlength=nf))]).astype(np.int32)
-        self.indices = self.block_cols.astype(np.int32)
-        is_spring = spring >= 0
-        self.block_sum = sp.csr_matrix(
-            (sign[is_spring], (slot[is_spring], spring[is_spring])), shape=(len(keys), len(self.k))
+        self.pattern = BlockPattern(
+            np.concatenate([self.i, self.j, self.i, self.j]), np.concatenate([self.i, self.j, self.j, self.i]), self.free
         )
-        self.diag_slot = np.empty(nf, np.int64)
-        diagonal = self.block_rows == self.block_cols
-        self.diag_slot[self.block_rows[diagonal]] = np.nonzero(diagonal)[0]
-        self.mass_free = model.mass[self.free_index]
+        self.free_index = self.pattern.free_index
+        self.nf = self.pattern.free_count
+        self.mass_free = self.model.mass[self.free_index]
         self.max_linear_iterations = max(int(self.config.iterations), MIN_LINEAR_ITERATIONS)
 
     def _stiffness_blocks(self, n, length):
@@ -197,11 +177,11 @@ class MassSpringSolver(Solver):
         b = self.mass_free[:, None] * v[free] + dt * f[free]
         if self.has_pins:
             b -= dt**2 * self._pinned_load(Ke, v)[free]
-        data = dt**2 * (self.block_sum @ Ke.reshape(-1, 9)).reshape(-1, 3, 3)
-        data[self.diag_slot] += self.mass_free[:, None, None] * np.eye(3)
-        A = sp.bsr_matrix((data, self.indices, self.indptr), shape=(3 * self.nf, 3 * self.nf))
-        D_inv = _inverse_3x3(data[self.diag_slot])
-        solve = _block_cg if self.config.linear_solver == "CG" else _block_jacobi
+        data = dt**2 * self.pattern.assemble(np.concatenate([Ke, Ke, -Ke, -Ke]))
+        data[self.pattern.diagonal_slot] += self.mass_free[:, None, None] * np.eye(3)
+        A = self.pattern.matrix(data)
+        D_inv = inverse_3x3(self.pattern.diagonal_blocks(data))
+        solve = block_cg if self.config.linear_solver == "CG" else block_jacobi
         v_free, iterations, residual = solve(A, D_inv, b.ravel(), v[free].ravel(), self.config.linear_tolerance, self.max_linear_iterations)
         v[free] = v_free.reshape(-1, 3)
         return iterations, residual
@@ -213,91 +193,20 @@ class MassSpringSolver(Solver):
         return self.scatter @ y
 
 
-def _inverse_3x3(blocks):
-    """Inverses of (k, 3, 3) non-singular matrices by the adjugate (much faster than batched np.linalg.inv)."""
-    a = blocks
-    cof = np.empty_like(a)
-    cof[:, 0, 0] = a[:, 1, 1] * a[:, 2, 2] - a[:, 1, 2] * a[:, 2, 1]
-    cof[:, 0, 1] = a[:, 1, 2] * a[:, 2, 0] - a[:, 1, 0] * a[:, 2, 2]
-    cof[:, 0, 2] = a[:, 1, 0] * a[:, 2, 1] - a[:, 1, 1] * a[:, 2, 0]
-    cof[:, 1, 0] = a[:, 0, 2] * a[:, 2, 1] - a[:, 0, 1] * a[:, 2, 2]
-    cof[:, 1, 1] = a[:, 0, 0] * a[:, 2, 2] - a[:, 0, 2] * a[:, 2, 0]
-    cof[:, 1, 2] = a[:, 0, 1] * a[:, 2, 0] - a[:, 0, 0] * a[:, 2, 1]
-    cof[:, 2, 0] = a[:, 0, 1] * a[:, 1, 2] - a[:, 0, 2] * a[:, 1, 1]
-    cof[:, 2, 1] = a[:, 0, 2] * a[:, 1, 0] - a[:, 0, 0] * a[:, 1, 2]
-    cof[:, 2, 2] = a[:, 0, 0] * a[:, 1, 1] - a[:, 0, 1] * a[:, 1, 0]
-    det = np.einsum("ka,ka->k", a[:, 0, :], cof[:, 0, :])
-    return np.swapaxes(cof, 1, 2) / det[:, None, None]
-
-
-def _apply_block_diagonal(D_inv, r):
-    return np.einsum("kab,kb->ka", D_inv, r.reshape(-1, 3)).ravel()
-
-
-# Dot products and norms through einsum rather than BLAS: these vectors are short enough that BLAS's
-# threads cost more than they save (several times slower on a busy machine).
-def _dot(a, b):
-    return float(np.einsum("i,i->", a, b))
-
-
-def _norm(a):
-    return float(np.sqrt(np.einsum("i,i->", a, a)))
-
-
-def _block_cg(A, D_inv, b, x, tol, max_iterations):
-    """Conjugate gradients preconditioned with the inverse block diagonal. Returns (x, iterations, rel. residual)."""
-    b_norm = _norm(b)
-    if b_norm == 0.0:
-        return np.zeros_like(b), 0, 0.0
-    x = x.copy()
-    r = b - A @ x
-    z = _apply_block_diagonal(D_inv, r)
-    p = z.copy()
-    rz = _dot(r, z)
-    iterations = 0
-    while iterations < max_iterations and _norm(r) > tol * b_norm:
-        Ap = A @ p
-        pAp = _dot(p, Ap)
-        if not pAp > 0.0:  # only at an exact solution (p = 0) for an SPD matrix
-            break
-        alpha = rz / pAp
-        x += alpha * p
-        r -= alpha * Ap
-        z = _apply_block_diagonal(D_inv, r)
-        rz_new = _dot(r, z)
-        p *= rz_new / rz
-        p += z
-        rz = rz_new
-        iterations += 1
-    return x, iterations, _norm(b - A @ x) / b_norm
-
-
-def _block_jacobi(A, D_inv, b, x, tol, max_iterations):
-    """Block Jacobi x <- x + D^-1 (b - A x). Returns (x, iterations, rel. residual)."""
-    b_norm = _norm(b)
-    if b_norm == 0.0:
-        return np.zeros_like(b), 0, 0.0
-    x = x.copy()
-    r = b - A @ x
-    iterations = 0
-    while iterations < max_iterations and _norm(r) > tol * b_norm:
-        x += _apply_block_diagonal(D_inv, r)
-        r = b - A @ x
-        iterations += 1
-    return x, iterations, _norm(r) / b_norm
-
-
 # ---------------------------------------------------------------------- stability of the explicit integrators
 
 
-def highest_frequency_bound(model, stiffness: float) -> float:
+def highest_frequency_bound(model, stiffness) -> float:
     """Upper bound on the highest angular frequency omega_max [rad/s] of the spring network, 0 if no free spring.
+
+    ``stiffness`` [N/m] is one value for every edge or an array (edge_count,), e.g.
+    ``material_arrays(model, config).edge_stiffness`` (a solid's springs differ per edge).
 
     omega_max^2 is the largest eigenvalue of M^-1 K over the free particles. For any configuration (with
     the clamp of ``MassSpringSolver``) K_e <= k I, so it is at most that of the scalar spring Laplacian,
     and Gershgorin's theorem on the symmetric M^-1/2 L M^-1/2 bounds that by
 
-        omega_max^2 <= max over free i of  sum over springs (i, j) of  k (1/m_i + [j free] / sqrt(m_i m_j)).
+        omega_max^2 <= max over free i of  sum over springs (i, j) of  k_ij (1/m_i + [j free] / sqrt(m_i m_j)).
 
     It is exact for one mass on a spring to a pin (k/m) and for two free masses (2k/m).
     """
@@ -305,14 +214,17 @@ def highest_frequency_bound(model, stiffness: float) -> float:
     i, j = model.edge_indices[:, 0], model.edge_indices[:, 1]
     m = model.mass
     off = np.where(free[i] & free[j], 1.0 / np.sqrt(m[i] * m[j]), 0.0)
+    stiffness = np.broadcast_to(np.asarray(stiffness, np.float64), i.shape)
     row = np.bincount(i, stiffness * (1.0 / m[i] + off), minlength=model.particle_count)
     row += np.bincount(j, stiffness * (1.0 / m[j] + off), minlength=model.particle_count)
     row = row[free]
     return float(np.sqrt(row.max())) if len(row) else 0.0
 
 
-def explicit_stable_substep(model, stiffness: float, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> float:
+def explicit_stable_substep(model, stiffness, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> float:
     """Largest step dt [s] for which the explicit integrators are stable on ``model``; inf if nothing can oscillate.
+
+    ``stiffness`` [N/m]: a scalar for every edge or a per-edge array (see ``highest_frequency_bound``).
 
     SYMPLECTIC_EULER (the default): a mode of angular frequency omega is stable iff omega dt < 2, so
 
@@ -335,7 +247,7 @@ def explicit_stable_substep(model, stiffness: float, solver: str = "SYMPLECTIC_E
     return 2.0 / omega
 
 
-def substeps_needed(frame_dt: float, model, stiffness: float, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> int:
+def substeps_needed(frame_dt: float, model, stiffness, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> int:
     """Fewest substeps per frame that keep ``solver`` (an explicit integrator) stable; 0 if none does."""
     limit = explicit_stable_substep(model, stiffness, solver, damping)
     if limit == math.inf:
@@ -358,9 +270,12 @@ def _frame(frame_dt: float) -> str:
     return f"1/{round(fps)} s" if abs(fps - round(fps)) < 1e-6 * fps else _seconds(frame_dt)
 
 
-def explicit_stability_message(frame_dt: float, substeps: int, model, stiffness: float,
+def explicit_stability_message(frame_dt: float, substeps: int, model, stiffness,
                                solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> str:
     """What to tell the user when an explicit bake diverged (``solvers.frame.SimulationDiverged``).
+
+    ``stiffness`` [N/m]: a scalar for every edge (the advice names the Stiffness to lower it to) or a per-edge
+    array (a solid: the advice names the factor by which to make the material softer, i.e. lower E).
 
     Pass ``solver=config.solver`` and ``damping=config.damping``: forward Euler's limit is far smaller than
     symplectic Euler's and depends on the damping.
@@ -382,6 +297,10 @@ def explicit_stability_message(frame_dt: float, substeps: int, model, stiffness:
     needed = substeps_needed(frame_dt, model, stiffness, solver, damping)
     # dt_max scales as 1/sqrt(k) for symplectic Euler and 1/k for forward Euler.
     power = 1.0 if solver == "EXPLICIT_EULER" else 2.0
-    k_max = stiffness * (limit / dt) ** power
+    factor = (limit / dt) ** power
+    if np.ndim(stiffness) == 0:
+        softer = f"lower Stiffness to {float(stiffness) * factor:.2g} N/m"
+    else:
+        softer = f"make the material {1.0 / factor:.2g}x softer (lower Young's modulus)"
     return (f"{name} is stable only for steps up to {_seconds(limit)}; {uses}: raise Substeps to at least "
-            f"{needed} or lower Stiffness to {k_max:.2g} N/m, or use IMPLICIT_EULER")
+            f"{needed} or {softer}, or use IMPLICIT_EULER")

@@ -12,6 +12,7 @@ from .base import Solver
 from .colliders import resolve_contacts
 from .colouring import colour_constraints
 from .constraints import DistanceConstraints, PinTethers, TetVolumeConstraints
+from .material import material_arrays
 from .model import State, StepStats, measure_stats
 
 
@@ -64,8 +65,11 @@ class _Sweep:
 class PositionBasedSolver(Solver):
     """``config.solver`` 'PBD' (hard constraints) or 'XPBD' (compliant constraints).
 
-    Distance constraints on every model edge (compliance 1 / stiffness) and, for tet bodies, volume
-    constraints on every tet (compliance 1 / volume_stiffness); with ``config.tether_stretch`` set,
+    Distance constraints on the model's edges and, for tet bodies, volume constraints on the tets, with the
+    per-element stiffness of ``solvers.material.material_arrays`` (XPBD compliance 1 / stiffness: cloth
+    1 / config.stiffness on every edge; a solid's springs and volume terms from Young's modulus and Poisson's
+    ratio). An element of zero stiffness (a tet when nu <= 1/4, an edge in no tet of a solid) gets no
+    constraint at all, in PBD too. With ``config.tether_stretch`` set,
     pin tethers limit how far particles move from the pins (``constraints/tether.py``).
     ``constraint_scheme`` picks the sweep: 'GAUSS_SEIDEL' projects one colour at a time; 'JACOBI'
     projects all constraints from the same positions, accumulates, and applies (see ``_jacobi``).
@@ -77,9 +81,16 @@ class PositionBasedSolver(Solver):
         self.compliant = config.solver == "XPBD"
         self.scheme = config.constraint_scheme
         inv_mass = model.inv_mass
-        sets = [DistanceConstraints(model.edge_indices, model.edge_rest_length, inv_mass, 1.0 / config.stiffness)]
-        if model.tet_count:
-            sets.append(TetVolumeConstraints(model.tet_indices, model.tet_rest_volume, inv_mass, 1.0 / config.volume_stiffness))
+        material = material_arrays(model, config)
+        sets = []
+        edges = np.nonzero(material.edge_stiffness > 0.0)[0]
+        if len(edges):
+            sets.append(DistanceConstraints(model.edge_indices[edges], model.edge_rest_length[edges], inv_mass,
+                                            1.0 / material.edge_stiffness[edges]))
+        tets = np.nonzero(material.tet_volume_stiffness > 0.0)[0]
+        if len(tets):
+            sets.append(TetVolumeConstraints(model.tet_indices[tets], model.tet_rest_volume[tets], inv_mass,
+                                             1.0 / material.tet_volume_stiffness[tets]))
         self.sweeps = [_Sweep(c, model.particle_count, self.scheme) for c in sets]
         self.tethers = PinTethers(model, config.tether_stretch) if config.tether_stretch is not None else None
         self.gravity = np.asarray(config.gravity, float)
@@ -108,7 +119,8 @@ class PositionBasedSolver(Solver):
         return measure_stats(self.model, x, iterations=self.config.iterations)
 
     def _alpha(self, constraints, dt):
-        return constraints.compliance / dt**2 if self.compliant else 0.0
+        # constraints.alpha(dt) is cached on dt, which lets DistanceConstraints reuse 1 / (w_i + w_j + alpha).
+        return constraints.alpha(dt) if self.compliant else 0.0
 
     def _gauss_seidel(self, batches, x, dt, lams):
         for batch, lam in zip(batches, lams):

@@ -1,18 +1,22 @@
 """Tet volume constraints C = 6 (V - V0) (Müller, Ten Minute Physics lesson 10; seed 000)."""
 import numpy as np
 
+from .distance import AlphaCache, as_compliance, slice_compliance
+
 
 class TetVolumeConstraints:
     """A batch of volume constraints, one per tet, bound to the particles' inverse masses.
 
-    indices: (m, 4) int64 positively oriented tets; rest_volume: (m,) [m^3]; compliance [1 / stiffness].
+    indices: (m, 4) int64 positively oriented tets; rest_volume: (m,) [m^3]; compliance [1 / stiffness], a
+    scalar for all or an array (m,), one per tet.
     """
 
-    def __init__(self, indices, rest_volume, inv_mass, compliance: float):
-        self.indices = np.asarray(indices, np.int64)
+    def __init__(self, indices, rest_volume, inv_mass, compliance):
+        self.indices = np.asarray(indices, np.int64).reshape(-1, 4)
         self.rest_volume = np.asarray(rest_volume, np.float64)
         self.inv_mass = inv_mass
-        self.compliance = float(compliance)
+        self.compliance = as_compliance(compliance, len(self.indices))
+        self._alpha_cache = AlphaCache()
         self.w = inv_mass[self.indices]
         self.six_rest_volume = 6.0 * self.rest_volume
         self.flat_indices = self.indices.ravel()  # matching dx.reshape(-1, 3)
@@ -20,27 +24,20 @@ class TetVolumeConstraints:
     def __len__(self):
         return len(self.indices)
 
+    def alpha(self, dt: float):
+        """XPBD's alpha = compliance / dt^2 (scalar or (m,)), cached on dt."""
+        return self._alpha_cache.alpha(self.compliance, dt)
+
     def subset(self, select) -> "TetVolumeConstraints":
-        return TetVolumeConstraints(self.indices[select], self.rest_volume[select], self.inv_mass, self.compliance)
-
-    @staticmethod
-    def gradients(p):
-        """grad_C of C = 6 V for tets with corners p (m, 4, 3): shape (m, 4, 3).
-
-        grad_1 = (x4 - x2) x (x3 - x2), grad_2 = (x3 - x1) x (x4 - x1),
-        grad_3 = (x4 - x1) x (x2 - x1), grad_4 = (x2 - x1) x (x3 - x1)   (seed 000).
-        """
-        x1, x2, x3, x4 = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
-        return np.stack(
-            [np.cross(x4 - x2, x3 - x2), np.cross(x3 - x1, x4 - x1), np.cross(x4 - x1, x2 - x1), np.cross(x2 - x1, x3 - x1)],
-            axis=1,
-        )
+        return TetVolumeConstraints(self.indices[select], self.rest_volume[select], self.inv_mass,
+                                    slice_compliance(self.compliance, select))
 
     def corrections(self, x, alpha, lam):
         """dlambda = (-C - alpha lambda) / (sum_k w_k |grad_k|^2 + alpha); dx_k = w_k dlambda grad_k.
 
-        With e_i = x_(i+1) - x1: grad_2 = e2 x e3, grad_3 = e3 x e1, grad_4 = e1 x e2, grad_1 = -(sum of
-        the others), and 6 V = e1 . grad_2 (the same formulas as ``gradients``). Written out with component
+        The gradients of C = 6 V for a tet with corners x1..x4 (seed 000): with e_i = x_(i+1) - x1,
+        grad_2 = e2 x e3, grad_3 = e3 x e1, grad_4 = e1 x e2 and grad_1 = -(grad_2 + grad_3 + grad_4), i.e.
+        grad_1 = (x4 - x2) x (x3 - x2); and 6 V = e1 . grad_2 = det[e1 e2 e3]. Written out with component
         products because the batches of a Gauss-Seidel sweep are small and ``np.cross`` costs ~25 us per call.
         """
         p = x[self.indices]

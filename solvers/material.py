@@ -1,0 +1,132 @@
+"""From the user's material settings to per-element stiffness arrays, for every solver.
+
+The rule (``solvers/config.py``): a body with tets (a solid) takes its material from Young's modulus E and
+Poisson's ratio nu, so that its stiffness does not depend on how finely it was tetrahedralized; a body
+without tets (cloth, ropes) keeps ``config.stiffness`` [N/m] on every edge.
+
+A solid is simulated by springs along its tet edges (every solver) plus, in PBD/XPBD, one volume
+constraint C = 6 (V - V0) per tet. ``material_arrays`` gives them their stiffness:
+
+Springs. Edge e of rest length L_e, shared by tets of total rest volume V_e (the sum of the rest volumes of
+the tets containing it), gets
+
+    k_e = c mu V_e / L_e^2,    c = 5/2.
+
+Under an affine small strain eps an edge of direction n stretches by L_e n^T eps n, so the network stores
+the energy density
+
+    (1 / (2 V)) sum_e k_e L_e^2 (n_e^T eps n_e)^2 = (c mu / (2 V)) sum_e V_e (n_e^T eps n_e)^2.
+
+sum_e V_e f(n_e) = sum over tets of V_t times the sum of f over its six edges. If the edge directions are
+isotropically distributed, the six edges of a tet average to 6 <f> with the sphere average
+
+    <(n^T eps n)^2> = (2 eps:eps + (tr eps)^2) / 15       (<n_i n_j n_k n_l> = (d_ij d_kl + d_ik d_jl + d_il d_jk) / 15),
+
+so the energy density is c mu (6/15) (eps:eps + 1/2 (tr eps)^2). With c = 5/2 that is exactly
+mu eps:eps + mu/2 (tr eps)^2: linear elasticity with shear modulus mu and lambda_springs = mu, i.e. Poisson's
+ratio 1/4, the one a spring network can represent (Van Gelder 1998; Lloyd et al. 2007). Identity used by the
+tests: sum_e k_e L_e^2 = c mu sum_e V_e = c mu 6 V_total. Nothing here depends on the tet size, so the
+springs of a solid give the same stiffness at every resolution (the isotropy and affinity assumptions hold
+on average over a well-shaped tet mesh, not exactly on any one mesh).
+
+Volume constraints. They add the rest of lambda, lambda_extra = max(lambda - mu, 0). For a tet with volume
+change dV, linear elasticity stores lambda_extra / 2 (tr eps)^2 V0 = lambda_extra dV^2 / (2 V0), and the
+constraint stores 1/2 k_v C^2 = 18 k_v dV^2, so
+
+    k_v = lambda_extra / (36 V0)      [N/m^5 = Pa / m^3],  XPBD compliance 1 / k_v.
+
+For nu < 1/4 (lambda < mu) there is nothing left for the volume constraints (k_v = 0: no constraint) and the
+springs alone are already stiffer in compression than asked: their bulk modulus is (5/3) mu instead of
+lambda + (2/3) mu. That is a limit of springs; only an energy-based solver (``solvers/energies``) can do
+nu < 1/4 right. Solvers without volume constraints (mass-spring) always simulate nu = 1/4 with the
+requested mu; ``tet_mu`` and ``tet_lambda`` carry the full Lamé parameters for energy-based solvers.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+SPRING_FACTOR = 2.5
+"""c in k_e = c mu V_e / L_e^2 (see the module docstring)."""
+
+TET_EDGE_PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
+
+
+def lame_parameters(youngs_modulus, poisson_ratio):
+    """Lamé parameters (mu, lam) [Pa] from Young's modulus E [Pa] and Poisson's ratio nu (scalars or arrays).
+
+    mu = E / (2 (1 + nu)),   lam = E nu / ((1 + nu)(1 - 2 nu)).  nu must lie in (-1, 1/2): at 1/2 lam is
+    infinite (incompressible), below -1 the material is unstable.
+    """
+    E = np.asarray(youngs_modulus, np.float64)
+    nu = np.asarray(poisson_ratio, np.float64)
+    if np.any(nu <= -1.0) or np.any(nu >= 0.5):
+        raise ValueError(f"Poisson's ratio must lie in (-1, 0.5), got {poisson_ratio}")
+    mu = E / (2.0 * (1.0 + nu))
+    lam = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+    return mu, lam
+
+
+@dataclass(eq=False)
+class Material:
+    """Per-element stiffness of one Model (see the module docstring for how a solid's are derived)."""
+
+    edge_stiffness: np.ndarray
+    """Spring stiffness of every model edge [N/m], shape (edge_count,)."""
+    tet_mu: np.ndarray
+    """Shear modulus of every tet [Pa], shape (tet_count,); empty without tets."""
+    tet_lambda: np.ndarray
+    """Lamé's first parameter of every tet [Pa], shape (tet_count,); empty without tets."""
+    tet_volume_stiffness: np.ndarray
+    """Stiffness k_v of every tet's constraint C = 6 (V - V0) [N/m^5], shape (tet_count,); 0 = no constraint."""
+
+
+def edge_volumes(model) -> np.ndarray:
+    """V_e: the summed rest volume [m^3] of the tets containing each model edge, shape (edge_count,).
+
+    An edge in no tet gets 0. Raises ValueError if a tet edge is not among the model's edges.
+    """
+    edges = np.asarray(model.edge_indices, np.int64)
+    n = max(model.particle_count, 1)
+    model_keys = np.minimum(edges[:, 0], edges[:, 1]) * n + np.maximum(edges[:, 0], edges[:, 1])
+    order = np.argsort(model_keys, kind="stable")
+    sorted_keys = model_keys[order]
+    tets = np.asarray(model.tet_indices, np.int64)
+    a = np.concatenate([tets[:, p] for p, _ in TET_EDGE_PAIRS])
+    b = np.concatenate([tets[:, q] for _, q in TET_EDGE_PAIRS])
+    tet_keys = np.minimum(a, b) * n + np.maximum(a, b)
+    # The same edge appears in many tets: look each distinct one up once.
+    unique_keys, inverse = np.unique(tet_keys, return_inverse=True)
+    slot = np.searchsorted(sorted_keys, unique_keys)
+    slot = np.minimum(slot, max(len(sorted_keys) - 1, 0))
+    if len(unique_keys) and (len(sorted_keys) == 0 or np.any(sorted_keys[slot] != unique_keys)):
+        raise ValueError("a tet edge is missing from the model's edges (build the model with solvers.build_model)")
+    per_unique = np.bincount(inverse.ravel(), np.tile(model.tet_rest_volume, len(TET_EDGE_PAIRS)), minlength=len(unique_keys))
+    volume = np.zeros(len(edges))
+    volume[order[slot]] = per_unique
+    return volume
+
+
+def material_arrays(model, config) -> Material:
+    """Per-element stiffness of ``model`` under ``config``.
+
+    Without tets: ``config.stiffness`` on every edge, no tet arrays. With tets: springs k_e = (5/2) mu V_e / L_e^2
+    (an edge in no tet gets 0), volume constraints k_v = max(lambda - mu, 0) / (36 V0) (0 for a tet of zero
+    rest volume), with (mu, lambda) from ``config.youngs_modulus`` and ``config.poisson_ratio``.
+    """
+    if model.tet_count == 0:
+        empty = np.zeros(0)
+        return Material(np.full(model.edge_count, float(config.stiffness)), empty, empty.copy(), empty.copy())
+    mu, lam = lame_parameters(config.youngs_modulus, config.poisson_ratio)
+    mu, lam = float(mu), float(lam)
+    edge_stiffness = SPRING_FACTOR * mu * edge_volumes(model) / model.edge_rest_length**2
+    rest_volume = np.asarray(model.tet_rest_volume, np.float64)
+    lambda_extra = max(lam - mu, 0.0)
+    volume_stiffness = np.zeros(model.tet_count)
+    positive = rest_volume > 0.0
+    volume_stiffness[positive] = lambda_extra / (36.0 * rest_volume[positive])
+    return Material(
+        edge_stiffness=edge_stiffness,
+        tet_mu=np.full(model.tet_count, mu),
+        tet_lambda=np.full(model.tet_count, lam),
+        tet_volume_stiffness=volume_stiffness,
+    )
