@@ -56,12 +56,15 @@ def lumped_masses(vertices, edges, triangles, tets, total_mass: float) -> np.nda
     return weight * (total_mass / weight.sum())
 
 
-def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, total_mass: float = 1.0) -> Model:
+def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, total_mass: float = 1.0,
+                mass_distribution: str = "ELEMENT") -> Model:
     """A Model from arrays.
 
     vertices: (n, 3) positions [m]; edges: (e, 2) vertex pairs (tet edges are added automatically);
     triangles: (t, 3); tets: (k, 4), re-oriented here to positive volume; pinned: (n,) bool mask
-    (pinned particles get ``inv_mass = 0``); total_mass [kg] is lumped over the particles.
+    (pinned particles get ``inv_mass = 0``); total_mass [kg] is spread over the particles by
+    ``mass_distribution``: 'ELEMENT' lumps it by element measure (``lumped_masses``), 'UNIFORM' puts the
+    same mass on every particle (Blender Cloth's vertex mass, seed 004's code).
     Raises ModelError on input that cannot be simulated.
     """
     vertices = np.ascontiguousarray(vertices, np.float64).reshape(-1, 3)
@@ -87,7 +90,12 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
     if np.any(rest_length <= 1e-12):
         raise ModelError(f"{int(np.sum(rest_length <= 1e-12))} edge(s) have zero length: merge by distance first")
 
-    mass = lumped_masses(vertices, edges, triangles, tets, total_mass)
+    if mass_distribution == "UNIFORM":
+        mass = np.full(n, total_mass / n)
+    elif mass_distribution == "ELEMENT":
+        mass = lumped_masses(vertices, edges, triangles, tets, total_mass)
+    else:
+        raise ValueError(f"mass_distribution must be 'ELEMENT' or 'UNIFORM', not {mass_distribution!r}")
     inv_mass = 1.0 / mass
     if pinned is not None:
         pinned = np.asarray(pinned, bool).reshape(-1)

@@ -1,33 +1,39 @@
 """Solver settings as a plain dataclass: the only thing a solver knows of the user's choices.
 
-``operators/bridge.py`` is the one place that turns Blender properties into a SolverConfig.
+``operators/bridge.py`` is the one place that turns Blender properties into a SolverConfig, and the
+add-on's properties take their defaults from this dataclass, so pure tests, benches and users run the
+same settings unless they say otherwise.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Optional
 
-SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER", "PBD", "XPBD", "PROJECTIVE", "NEWTON")
 CONSTRAINT_SCHEMES = ("GAUSS_SEIDEL", "JACOBI")
 LINEAR_SOLVERS = ("CG", "JACOBI")
+MASS_DISTRIBUTIONS = ("ELEMENT", "UNIFORM")
 
 
 @dataclass
 class SolverConfig:
     solver: str = "XPBD"
-    """One of SOLVERS."""
+    """A name in ``solvers.registry.SOLVERS``."""
     constraint_scheme: str = "GAUSS_SEIDEL"
     """PBD/XPBD sweep: one of CONSTRAINT_SCHEMES."""
     linear_solver: str = "CG"
     """Linear solve inside IMPLICIT_EULER: one of LINEAR_SOLVERS."""
     linear_tolerance: float = 1e-8
     """IMPLICIT_EULER: the linear solve stops at ||b - A v|| <= linear_tolerance * ||b||."""
-    substeps: int = 10
-    """Solver steps per scene frame (>= 1)."""
-    iterations: int = 5
-    """Constraint sweeps (PBD/XPBD) or solver iterations per step (>= 1)."""
+    substeps: int = 30
+    """Solver steps per scene frame (>= 1). Small steps of one sweep each suit XPBD best (Macklin et al. 2019)."""
+    iterations: int = 1
+    """Constraint sweeps per step (PBD/XPBD); a ceiling raiser for implicit Euler's linear iterations."""
     stiffness: float = 1.0e4
-    """Stiffness of every edge spring [N/m]; XPBD compliance = 1 / stiffness."""
-    volume_stiffness: float = 1.0e4
-    """Stiffness of every tet volume constraint C = 6 (V - V0) [N/m^5 in XPBD units]."""
+    """Stiffness of every edge spring of a body without tets (cloth, ropes) [N/m]; XPBD compliance = 1 / stiffness."""
+    youngs_modulus: float = 1.0e5
+    """Young's modulus E [Pa] of a body with tets (a solid), for every solver (see ``solvers.material``)."""
+    poisson_ratio: float = 0.4
+    """Poisson's ratio nu of a body with tets, in [0, 0.5)."""
+    bending_stiffness: float = 0.0
+    """Bending stiffness of cloth faces across each interior edge [N m]; 0 = none (NEWTON only for now)."""
     damping: float = 0.1
     """Linear velocity damping [1/s]: v is scaled by exp(-damping * dt) every step."""
     gravity: tuple = (0.0, 0.0, -9.81)
@@ -37,5 +43,29 @@ class SolverConfig:
     tether_stretch: Optional[float] = None
     """PBD/XPBD pin tethers: a particle may move at most (1 + this) x its rest geodesic distance from its
     nearest pin (a strain limit, 0.01 = 1%); None turns tethers off."""
+    newton_tolerance: float = 1e-2
+    """NEWTON stops when max |p| / dt < newton_tolerance [m/s] (seed 004's criterion)."""
+    newton_max_iterations: int = 50
+    """NEWTON iterations per step before the step fails with NewtonNotConverged."""
     max_speed: float = 1000.0
     """A particle faster than this [m/s] means the simulation exploded."""
+
+    def __post_init__(self):
+        from .registry import SOLVERS
+
+        if self.solver not in SOLVERS:
+            raise ValueError(f"unknown solver {self.solver!r}; one of {', '.join(SOLVERS)}")
+        if self.constraint_scheme not in CONSTRAINT_SCHEMES:
+            raise ValueError(f"unknown constraint_scheme {self.constraint_scheme!r}; one of {', '.join(CONSTRAINT_SCHEMES)}")
+        if self.linear_solver not in LINEAR_SOLVERS:
+            raise ValueError(f"unknown linear_solver {self.linear_solver!r}; one of {', '.join(LINEAR_SOLVERS)}")
+        if not 0.0 <= self.poisson_ratio < 0.5:
+            raise ValueError(f"poisson_ratio must be in [0, 0.5), got {self.poisson_ratio}")
+        if not self.youngs_modulus > 0.0:
+            raise ValueError(f"youngs_modulus must be positive, got {self.youngs_modulus}")
+        if self.substeps < 1 or self.iterations < 1 or self.newton_max_iterations < 1:
+            raise ValueError("substeps, iterations and newton_max_iterations must be at least 1")
+
+
+DEFAULTS = {f.name: f.default for f in fields(SolverConfig)}
+"""Every setting's default, for the add-on's property declarations."""

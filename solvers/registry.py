@@ -1,0 +1,54 @@
+"""The one table of solvers: ``make_solver``, the add-on's Solver menu and panel, and the tests all read it.
+
+Each entry names the solver family that runs it and which settings it reads, so the panel shows exactly
+those. ``number`` is the solver's fixed enum number in Blender files (never reuse or renumber one).
+Menu labels and tooltips are user-facing text and live in the add-on (``operators/bridge.py``).
+"""
+from dataclasses import dataclass
+from importlib import import_module
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    name: str
+    number: int
+    """Stable enum number stored in .blend files."""
+    module: str
+    """Module inside ``solvers`` holding the solver class; None while the solver is not implemented."""
+    cls: str
+    settings: tuple
+    """SolverConfig fields this solver reads beyond the common ones (substeps, mass, damping, pins)."""
+    default_substeps: int
+    """Substeps per frame a new body gets when it switches to this solver with the previous default untouched."""
+    explicit: bool = False
+    """Conditionally stable: the panel shows the largest stable substep."""
+
+    @property
+    def available(self) -> bool:
+        return self.module is not None
+
+
+_TABLE = (
+    SolverInfo("EXPLICIT_EULER", 0, "mass_spring", "MassSpringSolver", ("stiffness",), 30, explicit=True),
+    SolverInfo("SYMPLECTIC_EULER", 1, "mass_spring", "MassSpringSolver", ("stiffness",), 30, explicit=True),
+    SolverInfo("IMPLICIT_EULER", 2, "mass_spring", "MassSpringSolver", ("stiffness", "linear_solver", "linear_tolerance", "iterations"), 2),
+    SolverInfo("PBD", 3, "position_based", "PositionBasedSolver", ("constraint_scheme", "jacobi_relaxation", "iterations", "tether_stretch"), 30),
+    SolverInfo("XPBD", 4, "position_based", "PositionBasedSolver", ("stiffness", "constraint_scheme", "jacobi_relaxation", "iterations", "tether_stretch"), 30),
+    SolverInfo("PROJECTIVE", 5, None, None, (), 8),
+    SolverInfo("NEWTON", 6, "newton", "NewtonSolver", ("stiffness", "bending_stiffness", "newton_tolerance", "newton_max_iterations"), 1),
+)
+
+REGISTRY = {info.name: info for info in _TABLE}
+SOLVERS = tuple(info.name for info in _TABLE)
+"""Every solver name of the public contract, in enum-number order."""
+AVAILABLE_SOLVERS = tuple(info.name for info in _TABLE if info.available)
+"""Solvers that ``make_solver`` can build in this version; the UI offers only these."""
+
+
+def make_solver(model, config):
+    """The solver ``config.solver`` bound to ``model``. Raises ValueError for a solver not available."""
+    info = REGISTRY.get(config.solver)
+    if info is None or not info.available:
+        raise ValueError(f"solver {config.solver!r} is not available in this version (available: {', '.join(AVAILABLE_SOLVERS)})")
+    cls = getattr(import_module(f".{info.module}", __package__), info.cls)
+    return cls(model, config)
