@@ -1,0 +1,17 @@
+"""Energy terms of the incremental potential (value / gradient / PSD-projected Hessian / max_step).
+
+See ``base.py`` for the interface. Used by the NEWTON solver; Projective Dynamics reuses the terms with
+constant Hessians.
+"""
+from .barrier import ColliderBarrier
+from .base import BlockHessian, Energy
+from .bending import IsometricBending, hinges_from_triangles
+from .friction import ColliderFriction
+from .inertia import Gravity, Inertia
+from .neo_hookean import NeoHookean
+from .springs import HookeSprings, SquaredLengthSprings
+
+__all__ = [
+    "BlockHessian", "ColliderBarrier", "ColliderFriction", "Energy", "Gravity", "HookeSprings", "Inertia",
+    "IsometricBending", "NeoHookean", "SquaredLengthSprings", "hinges_from_triangles",
+]

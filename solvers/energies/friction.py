@@ -1,0 +1,63 @@
+"""Lagged IPC friction against an analytic collider (Li et al. 2020, section 5; seed 004's course, "4_friction").
+
+For each particle in contact at the start of the step, with normal force lambda_i [N] (the barrier's
+push at x^n), tangent projector T_i = I - n_i n_i^T (normal n_i at x^n) and tangential slip
+u_i = T_i (x_i - x^n_i) [m]:
+
+    D(x) = sum_i mu lambda_i f0(|u_i|)  [J]
+
+f0 smooths |u| below the slip eps (= eps_v h, the course's eps_v = 1e-3 m/s), so that friction is
+static (a stiff spring) for tiny slips and Coulomb (constant force mu lambda against the slip) above:
+
+    f0(y) = -y^3 / (3 eps^2) + y^2 / eps + eps / 3   (y < eps),   y   (y >= eps)
+    f1(y) = f0'(y) = 2 y / eps - y^2 / eps^2         (y < eps),   1   (y >= eps)
+
+Gradient mu lambda f1(y) / y u. Hessian mu lambda [f1'(y) t t^T + f1(y) / y (T - t t^T)] with t = u / y;
+both coefficients are >= 0, so it is PSD without projection. lambda and T are lagged (held at x^n), as in
+the course: the step stays a minimization.
+"""
+import numpy as np
+
+from .barrier import surface_distance
+from .base import BlockHessian, Energy
+
+
+class ColliderFriction(Energy):
+    """Friction of one collider: collider (friction coefficient mu), x_prev (n, 3) positions at the step's
+    start [m], normal_force (n,) lambda [N] (0 where not in contact), eps [m] slip below which friction sticks."""
+
+    def __init__(self, collider, x_prev: np.ndarray, normal_force: np.ndarray, eps: float):
+        self.mu = float(collider.friction)
+        self.x_prev = np.asarray(x_prev, float).copy()
+        self.weight = self.mu * np.asarray(normal_force, float)
+        self.eps = float(eps)
+        _, normal = surface_distance(collider, self.x_prev)
+        self.normal = np.array(normal, float)
+        self.T = np.eye(3)[None] - self.normal[:, :, None] * self.normal[:, None, :]
+        self._rows = np.arange(len(self.x_prev))
+
+    def _slip(self, x):
+        u = np.einsum("nij,nj->ni", self.T, x - self.x_prev)
+        return u, np.sqrt(np.einsum("ij,ij->i", u, u))
+
+    def value(self, x):
+        _, y = self._slip(x)
+        eps = self.eps
+        f0 = np.where(y >= eps, y, -(y**3) / (3 * eps**2) + y**2 / eps + eps / 3)
+        return float(np.sum(self.weight * f0))
+
+    def _f1_over_y(self, y):
+        return np.where(y >= self.eps, 1.0 / np.maximum(y, 1e-300), (2.0 * self.eps - y) / self.eps**2)
+
+    def gradient(self, x):
+        u, y = self._slip(x)
+        return (self.weight * self._f1_over_y(y))[:, None] * u
+
+    def hessian(self, x, project=True):
+        u, y = self._slip(x)
+        across = self.weight * self._f1_over_y(y)
+        along = self.weight * np.where(y >= self.eps, 0.0, 2.0 / self.eps - 2.0 * y / self.eps**2)
+        t = u / np.where(y > 0.0, y, 1.0)[:, None]
+        tt = t[:, :, None] * t[:, None, :]
+        blocks = along[:, None, None] * tt + across[:, None, None] * (self.T - tt)
+        return BlockHessian(self._rows, self._rows, blocks)

@@ -1,0 +1,162 @@
+"""Every energy term of solvers/energies against finite differences of itself, and PSD after projection.
+
+value -> gradient and gradient -> hessian are checked with central differences on random perturbed
+configurations; the projected Hessian of every term must be positive semi-definite.
+"""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solvers import GroundPlane, Sphere
+from solvers.builder import grid_cloth
+from solvers.energies import (
+    ColliderBarrier,
+    ColliderFriction,
+    Gravity,
+    HookeSprings,
+    Inertia,
+    IsometricBending,
+    NeoHookean,
+    SquaredLengthSprings,
+    hinges_from_triangles,
+)
+from solvers.material import lame_parameters
+
+RNG = np.random.default_rng(7)
+
+
+def two_tets():
+    x = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], float)
+    tets = np.array([[0, 1, 2, 3], [1, 2, 3, 4]])
+    return x, tets
+
+
+def cloth_patch():
+    x, edges, tris = grid_cloth(4, size=1.0)
+    return x, edges, tris
+
+
+def case_inertia():
+    x = RNG.normal(size=(5, 3))
+    mass = RNG.uniform(0.5, 2.0, 5)
+    return Inertia(mass, x + RNG.normal(size=x.shape)), x
+
+
+def case_gravity():
+    x = RNG.normal(size=(5, 3))
+    return Gravity(RNG.uniform(0.5, 2.0, 5), (0.0, 0.0, -9.81)), x
+
+
+def case_hooke():
+    x, edges, _ = cloth_patch()
+    rest = np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
+    # Some springs compressed, some stretched: the projection has work to do.
+    return HookeSprings(edges, rest, RNG.uniform(10, 100, len(edges))), x * RNG.uniform(0.7, 1.3, x.shape)
+
+
+def case_squared_length():
+    x, edges, _ = cloth_patch()
+    rest = np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
+    return SquaredLengthSprings(edges, rest, RNG.uniform(10, 100, len(edges))), x * RNG.uniform(0.7, 1.3, x.shape)
+
+
+def case_neo_hookean():
+    x, tets = two_tets()
+    mu, lam = lame_parameters(1e4, 0.4)
+    energy = NeoHookean(x, tets, np.full(2, mu), np.full(2, lam))
+    return energy, x + 0.15 * RNG.normal(size=x.shape)
+
+
+def case_bending():
+    x, _, tris = cloth_patch()
+    hinges = hinges_from_triangles(tris)
+    energy = IsometricBending(x, hinges, 0.3)
+    bent = x.copy()
+    bent[:, 2] = 0.3 * np.sin(2.0 * x[:, 0]) + 0.1 * RNG.normal(size=len(x))
+    return energy, bent
+
+
+def case_bending_curved_rest():
+    x, _, tris = cloth_patch()
+    rest = x.copy()
+    rest[:, 2] = 0.4 * x[:, 0] ** 2  # a curved rest shape: the rest-curvature term is active
+    energy = IsometricBending(rest, hinges_from_triangles(tris), 0.3)
+    return energy, rest + 0.05 * RNG.normal(size=x.shape)
+
+
+def case_ground_barrier():
+    x = RNG.uniform(-1, 1, (6, 3))
+    x[:, 2] = RNG.uniform(0.001, 0.02, 6)  # inside and outside the activation distance 0.01
+    ground = GroundPlane((0, 0, 0), (0, 0, 1), thickness=0.01)
+    return ColliderBarrier(ground, np.full(6, 50.0)), x
+
+
+def case_sphere_barrier():
+    direction = RNG.normal(size=(6, 3))
+    direction /= np.linalg.norm(direction, axis=1)[:, None]
+    x = direction * (1.0 + RNG.uniform(0.001, 0.02, 6))[:, None] + 0.5
+    sphere = Sphere((0.5, 0.5, 0.5), 1.0, thickness=0.01)
+    return ColliderBarrier(sphere, np.full(6, 50.0)), x
+
+
+def case_friction():
+    x_prev = RNG.uniform(-1, 1, (6, 3))
+    x_prev[:, 2] = 0.005
+    slip = np.concatenate([RNG.normal(size=(3, 3)) * 1e-4, RNG.normal(size=(3, 3)) * 0.1])  # sticking and sliding
+    ground = GroundPlane((0, 0, 0), (0, 0, 1), thickness=0.01, friction=0.3)
+    friction = ColliderFriction(ground, x_prev, np.full(6, 20.0), eps=1e-3)
+    return friction, x_prev + slip
+
+
+CASES = {name[len("case_"):]: f for name, f in globals().items() if name.startswith("case_")}
+
+
+def dense_hessian(energy, x, project):
+    h = energy.hessian(x, project=project)
+    n = len(x)
+    rows = (3 * h.rows[:, None, None] + np.arange(3)[None, :, None]).repeat(3, axis=2)
+    cols = (3 * h.cols[:, None, None] + np.arange(3)[None, None, :]).repeat(3, axis=1)
+    return sp.coo_matrix((h.blocks.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * n, 3 * n)).toarray()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradient_matches_finite_differences_of_value(name):
+    energy, x = CASES[name]()
+    g = energy.gradient(x).ravel()
+    eps = 1e-6
+    fd = np.empty(x.size)
+    for k in range(x.size):
+        step = np.zeros(x.size)
+        step[k] = eps
+        fd[k] = (energy.value(x + step.reshape(x.shape)) - energy.value(x - step.reshape(x.shape))) / (2 * eps)
+    assert np.allclose(g, fd, rtol=1e-5, atol=1e-6 * max(1.0, np.abs(fd).max())), np.abs(g - fd).max()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hessian_matches_finite_differences_of_gradient(name):
+    energy, x = CASES[name]()
+    H = dense_hessian(energy, x, project=False)
+    eps = 1e-6
+    fd = np.empty_like(H)
+    for k in range(x.size):
+        step = np.zeros(x.size)
+        step[k] = eps
+        fd[:, k] = (energy.gradient(x + step.reshape(x.shape)) - energy.gradient(x - step.reshape(x.shape))).ravel() / (2 * eps)
+    assert np.allclose(H, fd, rtol=1e-4, atol=1e-5 * max(1.0, np.abs(fd).max())), np.abs(H - fd).max()
+    assert np.allclose(H, H.T, atol=1e-9 * max(1.0, np.abs(H).max()))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_projected_hessian_is_positive_semidefinite(name):
+    energy, x = CASES[name]()
+    H = dense_hessian(energy, x, project=True)
+    scale = max(1.0, np.abs(H).max())
+    assert np.linalg.eigvalsh(0.5 * (H + H.T)).min() >= -1e-9 * scale
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_stencil_is_fixed(name):
+    energy, x = CASES[name]()
+    a = energy.hessian(x)
+    b = energy.hessian(x + 1e-3 * RNG.normal(size=x.shape))
+    assert np.array_equal(a.rows, b.rows) and np.array_equal(a.cols, b.cols)
