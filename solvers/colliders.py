@@ -19,6 +19,8 @@ class GroundPlane:
     """Contact offset [m]."""
     friction: float = 0.0
     """Coulomb friction coefficient (dimensionless, >= 0)."""
+    name: str = ""
+    """The scene object it came from, for messages."""
 
     def __post_init__(self):
         self.point = np.asarray(self.point, float)
@@ -42,6 +44,7 @@ class Sphere:
     """Radius [m]."""
     thickness: float = 0.0
     friction: float = 0.0
+    name: str = ""
 
     def __post_init__(self):
         self.center = np.asarray(self.center, float)

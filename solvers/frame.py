@@ -13,7 +13,8 @@ def advance_frame(solver, state: State, frame_dt: float, substeps: int, collider
 
     pin_targets: (particle_count, 3) world positions [m] at the end of the frame, of which only the
     pinned rows (``inv_mass == 0``) are used: pinned particles move linearly to them over the substeps
-    and carry the matching velocity. Returns the last step's StepStats.
+    and carry the matching velocity. Returns the last step's StepStats, with the Newton counters summed and
+    the smallest collider distance taken over all substeps.
     Raises SimulationDiverged if a position becomes non-finite or a speed exceeds ``config.max_speed``.
     """
     dt = frame_dt / substeps
@@ -21,12 +22,18 @@ def advance_frame(solver, state: State, frame_dt: float, substeps: int, collider
     start = state.x[pinned].copy()
     end = start if pin_targets is None else np.asarray(pin_targets, float)[pinned]
     stats = StepStats()
+    newton_iterations, halvings, min_distance = 0, 0, float("inf")
     for k in range(1, substeps + 1):
         target = start + (end - start) * (k / substeps)
         state.v[pinned] = (target - state.x[pinned]) / dt
         stats = solver.step(state, dt, colliders, measure=(k == substeps))
         state.x[pinned] = target  # exact, free of round-off from x += v dt
         check_finite(state, solver.config.max_speed)
+        newton_iterations += stats.newton_iterations
+        halvings += stats.line_search_halvings
+        min_distance = min(min_distance, stats.min_distance) if stats.min_distance == stats.min_distance else min_distance
+    stats.newton_iterations, stats.line_search_halvings = newton_iterations, halvings
+    stats.min_distance = min_distance if min_distance < float("inf") else float("nan")
     return stats
 
 

@@ -80,6 +80,15 @@ class StepStats:
     """Relative total tet volume error |V - V0| / V0 after the step; nan without tets."""
     linear_residual: float = float("nan")
     """Relative residual of the last linear solve (implicit solvers); nan when there is none."""
+    newton_iterations: int = 0
+    """NEWTON: Newton iterations (summed over a frame's substeps by ``advance_frame``)."""
+    line_search_halvings: int = 0
+    """NEWTON: step-size halvings in the line searches (summed like newton_iterations)."""
+    newton_residual: float = float("nan")
+    """NEWTON: final max |p| / dt [m/s] of the last step; nan for other solvers."""
+    min_distance: float = float("nan")
+    """NEWTON: smallest distance [m] of a free particle to a collider surface at the end of any substep; nan
+    without colliders."""
 
 
 def edge_strain(model: Model, x: np.ndarray) -> np.ndarray:
