@@ -10,6 +10,7 @@ import numpy as np
 from bpy.props import BoolProperty
 
 from .. import solvers
+from ..solvers.newton import NewtonNotConverged
 from . import live
 from .bridge import BODY_ROLES, InputError, scene_colliders
 from .output import OutputError, check_cache_writable, free_bake, remove_live, remove_shape_key_bake, remove_cache, write_cache, write_shape_keys
@@ -70,7 +71,8 @@ class BakeJob:
             try:
                 frames.append(run.advance(obj, depsgraph, colliders))
             except solvers.SimulationDiverged as error:
-                raise InputError(f"'{run.name}' became unstable at frame {self.frame}: {error}. {run.stability_advice()}; the previous bake is kept") from error
+                what = "did not converge" if isinstance(error, NewtonNotConverged) else "became unstable"
+                raise InputError(f"'{run.name}' {what} at frame {self.frame}: {error}. {run.stability_advice(error)}; the previous bake is kept") from error
 
     def finish(self) -> str:
         """Write every body's output; returns a one-line report."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import solvers
-from ..solvers.config import SOLVERS
+from ..solvers.registry import REGISTRY
 
 BODY_ROLES = {"CLOTH", "SOLID"}
 COLLIDER_ROLES = {"GROUND", "SPHERE"}
@@ -22,9 +22,7 @@ _SOLVER_LABELS = {
     "NEWTON": ("Newton (IPC)", "Implicit Euler as optimization with barrier contact"),
 }
 # Kept alive at module level: Blender does not copy the strings of dynamic enum items.
-_SOLVER_ITEMS = [
-    (name, *_SOLVER_LABELS[name], number) for number, name in enumerate(SOLVERS) if name in solvers.AVAILABLE_SOLVERS
-]
+_SOLVER_ITEMS = [(info.name, *_SOLVER_LABELS[info.name], info.number) for info in REGISTRY.values() if info.available]
 
 
 def solver_enum_items():
@@ -123,11 +121,15 @@ def config_from_settings(settings, scene) -> "solvers.SolverConfig":
         substeps=settings.substeps,
         iterations=settings.iterations,
         stiffness=settings.stiffness,
-        volume_stiffness=settings.volume_stiffness,
+        youngs_modulus=settings.youngs_modulus,
+        poisson_ratio=settings.poisson_ratio,
+        bending_stiffness=settings.bending_stiffness,
         damping=settings.damping,
         gravity=gravity,
         jacobi_relaxation=settings.jacobi_relaxation,
         tether_stretch=settings.tether_stretch if settings.use_tethers and settings.pin_group else None,
+        newton_tolerance=settings.newton_tolerance,
+        newton_max_iterations=settings.newton_max_iterations,
     )
 
 
@@ -150,7 +152,8 @@ def build_body(obj, matrix_world, scene):
     role = obj.softsim.role
     try:
         if role == "CLOTH":
-            model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned, total_mass=obj.softsim.mass)
+            model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned,
+                                        total_mass=obj.softsim.mass, mass_distribution=obj.softsim.mass_distribution)
             return model, body, identity_mapping
         if role == "SOLID":
             from .solid import build_solid  # solid imports this module (InputError)
@@ -177,9 +180,9 @@ def collider_from_object(obj_eval, settings):
         normal = m[:3, :3] @ np.array([0.0, 0.0, 1.0])
         if np.linalg.norm(normal) < 1e-12:
             raise InputError(f"'{obj_eval.name}': the ground's scale is zero, so it has no normal")
-        return solvers.GroundPlane(m[:3, 3], normal, settings.thickness, settings.friction)
+        return solvers.GroundPlane(m[:3, 3], normal, settings.thickness, settings.friction, obj_eval.name)
     radius = 0.5 * max(obj_eval.dimensions)
-    return solvers.Sphere(m[:3, 3], radius, settings.thickness, settings.friction)
+    return solvers.Sphere(m[:3, 3], radius, settings.thickness, settings.friction, obj_eval.name)
 
 
 def scene_colliders(scene, depsgraph) -> list:

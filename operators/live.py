@@ -76,7 +76,7 @@ def _update_body(obj, scene, depsgraph, frame: int, colliders) -> None:
         try:
             positions = run.body.advance(obj, depsgraph, colliders)
         except solvers.SimulationDiverged as error:
-            raise InputError(f"{error}. {run.body.stability_advice()}") from error
+            raise InputError(f"{error}. {run.body.stability_advice(error)}") from error
         run.frames[frame] = positions
         run.last_frame = frame
         show_live(obj, positions)

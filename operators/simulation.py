@@ -3,11 +3,11 @@ import numpy as np
 
 from .. import solvers
 from ..solvers.mass_spring import explicit_stability_message, explicit_stable_substep, substeps_needed
+from ..solvers.material import material_arrays
+from ..solvers.newton import NewtonNotConverged
+from ..solvers.registry import REGISTRY
 from . import solid
-from .bridge import InputError, build_body, frame_duration, make_body_solver, matrix_to_numpy, transform_points, world_matrix, world_to_local
-
-
-EXPLICIT_SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER")
+from .bridge import InputError, build_body, config_from_settings, frame_duration, make_body_solver, matrix_to_numpy, transform_points, world_matrix, world_to_local
 
 
 class BodyRun:
@@ -36,17 +36,23 @@ class BodyRun:
 
     def advance(self, obj, depsgraph, colliders) -> np.ndarray:
         """Simulate one scene frame (objects evaluated at its end); returns local positions (n, 3) float32."""
+        self.check_colliders(colliders)
         matrix = world_matrix(obj, depsgraph)
         targets = transform_points(matrix, self.particle_local_rest) if self.has_pins else None
         self.stats = solvers.advance_frame(self.solver, self.state, self.frame_dt, self.solver.config.substeps, colliders, targets)
         return world_to_local(matrix, self.to_mesh(self.state.x)).astype(np.float32)
 
-    def stability_advice(self) -> str:
-        """What to change after the simulation diverged."""
+    def stability_advice(self, error=None) -> str:
+        """What to change after the simulation diverged (or, for Newton, did not converge)."""
         config = self.solver.config
-        if config.solver in EXPLICIT_SOLVERS:
-            return "The " + explicit_stability_message(self.frame_dt, config.substeps, self.model, config.stiffness, config.solver, config.damping)
-        return f"Raise Substeps (now {config.substeps}), lower Stiffness (now {config.stiffness:g} N/m) or raise Damping"
+        if isinstance(error, NewtonNotConverged):
+            return (f"Raise Substeps (now {config.substeps}), raise Max Iterations (now {config.newton_max_iterations}) "
+                    f"or loosen Tolerance (now {config.newton_tolerance:g} m/s)")
+        if REGISTRY[config.solver].explicit:
+            stiffness = material_arrays(self.model, config).edge_stiffness
+            return "The " + explicit_stability_message(self.frame_dt, config.substeps, self.model, stiffness, config.solver, config.damping)
+        material = "Young's Modulus" if self.model.tet_count else "Stiffness"
+        return f"Raise Substeps (now {config.substeps}), lower {material} or raise Damping"
 
     def status_text(self, frame: int) -> str:
         s = self.stats
@@ -55,7 +61,21 @@ class BodyRun:
             text += f", volume error {100 * s.volume_error:.2f}%"
         if s.linear_residual == s.linear_residual:
             text += f", linear residual {s.linear_residual:.1e} in {s.iterations} it."
+        if s.newton_residual == s.newton_residual:
+            text += (f", {s.newton_iterations} Newton it. ({s.line_search_halvings} halvings), "
+                     f"residual {s.newton_residual:.1e} m/s")
+        if s.min_distance == s.min_distance:
+            text += f", closest to a collider {1000 * s.min_distance:.2f} mm"
         return text
+
+    def check_colliders(self, colliders) -> None:
+        """Newton's barrier needs every collider to have a positive Thickness (its reach); raise InputError."""
+        if self.solver.config.solver != "NEWTON":
+            return
+        for collider in colliders:
+            if not collider.thickness > 0.0:
+                raise InputError(f"'{collider.name}' has Thickness 0, but '{self.name}' uses Newton, whose contact barrier "
+                                 f"acts within that distance: set the collider's Thickness above 0 (e.g. 0.01 m)")
 
 
 _estimates = {}  # settings key -> (largest stable substep [s], substeps needed); drawing must stay cheap
@@ -70,9 +90,9 @@ def explicit_stability_estimate(obj, scene):
     """
     s = obj.softsim
     mesh = obj.data
-    key = (obj.name, len(mesh.vertices), len(mesh.edges), s.role, s.solver, s.mass, s.stiffness, s.damping,
-           s.pin_group, s.tet_resolution, s.use_embedded, s.embedded_resolution, tuple(obj.matrix_world.to_scale()),
-           frame_duration(scene))
+    key = (obj.name, len(mesh.vertices), len(mesh.edges), s.role, s.solver, s.mass, s.mass_distribution, s.stiffness,
+           s.youngs_modulus, s.poisson_ratio, s.damping, s.pin_group, s.tet_resolution, s.use_embedded,
+           s.embedded_resolution, tuple(obj.matrix_world.to_scale()), frame_duration(scene))
     if key not in _estimates:
         if s.role == "SOLID" and not solid.has_tet_mesh(obj, matrix_to_numpy(obj.matrix_world)):
             return None
@@ -82,8 +102,9 @@ def explicit_stability_estimate(obj, scene):
             return None
         if len(_estimates) > 64:
             _estimates.clear()
+        stiffness = material_arrays(model, config_from_settings(s, scene)).edge_stiffness
         _estimates[key] = (
-            explicit_stable_substep(model, s.stiffness, s.solver, s.damping),
-            substeps_needed(frame_duration(scene), model, s.stiffness, s.solver, s.damping),
+            explicit_stable_substep(model, stiffness, s.solver, s.damping),
+            substeps_needed(frame_duration(scene), model, stiffness, s.solver, s.damping),
         )
     return _estimates[key]

@@ -213,7 +213,7 @@ def test_unsaved_file_with_relative_cache_folder_is_refused(addon):
 
 def test_unavailable_solver_is_not_offered(addon):
     scene, cloth, _ = lab_scene(frames=3)
-    for name in solvers.config.SOLVERS:
+    for name in solvers.SOLVERS:
         if name in solvers.AVAILABLE_SOLVERS:
             cloth.softsim.solver = name
             assert cloth.softsim.solver == name

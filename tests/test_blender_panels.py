@@ -6,6 +6,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from blender_helpers import lab_scene  # noqa: E402
+from solvers import AVAILABLE_SOLVERS  # noqa: E402
 
 
 class FakeLayout:
@@ -53,16 +54,18 @@ def draw_all(addon, obj, scene):
     return log
 
 
-@pytest.mark.parametrize("solver", ["XPBD", "PBD", "EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER"])
+@pytest.mark.parametrize("solver", AVAILABLE_SOLVERS)
 def test_body_panels_draw_every_solver(addon, solver):
     scene, cloth, sphere = lab_scene(frames=3)
     cloth.softsim.solver = solver
     cloth.softsim.constraint_scheme = "JACOBI"
     log = draw_all(addon, cloth, scene)
     names = [name for kind, name in log if kind in ("prop", "prop_search")]
-    assert {"role", "solver", "substeps", "mass", "stiffness", "damping", "pin_group", "output", "cache_dir"} <= set(names)
+    assert {"role", "solver", "substeps", "mass", "mass_distribution", "damping", "pin_group", "output", "cache_dir"} <= set(names)
+    assert ("stiffness" in names) == (solver != "PBD")  # PBD's edges are hard constraints
     assert ("linear_solver" in names) == ("linear_tolerance" in names) == (solver == "IMPLICIT_EULER")
     assert ("constraint_scheme" in names) == (solver in ("PBD", "XPBD"))
+    assert ("newton_tolerance" in names) == ("newton_max_iterations" in names) == ("bending_stiffness" in names) == (solver == "NEWTON")
     assert ("operator", "softsim.bake") in log
     if solver in ("EXPLICIT_EULER", "SYMPLECTIC_EULER"):
         assert any(kind == "label" and ("Stable substep" in text or "Unstable" in text) for kind, text in log)

@@ -223,7 +223,7 @@ def test_solid_panel_shows_resolution_embedding_and_the_figures(addon):
         return log, {name for kind, name in log if kind == "prop"}
 
     log, names = props()
-    assert {"tet_resolution", "use_embedded", "volume_stiffness"} <= names and "embedded_resolution" not in names
+    assert {"tet_resolution", "use_embedded", "youngs_modulus", "poisson_ratio"} <= names and "stiffness" not in names and "embedded_resolution" not in names
     assert ("operator", "softsim.tetrahedralize") in log
     assert not any(kind == "label" and "tets" in text for kind, text in log)
     assert bpy.ops.softsim.tetrahedralize() == {"FINISHED"}

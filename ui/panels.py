@@ -4,9 +4,7 @@ import math
 import bpy
 
 from ..operators.simulation import explicit_stability_estimate
-
-SOLVERS_WITH_SWEEP = {"PBD", "XPBD"}
-EXPLICIT_SOLVERS = {"EXPLICIT_EULER", "SYMPLECTIC_EULER"}
+from ..solvers.registry import REGISTRY
 
 
 class SoftSimPanel:
@@ -59,7 +57,6 @@ class PHYSICS_PT_softsim_solid(SoftSimPanel, bpy.types.Panel):
             col.prop(settings, "embedded_resolution")
         else:
             col.prop(settings, "tet_resolution")
-        col.prop(settings, "volume_stiffness")
         row = layout.row(align=True)
         row.operator("softsim.tetrahedralize", icon="MESH_ICOSPHERE")
         row.operator("softsim.tetrahedralize", text="Show Tets", icon="MOD_WIREFRAME").show_tets = True
@@ -89,32 +86,46 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
         obj = context.object
         settings = obj.softsim
         baked = settings.is_baked
+        info = REGISTRY[settings.solver]
+        reads = set(info.settings)
         col = layout.column()
         col.enabled = not baked
         col.prop(settings, "solver")
-        if settings.solver in SOLVERS_WITH_SWEEP:
+        if "constraint_scheme" in reads:
             col.prop(settings, "constraint_scheme")
             if settings.constraint_scheme == "JACOBI":
                 col.prop(settings, "jacobi_relaxation")
-        if settings.solver == "IMPLICIT_EULER":
+        if "linear_solver" in reads:
             col.prop(settings, "linear_solver")
             col.prop(settings, "linear_tolerance")
+        if "newton_tolerance" in reads:
+            col.prop(settings, "newton_tolerance")
+            col.prop(settings, "newton_max_iterations")
         col.prop(settings, "substeps")
-        if settings.solver in EXPLICIT_SOLVERS and obj.type == "MESH":
+        if info.explicit and obj.type == "MESH":
             self.draw_stability(col, obj, context.scene)
-        if settings.solver == "IMPLICIT_EULER" and settings.substeps > 4:
-            col.label(text="Implicit Euler is stable at large steps: 1-2 substeps usually do", icon="INFO")
-        col.prop(settings, "iterations")
+        if info.default_substeps <= 2 and settings.substeps > 4:
+            col.label(text=f"{info.name.replace('_', ' ').title()} is stable at large steps: 1-2 substeps usually do", icon="INFO")
+        if "iterations" in reads:
+            col.prop(settings, "iterations")
         col.separator()
         col.prop(settings, "mass")
-        stiffness = col.column()
-        stiffness.prop(settings, "stiffness", text="Stiffness (N/m)")
+        col.prop(settings, "mass_distribution")
+        if settings.role == "SOLID":
+            if settings.solver != "PBD":  # PBD's edges and volumes are hard constraints: no material
+                col.prop(settings, "youngs_modulus", text="Young's Modulus (Pa)")
+                col.prop(settings, "poisson_ratio")
+        else:
+            if "stiffness" in reads:
+                col.prop(settings, "stiffness", text="Stiffness (N/m)")
+            if "bending_stiffness" in reads:
+                col.prop(settings, "bending_stiffness", text="Bending (N m)")
         col.prop(settings, "damping", text="Damping (1/s)")
         if obj.type == "MESH":
             col.prop_search(settings, "pin_group", obj, "vertex_groups", text="Pin Group")
             if settings.pin_group and settings.pin_group not in obj.vertex_groups:
                 col.label(text=f"No vertex group '{settings.pin_group}'", icon="ERROR")
-            if settings.pin_group and settings.solver in SOLVERS_WITH_SWEEP:
+            if settings.pin_group and "tether_stretch" in reads:
                 row = col.row(heading="Pin Tethers")
                 row.prop(settings, "use_tethers", text="")
                 sub = row.row()

@@ -4,6 +4,8 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, Po
 
 from ..operators import live
 from ..operators.bridge import solver_enum_items
+from ..solvers.config import DEFAULTS
+from ..solvers.registry import REGISTRY
 
 ROLE_ITEMS = [
     ("NONE", "None", "Not part of the Soft Sim simulation", 0),
@@ -18,6 +20,20 @@ def _solver_items(self, context):
     return solver_enum_items()
 
 
+def _solver_changed(self, context):
+    """Switching solver moves Substeps to the new solver's default, unless the user had changed it.
+
+    Newton and implicit Euler need one or two steps per frame where the position-based solvers want
+    thirty; keeping 30 would make a Newton bake thirty times slower for nothing.
+    """
+    previous = REGISTRY.get(self.get("_previous_solver", ""), REGISTRY[DEFAULTS["solver"]])
+    current = REGISTRY[self.solver]
+    if self.substeps == previous.default_substeps:
+        self.substeps = current.default_substeps
+    self["_previous_solver"] = self.solver
+    _settings_changed(self, context)
+
+
 def _settings_changed(self, context):
     """A simulation setting changed: the live simulation of this object no longer matches it."""
     if live.discard(self.id_data.name) and not self.is_baked:
@@ -27,7 +43,7 @@ def _settings_changed(self, context):
 class SoftSimObjectSettings(bpy.types.PropertyGroup):
     role: EnumProperty(update=_settings_changed, name="Role", items=ROLE_ITEMS, default="NONE", description="What this object is in the Soft Sim simulation")
     # Dynamic items: only the solvers this version implements are offered; numbers stay fixed across versions.
-    solver: EnumProperty(update=_settings_changed, name="Solver", items=_solver_items, default=4, description="Time integrator used for this body")
+    solver: EnumProperty(update=_solver_changed, name="Solver", items=_solver_items, default=REGISTRY[DEFAULTS["solver"]].number, description="Time integrator used for this body")
     constraint_scheme: EnumProperty(
         update=_settings_changed,
         name="Sweep",
@@ -52,22 +68,68 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     # few substeps of many sweeps at equal cost (make bench measures both).
     linear_tolerance: FloatProperty(
         update=_settings_changed,
-        name="Tolerance", default=1e-8, min=1e-12, max=0.1, precision=10,
+        name="Tolerance", default=DEFAULTS["linear_tolerance"], min=1e-12, max=0.1, precision=10,
         description="Implicit Euler: the linear solve stops when its residual is this fraction of the right-hand side; smaller is more exact and slower",
     )
-    substeps: IntProperty(update=_settings_changed, name="Substeps", default=30, min=1, soft_max=100, description="Solver steps per scene frame; more is stiffer and more stable, and slower")
-    iterations: IntProperty(update=_settings_changed, name="Iterations", default=1, min=1, soft_max=100, description="Constraint sweeps per substep (PBD/XPBD; PBD gets stiffer with more), or the floor on linear iterations (implicit Euler)")
-    mass: FloatProperty(update=_settings_changed, name="Mass", default=1.0, min=1e-6, soft_max=1000.0, unit="MASS", description="Total mass of the body in kg, spread over its vertices by area (cloth) or volume (solid)")
+    substeps: IntProperty(update=_settings_changed, name="Substeps", default=DEFAULTS["substeps"], min=1, soft_max=100, description="Solver steps per scene frame; more is stiffer and more stable, and slower")
+    iterations: IntProperty(
+        update=_settings_changed, name="Iterations", default=DEFAULTS["iterations"], min=1, soft_max=100,
+        description="PBD/XPBD: constraint sweeps per substep (PBD gets stiffer with more). Implicit Euler: raises the "
+        "ceiling on linear-solver iterations above 1000 (the solve stops at Tolerance)",
+    )
+    mass: FloatProperty(update=_settings_changed, name="Mass", default=1.0, min=1e-6, soft_max=1000.0, unit="MASS", description="Total mass of the body in kg, spread over its vertices by Mass Distribution")
+    mass_distribution: EnumProperty(
+        update=_settings_changed,
+        name="Mass Distribution",
+        items=[
+            ("ELEMENT", "By Element", "Spread Mass by area (cloth faces), volume (solid tets) or length (loose edges)", 0),
+            ("UNIFORM", "Uniform", "The same mass on every vertex (like Blender Cloth's vertex mass)", 1),
+        ],
+        default="ELEMENT",
+        description="How the body's Mass is spread over its vertices",
+    )
     stiffness: FloatProperty(
         update=_settings_changed,
-        name="Stiffness", default=1.0e4, min=1e-6, soft_max=1.0e7,
-        description="Stiffness of every edge spring in N/m. XPBD uses compliance = 1/stiffness; PBD treats edges as hard constraints",
+        name="Stiffness", default=DEFAULTS["stiffness"], min=1e-6, soft_max=1.0e7,
+        description="Cloth: stiffness of every edge spring in N/m. XPBD uses compliance = 1/stiffness; PBD treats edges as "
+        "hard constraints; Newton uses seed 004's spring energy with the same small-stretch stiffness",
     )
-    volume_stiffness: FloatProperty(update=_settings_changed, name="Volume Stiffness", default=1.0e4, min=1e-6, soft_max=1.0e8, description="Stiffness of every tet's volume constraint (solids); higher keeps volume better")
-    damping: FloatProperty(update=_settings_changed, name="Damping", default=0.1, min=0.0, soft_max=10.0, description="Linear velocity damping in 1/s: velocities decay as exp(-damping * t); 0 means none")
+    youngs_modulus: FloatProperty(
+        update=_settings_changed,
+        name="Young's Modulus", default=DEFAULTS["youngs_modulus"], min=1.0, soft_min=100.0, soft_max=1.0e9, precision=0,
+        description="Solid: material stiffness in Pa (jelly ~1e4, soft rubber ~1e6), for every solver; "
+        "independent of the tet resolution",
+    )
+    poisson_ratio: FloatProperty(
+        update=_settings_changed,
+        name="Poisson's Ratio", default=DEFAULTS["poisson_ratio"], min=0.0, max=0.499, precision=3,
+        description="Solid: compressibility, from 0 (compresses freely) to nearly 0.5 (keeps its volume). "
+        "Spring-based solvers cannot go below 0.25",
+    )
+    bending_stiffness: FloatProperty(
+        update=_settings_changed,
+        name="Bending Stiffness", default=DEFAULTS["bending_stiffness"], min=0.0, soft_max=10.0, precision=4,
+        description="Cloth (Newton): resistance to folding across each interior edge in N m; 0 = none",
+    )
+    newton_tolerance: FloatProperty(
+        update=_settings_changed,
+        name="Tolerance", default=DEFAULTS["newton_tolerance"], min=1e-8, soft_max=1.0, precision=4, unit="VELOCITY",
+        description="Newton: a step is converged when the largest Newton update divided by the step time drops "
+        "below this speed in m/s; smaller is more exact and slower",
+    )
+    newton_max_iterations: IntProperty(
+        update=_settings_changed,
+        name="Max Iterations", default=DEFAULTS["newton_max_iterations"], min=1, soft_max=500,
+        description="Newton: iterations allowed per step; if a step needs more, the bake stops and says what to change",
+    )
+    volume_stiffness: FloatProperty(
+        update=_settings_changed, name="Volume Stiffness", default=1.0e4, min=1e-6, soft_max=1.0e8,
+        description="Unused since Young's Modulus and Poisson's Ratio set a solid's material; kept so older scripts still run",
+    )
+    damping: FloatProperty(update=_settings_changed, name="Damping", default=DEFAULTS["damping"], min=0.0, soft_max=10.0, description="Linear velocity damping in 1/s: velocities decay as exp(-damping * t); 0 means none")
     jacobi_relaxation: FloatProperty(
         update=_settings_changed,
-        name="Relaxation", default=0.2, min=0.0, soft_max=10.0,
+        name="Relaxation", default=DEFAULTS["jacobi_relaxation"], min=0.0, soft_max=10.0,
         description="Jacobi sweep: weight of a vertex's own position when averaging corrections (GAMES103 lab uses 0.2); higher is more damped and more stable",
     )
     use_tethers: BoolProperty(
@@ -92,7 +154,11 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         description="Where a bake goes",
     )
     friction: FloatProperty(name="Friction", default=0.2, min=0.0, soft_max=2.0, description="Coulomb friction coefficient of this collider (0 = frictionless)")
-    thickness: FloatProperty(name="Thickness", default=0.01, min=0.0, soft_max=1.0, unit="LENGTH", description="Distance in m that bodies keep from this collider's surface")
+    thickness: FloatProperty(
+        name="Thickness", default=0.01, min=0.0, soft_max=1.0, unit="LENGTH",
+        description="Distance in m that bodies keep from this collider's surface. Newton: the contact barrier's "
+        "reach (bodies come closer than this, but never touch); must be above 0 for Newton",
+    )
 
     # Solids (role SOLID).
     tet_resolution: IntProperty(
