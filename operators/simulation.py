@@ -2,11 +2,12 @@
 import numpy as np
 
 from .. import solvers
-from ..solvers.mass_spring import explicit_stability_message, explicit_stable_substep, substeps_needed
+from ..solvers.mass_spring import explicit_stable_substep, substeps_needed
 from ..solvers.material import material_arrays
 from ..solvers.newton import NewtonNotConverged
 from ..solvers.registry import REGISTRY
 from . import solid
+from .advice import explicit_stability_message
 from .bridge import InputError, build_body, config_from_settings, frame_duration, make_body_solver, matrix_to_numpy, transform_points, world_matrix, world_to_local
 
 

@@ -10,7 +10,6 @@ from solvers.frame import SimulationDiverged
 from solvers.mass_spring import (
     MIN_LINEAR_ITERATIONS,
     MassSpringSolver,
-    explicit_stability_message,
     explicit_stable_substep,
     highest_frequency_bound,
     substeps_needed,
@@ -151,7 +150,8 @@ def test_explicit_euler_past_its_limit_raises_instead_of_nan():
             run_frames(MassSpringSolver(model, config), state, 1.0, config.substeps)
 
 
-def test_stability_message_names_the_limit_and_a_working_substep_count():
+def test_stability_message_names_the_limit_and_a_working_substep_count(addon):
+    explicit_stability_message = addon.operators.advice.explicit_stability_message
     model = cloth(21)
     k = 1.0e4
     needed = substeps_needed(1 / 24, model, k)

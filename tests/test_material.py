@@ -11,7 +11,7 @@ import pytest
 
 from solvers import SolverConfig, State, build_model, grid_cloth, make_solver
 from solvers.constraints import DistanceConstraints, TetVolumeConstraints
-from solvers.mass_spring import explicit_stability_message, explicit_stable_substep, highest_frequency_bound, substeps_needed
+from solvers.mass_spring import explicit_stable_substep, highest_frequency_bound, substeps_needed
 from solvers.material import SPRING_FACTOR, edge_volumes, lame_parameters, material_arrays
 from solvers.tetrahedralize import tetrahedralize
 
@@ -170,7 +170,8 @@ def test_constraints_take_a_scalar_or_per_constraint_compliance():
         DistanceConstraints(model.edge_indices, model.edge_rest_length, model.inv_mass, np.full(m, np.inf))
 
 
-def test_stability_helpers_take_per_edge_stiffness():
+def test_stability_helpers_take_per_edge_stiffness(addon):
+    explicit_stability_message = addon.operators.advice.explicit_stability_message
     model = hanging_cube(3)
     k = 3.0e4
     uniform = np.full(model.edge_count, k)
