@@ -57,6 +57,8 @@ SOFTSIM_CONFIGS = [
     dict(label="Soft Sim XPBD Jacobi 10x5", solver="XPBD", constraint_scheme="JACOBI", substeps=10, iterations=5, **MATERIAL),
     # Mass-spring backward Euler on the tet edges (no volume term, so nu = 1/4), one CG solve per substep.
     dict(label="Soft Sim Implicit Euler (CG) 2 substeps", solver="IMPLICIT_EULER", linear_solver="CG", substeps=2, iterations=1, **MATERIAL),
+    # Stable Neo-Hookean tets, IPC barrier: the ground's thickness is the barrier's reach d_hat (must be > 0).
+    dict(label="Soft Sim Newton (IPC) 1 substep", solver="NEWTON", substeps=1, ground_thickness=0.01, **MATERIAL),
 ]
 SOFT_BODY = "Blender Soft Body (goal off, edges on)"
 SOFT_BODY_STIFF = "Blender Soft Body stiff (bend 10, pull/push 0.99)"
@@ -121,6 +123,7 @@ def run_softsim(vertices, triangles, resolution, frames, spec) -> dict:
     """Tetrahedralize and simulate as role Solid does; time the build and the frames separately."""
     spec = dict(spec)
     spec.pop("label")
+    thickness = spec.pop("ground_thickness", 0.0)
     config = SolverConfig(**spec)
     start = time.perf_counter()
     tet = tetrahedralize(vertices, triangles, resolution=resolution)
@@ -134,13 +137,13 @@ def run_softsim(vertices, triangles, resolution, frames, spec) -> dict:
             out[tet.embedded_vertices] = interpolate_embedded(x, tet.tets, tet.embed_tet, tet.embed_weights)
         return out
 
-    ground = [GroundPlane(np.zeros(3), np.array([0.0, 0.0, 1.0]), 0.0, 0.2)]
+    ground = [GroundPlane(np.zeros(3), np.array([0.0, 0.0, 1.0]), thickness, 0.2)]
     state = State.at_rest(model)
-    positions, seconds, diverged = [], 0.0, None
+    positions, seconds, diverged, newton_iterations = [], 0.0, None, 0
     for _ in range(frames):
         start = time.perf_counter()
         try:
-            advance_frame(solver, state, 1.0 / FPS, config.substeps, ground)
+            newton_iterations += advance_frame(solver, state, 1.0 / FPS, config.substeps, ground).newton_iterations
         except SimulationDiverged as error:
             diverged = str(error)
             break
@@ -148,7 +151,8 @@ def run_softsim(vertices, triangles, resolution, frames, spec) -> dict:
             seconds += time.perf_counter() - start
         positions.append(to_mesh(state.x))
     return dict(seconds=seconds, build_seconds=build_seconds, positions=positions, tets=len(tet.tets),
-                particles=len(tet.vertices), diverged=diverged)
+                particles=len(tet.vertices), diverged=diverged,
+                newton_per_frame=newton_iterations / max(len(positions), 1) if config.solver == "NEWTON" else float("nan"))
 
 
 def run_soft_body(subdivisions, frames, overrides) -> dict:
@@ -201,6 +205,7 @@ def run(frames: int = FRAMES, cases=CASES, configs=None, blender: bool = True, v
                 speedup=(peer / r["seconds"] * done / frames) if peer else float("nan"),
                 volume_error_final_pct=100.0 * final, volume_error_worst_pct=100.0 * worst,
                 penetration_mm=1000.0 * depth, build_seconds=r["build_seconds"], note=r.get("diverged") or "",
+                newton_per_frame=r.get("newton_per_frame", float("nan")),
             )
             rows.append(row)
             if verbose:
@@ -216,15 +221,15 @@ def _fmt(value, digits):
 
 def markdown(rows: list) -> str:
     lines = [
-        "| tets | surface vertices | method | total s | ms/frame | speed vs Soft Body | volume error % (final) | volume error % (worst) | penetration mm | build s |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| tets | surface vertices | method | total s | ms/frame | speed vs Soft Body | volume error % (final) | volume error % (worst) | penetration mm | Newton it./frame | build s |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         method = r["method"] + (f" (diverged after {r['frames']} frames)" if r["note"] else "")
         lines.append(
             f"| {r['tets']} | {r['surface_vertices']} | {method} | {_fmt(r['seconds'], 2)} | {_fmt(r['ms_per_frame'], 1)} "
             f"| {_fmt(r['speedup'], 3)}x | {_fmt(r['volume_error_final_pct'], 2)} | {_fmt(r['volume_error_worst_pct'], 2)} "
-            f"| {_fmt(r['penetration_mm'], 1)} | {_fmt(r['build_seconds'], 2)} |"
+            f"| {_fmt(r['penetration_mm'], 1)} | {_fmt(r['newton_per_frame'], 1)} | {_fmt(r['build_seconds'], 2)} |"
         )
     return "\n".join(lines)
 
@@ -235,7 +240,8 @@ def describe(frames: int = FRAMES) -> str:
         f"point {DROP:g} m above the ground z = 0, {frames} frames at {FPS} fps. Soft Sim: role Solid's path "
         f"(tetrahedralize at resolution {', '.join(str(r) for _, r in CASES)}, mass {TOTAL_MASS:g} kg lumped by tet "
         f"volume, Young's modulus {YOUNGS_MODULUS:g} Pa, Poisson's ratio {POISSON_RATIO:g} (springs on the tet edges plus, "
-        "in XPBD, volume constraints; see solvers/material.py), damping 0.1/s, ground friction 0.2, thickness 0); "
+        "in XPBD, volume constraints; Newton: stable Neo-Hookean tets; see solvers/material.py), damping 0.1/s, ground "
+        "friction 0.2, thickness 0 (Newton: 0.01 m, the IPC barrier's reach; bodies stay above it, never touching z = 0)); "
         "\"10x5\" = 10 substeps x 5 iterations per frame. Peers: Blender Soft Body on the same surface mesh with goal off "
         "and edges on (its defaults otherwise: 1 kg per vertex, pull/push 0.5, bending 0, adaptive 10-300 steps per "
         "frame), and a stiff variant (bending 10, pull/push 0.99); a plane with a Collision modifier as ground. "
