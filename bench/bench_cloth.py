@@ -67,6 +67,9 @@ XPBD_CONFIGS = [
     # Mass-spring backward Euler: one CG solve per substep; skipped above max_n (seconds per frame there).
     dict(label="Implicit Euler (CG) 2 substeps, quad edges", solver="IMPLICIT_EULER", linear_solver="CG", substeps=2,
          iterations=1, diagonals=False, max_n=64),
+    # Newton with IPC: the colliders' thickness is the barrier's reach (must be > 0), so the cloth never touches them.
+    dict(label="Newton (IPC) 1 substep, quad edges, collider thickness 1 cm", solver="NEWTON", substeps=1,
+         diagonals=False, collider_thickness=0.01, max_n=64),
 ]
 # ---------------------------------------------------------------------------------------------------
 
@@ -181,6 +184,7 @@ def run_xpbd(n: int, frames: int, spec: dict) -> dict:
     spec.pop("label")
     spec.pop("max_n", None)
     diagonals = spec.pop("diagonals")
+    thickness = spec.pop("collider_thickness", 0.0)
     config = SolverConfig(**spec)
 
     start = time.perf_counter()
@@ -191,9 +195,9 @@ def run_xpbd(n: int, frames: int, spec: dict) -> dict:
     solver = make_solver(model, config)
     build_seconds = time.perf_counter() - start
 
-    colliders = [Sphere(np.zeros(3), SPHERE_RADIUS)]
+    colliders = [Sphere(np.zeros(3), SPHERE_RADIUS, thickness)]
     if GROUND_Z is not None:
-        colliders.append(GroundPlane(np.array([0.0, 0.0, GROUND_Z]), np.array([0.0, 0.0, 1.0])))
+        colliders.append(GroundPlane(np.array([0.0, 0.0, GROUND_Z]), np.array([0.0, 0.0, 1.0]), thickness))
     state = State.at_rest(model)
     positions = []
     seconds = 0.0

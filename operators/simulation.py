@@ -37,7 +37,6 @@ class BodyRun:
 
     def advance(self, obj, depsgraph, colliders) -> np.ndarray:
         """Simulate one scene frame (objects evaluated at its end); returns local positions (n, 3) float32."""
-        self.check_colliders(colliders)
         matrix = world_matrix(obj, depsgraph)
         targets = transform_points(matrix, self.particle_local_rest) if self.has_pins else None
         self.stats = solvers.advance_frame(self.solver, self.state, self.frame_dt, self.solver.config.substeps, colliders, targets)
@@ -68,15 +67,6 @@ class BodyRun:
         if s.min_distance == s.min_distance:
             text += f", closest to a collider {1000 * s.min_distance:.2f} mm"
         return text
-
-    def check_colliders(self, colliders) -> None:
-        """Newton's barrier needs every collider to have a positive Thickness (its reach); raise InputError."""
-        if self.solver.config.solver != "NEWTON":
-            return
-        for collider in colliders:
-            if not collider.thickness > 0.0:
-                raise InputError(f"'{collider.name}' has Thickness 0, but '{self.name}' uses Newton, whose contact barrier "
-                                 f"acts within that distance: set the collider's Thickness above 0 (e.g. 0.01 m)")
 
 
 _estimates = {}  # settings key -> (largest stable substep [s], substeps needed); drawing must stay cheap

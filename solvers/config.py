@@ -45,7 +45,7 @@ class SolverConfig:
     nearest pin (a strain limit, 0.01 = 1%); None turns tethers off."""
     newton_tolerance: float = 1e-2
     """NEWTON stops when max |p| / dt < newton_tolerance [m/s] (seed 004's criterion)."""
-    newton_max_iterations: int = 50
+    newton_max_iterations: int = 100
     """NEWTON iterations per step before the step fails with NewtonNotConverged."""
     max_speed: float = 1000.0
     """A particle faster than this [m/s] means the simulation exploded."""

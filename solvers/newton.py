@@ -19,7 +19,8 @@ k = stiffness / 4 (the same small-stretch stiffness as a Hooke spring of ``stiff
 isometric bending of its faces when ``bending_stiffness`` > 0. A body with tets (a solid) is stable
 Neo-Hookean with Lame parameters from ``youngs_modulus`` and ``poisson_ratio``.
 
-Contact: each collider's barrier reaches d_hat = its thickness. The barrier's force scale is chosen from
+Contact: each collider's barrier reaches d_hat = its thickness, or MIN_BARRIER_REACH if that is larger (a
+barrier needs a positive reach; a collider of thickness 0 set up for the other solvers still works). The barrier's force scale is chosen from
 the body (the user never tunes it): kappa_i = BARRIER_WEIGHT_FACTOR * M * g for every particle, M the body's
 mass and g gravity's magnitude (at least 9.81 m/s^2), so that a single particle's barrier can carry the
 whole body's weight at s = d / d_hat ~ 0.8 and a body resting on many particles sits just inside d_hat.
@@ -56,6 +57,8 @@ DIRECT_SOLVE_MAX_DOFS = 50_000
 """Up to this many free DOFs each Newton system is factorized (SuperLU); above, block-preconditioned CG."""
 CG_TOLERANCE = 1e-4
 """Relative residual of the CG solve of a Newton system (an inexact Newton direction is enough)."""
+MIN_BARRIER_REACH = 1e-3
+"""Smallest barrier reach d_hat [m]: a collider thinner than this (thickness 0) acts as this thick for NEWTON."""
 MIN_STEP = 1e-12
 """A line search that has to halve alpha below this has stalled: the step fails."""
 
@@ -120,7 +123,7 @@ class NewtonSolver(Solver):
         """Per-step contact terms: a barrier per collider, and lagged friction where the collider has friction."""
         barriers, frictions = [], []
         for collider in colliders:
-            barrier = ColliderBarrier(collider, self.kappa, self.free)
+            barrier = ColliderBarrier(collider, self.kappa, self.free, barrier_reach(collider))
             barriers.append(barrier)
             if collider.friction > 0.0:
                 d, _ = surface_distance(collider, x_start)
@@ -222,14 +225,20 @@ class NewtonSolver(Solver):
         return kinetic + sum(term.value(state.x) for term in self.potentials)
 
 
+def barrier_reach(collider) -> float:
+    """The reach d_hat [m] of a collider's barrier: its thickness, at least MIN_BARRIER_REACH."""
+    return max(float(collider.thickness), MIN_BARRIER_REACH)
+
+
 def _move_out_of_colliders(x, free, colliders):
-    """Free particles at or below a collider's surface move out along its normal to half its barrier distance.
+    """Free particles at or below a collider's surface move out along its normal to half its barrier reach.
 
     IPC needs a start where every distance is positive; a body placed into a collider (or a collider
     animated into a body between frames) would otherwise have an infinite barrier and no valid step.
     """
     for collider in colliders:
+        d_hat = barrier_reach(collider)
         d, normal = surface_distance(collider, x)
-        inside = free & (d <= 1e-3 * collider.thickness)
+        inside = free & (d <= 1e-3 * d_hat)
         if inside.any():
-            x[inside] += ((0.5 * collider.thickness - d[inside]))[:, None] * normal[inside]
+            x[inside] += ((0.5 * d_hat - d[inside]))[:, None] * normal[inside]

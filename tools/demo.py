@@ -1,5 +1,5 @@
-"""`make demo`: bake the GAMES103 lab cloth and a finer XPBD cloth headless, save the .blend with its PC2
-caches, render preview PNGs (Workbench) and print a summary table.
+"""`make demo`: bake the GAMES103 lab cloth, a finer XPBD cloth and a Newton (IPC) solid headless, save the .blend
+with its PC2 caches, render preview PNGs (Workbench) and print a summary table.
 
 Output: demo_out/soft_sim_demo.blend, demo_out/softsim_cache/*.pc2, demo_out/preview_*.png.
 """
@@ -36,18 +36,32 @@ def add_fine_cloth(context, x_offset):
     return cloth, sphere
 
 
+def add_newton_solid(context):
+    """A rubber torus (Neo-Hookean, E = 0.2 MPa, nu = 0.45) solved by NEWTON, dropped between the two cloths."""
+    bpy.ops.mesh.primitive_torus_add(major_radius=1.4, minor_radius=0.5, location=(0.0, 0.0, 1.5), rotation=(0.5, 0.3, 0.0))
+    solid = context.object
+    solid.name = "Newton Torus"
+    bpy.ops.object.shade_smooth()
+    s = solid.softsim
+    s.role, s.solver = "SOLID", "NEWTON"
+    s.mass, s.youngs_modulus, s.poisson_ratio, s.tet_resolution = 20.0, 2.0e5, 0.45, 8
+    return solid
+
+
 def build_scene(addon):
     bpy.ops.wm.read_homefile(use_empty=True)
     context = bpy.context
     scene = context.scene
     lab_cloth, lab_sphere = addon.operators.presets.add_games103_lab(context, location=(-7.0, 0.0, 0.0))
     fine_cloth, fine_sphere = add_fine_cloth(context, 7.0)
+    torus = add_newton_solid(context)
     bpy.ops.mesh.primitive_plane_add(size=40.0, location=(0.0, 0.0, -3.0))
     context.object.name = "Ground"
     context.object.softsim.role = "GROUND"
+    context.object.softsim.thickness = 0.01  # the Newton barrier's reach; the cloths keep this distance too
     scene.frame_start, scene.frame_end = 1, FRAMES
     scene.softsim.cache_dir = "//softsim_cache"
-    return scene, [(lab_cloth, lab_sphere), (fine_cloth, fine_sphere)]
+    return scene, [(lab_cloth, lab_sphere), (fine_cloth, fine_sphere), (torus, None)]
 
 
 def world_positions(obj, frame):
@@ -61,20 +75,37 @@ def world_positions(obj, frame):
     return buf.reshape(-1, 3).astype(float) @ m[:3, :3].T + m[:3, 3]
 
 
+def surface_volume(x, tris) -> float:
+    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
+    return float(np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0)
+
+
+def volume_error(scene, solid):
+    """Largest |V / V0 - 1| of the solid's closed surface over all frames."""
+    solid.data.calc_loop_triangles()
+    tris = np.empty(len(solid.data.loop_triangles) * 3, np.int32)
+    solid.data.loop_triangles.foreach_get("vertices", tris)
+    tris = tris.reshape(-1, 3)
+    v0 = surface_volume(world_positions(solid, scene.frame_start), tris)
+    return max(abs(surface_volume(world_positions(solid, f), tris) / v0 - 1.0) for f in range(scene.frame_start, scene.frame_end + 1))
+
+
 def measure(scene, cloth, sphere, ground_z):
-    """Max edge strain over all frames and edges, and the deepest penetration into the sphere or ground [m]."""
+    """Max edge strain over all frames and edges, and the deepest penetration into the sphere (if any) or ground [m]."""
     edges = np.empty(len(cloth.data.edges) * 2, np.int32)
     cloth.data.edges.foreach_get("vertices", edges)
     edges = edges.reshape(-1, 2)
     rest = world_positions(cloth, scene.frame_start)
     rest_length = np.linalg.norm(rest[edges[:, 0]] - rest[edges[:, 1]], axis=1)
-    centre, radius = np.array(sphere.location), 0.5 * max(sphere.dimensions)
     strain = depth = 0.0
     for frame in range(scene.frame_start, scene.frame_end + 1):
         x = world_positions(cloth, frame)
         length = np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
         strain = max(strain, float(np.max(np.abs(length / rest_length - 1.0))))
-        depth = max(depth, float(radius - np.linalg.norm(x - centre, axis=1).min()), float(ground_z - x[:, 2].min()))
+        depth = max(depth, float(ground_z - x[:, 2].min()))
+        if sphere is not None:
+            centre, radius = np.array(sphere.location), 0.5 * max(sphere.dimensions)
+            depth = max(depth, float(radius - np.linalg.norm(x - centre, axis=1).min()))
     return strain, max(depth, 0.0)
 
 
@@ -84,7 +115,8 @@ def render_previews(scene, frames):
     scene.display.shading.color_type = "OBJECT"
     scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 960, 540, 100
     scene.render.image_settings.file_format = "PNG"
-    colours = {"Lab Cloth": (0.85, 0.35, 0.25, 1), "Fine Cloth": (0.25, 0.5, 0.85, 1), "Ground": (0.6, 0.6, 0.6, 1)}
+    colours = {"Lab Cloth": (0.85, 0.35, 0.25, 1), "Fine Cloth": (0.25, 0.5, 0.85, 1), "Newton Torus": (0.35, 0.7, 0.4, 1),
+               "Ground": (0.6, 0.6, 0.6, 1)}
     for obj in scene.objects:
         obj.color = colours.get(obj.name, (0.9, 0.85, 0.7, 1))
     camera_data = bpy.data.cameras.new("Camera")
@@ -122,17 +154,23 @@ def main():
         if result != {"FINISHED"}:
             raise SystemExit(f"bake of {cloth.name} failed")
         s = cloth.softsim
-        rows.append([cloth.name, len(cloth.data.vertices), f"{s.solver} {s.constraint_scheme.replace('_', '-').lower()}",
-                     f"{s.substeps}x{s.iterations}", scene.frame_end - scene.frame_start + 1, seconds, *measure(scene, cloth, sphere, -3.0)])
+        if s.solver == "NEWTON":
+            solver, steps = "NEWTON (IPC)", f"{s.substeps}x(Newton to {s.newton_tolerance:g} m/s)"
+        else:
+            solver, steps = f"{s.solver} {s.constraint_scheme.replace('_', '-').lower()}", f"{s.substeps}x{s.iterations}"
+        volume = f"{100 * volume_error(scene, cloth):.2f}%" if s.role == "SOLID" else "-"
+        rows.append([cloth.name, len(cloth.data.vertices), solver, steps, scene.frame_end - scene.frame_start + 1, seconds,
+                     *measure(scene, cloth, sphere, -3.0), volume])
     paths = render_previews(scene, (1, 30, FRAMES))
     scene.frame_set(scene.frame_start)
     bpy.ops.wm.save_mainfile()
 
     print()
-    print(f"| body | vertices | solver | substeps x iterations | frames | bake time [s] | ms/frame | max edge strain | deepest penetration [mm] |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, n, solver, steps, frames, seconds, strain, depth in rows:
-        print(f"| {name} | {n} | {solver} | {steps} | {frames} | {seconds:.2f} | {1000 * seconds / frames:.1f} | {100 * strain:.2f}% | {1000 * depth:.3f} |")
+    print("| body | vertices | solver | substeps x iterations | frames | bake time [s] | ms/frame | max edge strain | deepest penetration [mm] | worst volume error |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, n, solver, steps, frames, seconds, strain, depth, volume in rows:
+        print(f"| {name} | {n} | {solver} | {steps} | {frames} | {seconds:.2f} | {1000 * seconds / frames:.1f} | {100 * strain:.2f}% "
+              f"| {1000 * depth:.3f} | {volume} |")
     print()
     print(f"Saved {os.path.relpath(blend, ROOT)} with caches in {os.path.relpath(os.path.join(OUT, 'softsim_cache'), ROOT)}/")
     print("Previews: " + ", ".join(os.path.relpath(p, ROOT) for p in paths))

@@ -157,7 +157,7 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     thickness: FloatProperty(
         name="Thickness", default=0.01, min=0.0, soft_max=1.0, unit="LENGTH",
         description="Distance in m that bodies keep from this collider's surface. Newton: the contact barrier's "
-        "reach (bodies come closer than this, but never touch); must be above 0 for Newton",
+        "reach (bodies come closer than this, but never touch; below 1 mm it acts as 1 mm)",
     )
 
     # Solids (role SOLID).

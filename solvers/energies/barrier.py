@@ -8,8 +8,8 @@ and s = d / d_hat:
     b'(d)  = kappa_i / 2 (ln s + (s - 1) / s)          (< 0: it pushes outward)
     b''(d) = kappa_i / (2 d_hat) (s + 1) / s^2         (> 0)
 
-kappa_i [N] is a force scale (the course's contact area times its kappa); d_hat [m] is the collider's
-``thickness``. The barrier grows without bound as d -> 0, and ``max_step`` never lets a line search
+kappa_i [N] is a force scale (the course's contact area times its kappa); d_hat [m] is the barrier's reach
+(the NEWTON solver uses the collider's ``thickness``, at least ``MIN_BARRIER_REACH``). The barrier grows without bound as d -> 0, and ``max_step`` never lets a line search
 reach d = 0, so a particle never touches the collider (Li et al. 2020, "Incremental Potential Contact").
 
 Gradient b'(d) n with n the outward unit normal. Hessian b'' n n^T + b' grad(n): zero for a plane; for a
@@ -40,15 +40,17 @@ def barrier_derivative(d: np.ndarray, d_hat: float, kappa: np.ndarray) -> np.nda
 class ColliderBarrier(Energy):
     """The barrier of one collider on the particles where ``mask`` is True.
 
-    collider: GroundPlane or Sphere (its thickness is d_hat, > 0); kappa: (n,) [N]; mask: (n,) bool, e.g. the
-    free particles (pinned ones are prescribed and take no part). Stencil: the diagonal blocks of all n.
+    collider: GroundPlane or Sphere; kappa: (n,) [N]; mask: (n,) bool, e.g. the free particles (pinned ones are
+    prescribed and take no part); d_hat [m] > 0, the barrier's reach (default: the collider's thickness).
+    Stencil: the diagonal blocks of all n.
     """
 
-    def __init__(self, collider, kappa: np.ndarray, mask: np.ndarray = None):
-        if not collider.thickness > 0.0:
-            raise ValueError("an IPC barrier needs a collider with a positive thickness (its activation distance)")
+    def __init__(self, collider, kappa: np.ndarray, mask: np.ndarray = None, d_hat: float = None):
+        d_hat = collider.thickness if d_hat is None else d_hat
+        if not d_hat > 0.0:
+            raise ValueError("an IPC barrier needs a positive activation distance d_hat")
         self.collider = collider
-        self.d_hat = float(collider.thickness)
+        self.d_hat = float(d_hat)
         self.kappa = np.asarray(kappa, float)
         n = len(self.kappa)
         self.mask = np.ones(n, bool) if mask is None else np.asarray(mask, bool)
