@@ -106,7 +106,10 @@ class PositionBasedSolver(Solver):
             for sweep, lams in zip(self.sweeps, multipliers):
                 self._gauss_seidel(sweep.batches, x, dt, lams)
                 if sweep.tail is not None:
-                    self._jacobi(sweep.tail, x, dt, lams[-1])
+                    # Only the JACOBI scheme of PBD averages per particle (the GAMES103 lab's form); a Gauss-Seidel
+                    # sweep's tail must conserve momentum like its colours do.
+                    lab_average = not self.compliant and self.scheme == "JACOBI"
+                    self._jacobi(sweep.tail, x, dt, lams[-1], lab_average)
             if self.tethers is not None:
                 # One pass per iteration keeps the sweeps honest; the last iteration's passes settle them.
                 self.tethers.apply(x, passes=1 if iteration + 1 < self.config.iterations else 8)
@@ -129,18 +132,21 @@ class PositionBasedSolver(Solver):
             x[batch.flat_indices] += dx.reshape(-1, 3)
             lam += dlam
 
-    def _jacobi(self, sweep: _Jacobi, x, dt, lam):
+    def _jacobi(self, sweep: _Jacobi, x, dt, lam, lab_average: bool):
         """One Jacobi sweep with relaxation r = ``config.jacobi_relaxation``.
 
-        PBD averages per particle, x_i += sum_c dx_ic / (r + n_i) with n_i the particle's constraint
-        count: GAMES103 lab 2's x_i <- (r x_i + sum_e (x_i + dx_ie)) / (r + n_i).
-        XPBD must keep x - x_tilde = W grad_C^T lambda, or it converges to the wrong stretch; so it
-        scales each constraint's whole update (dlambda and its dx) by 1 / (r + max n over its particles).
+        With ``lab_average`` (PBD's JACOBI scheme) it averages per particle, x_i += sum_c dx_ic / (r + n_i)
+        with n_i the particle's constraint count: GAMES103 lab 2's x_i <- (r x_i + sum_e (x_i + dx_ie)) / (r + n_i).
+        The two ends of a constraint then get different fractions of their (mass-weighted) corrections, so
+        this form does not conserve momentum: an asymmetric solid dropped on a frictionless ground drifts.
+        Otherwise (XPBD, and the tail of any Gauss-Seidel sweep) each constraint's whole update (dlambda and its
+        dx) is scaled by 1 / (r + max n over its particles): momentum is conserved, and XPBD keeps
+        x - x_tilde = W grad_C^T lambda, without which it converges to the wrong stretch.
         """
         constraints = sweep.constraints
         dx, dlam = constraints.corrections(x, self._alpha(constraints, dt), lam)
         relaxation = self.config.jacobi_relaxation
-        if self.compliant:
+        if not lab_average:
             scale = 1.0 / (relaxation + sweep.constraint_count)
             x += sweep.scatter @ (dx * scale[:, None, None]).reshape(-1, 3)
             lam += dlam * scale
