@@ -25,10 +25,18 @@ plus gravity on free particles. With a = f / m (a = 0 for pinned particles, ``in
             not axis-aligned); block Jacobi always converges because 2D - A = M + dt^2 * (the
             "signless" spring Laplacian) is positive definite.
 
-  Both start from the current velocity and stop when ||b - A v|| <= config.linear_tolerance ||b|| or after
+  Both start from the current velocity and stop when ||b - A v|| <= config.linear_tolerance ||b - A v^n||,
+  a reduction of the step's own initial residual (an inexact Newton step: the system is itself a
+  linearization, so solving it far beyond its own accuracy buys nothing), or after
   ``max(config.iterations, MIN_LINEAR_ITERATIONS)`` iterations (``config.iterations`` can only raise
   that ceiling, it is never the stopping rule). StepStats reports the iterations used and the true
-  final relative residual.
+  final residual relative to the initial one.
+
+  An inexact solve must not create momentum: for a body without pins the springs' K has zero row sums
+  (they only pull particles relative to each other), so 1^T A v = 1^T M v and the total momentum of the
+  solution is 1^T b - 1^T r. Adding to every velocity the uniform delta = (sum of the residual's 3-vectors)
+  / (total mass) makes the residual's net force zero, which gives exactly the momentum of an exact solve
+  (tests/test_scenarios.py checks it on an asymmetric solid).
 
 Every step ends as in position_based.py: contacts are projected out of the colliders
 (``resolve_contacts``), the projection is added to the velocity (v += dx_contact / dt, as in GAMES103
@@ -183,7 +191,11 @@ class MassSpringSolver(Solver):
         D_inv = inverse_3x3(self.pattern.diagonal_blocks(data))
         solve = block_cg if self.config.linear_solver == "CG" else block_jacobi
         v_free, iterations, residual = solve(A, D_inv, b.ravel(), v[free].ravel(), self.config.linear_tolerance, self.max_linear_iterations)
-        v[free] = v_free.reshape(-1, 3)
+        v_free = v_free.reshape(-1, 3)
+        if not self.has_pins:
+            net_force = (b - (A @ v_free.ravel()).reshape(-1, 3)).sum(axis=0)
+            v_free += net_force / self.mass_free.sum()
+        v[free] = v_free
         return iterations, residual
 
     def _pinned_load(self, Ke, v):

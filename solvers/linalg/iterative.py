@@ -2,8 +2,9 @@
 
 Conjugate gradients preconditioned with the inverse 3x3 block diagonal, and block Jacobi. ``A`` is anything
 with ``A @ x`` (a scipy sparse matrix, BSR or CSR); ``D_inv`` (k, 3, 3) the inverses of its diagonal blocks.
-Both start from ``x`` and stop when ||b - A x|| <= tol ||b|| or after ``max_iterations``, and return
-(x, iterations, true final relative residual).
+Both start from ``x`` and stop when ||b - A x|| <= tol ||r0||, r0 = b - A x at the start (the solve's own
+initial residual, so the tolerance asks for a reduction, whatever the size of b), or after ``max_iterations``,
+and return (x, iterations, true final residual relative to ||r0||).
 """
 import numpy as np
 
@@ -41,16 +42,16 @@ def _norm(a):
 
 def block_cg(A, D_inv, b, x, tol, max_iterations):
     """Conjugate gradients preconditioned with the inverse block diagonal. Returns (x, iterations, rel. residual)."""
-    b_norm = _norm(b)
-    if b_norm == 0.0:
-        return np.zeros_like(b), 0, 0.0
     x = x.copy()
     r = b - A @ x
+    r0_norm = _norm(r)
+    if r0_norm == 0.0:
+        return x, 0, 0.0
     z = _apply_block_diagonal(D_inv, r)
     p = z.copy()
     rz = _dot(r, z)
     iterations = 0
-    while iterations < max_iterations and _norm(r) > tol * b_norm:
+    while iterations < max_iterations and _norm(r) > tol * r0_norm:
         Ap = A @ p
         pAp = _dot(p, Ap)
         if not pAp > 0.0:  # only at an exact solution (p = 0) for an SPD matrix
@@ -64,19 +65,19 @@ def block_cg(A, D_inv, b, x, tol, max_iterations):
         p += z
         rz = rz_new
         iterations += 1
-    return x, iterations, _norm(b - A @ x) / b_norm
+    return x, iterations, _norm(b - A @ x) / r0_norm
 
 
 def block_jacobi(A, D_inv, b, x, tol, max_iterations):
     """Block Jacobi x <- x + D^-1 (b - A x). Returns (x, iterations, rel. residual)."""
-    b_norm = _norm(b)
-    if b_norm == 0.0:
-        return np.zeros_like(b), 0, 0.0
     x = x.copy()
     r = b - A @ x
+    r0_norm = _norm(r)
+    if r0_norm == 0.0:
+        return x, 0, 0.0
     iterations = 0
-    while iterations < max_iterations and _norm(r) > tol * b_norm:
+    while iterations < max_iterations and _norm(r) > tol * r0_norm:
         x += _apply_block_diagonal(D_inv, r)
         r = b - A @ x
         iterations += 1
-    return x, iterations, _norm(r) / b_norm
+    return x, iterations, _norm(r) / r0_norm
