@@ -53,6 +53,7 @@ import scipy.sparse as sp
 from .base import Solver
 from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
 from .colliders import resolve_contacts
+from .energies.base import element_stencil
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
 
@@ -65,8 +66,11 @@ MIN_LINEAR_ITERATIONS = 1000
 class MassSpringSolver(Solver):
     """``config.solver`` 'EXPLICIT_EULER', 'SYMPLECTIC_EULER' or 'IMPLICIT_EULER' on springs along every edge.
 
-    Tet bodies are simulated by their tet edges as springs (no volume term, so Poisson's ratio 1/4 whatever
-    ``config.poisson_ratio`` says; see ``solvers/material.py``). ``step`` advances the state
+    Tet bodies are simulated by their tet edges as springs with the stiffness ``solvers/material.py`` derives
+    from Young's modulus. IMPLICIT_EULER adds each tet's volume energy 1/2 k_v C^2, C = 6 (V - V0), with XPBD's
+    k_v (the part of lambda the springs do not carry), so a solid keeps its volume and resists inverting; the
+    explicit integrators have springs only (Poisson's ratio 1/4 whatever ``config.poisson_ratio`` says; their
+    stability bound covers springs only). ``step`` advances the state
     in place and returns StepStats (``iterations`` = linear iterations, 0 for the explicit integrators;
     ``linear_residual`` = final relative residual of the implicit solve, nan otherwise).
     """
@@ -94,7 +98,12 @@ class MassSpringSolver(Solver):
             shape=(n, e_count),
         )
         self.has_pins = bool(np.any(~self.free))
+        self.tets = np.zeros((0, 4), np.int64)
         if self.method == "IMPLICIT_EULER":
+            volume_stiffness = material_arrays(model, config).tet_volume_stiffness
+            keep = volume_stiffness > 0.0
+            self.tets, self.k_volume = model.tet_indices[keep], volume_stiffness[keep]
+            self.six_rest_volume = 6.0 * model.tet_rest_volume[keep]
             self._prepare_implicit()
 
     # ------------------------------------------------------------------ forces
@@ -108,16 +117,37 @@ class MassSpringSolver(Solver):
         f = (-self.k * (length - self.rest_length))[:, None] * n
         return n, length, f
 
+    def _volumes(self, x):
+        """C = 6 (V - V0) per tet (m,) and its gradients grad_C (m, 4, 3) [m^2] (seed 000's formulas)."""
+        p = x[self.tets]
+        e = p[:, 1:] - p[:, :1]
+        grad = np.empty((len(p), 4, 3))
+        grad[:, 1] = np.cross(e[:, 1], e[:, 2])
+        grad[:, 2] = np.cross(e[:, 2], e[:, 0])
+        grad[:, 3] = np.cross(e[:, 0], e[:, 1])
+        grad[:, 0] = -grad[:, 1:].sum(axis=1)
+        C = np.einsum("ij,ij->i", e[:, 0], grad[:, 1]) - self.six_rest_volume
+        return C, grad
+
     def forces(self, x: np.ndarray) -> np.ndarray:
-        """Total force [N] on every particle at positions ``x``: springs plus gravity on free particles, (n, 3)."""
+        """Total force [N] on every particle at positions ``x``: springs, tet volumes (implicit Euler) and gravity
+        on free particles, (n, 3)."""
         _, _, fe = self._springs(x)
-        return self.scatter @ fe + (self.model.mass[:, None] * self.gravity) * self.free_col
+        f = self.scatter @ fe + (self.model.mass[:, None] * self.gravity) * self.free_col
+        if len(self.tets):
+            C, grad = self._volumes(x)
+            per_corner = -(self.k_volume * C)[:, None, None] * grad
+            for axis in range(3):
+                f[:, axis] += np.bincount(self.tets.ravel(), per_corner[..., axis].ravel(), minlength=len(x))
+        return f
 
     def energy(self, state: State) -> float:
-        """Kinetic + spring + gravitational energy [J] of the free and pinned particles (reference z = 0)."""
+        """Kinetic + spring + volume + gravitational energy [J] of the free and pinned particles (reference z = 0)."""
         _, length, _ = self._springs(state.x)
         kinetic = 0.5 * float(np.sum(self.model.mass * np.einsum("ij,ij->i", state.v, state.v)))
         spring = 0.5 * float(np.sum(self.k * (length - self.rest_length) ** 2))
+        if len(self.tets):
+            spring += 0.5 * float(np.sum(self.k_volume * self._volumes(state.x)[0] ** 2))
         potential = -float(np.sum((self.model.mass * self.free) * (state.x @ self.gravity)))
         return kinetic + spring + potential
 
@@ -157,8 +187,10 @@ class MassSpringSolver(Solver):
         touching a pinned particle are dropped (the (free, pinned) ones reach the right-hand side through
         ``_pinned_load``).
         """
+        tet_rows, tet_cols = element_stencil(self.tets)
         self.pattern = BlockPattern(
-            np.concatenate([self.i, self.j, self.i, self.j]), np.concatenate([self.i, self.j, self.j, self.i]), self.free
+            np.concatenate([self.i, self.j, self.i, self.j, tet_rows]),
+            np.concatenate([self.i, self.j, self.j, self.i, tet_cols]), self.free,
         )
         self.free_index = self.pattern.free_index
         self.nf = self.pattern.free_count
@@ -174,18 +206,27 @@ class MassSpringSolver(Solver):
         eye = np.eye(3)[None]
         return self.k[:, None, None] * (stretch[:, None, None] * (eye - nn) + nn)
 
+    def _volume_blocks(self, x):
+        """Gauss-Newton stiffness of the tet volume energy, k_v grad_C_a grad_C_b^T, in element_stencil order (16 m, 3, 3).
+
+        The dropped term k_v C d2C/dx2 is indefinite; without it the blocks are PSD and the system stays SPD."""
+        _, grad = self._volumes(x)
+        outer = self.k_volume[:, None, None, None, None] * grad[:, :, None, :, None] * grad[:, None, :, None, :]
+        return outer.reshape(-1, 3, 3)
+
     def _implicit_velocity(self, x, v, dt):
         """Solve [M + dt^2 K] v+ = M v + dt f for the free particles; writes v+ into ``v``."""
         n, length, fe = self._springs(x)
         Ke = self._stiffness_blocks(n, length)
         if self.nf == 0:
             return 0, 0.0
-        f = self.scatter @ fe + (self.model.mass[:, None] * self.gravity) * self.free_col
+        f = self.forces(x)
+        volume_blocks = self._volume_blocks(x) if len(self.tets) else np.zeros((0, 3, 3))
         free = self.free_index
         b = self.mass_free[:, None] * v[free] + dt * f[free]
         if self.has_pins:
-            b -= dt**2 * self._pinned_load(Ke, v)[free]
-        data = dt**2 * self.pattern.assemble(np.concatenate([Ke, Ke, -Ke, -Ke]))
+            b -= dt**2 * self._pinned_load(Ke, volume_blocks, v)[free]
+        data = dt**2 * self.pattern.assemble(np.concatenate([Ke, Ke, -Ke, -Ke, volume_blocks]))
         data[self.pattern.diagonal_slot] += self.mass_free[:, None, None] * np.eye(3)
         A = self.pattern.matrix(data)
         D_inv = inverse_3x3(self.pattern.diagonal_blocks(data))
@@ -198,11 +239,17 @@ class MassSpringSolver(Solver):
         v[free] = v_free
         return iterations, residual
 
-    def _pinned_load(self, Ke, v):
+    def _pinned_load(self, Ke, volume_blocks, v):
         """K v_P: the stiffness matrix times the velocities of the pinned particles only, (n, 3)."""
         vp = v * (~self.free)[:, None]
         y = np.einsum("eab,eb->ea", Ke, vp[self.i] - vp[self.j])
-        return self.scatter @ y
+        load = self.scatter @ y
+        if len(self.tets):
+            rows, cols = element_stencil(self.tets)
+            per_block = np.einsum("kab,kb->ka", volume_blocks, vp[cols])
+            for axis in range(3):
+                load[:, axis] += np.bincount(rows, per_block[:, axis], minlength=len(v))
+        return load
 
 
 # ---------------------------------------------------------------------- stability of the explicit integrators
