@@ -4,7 +4,7 @@
 add-on's properties take their defaults from this dataclass, so pure tests, benches and users run the
 same settings unless they say otherwise.
 """
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Optional
 
 CONSTRAINT_SCHEMES = ("GAUSS_SEIDEL", "JACOBI")
@@ -23,10 +23,11 @@ class SolverConfig:
     linear_tolerance: float = 1e-3
     """IMPLICIT_EULER: the linear solve stops at ||b - A v|| <= linear_tolerance * ||b - A v^n|| (the step's own
     initial residual; see solvers/mass_spring.py)."""
-    substeps: int = 30
-    """Solver steps per scene frame (>= 1). Small steps of one sweep each suit XPBD best (Macklin et al. 2019)."""
-    iterations: int = 1
-    """Constraint sweeps per step (PBD/XPBD); a ceiling raiser for implicit Euler's linear iterations."""
+    substeps: Optional[int] = None
+    """Solver steps per scene frame (>= 1); None: the solver's own default (``registry``: XPBD 30, NEWTON 1, ...)."""
+    iterations: Optional[int] = None
+    """Constraint sweeps per step (PBD/XPBD), local-global iterations (PROJECTIVE), a ceiling raiser for implicit
+    Euler's linear iterations; None: the solver's own default (1; PROJECTIVE 5)."""
     stiffness: float = 1.0e4
     """Stiffness of every edge spring of a body without tets (cloth, ropes) [N/m]; XPBD compliance = 1 / stiffness."""
     youngs_modulus: float = 1.0e5
@@ -52,10 +53,14 @@ class SolverConfig:
     """A particle faster than this [m/s] means the simulation exploded."""
 
     def __post_init__(self):
-        from .registry import SOLVERS
+        from .registry import REGISTRY, SOLVERS
 
         if self.solver not in SOLVERS:
             raise ValueError(f"unknown solver {self.solver!r}; one of {', '.join(SOLVERS)}")
+        if self.substeps is None:
+            self.substeps = REGISTRY[self.solver].default_substeps
+        if self.iterations is None:
+            self.iterations = REGISTRY[self.solver].default_iterations
         if self.constraint_scheme not in CONSTRAINT_SCHEMES:
             raise ValueError(f"unknown constraint_scheme {self.constraint_scheme!r}; one of {', '.join(CONSTRAINT_SCHEMES)}")
         if self.linear_solver not in LINEAR_SOLVERS:
@@ -68,5 +73,5 @@ class SolverConfig:
             raise ValueError("substeps, iterations and newton_max_iterations must be at least 1")
 
 
-DEFAULTS = {f.name: f.default for f in fields(SolverConfig)}
-"""Every setting's default, for the add-on's property declarations."""
+DEFAULTS = asdict(SolverConfig())
+"""Every setting's default (for the default solver), for the add-on's property declarations."""

@@ -89,6 +89,9 @@ class StepStats:
     min_distance: float = float("nan")
     """NEWTON: smallest distance [m] of a free particle to a collider surface at the end of any substep; nan
     without colliders."""
+    pd_residual: float = float("nan")
+    """PROJECTIVE: relative fixed-point residual of the last local-global iteration of the step, |G(x_k) - x_k| /
+    |G(x_k) - x^n| over the free particles (G one plain local-global update, x^n the step's start); nan for others."""
 
 
 def edge_strain(model: Model, x: np.ndarray) -> np.ndarray:
