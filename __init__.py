@@ -2,14 +2,24 @@
 
 This file only registers and unregisters; the engine is in solvers/, the Blender side in operators/ and ui/.
 """
+import bpy
+
 from . import operators, ui
+from .operators import cli
+
+_cli_commands = []  # handles from bpy.utils.register_cli_command, removed in unregister()
 
 
 def register():
     ui.register()
     operators.register()
+    # `blender -b shot.blend -c softsim bake|free|info ...` (API.md, "Command line").
+    _cli_commands.append(bpy.utils.register_cli_command("softsim", cli.execute))
 
 
 def unregister():
+    for handle in reversed(_cli_commands):
+        bpy.utils.unregister_cli_command(handle)
+    _cli_commands.clear()
     operators.unregister()
     ui.unregister()

@@ -1,7 +1,7 @@
 """Blender operators, the frame-change handler and the bridge to the pure engine."""
 import bpy
 
-from . import bake, live, presets, tetrahedralize
+from . import bake, live, presets, tetrahedralize, trash
 
 classes = bake.classes + presets.classes + tetrahedralize.classes
 
@@ -11,9 +11,11 @@ def register():
         bpy.utils.register_class(cls)
     bpy.types.VIEW3D_MT_add.append(presets.menu_add)
     live.register()
+    trash.register()
 
 
 def unregister():
+    trash.unregister()
     live.unregister()
     bpy.types.VIEW3D_MT_add.remove(presets.menu_add)
     for cls in reversed(classes):

@@ -2,6 +2,7 @@
 
 Nothing here keeps a bpy object beyond one call: callers pass objects fetched by name each time.
 """
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,8 +111,60 @@ def read_body(obj, matrix_world) -> BodyInput:
     )
 
 
+MAX_SUBSTEPS = 1000
+"""Upper limit of Substeps: 1000 steps per frame is 24000 per second at 24 fps, past any solver's need."""
+MAX_ITERATIONS = 1000
+"""Upper limit of Iterations and of Newton's Max Iterations."""
+
+# Every number a body's or collider's settings hold is checked before anything is built: a script (or an
+# old file) can store values the properties' own limits refuse (``obj.softsim["stiffness"] = 0`` bypasses
+# them), and the engine must never see them. The limits are the properties' own (ui/properties.py).
+_UNITS = {"mass": "kg", "damping": "1/s", "stiffness": "N/m", "youngs_modulus": "Pa", "bending_stiffness": "N m",
+          "newton_tolerance": "m/s", "thickness": "m"}
+_CHECKED = ("substeps", "iterations", "newton_max_iterations", "mass", "damping", "stiffness", "youngs_modulus", "poisson_ratio",
+            "bending_stiffness", "linear_tolerance", "newton_tolerance", "jacobi_relaxation", "tether_stretch", "tet_resolution",
+            "embedded_resolution", "friction", "thickness")
+
+
+def _check_setting(settings, name: str) -> None:
+    """Raise InputError naming the object and the setting if ``settings.<name>`` is outside its property's limits."""
+    prop = settings.bl_rna.properties[name]
+    low, high = prop.hard_min, prop.hard_max
+    if high >= 2**31 - 1 or high >= 1e30:
+        high = math.inf
+    value = getattr(settings, name)
+    if math.isfinite(value) and low <= value <= high:
+        return
+    unit = f" {_UNITS[name]}" if name in _UNITS else ""
+    allowed = f"at least {low:g}{unit}" if high == math.inf else f"between {low:g} and {high:g}{unit}"
+    raise InputError(f"'{settings.id_data.name}': {prop.name} is {value:g}{unit} (softsim.{name}), but it must be {allowed}: "
+                     f"set {prop.name} in Properties > Physics > Soft Sim")
+
+
+def check_settings(settings) -> None:
+    """Check every setting the object's role and solver read; raise InputError naming the object and the setting."""
+    role = settings.role
+    names = ["substeps", "mass", "damping"]
+    if role in COLLIDER_ROLES:
+        names = ["friction", "thickness"]
+    else:
+        info = REGISTRY.get(settings.solver)
+        reads = set(info.settings) if info is not None else set()
+        if role == "SOLID":
+            names += ["youngs_modulus", "poisson_ratio", "embedded_resolution" if settings.use_embedded else "tet_resolution"]
+            reads.discard("stiffness")  # a solid's springs come from Young's modulus
+        if "tether_stretch" in reads and not (settings.use_tethers and settings.pin_group):
+            reads.discard("tether_stretch")
+        if "jacobi_relaxation" in reads and settings.constraint_scheme != "JACOBI":
+            reads.discard("jacobi_relaxation")
+        names += [name for name in _CHECKED if name in reads]
+    for name in names:
+        _check_setting(settings, name)
+
+
 def config_from_settings(settings, scene) -> "solvers.SolverConfig":
-    """The one place Blender properties become a SolverConfig."""
+    """The one place Blender properties become a SolverConfig; raises InputError naming the object and the setting."""
+    check_settings(settings)
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
     return solvers.SolverConfig(
         solver=settings.solver,
@@ -142,12 +195,33 @@ def identity_mapping(x):
     return x
 
 
+def check_transform(name: str, matrix_world: np.ndarray, frame=None) -> None:
+    """Raise InputError if a body's world transform squashes it flat (a zero scale): it has no local space."""
+    linear = matrix_world[:3, :3]
+    scale = np.linalg.norm(linear, axis=0)
+    singular = np.linalg.svd(linear, compute_uv=False)
+    if np.all(np.isfinite(matrix_world)) and singular[-1] > 1e-9 * max(singular[0], 1e-300):
+        return
+    when = f" at frame {frame}" if frame is not None else ""
+    raise InputError(f"'{name}' is scaled to zero{when} (world scale {', '.join(f'{s:.3g}' for s in scale)}), so its mesh is flat "
+                     "and has no inside to simulate: give it (and its parents) a non-zero Scale on every axis")
+
+
+def takes_part(obj, depsgraph) -> bool:
+    """Does ``obj`` take part in the simulation? Exactly when the view layer's depsgraph evaluates it, as
+    for Blender's own Cloth and Collision: not when it sits only in excluded collections or is disabled in
+    viewports (the monitor icon, on it or its collection); hiding it (H, the eye) or from renders changes nothing."""
+    return depsgraph.view_layer.objects.get(obj.name) == obj and obj.evaluated_get(depsgraph).is_evaluated
+
+
 def build_body(obj, matrix_world, scene):
     """(Model, BodyInput, to_mesh) for a CLOTH or SOLID object at its current transform; raises InputError.
 
     ``to_mesh`` maps simulated particle positions (particle_count, 3) to the mesh's own vertices
     (vertex_count, 3), both world space: the identity for cloth, tet embedding for solids.
     """
+    check_settings(obj.softsim)  # before the mesh is read or tetrahedralized
+    check_transform(obj.name, matrix_world)
     body = read_body(obj, matrix_world)
     role = obj.softsim.role
     try:
@@ -175,6 +249,7 @@ def make_body_solver(obj, model, scene):
 
 def collider_from_object(obj_eval, settings):
     """A solvers collider for an evaluated GROUND or SPHERE object."""
+    check_settings(settings)
     m = matrix_to_numpy(obj_eval.matrix_world)
     if settings.role == "GROUND":
         normal = m[:3, :3] @ np.array([0.0, 0.0, 1.0])
@@ -186,10 +261,10 @@ def collider_from_object(obj_eval, settings):
 
 
 def scene_colliders(scene, depsgraph) -> list:
-    """Colliders of every GROUND/SPHERE object in the scene, with transforms evaluated at the current frame."""
+    """Colliders of every GROUND/SPHERE object taking part (``takes_part``), evaluated at the current frame."""
     result = []
     for obj in scene.objects:
-        if obj.softsim.role in COLLIDER_ROLES:
+        if obj.softsim.role in COLLIDER_ROLES and takes_part(obj, depsgraph):
             result.append(collider_from_object(obj.evaluated_get(depsgraph), obj.softsim))
     return result
 

@@ -7,7 +7,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .. import solvers
-from .bridge import BODY_ROLES, InputError, scene_colliders
+from .bridge import BODY_ROLES, InputError, scene_colliders, takes_part
 from .output import remove_live, show_live
 from .simulation import BodyRun
 
@@ -87,7 +87,7 @@ def _update_body(obj, scene, depsgraph, frame: int, colliders) -> None:
 def on_frame_change_post(scene, depsgraph):
     if _suspended or scene.frame_subframe != 0.0:
         return
-    bodies = [o for o in scene.objects if o.softsim.role in BODY_ROLES and not o.softsim.is_baked]
+    bodies = [o for o in scene.objects if o.softsim.role in BODY_ROLES and not o.softsim.is_baked and takes_part(o, depsgraph)]
     if not bodies:
         return
     frame = scene.frame_current

@@ -8,7 +8,7 @@ from ..solvers.newton import NewtonNotConverged
 from ..solvers.registry import REGISTRY
 from . import solid
 from .advice import explicit_stability_message
-from .bridge import InputError, build_body, config_from_settings, frame_duration, make_body_solver, matrix_to_numpy, transform_points, world_matrix, world_to_local
+from .bridge import InputError, build_body, check_transform, config_from_settings, frame_duration, make_body_solver, matrix_to_numpy, transform_points, world_matrix, world_to_local
 
 
 class BodyRun:
@@ -35,10 +35,20 @@ class BodyRun:
     def rest_local(self) -> np.ndarray:
         return self.local_rest.astype(np.float32)
 
-    def advance(self, obj, depsgraph, colliders) -> np.ndarray:
+    def advance(self, obj, depsgraph, colliders, frame=None) -> np.ndarray:
         """Simulate one scene frame (objects evaluated at its end); returns local positions (n, 3) float32."""
+        return self.compute(self.prepare(obj, depsgraph, frame), colliders)
+
+    def prepare(self, obj, depsgraph, frame=None):
+        """What a frame needs from Blender (the object's transform at the frame's end), read on the main thread."""
         matrix = world_matrix(obj, depsgraph)
+        check_transform(self.name, matrix, frame)
         targets = transform_points(matrix, self.particle_local_rest) if self.has_pins else None
+        return matrix, targets
+
+    def compute(self, prepared, colliders) -> np.ndarray:
+        """Simulate the frame ``prepare`` read. Touches no Blender data, so it may run in a worker thread."""
+        matrix, targets = prepared
         self.stats = solvers.advance_frame(self.solver, self.state, self.frame_dt, self.solver.config.substeps, colliders, targets)
         return world_to_local(matrix, self.to_mesh(self.state.x)).astype(np.float32)
 

@@ -37,24 +37,38 @@ def report_text(name: str, fig: dict, embedded: bool) -> str:
     return text
 
 
-def show_tet_object(context, obj, matrix_world: np.ndarray, tet):
-    """Create or update the wireframe object '<obj name> Tets' with the tet mesh's vertices and edges.
+def tet_object_of(obj):
+    """The wireframe object Show Tets made for ``obj`` (marked with ``softsim.tets_of``), or None.
 
-    It gets ``obj``'s transform and object-space coordinates, so it overlays the original mesh.
+    Found by that mark only, never by name: an object the user made, whatever it is called, is not ours.
+    """
+    for other in bpy.data.objects:
+        if other.type == "MESH" and other.library is None and other.softsim.tets_of == obj.name and other != obj:
+            return other
+    return None
+
+
+def show_tet_object(context, obj, matrix_world: np.ndarray, tet):
+    """Create or update the wireframe object showing ``obj``'s tet mesh (its vertices and edges).
+
+    It is named '<obj name> Tets' (or '<obj name> Tets.001' and so on if that name is taken: Blender picks a
+    free one) and marked as Soft Sim's, so updating it never touches an object Soft Sim did not create. It gets
+    ``obj``'s transform and object-space coordinates, so it overlays the original mesh.
     """
     name = obj.name + TETS_SUFFIX
     local = world_to_local(matrix_world, tet.vertices)
     mesh = bpy.data.meshes.new(name)
     mesh.from_pydata(local.tolist(), tet_edges(tet.tets).tolist(), [])
     mesh.update()
-    wire = bpy.data.objects.get(name)
-    if wire is not None and wire.type == "MESH":
+    wire = tet_object_of(obj)
+    if wire is not None:
         old = wire.data
         wire.data = mesh
         if old.users == 0:
             bpy.data.meshes.remove(old)
     else:
         wire = bpy.data.objects.new(name, mesh)
+        wire.softsim.tets_of = obj.name
         collections = obj.users_collection or (context.scene.collection,)
         collections[0].objects.link(wire)
     wire.matrix_world = obj.matrix_world.copy()
@@ -73,7 +87,8 @@ class SOFTSIM_OT_tetrahedralize(bpy.types.Operator):
 
     show_tets: BoolProperty(
         name="Show Tets", default=False,
-        description="Create or update a wireframe object '<name> Tets' showing the tet edges (the mesh itself is not changed)",
+        description="Create or update a wireframe object '<name> Tets' showing the tet edges (the mesh itself and objects "
+        "Soft Sim did not make are not changed)",
     )
 
     def execute(self, context):
@@ -91,9 +106,10 @@ class SOFTSIM_OT_tetrahedralize(bpy.types.Operator):
             return {"CANCELLED"}
         fig = figures(tet, body)
         store_figures(obj.softsim, fig)
+        text = report_text(obj.name, fig, obj.softsim.use_embedded)
         if self.show_tets:
-            show_tet_object(context, obj, matrix, tet)
-        self.report({"INFO"}, report_text(obj.name, fig, obj.softsim.use_embedded))
+            text += f"; tets shown as '{show_tet_object(context, obj, matrix, tet).name}'"
+        self.report({"INFO"}, text)
         return {"FINISHED"}
 
 

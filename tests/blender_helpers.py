@@ -23,6 +23,23 @@ def evaluated_positions(obj, frame=None):
     return buf.reshape(-1, 3).astype(np.float64)
 
 
+def cache_file(obj):
+    """Absolute path of the PC2 file ``obj``'s bake plays, read from its 'SoftSim Cache' modifier (API.md:
+    readers find it there, never by guessing the name); None if it has no such modifier."""
+    import bpy
+
+    modifier = obj.modifiers.get("SoftSim Cache")
+    if modifier is None or modifier.type != "MESH_CACHE":
+        return None
+    return os.path.normpath(bpy.path.abspath(modifier.filepath))
+
+
+def cache_listing(folder):
+    """Sorted entries of a cache folder, leaving out Soft Sim's trash folder (the files replaced or freed since
+    the .blend was last saved, kept so that undo finds them)."""
+    return sorted(name for name in os.listdir(folder) if name != ".softsim-trash")
+
+
 def original_positions(obj):
     buf = np.empty(len(obj.data.vertices) * 3, np.float32)
     obj.data.vertices.foreach_get("co", buf)

@@ -6,14 +6,17 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import evaluated_positions, import_addon, lab_scene, original_positions  # noqa: E402
+from blender_helpers import cache_file, cache_listing, evaluated_positions, import_addon, lab_scene, original_positions  # noqa: E402
 
 import solvers  # noqa: E402  (the pure engine, to recompute what the solver must have produced)
 from solvers.cache import read_pc2  # noqa: E402
 
 
+HANDLER_LISTS = ("frame_change_post", "load_post", "undo_post", "redo_post", "save_post")
+
+
 def our_handlers():
-    return [h for hs in (bpy.app.handlers.frame_change_post, bpy.app.handlers.load_post) for h in hs if h.__module__.startswith("soft_sim")]
+    return sorted(f"{name}:{h.__name__}" for name in HANDLER_LISTS for h in getattr(bpy.app.handlers, name) if h.__module__.startswith("soft_sim"))
 
 
 def test_register_and_unregister_twice_leave_nothing_behind():
@@ -21,7 +24,8 @@ def test_register_and_unregister_twice_leave_nothing_behind():
     for _ in range(2):
         module.register()
         assert hasattr(bpy.types.Object, "softsim") and hasattr(bpy.types.Scene, "softsim")
-        assert len(our_handlers()) == 2
+        assert our_handlers() == ["frame_change_post:on_frame_change_post", "load_post:on_load_post", "load_post:on_load_post",
+                                  "redo_post:on_undo_redo", "save_post:on_save_post", "undo_post:on_undo_redo"]
         assert hasattr(bpy.types, "SOFTSIM_OT_bake")
         module.unregister()
         assert not hasattr(bpy.types.Object, "softsim") and not hasattr(bpy.types.Scene, "softsim")
@@ -77,7 +81,8 @@ def test_bake_shows_exactly_what_the_solver_produced(addon, output):
     if output == "CACHE":
         modifier = cloth.modifiers[0]
         assert modifier.type == "MESH_CACHE" and modifier.cache_format == "PC2" and modifier.time_mode == "FRAME"
-        frames, start, _ = read_pc2(os.path.join(scene.softsim.cache_dir, "Cloth.pc2"))
+        assert os.path.dirname(cache_file(cloth)) == os.path.normpath(scene.softsim.cache_dir)
+        frames, start, _ = read_pc2(cache_file(cloth))
         assert frames.shape == (scene.frame_end, len(cloth.data.vertices), 3) and start == scene.frame_start
     else:
         assert len(cloth.data.shape_keys.key_blocks) == 1 + scene.frame_end
@@ -89,11 +94,13 @@ def test_free_bake_restores_the_original_mesh(addon):
     for output in ("CACHE", "SHAPE_KEYS"):
         cloth.softsim.output = output
         bpy.ops.softsim.bake()
+        path = cache_file(cloth)
+        assert (path is not None and os.path.isfile(path)) == (output == "CACHE")
         assert not np.allclose(evaluated_positions(cloth, 6), before)
         assert bpy.ops.softsim.free_bake() == {"FINISHED"}
         assert len(cloth.modifiers) == 0 and cloth.data.shape_keys is None
         assert np.array_equal(evaluated_positions(cloth, 6), before)
-        assert not os.path.exists(os.path.join(scene.softsim.cache_dir, "Cloth.pc2"))
+        assert cache_listing(scene.softsim.cache_dir) == []
 
 
 def test_saved_blend_plays_the_bake_back(addon, tmp_path):
@@ -105,7 +112,10 @@ def test_saved_blend_plays_the_bake_back(addon, tmp_path):
         cloth = bpy.data.objects["Cloth"]
         cloth.softsim.output = output
         assert bpy.ops.softsim.bake() == {"FINISHED"}
-        assert os.path.isfile(tmp_path / "cache" / "Cloth.pc2") == (output == "CACHE")
+        if output == "CACHE":
+            assert os.path.dirname(cache_file(cloth)) == str(tmp_path / "cache") and os.path.isfile(cache_file(cloth))
+        else:
+            assert cache_file(cloth) is None and not any(n.endswith(".pc2") for n in os.listdir(tmp_path / "cache"))
         baked = [evaluated_positions(cloth, f) for f in range(1, 9)]
         bpy.ops.wm.save_mainfile()
         bpy.ops.wm.read_homefile(use_empty=True)
@@ -163,8 +173,8 @@ def expect_error(match, **kwargs):
 def test_bad_input_gives_a_clear_error_and_keeps_the_previous_bake(addon, tmp_path):
     scene, cloth, _ = lab_scene(frames=5)
     assert bpy.ops.softsim.bake() == {"FINISHED"}
-    cache_file = os.path.join(scene.softsim.cache_dir, "Cloth.pc2")
-    with open(cache_file, "rb") as f:
+    path = cache_file(cloth)
+    with open(path, "rb") as f:
         good = f.read()
     shown = evaluated_positions(cloth, 5)
 
@@ -176,13 +186,14 @@ def test_bad_input_gives_a_clear_error_and_keeps_the_previous_bake(addon, tmp_pa
     blocker.write_text("not a folder")
     scene.softsim.cache_dir = str(blocker / "cache")
     expect_error("cannot write the cache folder")
-    scene.softsim.cache_dir = os.path.dirname(cache_file)
+    scene.softsim.cache_dir = os.path.dirname(path)
 
     scene.gravity = (0.0, 0.0, -1.0e7)  # nothing survives this: the bake must stop, not write NaN
     expect_error("'Cloth' became unstable at frame 2.*Raise Substeps")
     scene.gravity = (0.0, 0.0, -9.81)
 
-    with open(cache_file, "rb") as f:
+    assert cache_file(cloth) == path
+    with open(path, "rb") as f:
         assert f.read() == good
     assert np.array_equal(evaluated_positions(cloth, 5), shown)
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tomllib
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -198,8 +199,11 @@ def test_install_enable_and_bake(built_zips, tmp_path):
 
         assert bpy.ops.softsim.bake() == {"FINISHED"}
 
-        pc2 = cache_dir / f"{obj.name}.pc2"
-        assert pc2.is_file()
+        # The file is found through the modifier that plays it (API.md), never by guessing its name.
+        modifier = obj.modifiers["SoftSim Cache"]
+        assert modifier.type == "MESH_CACHE"
+        pc2 = Path(bpy.path.abspath(modifier.filepath))
+        assert pc2.parent == cache_dir and pc2.is_file()
         frames, frame_start, vertex_count = read_pc2(pc2)
         assert len(frames) == 5
         assert frame_start == 1.0

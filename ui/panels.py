@@ -1,8 +1,10 @@
 """Panels in Properties > Physics: the body or collider settings, and the scene's bake controls."""
 import math
+import os
 
 import bpy
 
+from ..operators.output import cache_file_of
 from ..operators.simulation import explicit_stability_estimate
 from ..solvers.registry import REGISTRY
 
@@ -175,8 +177,17 @@ class PHYSICS_PT_softsim_bake(BodyPanel, bpy.types.Panel):
         row.operator("softsim.bake", text="Bake Selected").selected_only = True
         row.operator("softsim.free_bake", text="Free Selected").selected_only = True
         layout.operator("softsim.reset", icon="FILE_REFRESH")
-        if context.object.softsim.is_baked:
-            layout.label(text=f"Baked to {'PC2 cache' if context.object.softsim.baked_output == 'CACHE' else 'shape keys'}", icon="CHECKMARK")
+        settings = context.object.softsim
+        if settings.is_baked and settings.baked_output != "CACHE":
+            layout.label(text="Baked to shape keys", icon="CHECKMARK")
+        elif settings.is_baked:
+            path = cache_file_of(context.object)
+            if path is None:
+                layout.label(text="Baked, but its SoftSim Cache modifier is gone: bake again", icon="ERROR")
+            elif not os.path.isfile(path):
+                layout.label(text=f"Cache file missing: {path}: bake again", icon="ERROR")
+            else:
+                layout.label(text=f"Baked to {os.path.basename(path)}", icon="CHECKMARK")
 
 
 classes = (PHYSICS_PT_softsim, PHYSICS_PT_softsim_solid, PHYSICS_PT_softsim_solver, PHYSICS_PT_softsim_bake)

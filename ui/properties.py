@@ -3,7 +3,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
 from ..operators import live
-from ..operators.bridge import solver_enum_items
+from ..operators.bridge import MAX_ITERATIONS, MAX_SUBSTEPS, solver_enum_items
 from ..solvers.config import DEFAULTS
 from ..solvers.registry import REGISTRY
 
@@ -21,7 +21,7 @@ def _solver_items(self, context):
 
 
 def _solver_changed(self, context):
-    """Switching solver moves Substeps to the new solver's default, unless the user had changed it.
+    """Switching solver moves Substeps and Iterations to the new solver's defaults, unless the user had changed them.
 
     Newton and implicit Euler need one or two steps per frame where the position-based solvers want
     thirty; keeping 30 would make a Newton bake thirty times slower for nothing.
@@ -30,6 +30,8 @@ def _solver_changed(self, context):
     current = REGISTRY[self.solver]
     if self.substeps == previous.default_substeps:
         self.substeps = current.default_substeps
+    if self.iterations == previous.default_iterations:
+        self.iterations = current.default_iterations
     self["_previous_solver"] = self.solver
     _settings_changed(self, context)
 
@@ -68,12 +70,13 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     # few substeps of many sweeps at equal cost (make bench measures both).
     linear_tolerance: FloatProperty(
         update=_settings_changed,
-        name="Tolerance", default=DEFAULTS["linear_tolerance"], min=1e-12, max=0.1, precision=10,
-        description="Implicit Euler: the linear solve stops when its residual is this fraction of the right-hand side; smaller is more exact and slower",
+        name="Tolerance", default=DEFAULTS["linear_tolerance"], min=1e-12, max=0.5, precision=6,
+        description="Implicit Euler: the linear solve of each step stops when it has cut its starting residual to this "
+        "fraction (0.001 = a thousand times smaller); smaller is more exact and slower",
     )
-    substeps: IntProperty(update=_settings_changed, name="Substeps", default=DEFAULTS["substeps"], min=1, soft_max=100, description="Solver steps per scene frame; more is stiffer and more stable, and slower")
+    substeps: IntProperty(update=_settings_changed, name="Substeps", default=DEFAULTS["substeps"], min=1, max=MAX_SUBSTEPS, soft_max=100, description="Solver steps per scene frame; more is stiffer and more stable, and slower")
     iterations: IntProperty(
-        update=_settings_changed, name="Iterations", default=DEFAULTS["iterations"], min=1, soft_max=100,
+        update=_settings_changed, name="Iterations", default=DEFAULTS["iterations"], min=1, max=MAX_ITERATIONS, soft_max=100,
         description="PBD/XPBD: constraint sweeps per substep (PBD gets stiffer with more). Implicit Euler: raises the "
         "ceiling on linear-solver iterations above 1000 (the solve stops at Tolerance)",
     )
@@ -119,7 +122,7 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     )
     newton_max_iterations: IntProperty(
         update=_settings_changed,
-        name="Max Iterations", default=DEFAULTS["newton_max_iterations"], min=1, soft_max=500,
+        name="Max Iterations", default=DEFAULTS["newton_max_iterations"], min=1, max=MAX_ITERATIONS, soft_max=500,
         description="Newton: iterations allowed per step; if a step needs more, the bake stops and says what to change",
     )
     volume_stiffness: FloatProperty(
@@ -199,6 +202,16 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     is_baked: BoolProperty(name="Baked", default=False, options={"HIDDEN"})
     baked_output: StringProperty(name="Baked Output", default="", options={"HIDDEN"})
     created_basis: BoolProperty(default=False, options={"HIDDEN"}, description="The bake added the Basis shape key (freed with the bake)")
+    # The PC2 file a bake wrote, recorded so that freeing or re-baking deletes only a file this object
+    # wrote from this .blend (never a copy's, a duplicate's still in use, or a user's).
+    cache_token: StringProperty(default="", options={"HIDDEN"}, description="Random part of this object's cache file name, kept across bakes")
+    cache_file: StringProperty(default="", options={"HIDDEN"}, description="File name of the PC2 cache the last bake wrote")
+    cache_blend: StringProperty(default="", options={"HIDDEN"}, description="Path of the .blend file the last PC2 cache was written from")
+    cache_bake_id: StringProperty(default="", options={"HIDDEN"}, description="Random id of the last bake's PC2 file, so that undo can put that file back")
+    baked_frame_start: IntProperty(default=0, options={"HIDDEN"}, description="First frame of the last bake")
+    baked_frame_end: IntProperty(default=0, options={"HIDDEN"}, description="Last frame of the last bake (its shape keys are exactly those of these frames)")
+    muted_keys: StringProperty(default="", options={"HIDDEN"}, description="The user's shape keys muted while a bake or the live simulation shows (unmuted when freed)")
+    tets_of: StringProperty(default="", options={"HIDDEN"}, description="On a wireframe object Show Tets made: the name of the Solid it shows (Show Tets never touches other objects)")
     status: StringProperty(name="Status", default="", description="Last bake or live-simulation report")
 
 
