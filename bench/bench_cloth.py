@@ -67,6 +67,11 @@ XPBD_CONFIGS = [
     # Mass-spring backward Euler: one CG solve per substep; skipped above max_n (seconds per frame there).
     dict(label="Implicit Euler (CG) 2 substeps, quad edges", solver="IMPLICIT_EULER", linear_solver="CG", substeps=2,
          iterations=1, diagonals=False, max_n=64),
+    # Projective Dynamics (Anderson-accelerated): one prefactorized matrix per step size.
+    dict(label="Projective 8x5 (add-on defaults for PD), quad edges", solver="PROJECTIVE", substeps=8, iterations=5,
+         diagonals=False),
+    dict(label="Projective 2x5, quad edges", solver="PROJECTIVE", substeps=2, iterations=5, diagonals=False),
+    dict(label="Projective 24x5, quad edges", solver="PROJECTIVE", substeps=24, iterations=5, diagonals=False),
     # Newton with IPC: the colliders' thickness is the barrier's reach (must be > 0), so the cloth never touches them.
     dict(label="Newton (IPC) 1 substep, quad edges, collider thickness 1 cm", solver="NEWTON", substeps=1,
          diagonals=False, collider_thickness=0.01, max_n=64),

@@ -57,6 +57,7 @@ SOFTSIM_CONFIGS = [
     dict(label="Soft Sim XPBD Jacobi 10x5", solver="XPBD", constraint_scheme="JACOBI", substeps=10, iterations=5, **MATERIAL),
     # Mass-spring backward Euler on the tet edges (no volume term, so nu = 1/4), one CG solve per substep.
     dict(label="Soft Sim Implicit Euler (CG) 2 substeps", solver="IMPLICIT_EULER", linear_solver="CG", substeps=2, iterations=1, **MATERIAL),
+    dict(label="Soft Sim Projective 8x5 (Anderson)", solver="PROJECTIVE", substeps=8, iterations=5, **MATERIAL),
     # Stable Neo-Hookean tets, IPC barrier: the ground's thickness is the barrier's reach d_hat (must be > 0).
     dict(label="Soft Sim Newton (IPC) 1 substep", solver="NEWTON", substeps=1, ground_thickness=0.01, **MATERIAL),
 ]
