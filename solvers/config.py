@@ -35,7 +35,7 @@ class SolverConfig:
     poisson_ratio: float = 0.4
     """Poisson's ratio nu of a body with tets, in [0, 0.5)."""
     bending_stiffness: float = 0.0
-    """Bending stiffness of cloth faces across each interior edge [N m]; 0 = none (NEWTON only for now)."""
+    """Bending stiffness of cloth faces across each interior edge [N m]; 0 = none (NEWTON and PROJECTIVE for now)."""
     damping: float = 0.1
     """Linear velocity damping [1/s]: v is scaled by exp(-damping * dt) every step."""
     gravity: tuple = (0.0, 0.0, -9.81)

@@ -112,7 +112,7 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     bending_stiffness: FloatProperty(
         update=_settings_changed,
         name="Bending Stiffness", default=DEFAULTS["bending_stiffness"], min=0.0, soft_max=10.0, precision=4,
-        description="Cloth (Newton): resistance to folding across each interior edge in N m; 0 = none",
+        description="Cloth (Newton, Projective Dynamics): resistance to folding across each interior edge in N m; 0 = none",
     )
     newton_tolerance: FloatProperty(
         update=_settings_changed,
