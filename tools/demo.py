@@ -4,6 +4,7 @@ with its PC2 caches, render preview PNGs (Workbench) and print a summary table.
 Output: demo_out/soft_sim_demo.blend, demo_out/softsim_cache/*.pc2, demo_out/preview_*.png.
 """
 import os
+import shutil
 import sys
 import time
 
@@ -141,6 +142,8 @@ def main():
     addon = import_addon()
     addon.register()
     os.makedirs(OUT, exist_ok=True)
+    # Every bake's cache file carries a fresh token, so a rerun would pile up files: start from an empty folder.
+    shutil.rmtree(os.path.join(OUT, "softsim_cache"), ignore_errors=True)
     scene, bodies = build_scene(addon)
     blend = os.path.join(OUT, "soft_sim_demo.blend")
     bpy.ops.wm.save_as_mainfile(filepath=blend)  # the relative cache folder needs a saved file
