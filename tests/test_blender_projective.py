@@ -34,7 +34,7 @@ def test_projective_bakes_the_lab_cloth(addon):
 
 
 def test_projective_drops_a_solid_onto_the_ground_and_keeps_its_volume(addon):
-    scene = new_scene(frames=36)
+    new_scene(frames=36)
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, segments=16, ring_count=8, location=(0.0, 0.0, 1.0))
     ball = solid(bpy.context.object, "Ball", solver="PROJECTIVE", substeps=8, iterations=5, youngs_modulus=2e5,
                  poisson_ratio=0.45, damping=1.0)

@@ -84,7 +84,6 @@ class CourseReference:
         return val + h * h * pot
 
     def search_dir(self, x, x_tilde, h, x_n, mu_lambda):
-        dim = x.size
         g = (self.m[:, None] * (x - x_tilde)).ravel()
         H = np.diag(np.repeat(self.m, 3))
         for (i, j), l2 in zip(self.edges, self.l2):
