@@ -53,6 +53,7 @@ import scipy.sparse as sp
 from .base import Solver
 from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
 from .colliders import resolve_contacts
+from .constraints.volume import volume_constraint
 from .energies.base import element_stencil
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
@@ -118,21 +119,16 @@ class MassSpringSolver(Solver):
         return n, length, f
 
     def _volumes(self, x):
-        """C = 6 (V - V0) per tet (m,) and its gradients grad_C (m, 4, 3) [m^2] (seed 000's formulas)."""
-        p = x[self.tets]
-        e = p[:, 1:] - p[:, :1]
-        grad = np.empty((len(p), 4, 3))
-        grad[:, 1] = np.cross(e[:, 1], e[:, 2])
-        grad[:, 2] = np.cross(e[:, 2], e[:, 0])
-        grad[:, 3] = np.cross(e[:, 0], e[:, 1])
-        grad[:, 0] = -grad[:, 1:].sum(axis=1)
-        C = np.einsum("ij,ij->i", e[:, 0], grad[:, 1]) - self.six_rest_volume
-        return C, grad
+        """C = 6 (V - V0) per tet (m,) and its gradients grad_C (m, 4, 3) [m^2] (the XPBD volume constraint's)."""
+        return volume_constraint(x[self.tets], self.six_rest_volume)
 
     def forces(self, x: np.ndarray) -> np.ndarray:
         """Total force [N] on every particle at positions ``x``: springs, tet volumes (implicit Euler) and gravity
         on free particles, (n, 3)."""
-        _, _, fe = self._springs(x)
+        return self._forces_from(x, self._springs(x)[2])
+
+    def _forces_from(self, x, fe):
+        """``forces`` with the springs' forces on particle i, fe (e, 3), already computed."""
         f = self.scatter @ fe + (self.model.mass[:, None] * self.gravity) * self.free_col
         if len(self.tets):
             C, grad = self._volumes(x)
@@ -187,10 +183,10 @@ class MassSpringSolver(Solver):
         touching a pinned particle are dropped (the (free, pinned) ones reach the right-hand side through
         ``_pinned_load``).
         """
-        tet_rows, tet_cols = element_stencil(self.tets)
+        self.tet_rows, self.tet_cols = element_stencil(self.tets)
         self.pattern = BlockPattern(
-            np.concatenate([self.i, self.j, self.i, self.j, tet_rows]),
-            np.concatenate([self.i, self.j, self.j, self.i, tet_cols]), self.free,
+            np.concatenate([self.i, self.j, self.i, self.j, self.tet_rows]),
+            np.concatenate([self.i, self.j, self.j, self.i, self.tet_cols]), self.free,
         )
         self.free_index = self.pattern.free_index
         self.nf = self.pattern.free_count
@@ -220,7 +216,7 @@ class MassSpringSolver(Solver):
         Ke = self._stiffness_blocks(n, length)
         if self.nf == 0:
             return 0, 0.0
-        f = self.forces(x)
+        f = self._forces_from(x, fe)
         volume_blocks = self._volume_blocks(x) if len(self.tets) else np.zeros((0, 3, 3))
         free = self.free_index
         b = self.mass_free[:, None] * v[free] + dt * f[free]
@@ -245,10 +241,9 @@ class MassSpringSolver(Solver):
         y = np.einsum("eab,eb->ea", Ke, vp[self.i] - vp[self.j])
         load = self.scatter @ y
         if len(self.tets):
-            rows, cols = element_stencil(self.tets)
-            per_block = np.einsum("kab,kb->ka", volume_blocks, vp[cols])
+            per_block = np.einsum("kab,kb->ka", volume_blocks, vp[self.tet_cols])
             for axis in range(3):
-                load[:, axis] += np.bincount(rows, per_block[:, axis], minlength=len(v))
+                load[:, axis] += np.bincount(self.tet_rows, per_block[:, axis], minlength=len(v))
         return load
 
 

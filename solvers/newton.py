@@ -136,7 +136,7 @@ class NewtonSolver(Solver):
     def _value(self, x, terms, h2):
         return self.inertia.value(x) + h2 * sum(term.value(x) for term in terms)
 
-    def _direction(self, x, terms, h2, dt):
+    def _direction(self, x, terms, h2):
         """Newton direction p (n, 3), 0 on pinned particles: solve H_FF p_F = -g_F with the projected Hessian."""
         n = len(x)
         gradient = self.inertia.gradient(x) + h2 * sum(term.gradient(x) for term in terms)
@@ -172,7 +172,7 @@ class NewtonSolver(Solver):
 
         iterations, halvings = 0, 0
         energy = self._value(x, terms, h2)
-        p = self._direction(x, terms, h2, dt)
+        p = self._direction(x, terms, h2)
         residual = float(np.abs(p).max()) / dt if len(p) else 0.0
         self.log = StepLog([residual], [energy], [self._min_distance(x, colliders)])
         while residual > config.newton_tolerance:
@@ -194,7 +194,7 @@ class NewtonSolver(Solver):
                         iterations, residual)
             x[:] = trial
             energy = trial_energy
-            p = self._direction(x, terms, h2, dt)
+            p = self._direction(x, terms, h2)
             residual = float(np.abs(p).max()) / dt
             iterations += 1
             self.log.append(residual, energy, self._min_distance(x, colliders))

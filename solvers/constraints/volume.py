@@ -33,23 +33,28 @@ class TetVolumeConstraints:
                                     slice_compliance(self.compliance, select))
 
     def corrections(self, x, alpha, lam):
-        """dlambda = (-C - alpha lambda) / (sum_k w_k |grad_k|^2 + alpha); dx_k = w_k dlambda grad_k.
-
-        The gradients of C = 6 V for a tet with corners x1..x4 (seed 000): with e_i = x_(i+1) - x1,
-        grad_2 = e2 x e3, grad_3 = e3 x e1, grad_4 = e1 x e2 and grad_1 = -(grad_2 + grad_3 + grad_4), i.e.
-        grad_1 = (x4 - x2) x (x3 - x2); and 6 V = e1 . grad_2 = det[e1 e2 e3]. Written out with component
-        products because the batches of a Gauss-Seidel sweep are small and ``np.cross`` costs ~25 us per call.
-        """
-        p = x[self.indices]
-        e = p[:, 1:] - p[:, :1]  # (m, 3, 3): e1, e2, e3
-        a, b = e[:, [1, 2, 0]], e[:, [2, 0, 1]]  # grad_(k+2) = a_k x b_k
-        grad = np.empty((len(p), 4, 3))
-        grad[:, 1:, 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-        grad[:, 1:, 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-        grad[:, 1:, 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-        grad[:, 0] = -grad[:, 1:].sum(axis=1)
-        C = np.einsum("ij,ij->i", e[:, 0], grad[:, 1]) - self.six_rest_volume
+        """dlambda = (-C - alpha lambda) / (sum_k w_k |grad_k|^2 + alpha); dx_k = w_k dlambda grad_k."""
+        C, grad = volume_constraint(x[self.indices], self.six_rest_volume)
         denom = np.einsum("ij,ijk,ijk->i", self.w, grad, grad) + alpha
         # A flat tet (zero gradients) or one with four pins gets dx = w * dlambda * grad = 0 whatever dlambda is.
         dlam = -(C + alpha * lam) / np.maximum(denom, 1e-300)
         return (self.w * dlam[:, None])[:, :, None] * grad, dlam
+
+
+def volume_constraint(p, six_rest_volume):
+    """C = 6 (V - V0) (m,) and grad_C (m, 4, 3) [m^2] of tets with corners p (m, 4, 3).
+
+    The gradients of C = 6 V for a tet with corners x1..x4 (seed 000): with e_i = x_(i+1) - x1,
+    grad_2 = e2 x e3, grad_3 = e3 x e1, grad_4 = e1 x e2 and grad_1 = -(grad_2 + grad_3 + grad_4), i.e.
+    grad_1 = (x4 - x2) x (x3 - x2); and 6 V = e1 . grad_2 = det[e1 e2 e3]. Written out with component
+    products because the batches of a Gauss-Seidel sweep are small and ``np.cross`` costs ~25 us per call.
+    """
+    e = p[:, 1:] - p[:, :1]  # (m, 3, 3): e1, e2, e3
+    a, b = e[:, [1, 2, 0]], e[:, [2, 0, 1]]  # grad_(k+2) = a_k x b_k
+    grad = np.empty((len(p), 4, 3))
+    grad[:, 1:, 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    grad[:, 1:, 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    grad[:, 1:, 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    grad[:, 0] = -grad[:, 1:].sum(axis=1)
+    C = np.einsum("ij,ij->i", e[:, 0], grad[:, 1]) - six_rest_volume
+    return C, grad

@@ -34,6 +34,17 @@ def _weighted_gram(A: sp.csr_matrix, row_weight: np.ndarray) -> sp.csr_matrix:
     return (A.T @ sp.diags(row_weight) @ A).tocsr()
 
 
+def _weighted_onto_sphere(z, norm, weighted_radius, fallback_direction, tiny):
+    """w p for every row: p = R z/|z| the closest point of the sphere of radius R, as w R (z/|z|) = ``weighted_radius``
+    times the unit direction; rows with |z| <= ``tiny`` have no direction and use ``fallback_direction`` (unit)."""
+    degenerate = norm <= tiny
+    if degenerate.any():
+        z = z.copy()
+        z[degenerate] = fallback_direction[degenerate]
+        norm = np.where(degenerate, 1.0, norm)
+    return z * (weighted_radius / norm)[:, None]
+
+
 def _row_norm(z: np.ndarray) -> np.ndarray:
     """|z_r| for z (r, 3); column by column, which is several times faster than a norm over the short axis."""
     return np.sqrt(z[:, 0] * z[:, 0] + z[:, 1] * z[:, 1] + z[:, 2] * z[:, 2])
@@ -64,12 +75,7 @@ class EdgeSprings:
     def project(self, z, with_energy=False):
         length = _row_norm(z)
         energy = 0.5 * float(np.einsum("i,i->", self.k, (length - self.rest_length) ** 2)) if with_energy else None
-        degenerate = length <= 1e-12
-        if degenerate.any():
-            z = z.copy()
-            z[degenerate] = self.rest_direction[degenerate]
-            length = np.where(degenerate, 1.0, length)
-        return z * (self.kL / length)[:, None], energy
+        return _weighted_onto_sphere(z, length, self.kL, self.rest_direction, 1e-12), energy
 
 
 class HingeBending:
@@ -100,12 +106,7 @@ class HingeBending:
     def project(self, z, with_energy=False):
         norm = _row_norm(z)
         energy = 0.5 * float(np.einsum("i,i->", self.c, (norm - self.rest_norm) ** 2)) if with_energy else None
-        flat = norm <= 1e-300
-        if flat.any():
-            z = z.copy()
-            z[flat] = self.rest_direction[flat]
-            norm = np.where(flat, 1.0, norm)
-        return z * (self.c * self.rest_norm / norm)[:, None], energy
+        return _weighted_onto_sphere(z, norm, self.c * self.rest_norm, self.rest_direction, 1e-300), energy
 
 
 class TetStrain:

@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import splu
 
 from ..base import Solver
 from ..colliders import resolve_contacts
+from ..linalg import factorize_spd
 from ..energies import hinges_from_triangles
 from ..material import material_arrays
 from ..model import State, StepStats, measure_stats
@@ -136,10 +136,9 @@ class ProjectiveSolver(Solver):
         solve = self._factors.get(h)
         if solve is None:
             S = (self.L_free + sp.diags(self.mass_free / (h * h))).tocsc()
-            lu = splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
             if len(self._factors) >= 4:  # advance_frame keeps h fixed; a changing h must not pile up factors
                 self._factors.clear()
-            solve = self._factors[h] = lu.solve
+            solve = self._factors[h] = factorize_spd(S)
         return solve
 
     def _prepare(self, y, h, with_energy=True):
