@@ -74,6 +74,8 @@ class BodyRun:
         if s.newton_residual == s.newton_residual:
             text += (f", {s.newton_iterations} Newton it. ({s.line_search_halvings} halvings), "
                      f"residual {s.newton_residual:.1e} m/s")
+            if s.split_steps:
+                text += f", {s.split_steps} step(s) halved to converge"
         if s.pd_residual == s.pd_residual:
             text += f", {s.iterations} PD it., residual {s.pd_residual:.1e}"
         if s.min_distance == s.min_distance:

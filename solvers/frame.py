@@ -8,32 +8,64 @@ class SimulationDiverged(RuntimeError):
     """The state became non-finite or impossibly fast; the message says what to change."""
 
 
+class StepNotConverged(SimulationDiverged):
+    """A solver step's own iteration failed (e.g. NEWTON, ``solvers.newton.NewtonNotConverged``) and left the state
+    unusable; ``advance_frame`` retries such a step as two half steps before giving up."""
+
+
+MAX_STEP_SPLITS = 4
+"""A substep that fails to converge is split in halves at most this deep (down to 1/16 of the substep)."""
+
+
 def advance_frame(solver, state: State, frame_dt: float, substeps: int, colliders=(), pin_targets=None) -> StepStats:
     """Advance ``state`` in place by ``frame_dt`` seconds in ``substeps`` equal solver steps.
 
     pin_targets: (particle_count, 3) world positions [m] at the end of the frame, of which only the
     pinned rows (``inv_mass == 0``) are used: pinned particles move linearly to them over the substeps
-    and carry the matching velocity. Returns the last step's StepStats, with the Newton counters summed and
-    the smallest collider distance taken over all substeps.
-    Raises SimulationDiverged if a position becomes non-finite or a speed exceeds ``config.max_speed``.
+    and carry the matching velocity. A step that raises StepNotConverged (NEWTON on a hard frame) is retried
+    from its start as two half steps, recursively down to 1 / 2**MAX_STEP_SPLITS of the substep: a smaller step
+    makes the incremental potential more convex (the inertia term grows as 1/dt^2), so Newton converges where a
+    full step did not. Returns the last step's StepStats, with the Newton counters summed, the smallest collider
+    distance taken over all substeps, and ``split_steps`` = the extra steps that splitting took.
+    Raises SimulationDiverged if a position becomes non-finite or a speed exceeds ``config.max_speed``, and the
+    StepNotConverged of a step still failing at the smallest split.
     """
     dt = frame_dt / substeps
     pinned = np.nonzero(solver.model.inv_mass == 0.0)[0]
     start = state.x[pinned].copy()
     end = start if pin_targets is None else np.asarray(pin_targets, float)[pinned]
+    totals = StepStats(min_distance=float("inf"))
     stats = StepStats()
-    newton_iterations, halvings, min_distance = 0, 0, float("inf")
     for k in range(1, substeps + 1):
-        target = start + (end - start) * (k / substeps)
-        state.v[pinned] = (target - state.x[pinned]) / dt
-        stats = solver.step(state, dt, colliders, measure=(k == substeps))
-        state.x[pinned] = target  # exact, free of round-off from x += v dt
-        check_finite(state, solver.config.max_speed)
-        newton_iterations += stats.newton_iterations
-        halvings += stats.line_search_halvings
-        min_distance = min(min_distance, stats.min_distance) if stats.min_distance == stats.min_distance else min_distance
-    stats.newton_iterations, stats.line_search_halvings = newton_iterations, halvings
-    stats.min_distance = min_distance if min_distance < float("inf") else float("nan")
+        stats = _step(solver, state, dt, colliders, k == substeps, pinned, start + (end - start) * ((k - 1) / substeps),
+                      start + (end - start) * (k / substeps), totals, 0)
+    stats.newton_iterations, stats.line_search_halvings = totals.newton_iterations, totals.line_search_halvings
+    stats.split_steps = totals.split_steps
+    stats.min_distance = totals.min_distance if totals.min_distance < float("inf") else float("nan")
+    return stats
+
+
+def _step(solver, state, dt, colliders, measure, pinned, pin_from, pin_to, totals, depth) -> StepStats:
+    """One solver step of length ``dt`` moving the pins from ``pin_from`` to ``pin_to``; split on StepNotConverged.
+    Adds the step's counters to ``totals``."""
+    saved = state.copy() if depth < MAX_STEP_SPLITS else None
+    try:
+        state.v[pinned] = (pin_to - state.x[pinned]) / dt
+        stats = solver.step(state, dt, colliders, measure=measure)
+    except StepNotConverged:
+        if saved is None:
+            raise
+        state.x[:], state.v[:] = saved.x, saved.v
+        middle = 0.5 * (pin_from + pin_to)
+        totals.split_steps += 1
+        _step(solver, state, 0.5 * dt, colliders, False, pinned, pin_from, middle, totals, depth + 1)
+        return _step(solver, state, 0.5 * dt, colliders, measure, pinned, middle, pin_to, totals, depth + 1)
+    state.x[pinned] = pin_to  # exact, free of round-off from x += v dt
+    check_finite(state, solver.config.max_speed)
+    totals.newton_iterations += stats.newton_iterations
+    totals.line_search_halvings += stats.line_search_halvings
+    if stats.min_distance == stats.min_distance:
+        totals.min_distance = min(totals.min_distance, stats.min_distance)
     return stats
 
 

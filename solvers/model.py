@@ -89,6 +89,9 @@ class StepStats:
     min_distance: float = float("nan")
     """NEWTON: smallest distance [m] of a free particle to a collider surface at the end of any substep; nan
     without colliders."""
+    split_steps: int = 0
+    """Extra solver steps a frame took because a step that did not converge was retried as two half steps
+    (``solvers.frame.advance_frame``; NEWTON)."""
     pd_residual: float = float("nan")
     """PROJECTIVE: relative fixed-point residual of the last local-global iteration of the step, |G(x_k) - x_k| /
     |G(x_k) - x^n| over the free particles (G one plain local-global update, x^n the step's start); nan for others."""

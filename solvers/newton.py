@@ -42,7 +42,7 @@ from .energies import (
     hinges_from_triangles,
 )
 from .energies.barrier import barrier_derivative, surface_distance
-from .frame import SimulationDiverged
+from .frame import StepNotConverged
 from .linalg import BlockPattern, block_cg, factorize_spd, inverse_3x3
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
@@ -63,7 +63,7 @@ MIN_STEP = 1e-12
 """A line search that has to halve alpha below this has stalled: the step fails."""
 
 
-class NewtonNotConverged(SimulationDiverged):
+class NewtonNotConverged(StepNotConverged):
     """A Newton step did not reach the tolerance in ``newton_max_iterations`` (or its line search stalled)."""
 
     def __init__(self, message, iterations, residual):
