@@ -205,7 +205,7 @@ def test_a_bake_that_fails_before_writing_leaves_no_new_folder_and_the_frame_as_
 
 
 def test_a_bake_whose_second_file_cannot_be_written_changes_nothing(addon, tmp_path, monkeypatch):
-    from soft_sim.operators import output
+    from soft_sim.operators.output import staged as output
 
     scene, cloth, _ = small_scene(tmp_path)
     other, third = add_copy(cloth, "Other"), add_copy(cloth, "Third")

@@ -100,7 +100,7 @@ def test_show_tets_never_touches_an_object_it_did_not_make(addon):
 # --- item 3: the shape-key path -----------------------------------------------------------------
 
 def test_a_shape_key_bake_that_fails_while_writing_keys_keeps_every_earlier_bake(addon, tmp_path, monkeypatch):
-    from soft_sim.operators import output
+    from soft_sim.operators.output import staged as output
 
     scene, cloth, _ = small_scene(tmp_path)
     other = add_copy(cloth, "Other")
