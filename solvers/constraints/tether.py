@@ -26,6 +26,7 @@ class PinTethers:
 
     def __init__(self, model, max_stretch: float):
         self.slots = []
+        self._fast = []
         pinned = np.nonzero(model.pinned)[0]
         n = model.particle_count
         if len(pinned) == 0 or len(pinned) == n:
@@ -46,13 +47,58 @@ class PinTethers:
             pin_of = np.broadcast_to(pin, (n,))[particle].astype(np.int64)
             self.slots.append((particle, pin_of, (1.0 + max_stretch) * dist[particle]))
 
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Per slot: flat gather indices (3, t) into x.reshape(-1), the pin (an int when the slot has one pin, as
+        with up to MAX_PINS_TETHERED_TO_ALL pins, else gather indices (3, t)), 1.001 x limit, scratch buffers."""
+        xyz = np.arange(3)[:, None]
+        self._fast = []
+        for particle, pin, limit in self.slots:
+            single = len(pin) > 0 and bool(np.all(pin == pin[0]))
+            pin_at = int(pin[0]) if single else 3 * pin[None, :] + xyz
+            t = len(particle)
+            self._fast.append((3 * particle[None, :] + xyz, pin_at, 1.001 * limit, np.empty((3, t)), np.empty((3, t)),
+                               np.empty(t)))
+
     def apply(self, x: np.ndarray, passes: int = 3) -> None:
         """Pull every particle farther than its limit from a pin back onto the limit, in place.
 
         Slot by slot (Gauss-Seidel over the pins); a later pin's projection can undo a little of an
         earlier one's, so with several pins the slots are swept again, up to ``passes`` times, while
         any particle was more than 0.1% past a limit.
+        x: (n, 3) float64 [m]. Each slot is one gather of its particles into a structure of arrays (3, t), whole-array
+        arithmetic into preallocated buffers, and a write of only the particles past their limit (usually few).
+        Same arithmetic as the row-wise form (``apply_reference``) to round-off.
         """
+        if not (x.flags.c_contiguous and x.dtype == np.float64):
+            self.apply_reference(x, passes)
+            return
+        flat = x.reshape(-1)
+        for _ in range(passes):
+            far_past = False
+            for (particle, pin, limit), (gather, pin_at, far, p, d, length) in zip(self.slots, self._fast):
+                np.take(flat, gather, out=p, mode="clip")
+                if isinstance(pin_at, int):
+                    anchor = x[pin_at][:, None]  # (3, 1): one pin for the whole slot
+                else:
+                    anchor = np.take(flat, pin_at, mode="clip")
+                np.subtract(p, anchor, out=d)
+                np.multiply(d, d, out=p)
+                np.add(p[0], p[2], out=length)  # einsum's order of the row sum: (x^2 + z^2) + y^2
+                np.add(length, p[1], out=length)
+                np.sqrt(length, out=length)
+                over = np.nonzero(length > limit)[0]
+                if len(over):
+                    far_past = far_past or bool(np.any(length[over] > far[over]))
+                    near = anchor if anchor.shape[1] == 1 else anchor[:, over]
+                    x[particle[over]] = (near + d[:, over] * (limit[over] / length[over])).T
+            if not far_past or len(self.slots) == 1:
+                return
+
+    def apply_reference(self, x: np.ndarray, passes: int = 3) -> None:
+        """``apply`` row by row (arrays of shape (t, 3)): the form before the structure-of-arrays kernel, kept as
+        the reference of tests/test_kernels.py and for non-contiguous x."""
         for _ in range(passes):
             far_past = False
             for particle, pin, limit in self.slots:
