@@ -6,12 +6,13 @@ constant Hessians.
 from .barrier import ColliderBarrier
 from .base import BlockHessian, Energy
 from .bending import IsometricBending, hinges_from_triangles
+from .face_barrier import FaceColliderBarrier, FaceColliderFriction
 from .friction import ColliderFriction
 from .inertia import Gravity, Inertia
 from .neo_hookean import NeoHookean
 from .springs import HookeSprings, SquaredLengthSprings
 
 __all__ = [
-    "BlockHessian", "ColliderBarrier", "ColliderFriction", "Energy", "Gravity", "HookeSprings", "Inertia",
-    "IsometricBending", "NeoHookean", "SquaredLengthSprings", "hinges_from_triangles",
+    "BlockHessian", "ColliderBarrier", "ColliderFriction", "Energy", "FaceColliderBarrier", "FaceColliderFriction",
+    "Gravity", "HookeSprings", "Inertia", "IsometricBending", "NeoHookean", "SquaredLengthSprings", "hinges_from_triangles",
 ]

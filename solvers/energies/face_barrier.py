@@ -1,0 +1,217 @@
+"""IPC barrier and lagged friction between a body's triangles and a sphere collider (NEWTON; issue 10 item 3).
+
+``barrier.ColliderBarrier`` keeps every *vertex* outside a collider; between vertices a face of a coarse cloth can
+still pass through a sphere. Here the barrier acts on the exact distance from the sphere's centre c to each
+triangle: with q = sum_k b_k x_k the triangle's closest point to c (``geometry.intersections``; b its barycentric
+weights, a minimizer over the triangle) and
+
+    d = |q - c| - radius,   n = (q - c) / |q - c|,    s = d / d_hat,
+    B(d) = kappa d_hat / 2 (s - 1) ln s    (0 < d < d_hat; 0 beyond; +inf for d <= 0),   as ``barrier.py``
+
+By the envelope theorem (q is the minimizer over a convex set and c lies outside it) dd/dx_k = b_k n in every
+region (interior, edge, corner), so the gradient is B'(d) b_k n. The Hessian used is the Gauss-Newton part
+B''(d) (b b^T) (x) (n n^T) per triangle: PSD, 9 blocks per triangle in ``element_stencil(triangles)`` order. The
+dropped term B'(d) d2d/dx2 is what the projection would mostly clamp anyway for a sphere (as for the vertex
+barrier, where it is negative and projected to 0); Newton then converges at a Gauss-Newton rate near contact,
+and the line search keeps every step a descent step. ``hessian(project=False)`` returns the same blocks.
+
+CCD (``max_step``): every point of a triangle moves at most m = max_k |dx_k| per unit alpha, so the distance drops
+at most m alpha. Conservative advancement (additive CCD, Li et al. 2021 "Codimensional IPC") from alpha = 0 adds
+(d(alpha) - (1 - CCD_SAFETY) d(0)) / m per round with the exact distance at the current alpha; every round is safe
+(the face keeps at least (1 - CCD_SAFETY) of its start distance, the vertex barrier's rule), the loop ends at 1 or
+after ``CCD_ROUNDS`` rounds with the last safe alpha.
+
+Both terms touch only the triangles with a free corner (``mask``), and of those only the ones near the sphere:
+the exact cull of ``face_contact._candidates``.
+
+Friction (``FaceColliderFriction``): seed 004's lagged IPC friction applied to the closest point of each triangle in
+contact at the step's start, with its b, n and normal force lambda = -B'(d) held at x^n: slip
+u = T sum_k b_k (x_k - x^n_k), T = I - n n^T, energy mu lambda f0(|u|) as ``friction.py``; gradient b_k (per-point
+gradient), Hessian (b b^T) (x) (per-point Hessian), PSD.
+
+Faces of a body in NEWTON are pushed out before a step where they start inside the sphere (``move_faces_out``), as
+``newton._move_out_of_colliders`` does for vertices: a barrier needs a positive start distance.
+"""
+import numpy as np
+
+from ..colliders import Sphere
+from ..face_contact import _candidates
+from ..geometry.intersections import closest_points_on_triangles
+from .barrier import CCD_SAFETY
+from .base import BlockHessian, Energy, element_stencil, scatter
+
+CCD_ROUNDS = 64
+"""Most rounds of conservative advancement per line search (each vectorized over the approaching triangles)."""
+
+
+def _barrier_values(d, d_hat, kappa):
+    """B(d), B'(d), B''(d) for 0 < d < d_hat (arrays)."""
+    s = d / d_hat
+    value = 0.5 * kappa * d_hat * (s - 1.0) * np.log(s)
+    first = 0.5 * kappa * (np.log(s) + (s - 1.0) / s)
+    second = 0.5 * kappa / d_hat * (s + 1.0) / (s * s)
+    return value, first, second
+
+
+def face_distances(x, triangles, sphere, reach):
+    """For the triangles (t, 3) that may come within ``reach`` of the sphere's surface: their indices (k,), distance
+    d = |q - c| - radius (k,), barycentric weights of q (k, 3) and unit normals (q - c) / |q - c| (k, 3)."""
+    near = _candidates(x, triangles, sphere.center, sphere.radius + reach)
+    tri = triangles[near]
+    q, bary = closest_points_on_triangles(sphere.center, x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]])
+    r = q - sphere.center
+    dist = np.sqrt(np.einsum("ij,ij->i", r, r))
+    normal = np.where((dist > 1e-12)[:, None], r / np.where(dist > 1e-12, dist, 1.0)[:, None], np.array([0.0, 0.0, 1.0]))
+    return near, dist - sphere.radius, bary, normal
+
+
+def face_triangles(triangles, free):
+    """The triangles (t, 3) with at least one free corner (free: (n,) bool): the ones a face term can move."""
+    triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
+    return triangles[free[triangles].any(axis=1)] if len(triangles) else triangles
+
+
+class FaceColliderBarrier(Energy):
+    """The barrier between a Sphere collider and the triangles (t, 3) (see the module docstring).
+
+    kappa [N] force scale (a scalar); d_hat [m] > 0 the reach. Stencil: ``element_stencil(triangles)``, 9 blocks per
+    triangle (``coupled``: the Newton solver assembles them apart from the per-particle diagonal terms).
+    """
+
+    coupled = True
+
+    def __init__(self, collider, triangles: np.ndarray, kappa: float, d_hat: float):
+        if not isinstance(collider, Sphere):
+            raise TypeError("FaceColliderBarrier acts on Sphere colliders (a flat face cannot dip below a plane its "
+                            "corners are above)")
+        if not d_hat > 0.0:
+            raise ValueError("an IPC barrier needs a positive activation distance d_hat")
+        self.collider = collider
+        self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
+        self.kappa = float(kappa)
+        self.d_hat = float(d_hat)
+        self.rows, self.cols = element_stencil(self.triangles)
+
+    def _active(self, x):
+        near, d, bary, normal = face_distances(x, self.triangles, self.collider, self.d_hat)
+        keep = d < self.d_hat
+        return near[keep], d[keep], bary[keep], normal[keep]
+
+    def value(self, x):
+        _, d, _, _ = self._active(x)
+        if np.any(d <= 0.0):
+            return float("inf")
+        return float(np.sum(_barrier_values(d, self.d_hat, self.kappa)[0]))
+
+    def gradient(self, x):
+        near, d, bary, normal = self._active(x)
+        first = _barrier_values(np.maximum(d, 1e-300), self.d_hat, self.kappa)[1]
+        per_corner = (first[:, None] * bary)[:, :, None] * normal[:, None, :]  # (k, 3 corners, 3)
+        return scatter(self.triangles[near], per_corner, len(x))
+
+    def hessian(self, x, project=True):
+        near, d, bary, normal = self._active(x)
+        second = _barrier_values(np.maximum(d, 1e-300), self.d_hat, self.kappa)[2]
+        blocks = np.zeros((len(self.triangles), 3, 3, 3, 3))
+        nn = normal[:, :, None] * normal[:, None, :]
+        weight = second[:, None, None] * bary[:, :, None] * bary[:, None, :]  # (k, 3, 3) corner pairs
+        blocks[near] = weight[:, :, :, None, None] * nn[:, None, None, :, :]
+        return BlockHessian(self.rows, self.cols, blocks.reshape(-1, 3, 3))
+
+    def max_step(self, x, dx):
+        """Largest alpha <= 1 keeping every face at least (1 - CCD_SAFETY) of its distance from the sphere."""
+        if len(self.triangles) == 0:
+            return 1.0
+        move = np.sqrt(np.einsum("ij,ij->i", dx, dx))
+        tri_move = move[self.triangles].max(axis=1)
+        # Only triangles whose whole move could bring them within reach of the surface can limit the step.
+        near, d0, _, _ = face_distances(x, self.triangles, self.collider, float(tri_move.max()))
+        limit = CCD_SAFETY * d0
+        risky = np.nonzero(tri_move[near] > limit)[0]
+        if len(risky) == 0:
+            return 1.0
+        tri, m, floor = self.triangles[near[risky]], tri_move[near[risky]], (1.0 - CCD_SAFETY) * d0[risky]
+        alpha = np.zeros(len(tri))
+        c, radius = self.collider.center, self.collider.radius
+        for _ in range(CCD_ROUNDS):
+            y = x[tri] + alpha[:, None, None] * dx[tri]
+            q, _ = closest_points_on_triangles(c, y[:, 0], y[:, 1], y[:, 2])
+            gap = np.sqrt(np.einsum("ij,ij->i", q - c, q - c)) - radius
+            increment = np.maximum(gap - floor, 0.0) / m
+            alpha = np.minimum(alpha + increment, 1.0)
+            if np.all((alpha >= 1.0) | (increment <= 1e-6 * np.maximum(alpha, 1e-3))):
+                break
+        return float(alpha.min())
+
+
+class FaceColliderFriction(Energy):
+    """Lagged friction of the triangles in contact with a Sphere collider at the step's start (module docstring).
+
+    triangles (t, 3); x_prev (n, 3) positions at the step's start [m]; barrier: the step's FaceColliderBarrier (its
+    d_hat and kappa give each contact's normal force); eps [m] the slip below which friction sticks.
+    """
+
+    coupled = True
+
+    def __init__(self, collider, triangles: np.ndarray, x_prev: np.ndarray, barrier: FaceColliderBarrier, eps: float):
+        self.mu = float(collider.friction)
+        self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
+        self.rows, self.cols = element_stencil(self.triangles)
+        self.x_prev = np.asarray(x_prev, float).copy()
+        self.eps = float(eps)
+        near, d, bary, normal = barrier._active(self.x_prev)
+        contact = d > 0.0
+        self.near, self.bary, self.normal = near[contact], bary[contact], normal[contact]
+        first = _barrier_values(d[contact], barrier.d_hat, barrier.kappa)[1]
+        self.weight = self.mu * (-first)  # mu lambda per contact [N]
+        self.T = np.eye(3)[None] - self.normal[:, :, None] * self.normal[:, None, :]
+        self.q_prev = np.einsum("tk,tki->ti", self.bary, self.x_prev[self.triangles[self.near]])
+
+    def _slip(self, x):
+        q = np.einsum("tk,tki->ti", self.bary, x[self.triangles[self.near]])
+        u = np.einsum("tij,tj->ti", self.T, q - self.q_prev)
+        return u, np.sqrt(np.einsum("ij,ij->i", u, u))
+
+    def _f1_over_y(self, y):
+        return np.where(y >= self.eps, 1.0 / np.maximum(y, 1e-300), (2.0 * self.eps - y) / self.eps**2)
+
+    def value(self, x):
+        _, y = self._slip(x)
+        eps = self.eps
+        f0 = np.where(y >= eps, y, -(y**3) / (3 * eps**2) + y**2 / eps + eps / 3)
+        return float(np.sum(self.weight * f0))
+
+    def gradient(self, x):
+        u, y = self._slip(x)
+        g = (self.weight * self._f1_over_y(y))[:, None] * u  # per contact point (k, 3)
+        return scatter(self.triangles[self.near], self.bary[:, :, None] * g[:, None, :], len(x))
+
+    def hessian(self, x, project=True):
+        u, y = self._slip(x)
+        across = self.weight * self._f1_over_y(y)
+        along = self.weight * np.where(y >= self.eps, 0.0, 2.0 / self.eps - 2.0 * y / self.eps**2)
+        t = u / np.where(y > 0.0, y, 1.0)[:, None]
+        tt = t[:, :, None] * t[:, None, :]
+        point = along[:, None, None] * tt + across[:, None, None] * (self.T - tt)  # (k, 3, 3), PSD
+        blocks = np.zeros((len(self.triangles), 3, 3, 3, 3))
+        pair = self.bary[:, :, None] * self.bary[:, None, :]
+        blocks[self.near] = pair[:, :, :, None, None] * point[:, None, None, :, :]
+        return BlockHessian(self.rows, self.cols, blocks.reshape(-1, 3, 3))
+
+
+def move_faces_out(x, triangles, inv_mass, colliders, reach_of):
+    """Faces that start a NEWTON step at or inside a sphere move out to half their barrier reach, in place.
+
+    The position-level response (``face_contact.resolve_face_contacts`` with the sphere thickened to radius +
+    reach / 2) on the faces closer than 1e-3 reach; reach_of(collider) gives the barrier reach d_hat [m].
+    """
+    from ..face_contact import resolve_face_contacts
+
+    for collider in colliders:
+        if not isinstance(collider, Sphere) or len(triangles) == 0:
+            continue
+        reach = reach_of(collider)
+        near, d, _, _ = face_distances(x, triangles, collider, 1e-3 * reach)
+        if np.any(d <= 1e-3 * reach):
+            pushed = Sphere(collider.center, collider.radius, thickness=0.5 * reach)
+            resolve_face_contacts(x, x, inv_mass, triangles, [pushed], passes=8)
