@@ -1,0 +1,198 @@
+"""Cloth self-collision (solvers/self_collision.py): no intersections, no energy gain, momentum kept.
+
+Intersections are counted exactly (every edge of the cloth against every triangle it shares no vertex with,
+``solvers.geometry.intersections.count_self_intersections``), not with the proximity test under test.
+"""
+import numpy as np
+import pytest
+
+from solvers import GroundPlane, REGISTRY, SolverConfig, State, advance_frame, build_model, grid_cloth, make_solver
+from solvers.geometry.intersections import count_self_intersections
+from solvers.mass_spring import substeps_needed
+from solvers.self_collision import SelfCollision, closest_point_barycentric, closest_points_segments
+
+FPS = 24
+SELF_COLLIDING = [name for name, info in REGISTRY.items() if "use_self_collision" in info.settings]
+
+
+def settings(solver, model=None, **extra):
+    """The solver's defaults; the explicit integrators with softer springs (1e3 N/m) and the substeps their
+    stability bound asks for on ``model``."""
+    base = dict(solver=solver, use_self_collision=True)
+    if REGISTRY[solver].explicit:
+        base.update(stiffness=1.0e3, damping=5.0 if solver == "EXPLICIT_EULER" else 0.1)
+    config = SolverConfig(**{**base, **extra})
+    if REGISTRY[solver].explicit:
+        config.substeps = substeps_needed(1.0 / FPS, model, config.stiffness, solver, config.damping)
+    return config
+
+
+def kinetic(model, v):
+    return 0.5 * float(np.sum(model.mass * np.einsum("ij,ij->i", v, v)))
+
+
+def two_sheets(n, size, gap, lift=0.0):
+    """Two n x n sheets as one body, the upper ``gap`` above the lower and shifted by half a cell in x and y (so
+    vertices face triangle interiors, not vertices)."""
+    V, E, T = grid_cloth(n, size, lift)
+    upper = V + np.array([0.5, 0.5, 0.0]) * size / (n - 1) + np.array([0.0, 0.0, gap])
+    count = len(V)
+    return np.vstack([V, upper]), np.vstack([E, E + count]), np.vstack([T, T + count]), count
+
+
+def layer_gap(x, T, count):
+    """Smallest distance [m] of an upper-sheet vertex to a lower-sheet triangle (exact closest points, all pairs)."""
+    lower = T[: len(T) // 2]
+    p = np.repeat(x[count:], len(lower), axis=0)
+    tri = np.tile(lower, (count, 1))
+    bary, _ = closest_point_barycentric(p, x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]])
+    q = np.einsum("kj,kjd->kd", bary, x[tri])
+    return float(np.sqrt(np.einsum("ij,ij->i", p - q, p - q)).min())
+
+
+# ---------------------------------------------------------------------- geometry kernels
+
+
+def test_closest_points_match_dense_sampling():
+    rng = np.random.default_rng(3)
+    p, a, b, c = (rng.normal(size=(300, 3)) for _ in range(4))
+    bary, _ = closest_point_barycentric(p, a, b, c)
+    assert bary.min() >= 0.0 and np.allclose(bary.sum(axis=1), 1.0)
+    d = np.linalg.norm(p - (bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c), axis=1)
+    u, w = np.meshgrid(np.linspace(0, 1, 151), np.linspace(0, 1, 151))
+    inside = u + w <= 1.0
+    u, w = u[inside], w[inside]
+    samples = a[:, None] + u[None, :, None] * (b - a)[:, None] + w[None, :, None] * (c - a)[:, None]
+    sampled = np.linalg.norm(samples - p[:, None], axis=2).min(axis=1)
+    assert np.all(d <= sampled + 1e-12) and np.all(sampled - d < 0.02)
+
+    p1, q1, p2, q2 = (rng.normal(size=(100, 3)) for _ in range(4))
+    s, t, _ = closest_points_segments(p1, q1, p2, q2)
+    d = np.linalg.norm(p1 + s[:, None] * (q1 - p1) - p2 - t[:, None] * (q2 - p2), axis=1)
+    g = np.linspace(0.0, 1.0, 101)
+    pts1 = p1[:, None] + g[None, :, None] * (q1 - p1)[:, None]
+    pts2 = p2[:, None] + g[None, :, None] * (q2 - p2)[:, None]
+    sampled = np.linalg.norm(pts1[:, :, None] - pts2[:, None, :], axis=3).min(axis=(1, 2))
+    assert np.all(d <= sampled + 1e-12) and np.all(sampled - d < 0.02)
+
+
+def test_a_vertex_that_tunnelled_through_a_face_is_put_back_on_its_side_with_momentum_kept():
+    # One triangle and one separate free vertex (a degenerate "sheet" of two parts): the vertex jumps through the face
+    # in one step and must end on its original side, at the gap it had, with sum m dx = 0.
+    V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.2, 0.05], [0.3, 0.2, 0.05]])
+    model = build_model(V, edges=[[0, 1], [1, 2], [2, 0], [3, 4]], triangles=[[0, 1, 2]], total_mass=1.0)
+    collision = SelfCollision(model, thickness=0.01, friction=0.0)
+    x_prev = V.copy()
+    x = V.copy()
+    x[3:, 2] = -0.03  # both vertices went 8 cm down, through the face
+    before = (model.mass[:, None] * x).sum(axis=0)
+    assert collision.resolve(x, x_prev.copy()) >= 2
+    normal = np.cross(x[1] - x[0], x[2] - x[0])
+    height = (x[3:] - x[0]) @ (normal / np.linalg.norm(normal))
+    # Back on the upper side, at about thickness (its gap at the start was larger); the face moved down to meet it.
+    assert np.all(height > 0.5 * 0.01) and np.all(height < 1.5 * 0.01), height
+    assert np.allclose((model.mass[:, None] * x).sum(axis=0), before, rtol=0, atol=1e-14)
+
+
+# ---------------------------------------------------------------------- scenes
+
+
+def fold_scene(solver, use_self_collision):
+    """A 16 x 16 sheet, 0.6 m wide, nearly vertical (tilted 80 degrees), its lowest edge 5 cm above a rough ground,
+    thrown down and sideways: it crumples onto itself in a pile. Thickness 1 cm (a quarter of the 4 cm edge)."""
+    n = 16
+    V, E, T = grid_cloth(n, 0.6, 0.0)
+    angle = np.radians(80.0)
+    rotation = np.array([[np.cos(angle), 0.0, -np.sin(angle)], [0.0, 1.0, 0.0], [np.sin(angle), 0.0, np.cos(angle)]])
+    V = V @ rotation.T
+    V[:, 2] += 0.05 - V[:, 2].min()
+    model = build_model(V, E, T, total_mass=0.1)
+    config = settings(solver, model, use_self_collision=use_self_collision, thickness=0.01)
+    solver_ = make_solver(model, config)
+    state = State.at_rest(model)
+    state.v[:] = [-0.4, 0.0, -1.0]
+    ground = [GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], 0.005, 1.0)]
+    counts = []
+    for _ in range(14):
+        advance_frame(solver_, state, 1.0 / FPS, config.substeps, ground)
+        counts.append(count_self_intersections(state.x, T))
+    return counts, state, V
+
+
+def test_the_fold_scene_does_intersect_without_self_collision():
+    counts, _, _ = fold_scene("XPBD", False)
+    assert max(counts) > 20, counts
+
+
+# XPBD (30 substeps) only: IMPLICIT_EULER (2 substeps) and PROJECTIVE (8) still end this scene with 70-370 crossing
+# pairs (measured; see solvers/self_collision.py), so they are not claimed here.
+@pytest.mark.parametrize("solver", ["XPBD"])
+def test_cloth_crumpling_onto_itself_never_intersects(solver):
+    counts, state, V = fold_scene(solver, True)
+    assert counts == [0] * len(counts), counts
+    assert state.x[:, 2].max() < V[:, 2].max() - 0.2  # it did fall and pile up
+
+
+@pytest.mark.parametrize("solver", ["XPBD", "IMPLICIT_EULER", "PROJECTIVE"])
+def test_a_two_layer_stack_dropped_on_the_ground_stays_apart(solver):
+    n, thickness = 10, 0.005
+    V, E, T, count = two_sheets(n, 0.4, 0.01, lift=0.05)
+    model = build_model(V, E, T, total_mass=0.05)
+    config = settings(solver, model, thickness=thickness)
+    solver_ = make_solver(model, config)
+    state = State.at_rest(model)
+    ground = [GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], 0.002, 0.5)]
+    gaps = []
+    for _ in range(16):
+        advance_frame(solver_, state, 1.0 / FPS, config.substeps, ground)
+        assert count_self_intersections(state.x, T) == 0
+        gaps.append(layer_gap(state.x, T, count))
+    assert state.x[:count, 2].max() < 0.01  # landed
+    assert min(gaps) >= 0.8 * thickness, gaps
+
+
+# Forward Euler gains energy by itself (tests/test_mass_spring.py), so it has no place here.
+@pytest.mark.parametrize("solver", [name for name in SELF_COLLIDING if name != "EXPLICIT_EULER"])
+def test_sheets_moving_into_each_other_gain_no_energy_from_the_response_and_keep_momentum(solver):
+    """Gravity off, no colliders, no damping: two sheets thrown at each other at unequal speeds.
+
+    Every self-collision response must not raise the kinetic energy of the step's motion, 1/2 sum m |x - x_prev|^2 /
+    dt^2 (the velocity PBD/XPBD/PD derive, and dt v for the mass-spring solvers), and must keep the total momentum.
+    Over a frame the kinetic energy may rise a little after the impact: the sheets' springs give back what the impact
+    stored in them (an elastic wobble, not the response), so the frame figures are checked for the collision being
+    inelastic overall and for momentum.
+    """
+    thickness = 0.005
+    V, E, T, count = two_sheets(8, 0.3, 0.02)
+    model = build_model(V, E, T, total_mass=0.05)
+    config = settings(solver, model, thickness=thickness, gravity=(0.0, 0.0, 0.0), damping=0.0)
+    solver_ = make_solver(model, config)
+    collision = solver_.self_collision
+    responses = []
+    resolve = collision.resolve
+
+    def watched(x, x_prev):
+        before = kinetic(model, x - x_prev)
+        momentum = (model.mass[:, None] * (x - x_prev)).sum(axis=0)
+        pairs = resolve(x, x_prev)
+        responses.append((pairs, before, kinetic(model, x - x_prev), momentum, (model.mass[:, None] * (x - x_prev)).sum(axis=0)))
+        return pairs
+
+    collision.resolve = watched
+    state = State.at_rest(model)
+    state.v[:count, 2], state.v[count:, 2] = 0.3, -0.5  # unequal speeds: a net momentum to keep
+    momentum = (model.mass[:, None] * state.v).sum(axis=0)
+    energy = [kinetic(model, state.v)]
+    for _ in range(8):
+        advance_frame(solver_, state, 1.0 / FPS, config.substeps)
+        energy.append(kinetic(model, state.v))
+        assert count_self_intersections(state.x, T) == 0
+        assert np.allclose((model.mass[:, None] * state.v).sum(axis=0), momentum, rtol=0, atol=1e-9 * np.abs(momentum).max())
+    active = [r for r in responses if r[0] > 0]
+    assert len(active) >= 3  # the sheets did meet
+    for pairs, before, after, p_before, p_after in active:
+        assert after <= before * (1.0 + 1e-9) + 1e-18, (pairs, before, after)
+        assert np.allclose(p_after, p_before, rtol=0, atol=1e-12 * max(np.abs(p_before).max(), 1e-12))
+    centre_of_mass = 0.5 * float(np.dot(momentum, momentum)) / model.mass.sum()
+    assert energy[-1] < centre_of_mass + 0.25 * (energy[0] - centre_of_mass)  # most relative motion dissipated
+    assert layer_gap(state.x, T, count) > 0.5 * thickness
