@@ -23,30 +23,32 @@ def _frame(frame_dt: float) -> str:
 
 
 def explicit_stability_message(frame_dt: float, substeps: int, model, stiffness,
-                               solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> str:
+                               solver: str = "SYMPLECTIC_EULER", damping: float = 0.0,
+                               bending_stiffness: float = 0.0) -> str:
     """What to tell the user when an explicit bake diverged (``solvers.frame.SimulationDiverged``).
 
     ``stiffness`` [N/m]: a scalar for every edge (the advice names the Stiffness to lower it to) or a per-edge
     array (a solid: the advice names the factor by which to make the material softer, i.e. lower E).
 
-    Pass ``solver=config.solver`` and ``damping=config.damping``: forward Euler's limit is far smaller than
-    symplectic Euler's and depends on the damping.
+    Pass ``solver=config.solver``, ``damping=config.damping`` and ``bending_stiffness=config.bending_stiffness``:
+    forward Euler's limit is far smaller than symplectic Euler's and depends on the damping; cloth bending adds to
+    the highest frequency.
     """
     dt = frame_dt / substeps
     uses = f"this bake uses {_seconds(dt)} ({_frame(frame_dt)} ÷ {substeps} substeps)"
-    limit = explicit_stable_substep(model, stiffness, solver, damping)
+    limit = explicit_stable_substep(model, stiffness, solver, damping, bending_stiffness)
     name = "explicit (forward) Euler" if solver == "EXPLICIT_EULER" else "symplectic Euler"
     if limit == math.inf:
         return f"{name} diverged although no spring can oscillate; {uses}: check the pins and the colliders"
     if limit <= 0.0:
-        per_damping = explicit_stable_substep(model, stiffness, solver, 1.0)
+        per_damping = explicit_stable_substep(model, stiffness, solver, 1.0, bending_stiffness)
         return (f"explicit (forward) Euler gains energy at every step size unless damped; {uses}: raise Damping "
                 f"(each 1/s of Damping makes it stable for steps up to {_seconds(per_damping)}), or use "
                 "SYMPLECTIC_EULER or IMPLICIT_EULER")
     if dt <= limit:
         return (f"{name} diverged although {uses}, within its estimated limit of {_seconds(limit)}: "
                 "large deformations or collisions can still excite it; raise Substeps or use IMPLICIT_EULER")
-    needed = substeps_needed(frame_dt, model, stiffness, solver, damping)
+    needed = substeps_needed(frame_dt, model, stiffness, solver, damping, bending_stiffness)
     # dt_max scales as 1/sqrt(k) for symplectic Euler and 1/k for forward Euler.
     power = 1.0 if solver == "EXPLICIT_EULER" else 2.0
     factor = (limit / dt) ** power

@@ -86,6 +86,31 @@ def pin_mask(obj, group_name: str) -> np.ndarray:
     return mask
 
 
+def read_triangles(mesh, world_positions) -> np.ndarray:
+    """The mesh's faces as triangles, (t, 3) int64: Blender's loop triangles, except that every quad is split along
+    its shorter diagonal in world space (Blender splits along a fixed one): the hinges of bending then cross the
+    quad the short way, as a cloth mesh is usually meant to fold."""
+    mesh.calc_loop_triangles()
+    tris = np.empty(len(mesh.loop_triangles) * 3, np.int32)
+    mesh.loop_triangles.foreach_get("vertices", tris)
+    tris = tris.reshape(-1, 3).astype(np.int64)
+    sizes = np.empty(len(mesh.polygons), np.int32)
+    mesh.polygons.foreach_get("loop_total", sizes)
+    if not (sizes == 4).any():
+        return tris
+    starts = np.empty(len(mesh.polygons), np.int32)
+    mesh.polygons.foreach_get("loop_start", starts)
+    loop_vertices = np.empty(len(mesh.loops), np.int32)
+    mesh.loops.foreach_get("vertex_index", loop_vertices)
+    owner = np.empty(len(mesh.loop_triangles), np.int32)
+    mesh.loop_triangles.foreach_get("polygon_index", owner)
+    quads = loop_vertices[starts[sizes == 4][:, None] + np.arange(4)].astype(np.int64)  # (q, 4) in loop order
+    a, b, c, d = (world_positions[quads[:, k]] for k in range(4))
+    short_ac = np.einsum("ij,ij->i", c - a, c - a) <= np.einsum("ij,ij->i", d - b, d - b)
+    split = np.where(short_ac[:, None, None], quads[:, [[0, 1, 2], [0, 2, 3]]], quads[:, [[0, 1, 3], [1, 2, 3]]])
+    return np.concatenate([tris[sizes[owner] != 4], split.reshape(-1, 3)])
+
+
 def read_body(obj, matrix_world) -> BodyInput:
     """Read ``obj``'s original mesh (no modifiers, no shape keys applied) as a BodyInput; raise InputError."""
     if obj.type != "MESH":
@@ -98,15 +123,13 @@ def read_body(obj, matrix_world) -> BodyInput:
     local = read_mesh_positions(mesh)
     edges = np.empty(len(mesh.edges) * 2, np.int32)
     mesh.edges.foreach_get("vertices", edges)
-    mesh.calc_loop_triangles()
-    tris = np.empty(len(mesh.loop_triangles) * 3, np.int32)
-    mesh.loop_triangles.foreach_get("vertices", tris)
+    world = transform_points(matrix_world, local)
     return BodyInput(
         name=obj.name,
         local_positions=local,
-        world_positions=transform_points(matrix_world, local),
+        world_positions=world,
         edges=edges.reshape(-1, 2).astype(np.int64),
-        triangles=tris.reshape(-1, 3).astype(np.int64),
+        triangles=read_triangles(mesh, world),
         pinned=pin_mask(obj, obj.softsim.pin_group),
     )
 
@@ -155,6 +178,8 @@ def check_settings(settings) -> None:
             reads.discard("stiffness")  # a solid's springs come from Young's modulus
         if "tether_stretch" in reads and not (settings.use_tethers and settings.pin_group):
             reads.discard("tether_stretch")
+        if "thickness" in reads and not (role == "CLOTH" and settings.use_self_collision):
+            reads.discard("thickness")
         if "jacobi_relaxation" in reads and settings.constraint_scheme != "JACOBI":
             reads.discard("jacobi_relaxation")
         names += [name for name in _CHECKED if name in reads]
@@ -177,6 +202,8 @@ def config_from_settings(settings, scene) -> "solvers.SolverConfig":
         youngs_modulus=settings.youngs_modulus,
         poisson_ratio=settings.poisson_ratio,
         bending_stiffness=settings.bending_stiffness,
+        use_self_collision=bool(settings.use_self_collision),  # solvers apply it to cloth with faces only; not NEWTON
+        thickness=settings.thickness,
         damping=settings.damping,
         gravity=gravity,
         jacobi_relaxation=settings.jacobi_relaxation,

@@ -60,7 +60,8 @@ class BodyRun:
                     f"or loosen Tolerance (now {config.newton_tolerance:g} m/s)")
         if REGISTRY[config.solver].explicit:
             stiffness = material_arrays(self.model, config).edge_stiffness
-            return "The " + explicit_stability_message(self.frame_dt, config.substeps, self.model, stiffness, config.solver, config.damping)
+            return "The " + explicit_stability_message(self.frame_dt, config.substeps, self.model, stiffness, config.solver,
+                                                       config.damping, config.bending_stiffness)
         material = "Young's Modulus" if self.model.tet_count else "Stiffness"
         return f"Raise Substeps (now {config.substeps}), lower {material} or raise Damping"
 
@@ -96,7 +97,7 @@ def explicit_stability_estimate(obj, scene):
     s = obj.softsim
     mesh = obj.data
     key = (obj.name, len(mesh.vertices), len(mesh.edges), s.role, s.solver, s.mass, s.mass_distribution, s.stiffness,
-           s.youngs_modulus, s.poisson_ratio, s.damping, s.pin_group, s.tet_resolution, s.use_embedded,
+           s.youngs_modulus, s.poisson_ratio, s.bending_stiffness, s.damping, s.pin_group, s.tet_resolution, s.use_embedded,
            s.embedded_resolution, tuple(obj.matrix_world.to_scale()), frame_duration(scene))
     if key not in _estimates:
         if s.role == "SOLID" and not solid.has_tet_mesh(obj, matrix_to_numpy(obj.matrix_world)):
@@ -109,7 +110,7 @@ def explicit_stability_estimate(obj, scene):
             _estimates.clear()
         stiffness = material_arrays(model, config_from_settings(s, scene)).edge_stiffness
         _estimates[key] = (
-            explicit_stable_substep(model, stiffness, s.solver, s.damping),
-            substeps_needed(frame_duration(scene), model, stiffness, s.solver, s.damping),
+            explicit_stable_substep(model, stiffness, s.solver, s.damping, s.bending_stiffness),
+            substeps_needed(frame_duration(scene), model, stiffness, s.solver, s.damping, s.bending_stiffness),
         )
     return _estimates[key]

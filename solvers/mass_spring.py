@@ -5,7 +5,11 @@ Every model edge is a Hooke spring (GAMES201 lecture 2):
     f_ij = -k_ij (|x_i - x_j| - l_ij) (x_i - x_j) / |x_i - x_j|,    k_ij [N/m] per edge from ``solvers.material``
                                                                   (cloth: config.stiffness; solids: from E, nu)
 
-plus gravity on free particles. With a = f / m (a = 0 for pinned particles, ``inv_mass == 0``):
+plus gravity on free particles, and for a cloth (triangles, no tets) with ``config.bending_stiffness`` k_b > 0
+the isometric bending force f = -dE/dx of ``solvers.energies.IsometricBending`` (Bergou et al. 2006), one hinge
+per interior edge. For a flat rest sheet E = 1/2 x^T (Q (x) I3) x with the constant sparse
+Q = sum_h c_h K_h K_h^T (``bending_matrix``), so f = -Q x; a curved rest shape uses the energy's gradient.
+With a = f / m (a = 0 for pinned particles, ``inv_mass == 0``):
 
 * EXPLICIT_EULER (forward):    v+ = v + dt a(x),   x+ = x + dt v
 * SYMPLECTIC_EULER:            v+ = v + dt a(x),   x+ = x + dt v+
@@ -16,7 +20,8 @@ plus gravity on free particles. With a = f / m (a = 0 for pinned particles, ``in
   K = -df/dx is assembled from one 3x3 block per spring,
   K_e = k [ max(1 - l0/l, 0) (I - n n^T) + n n^T ],  n = (x_i - x_j) / l,
   the clamp (Choi & Ko 2002) keeping K positive semi-definite, so the system matrix is symmetric
-  positive definite. Pinned particles are not unknowns: their (kinematic) velocity moves to the
+  positive definite. Bending adds its Hessian: the constant c K K^T (x) I3 per hinge for a flat rest sheet, the
+  energy's PSD-projected Hessian otherwise. Pinned particles are not unknowns: their (kinematic) velocity moves to the
   right-hand side, b_F = M_F v_F + dt f_F - dt^2 K_FP v_P. ``config.linear_solver`` picks the solve:
 
   'CG'      conjugate gradients preconditioned with the inverse 3x3 block diagonal;
@@ -53,10 +58,13 @@ import scipy.sparse as sp
 from .base import Solver
 from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
 from .colliders import resolve_contacts
+from .face_contact import resolve_face_contacts
 from .constraints.volume import volume_constraint
 from .energies.base import element_stencil
+from .energies.bending import IsometricBending, hinges_from_triangles
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
+from .self_collision import self_collision_for
 
 MASS_SPRING_SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER")
 
@@ -71,7 +79,8 @@ class MassSpringSolver(Solver):
     from Young's modulus. IMPLICIT_EULER adds each tet's volume energy 1/2 k_v C^2, C = 6 (V - V0), with XPBD's
     k_v (the part of lambda the springs do not carry), so a solid keeps its volume and resists inverting; the
     explicit integrators have springs only (Poisson's ratio 1/4 whatever ``config.poisson_ratio`` says; their
-    stability bound covers springs only). ``step`` advances the state
+    stability bound covers springs, plus bending when given). Cloth bodies (no tets) get isometric bending from
+    ``config.bending_stiffness`` in all three integrators (module docstring). ``step`` advances the state
     in place and returns StepStats (``iterations`` = linear iterations, 0 for the explicit integrators;
     ``linear_residual`` = final relative residual of the implicit solve, nan otherwise).
     """
@@ -92,6 +101,8 @@ class MassSpringSolver(Solver):
         self.gravity = np.asarray(config.gravity, float)
         self.free = model.inv_mass > 0.0
         self.free_col = self.free[:, None].astype(float)
+        self.self_collision = self_collision_for(model, config)
+        """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
         # scatter @ (e, 3) per-spring vectors: +row to particle i, -row to particle j.
         self.scatter = sp.csr_matrix(
             (np.concatenate([np.ones(e_count), -np.ones(e_count)]),
@@ -99,6 +110,10 @@ class MassSpringSolver(Solver):
             shape=(n, e_count),
         )
         self.has_pins = bool(np.any(~self.free))
+        self.bending = cloth_bending(model, config.bending_stiffness)
+        self.bending_matrix = None
+        if self.bending is not None and self.bending.is_constant_hessian:
+            self.bending_matrix = bending_matrix(self.bending, n)  # f = -Q x, one sparse product per step
         self.tets = np.zeros((0, 4), np.int64)
         if self.method == "IMPLICIT_EULER":
             volume_stiffness = material_arrays(model, config).tet_volume_stiffness
@@ -130,6 +145,10 @@ class MassSpringSolver(Solver):
     def _forces_from(self, x, fe):
         """``forces`` with the springs' forces on particle i, fe (e, 3), already computed."""
         f = self.scatter @ fe + (self.model.mass[:, None] * self.gravity) * self.free_col
+        if self.bending_matrix is not None:
+            f -= self.bending_matrix @ x
+        elif self.bending is not None:
+            f -= self.bending.gradient(x)
         if len(self.tets):
             C, grad = self._volumes(x)
             per_corner = -(self.k_volume * C)[:, None, None] * grad
@@ -144,6 +163,8 @@ class MassSpringSolver(Solver):
         spring = 0.5 * float(np.sum(self.k * (length - self.rest_length) ** 2))
         if len(self.tets):
             spring += 0.5 * float(np.sum(self.k_volume * self._volumes(state.x)[0] ** 2))
+        if self.bending is not None:
+            spring += self.bending.value(state.x)
         potential = -float(np.sum((self.model.mass * self.free) * (state.x @ self.gravity)))
         return kinetic + spring + potential
 
@@ -166,8 +187,16 @@ class MassSpringSolver(Solver):
                 x += dt * v
         if colliders:
             before = x.copy()
+            # Faces vs spheres first: the vertex projection after it is the final word on every vertex (ground too).
+            resolve_face_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders)  # faces vs spheres
             resolve_contacts(x, x_prev, self.model.inv_mass, colliders)
             v += (x - before) / dt
+        if self.self_collision is not None:
+            # Like the contacts: the projection is a velocity change too, except the part that resolve also adds to
+            # x_prev (velocity-free recovery of pairs closer than thickness).
+            before, prev_before = x.copy(), x_prev.copy()
+            self.self_collision.resolve(x, x_prev)
+            v += ((x - before) - (x_prev - prev_before)) / dt
         if self.config.damping > 0.0:
             v *= np.exp(-self.config.damping * dt)
         if not measure:
@@ -184,9 +213,12 @@ class MassSpringSolver(Solver):
         ``_pinned_load``).
         """
         self.tet_rows, self.tet_cols = element_stencil(self.tets)
+        # Bending's blocks come last, in the energy's element_stencil order (its rows, cols).
+        self.bend_rows, self.bend_cols = (self.bending.rows, self.bending.cols) if self.bending is not None else (
+            np.zeros(0, np.int64), np.zeros(0, np.int64))
         self.pattern = BlockPattern(
-            np.concatenate([self.i, self.j, self.i, self.j, self.tet_rows]),
-            np.concatenate([self.i, self.j, self.j, self.i, self.tet_cols]), self.free,
+            np.concatenate([self.i, self.j, self.i, self.j, self.tet_rows, self.bend_rows]),
+            np.concatenate([self.i, self.j, self.j, self.i, self.tet_cols, self.bend_cols]), self.free,
         )
         self.free_index = self.pattern.free_index
         self.nf = self.pattern.free_count
@@ -218,11 +250,13 @@ class MassSpringSolver(Solver):
             return 0, 0.0
         f = self._forces_from(x, fe)
         volume_blocks = self._volume_blocks(x) if len(self.tets) else np.zeros((0, 3, 3))
+        # Constant for a flat rest sheet (the energy returns the same read-only blocks), projected PSD otherwise.
+        bend_blocks = self.bending.hessian(x).blocks if self.bending is not None else np.zeros((0, 3, 3))
         free = self.free_index
         b = self.mass_free[:, None] * v[free] + dt * f[free]
         if self.has_pins:
-            b -= dt**2 * self._pinned_load(Ke, volume_blocks, v)[free]
-        data = dt**2 * self.pattern.assemble(np.concatenate([Ke, Ke, -Ke, -Ke, volume_blocks]))
+            b -= dt**2 * self._pinned_load(Ke, volume_blocks, bend_blocks, v)[free]
+        data = dt**2 * self.pattern.assemble(np.concatenate([Ke, Ke, -Ke, -Ke, volume_blocks, bend_blocks]))
         data[self.pattern.diagonal_slot] += self.mass_free[:, None, None] * np.eye(3)
         A = self.pattern.matrix(data)
         D_inv = inverse_3x3(self.pattern.diagonal_blocks(data))
@@ -235,26 +269,56 @@ class MassSpringSolver(Solver):
         v[free] = v_free
         return iterations, residual
 
-    def _pinned_load(self, Ke, volume_blocks, v):
+    def _pinned_load(self, Ke, volume_blocks, bend_blocks, v):
         """K v_P: the stiffness matrix times the velocities of the pinned particles only, (n, 3)."""
         vp = v * (~self.free)[:, None]
         y = np.einsum("eab,eb->ea", Ke, vp[self.i] - vp[self.j])
         load = self.scatter @ y
-        if len(self.tets):
-            per_block = np.einsum("kab,kb->ka", volume_blocks, vp[self.tet_cols])
-            for axis in range(3):
-                load[:, axis] += np.bincount(self.tet_rows, per_block[:, axis], minlength=len(v))
+        for blocks, rows, cols in ((volume_blocks, self.tet_rows, self.tet_cols),
+                                   (bend_blocks, self.bend_rows, self.bend_cols)):
+            if len(blocks):
+                per_block = np.einsum("kab,kb->ka", blocks, vp[cols])
+                for axis in range(3):
+                    load[:, axis] += np.bincount(rows, per_block[:, axis], minlength=len(v))
         return load
+
+
+# ---------------------------------------------------------------------- cloth bending
+
+
+def cloth_bending(model, bending_stiffness: float):
+    """IsometricBending on the hinges of a cloth's triangles with modulus ``bending_stiffness`` [N m]; None for a
+    body with tets, without interior edges, or with bending_stiffness 0."""
+    if not bending_stiffness > 0.0 or model.tet_count or len(model.triangle_indices) == 0:
+        return None
+    hinges = hinges_from_triangles(model.triangle_indices)
+    if len(hinges) == 0:
+        return None
+    return IsometricBending(model.rest_positions, hinges, bending_stiffness)
+
+
+def bending_matrix(bending, particle_count: int) -> sp.csr_matrix:
+    """Q = sum_h c_h K_h K_h^T scattered to particles, (n, n) [N/m], CSR: a flat rest sheet's bending energy is
+    1/2 sum_d x[:, d]^T Q x[:, d] and its force -Q x (n, 3). Q is PSD with zero row sums (sum_a K_a = 0)."""
+    h = bending.hinges
+    values = bending.c[:, None, None] * bending.K[:, :, None] * bending.K[:, None, :]  # (h, 4, 4)
+    rows = np.repeat(h, 4, axis=1).ravel()  # (a, b) -> h[a]
+    cols = np.tile(h, (1, 4)).ravel()  # (a, b) -> h[b]
+    return sp.csr_matrix((values.ravel(), (rows, cols)), shape=(particle_count, particle_count))
 
 
 # ---------------------------------------------------------------------- stability of the explicit integrators
 
 
-def highest_frequency_bound(model, stiffness) -> float:
+def highest_frequency_bound(model, stiffness, bending_stiffness: float = 0.0) -> float:
     """Upper bound on the highest angular frequency omega_max [rad/s] of the spring network, 0 if no free spring.
 
     ``stiffness`` [N/m] is one value for every edge or an array (edge_count,), e.g.
     ``material_arrays(model, config).edge_stiffness`` (a solid's springs differ per edge).
+    ``bending_stiffness`` [N m]: a cloth's ``config.bending_stiffness`` (ignored for bodies with tets), whose
+    hinges add their Hessian, at most Q (x) I3 with Q = ``bending_matrix`` (the PSD-projected hinge Hessian
+    c [(1 - r0/|y|)+ (I - n n^T) + n n^T] is <= c I in y), to the springs'. Gershgorin on the sum adds
+    sum over free j of |Q_ij| / sqrt(m_i m_j) to row i.
 
     omega_max^2 is the largest eigenvalue of M^-1 K over the free particles. For any configuration (with
     the clamp of ``MassSpringSolver``) K_e <= k I, so it is at most that of the scalar spring Laplacian,
@@ -271,14 +335,22 @@ def highest_frequency_bound(model, stiffness) -> float:
     stiffness = np.broadcast_to(np.asarray(stiffness, np.float64), i.shape)
     row = np.bincount(i, stiffness * (1.0 / m[i] + off), minlength=model.particle_count)
     row += np.bincount(j, stiffness * (1.0 / m[j] + off), minlength=model.particle_count)
+    bending = cloth_bending(model, bending_stiffness)
+    if bending is not None:
+        Q = bending_matrix(bending, model.particle_count).tocoo()
+        both_free = free[Q.row] & free[Q.col]
+        row += np.bincount(Q.row[both_free], np.abs(Q.data[both_free]) / np.sqrt(m[Q.row[both_free]] * m[Q.col[both_free]]),
+                           minlength=model.particle_count)
     row = row[free]
     return float(np.sqrt(row.max())) if len(row) else 0.0
 
 
-def explicit_stable_substep(model, stiffness, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> float:
+def explicit_stable_substep(model, stiffness, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0,
+                            bending_stiffness: float = 0.0) -> float:
     """Largest step dt [s] for which the explicit integrators are stable on ``model``; inf if nothing can oscillate.
 
-    ``stiffness`` [N/m]: a scalar for every edge or a per-edge array (see ``highest_frequency_bound``).
+    ``stiffness`` [N/m]: a scalar for every edge or a per-edge array; ``bending_stiffness`` [N m] the cloth's
+    (``config.bending_stiffness``; see ``highest_frequency_bound``).
 
     SYMPLECTIC_EULER (the default): a mode of angular frequency omega is stable iff omega dt < 2, so
 
@@ -293,7 +365,7 @@ def explicit_stable_substep(model, stiffness, solver: str = "SYMPLECTIC_EULER", 
     stable step without damping (returns 0.0). With v scaled by exp(-damping dt) per step a mode is stable iff
     exp(-damping dt) (1 + omega^2 dt^2) <= 1, which holds for dt <= damping / omega_max^2 (returned).
     """
-    omega = highest_frequency_bound(model, stiffness)
+    omega = highest_frequency_bound(model, stiffness, bending_stiffness)
     if omega == 0.0:
         return math.inf
     if solver == "EXPLICIT_EULER":
@@ -301,9 +373,11 @@ def explicit_stable_substep(model, stiffness, solver: str = "SYMPLECTIC_EULER", 
     return 2.0 / omega
 
 
-def substeps_needed(frame_dt: float, model, stiffness, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0) -> int:
-    """Fewest substeps per frame that keep ``solver`` (an explicit integrator) stable; 0 if none does."""
-    limit = explicit_stable_substep(model, stiffness, solver, damping)
+def substeps_needed(frame_dt: float, model, stiffness, solver: str = "SYMPLECTIC_EULER", damping: float = 0.0,
+                    bending_stiffness: float = 0.0) -> int:
+    """Fewest substeps per frame that keep ``solver`` (an explicit integrator) stable; 0 if none does.
+    Pass ``bending_stiffness=config.bending_stiffness`` for a cloth with bending."""
+    limit = explicit_stable_substep(model, stiffness, solver, damping, bending_stiffness)
     if limit == math.inf:
         return 1
     if limit <= 0.0:

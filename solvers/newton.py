@@ -42,6 +42,9 @@ from .energies import (
     hinges_from_triangles,
 )
 from .energies.barrier import barrier_derivative, surface_distance
+from .energies.base import element_stencil
+from .energies.face_barrier import FaceColliderBarrier, FaceColliderFriction, face_triangles, move_faces_out
+from .colliders import Sphere
 from .frame import StepNotConverged
 from .linalg import BlockPattern, block_cg, factorize_spd, inverse_3x3
 from .material import material_arrays
@@ -111,8 +114,11 @@ class NewtonSolver(Solver):
         # The fixed stencil: inertia's diagonal, every potential's element blocks, and one more diagonal that
         # collects the contact and friction blocks (they only ever touch a particle's own block).
         stencils = [self.inertia.hessian(model.rest_positions)] + [e.hessian(model.rest_positions) for e in self.potentials]
-        rows = np.concatenate([h.rows for h in stencils] + [np.arange(n)])
-        cols = np.concatenate([h.cols for h in stencils] + [np.arange(n)])
+        # Faces against spheres (energies/face_barrier.py): their triangles' blocks come before the diagonal.
+        self.face_triangles = face_triangles(model.triangle_indices, self.free)
+        self.face_rows, self.face_cols = element_stencil(self.face_triangles)
+        rows = np.concatenate([h.rows for h in stencils] + [self.face_rows, np.arange(n)])
+        cols = np.concatenate([h.cols for h in stencils] + [self.face_cols, np.arange(n)])
         self.pattern = BlockPattern(rows, cols, self.free)
         g = max(float(np.linalg.norm(config.gravity)), 9.81)
         self.kappa = np.full(n, BARRIER_WEIGHT_FACTOR * float(model.mass.sum()) * g)
@@ -125,6 +131,12 @@ class NewtonSolver(Solver):
         for collider in colliders:
             barrier = ColliderBarrier(collider, self.kappa, self.free, barrier_reach(collider))
             barriers.append(barrier)
+            face = None
+            if isinstance(collider, Sphere) and len(self.face_triangles):
+                face = FaceColliderBarrier(collider, self.face_triangles, float(self.kappa.max()), barrier_reach(collider))
+                barriers.append(face)
+                if collider.friction > 0.0:
+                    frictions.append(FaceColliderFriction(collider, self.face_triangles, x_start, face, FRICTION_SLIP_SPEED * dt))
             if collider.friction > 0.0:
                 d, _ = surface_distance(collider, x_start)
                 contact = self.free & (d < barrier.d_hat)
@@ -142,9 +154,13 @@ class NewtonSolver(Solver):
         gradient = self.inertia.gradient(x) + h2 * sum(term.gradient(x) for term in terms)
         static = [self.inertia.hessian(x).blocks] + [h2 * e.hessian(x).blocks for e in self.potentials]
         diagonal = np.zeros((n, 3, 3))
+        faces = np.zeros((len(self.face_rows), 3, 3))
         for term in terms[len(self.potentials):]:
-            diagonal += term.hessian(x).blocks
-        data = self.pattern.assemble(np.concatenate(static + [h2 * diagonal]))
+            if getattr(term, "coupled", False):  # face terms: blocks in the triangles' stencil order
+                faces += term.hessian(x).blocks
+            else:
+                diagonal += term.hessian(x).blocks
+        data = self.pattern.assemble(np.concatenate(static + [h2 * faces, h2 * diagonal]))
         rhs = -self.pattern.restrict(gradient)
         if self.pattern.free_count == 0:
             return np.zeros_like(x)
@@ -162,6 +178,7 @@ class NewtonSolver(Solver):
         x, v = state.x, state.v
         config = self.config
         _move_out_of_colliders(x, self.free, colliders)
+        move_faces_out(x, self.face_triangles, self.model.inv_mass, colliders, barrier_reach)
         x_start = x.copy()
         x_tilde = x + dt * v
         self.inertia.x_tilde = x_tilde

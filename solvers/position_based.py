@@ -10,10 +10,12 @@ import scipy.sparse as sp
 
 from .base import Solver
 from .colliders import resolve_contacts
+from .face_contact import resolve_face_contacts
 from .colouring import colour_constraints
-from .constraints import DistanceConstraints, PinTethers, TetVolumeConstraints
+from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetVolumeConstraints
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
+from .self_collision import self_collision_for
 
 
 MIN_COLOUR_FRACTION = 1.0 / 8.0
@@ -42,16 +44,21 @@ class _Sweep:
     Gauss-Seidel: ``batches`` holds one constraint subset per colour (no two share a particle), and
     ``tail`` the constraints of the tiny colours (see MIN_COLOUR_FRACTION), or None.
     Jacobi: ``tail`` holds everything and ``batches`` is empty.
+    ``fast``: the set's own whole-sweep kernel over the big colours (``colour_sweep``, e.g.
+    ``constraints.distance.DistanceColourSweep``), or None for sets without one or when it does not pay
+    (``colouring.colour_order_pays``): those are swept batch by batch.
     """
 
     def __init__(self, constraints, particle_count: int, scheme: str):
-        self.batches, self.tail = [], None
+        self.batches, self.tail, self.fast = [], None, None
         if scheme == "GAUSS_SEIDEL":
             colours = colour_constraints(constraints.indices, particle_count)
             largest = max(len(c) for c in colours)
             big = [c for c in colours if len(c) >= MIN_COLOUR_FRACTION * largest]
             small = [c for c in colours if len(c) < MIN_COLOUR_FRACTION * largest]
             self.batches = [constraints.subset(c) for c in big]
+            if hasattr(constraints, "colour_sweep"):
+                self.fast = constraints.colour_sweep(big, particle_count)
             if small:
                 self.tail = _Jacobi(constraints.subset(np.concatenate(small)), particle_count)
         else:
@@ -59,7 +66,14 @@ class _Sweep:
 
     def new_multipliers(self):
         """Lagrange multipliers: one array per batch, then one for the tail."""
-        return [np.zeros(len(b)) for b in self.batches] + ([np.zeros(len(self.tail.constraints))] if self.tail else [])
+        sets = self.batches + ([self.tail.constraints] if self.tail else [])
+        # A vector constraint (bending) has a vector multiplier: shape (m,) + multiplier_shape.
+        return [np.zeros((len(c),) + getattr(c, "multiplier_shape", ())) for c in sets]
+
+
+def _always_compliant(constraints) -> bool:
+    """A set that PBD projects with its XPBD compliance too (bending; see solvers/constraints/bending.py)."""
+    return getattr(constraints, "always_compliant", False)
 
 
 class PositionBasedSolver(Solver):
@@ -69,7 +83,9 @@ class PositionBasedSolver(Solver):
     per-element stiffness of ``solvers.material.material_arrays`` (XPBD compliance 1 / stiffness: cloth
     1 / config.stiffness on every edge; a solid's springs and volume terms from Young's modulus and Poisson's
     ratio). An element of zero stiffness (a tet when nu <= 1/4, an edge in no tet of a solid) gets no
-    constraint at all, in PBD too. With ``config.tether_stretch`` set,
+    constraint at all, in PBD too. A cloth (triangles, no tets) with ``config.bending_stiffness`` > 0 gets one
+    isometric bending constraint per interior edge (``constraints/bending.py``), compliant in PBD too. With
+    ``config.tether_stretch`` set,
     pin tethers limit how far particles move from the pins (``constraints/tether.py``).
     ``constraint_scheme`` picks the sweep: 'GAUSS_SEIDEL' projects one colour at a time; 'JACOBI'
     projects all constraints from the same positions, accumulates, and applies (see ``_jacobi``).
@@ -91,10 +107,18 @@ class PositionBasedSolver(Solver):
         if len(tets):
             sets.append(TetVolumeConstraints(model.tet_indices[tets], model.tet_rest_volume[tets], inv_mass,
                                              1.0 / material.tet_volume_stiffness[tets]))
+        if config.bending_stiffness > 0.0 and not model.tet_count and len(model.triangle_indices):
+            # Cloth bending (constraints/bending.py): XPBD compliance in PBD too, since hard hinges are a rigid plate.
+            bending = BendingConstraints.from_triangles(model.rest_positions, model.triangle_indices, inv_mass,
+                                                        config.bending_stiffness)
+            if bending is not None:
+                sets.append(bending)
         self.sweeps = [_Sweep(c, model.particle_count, self.scheme) for c in sets]
         self.tethers = PinTethers(model, config.tether_stretch) if config.tether_stretch is not None else None
         self.gravity = np.asarray(config.gravity, float)
         self.free = (inv_mass > 0.0)[:, None]
+        self.self_collision = self_collision_for(model, config)
+        """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
 
     def step(self, state: State, dt: float, colliders=(), measure: bool = True) -> StepStats:
         x, v = state.x, state.v
@@ -104,16 +128,23 @@ class PositionBasedSolver(Solver):
         multipliers = [sweep.new_multipliers() for sweep in self.sweeps]
         for iteration in range(self.config.iterations):
             for sweep, lams in zip(self.sweeps, multipliers):
-                self._gauss_seidel(sweep.batches, x, dt, lams)
+                if sweep.fast is not None:  # the same update on colour-ordered slices (tests/test_kernels.py)
+                    sweep.fast.sweep(x, dt, lams, self.compliant or _always_compliant(sweep.batches[0]))
+                else:
+                    self._gauss_seidel(sweep.batches, x, dt, lams)
                 if sweep.tail is not None:
                     # Only the JACOBI scheme of PBD averages per particle (the GAMES103 lab's form); a Gauss-Seidel
                     # sweep's tail must conserve momentum like its colours do.
-                    lab_average = not self.compliant and self.scheme == "JACOBI"
+                    lab_average = not self.compliant and self.scheme == "JACOBI" and not _always_compliant(sweep.tail.constraints)
                     self._jacobi(sweep.tail, x, dt, lams[-1], lab_average)
             if self.tethers is not None:
                 # One pass per iteration keeps the sweeps honest; the last iteration's passes settle them.
                 self.tethers.apply(x, passes=1 if iteration + 1 < self.config.iterations else 8)
+        # Faces vs spheres first: the vertex projection after it is the final word on every vertex (ground too).
+        resolve_face_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders)  # faces vs spheres
         resolve_contacts(x, x_prev, self.model.inv_mass, colliders)
+        if self.self_collision is not None:
+            self.self_collision.resolve(x, x_prev)
         v[:] = (x - x_prev) / dt
         if self.config.damping > 0.0:
             v *= np.exp(-self.config.damping * dt)
@@ -123,7 +154,7 @@ class PositionBasedSolver(Solver):
 
     def _alpha(self, constraints, dt):
         # constraints.alpha(dt) is cached on dt, which lets DistanceConstraints reuse 1 / (w_i + w_j + alpha).
-        return constraints.alpha(dt) if self.compliant else 0.0
+        return constraints.alpha(dt) if self.compliant or _always_compliant(constraints) else 0.0
 
     def _gauss_seidel(self, batches, x, dt, lams):
         for batch, lam in zip(batches, lams):
@@ -144,11 +175,19 @@ class PositionBasedSolver(Solver):
         x - x_tilde = W grad_C^T lambda, without which it converges to the wrong stretch.
         """
         constraints = sweep.constraints
-        dx, dlam = constraints.corrections(x, self._alpha(constraints, dt), lam)
         relaxation = self.config.jacobi_relaxation
+        if hasattr(constraints, "jacobi"):  # the same sums, gathered once and reduced per particle (test_kernels.py)
+            if lab_average:
+                constraints.jacobi(x, self._alpha(constraints, dt), lam,
+                                   particle_divisor=np.maximum(relaxation + sweep.count, 1e-12))
+            else:
+                constraints.jacobi(x, self._alpha(constraints, dt), lam,
+                                   constraint_scale=1.0 / (relaxation + sweep.constraint_count))
+            return
+        dx, dlam = constraints.corrections(x, self._alpha(constraints, dt), lam)
         if not lab_average:
             scale = 1.0 / (relaxation + sweep.constraint_count)
             x += sweep.scatter @ (dx * scale[:, None, None]).reshape(-1, 3)
-            lam += dlam * scale
+            lam += dlam * scale.reshape(scale.shape + (1,) * (dlam.ndim - 1))  # (m,) or (m, 3) multipliers
         else:
             x += (sweep.scatter @ dx.reshape(-1, 3)) / np.maximum(relaxation + sweep.count, 1e-12)[:, None]

@@ -42,9 +42,9 @@ def engine_frames(cloth, sphere, scene):
     world = local @ matrix[:3, :3].T + matrix[:3, 3]
     edges = np.empty(len(cloth.data.edges) * 2, np.int32)
     cloth.data.edges.foreach_get("vertices", edges)
-    cloth.data.calc_loop_triangles()
-    tris = np.empty(len(cloth.data.loop_triangles) * 3, np.int32)
-    cloth.data.loop_triangles.foreach_get("vertices", tris)
+    from soft_sim.operators.bridge import read_triangles  # quads split along the shorter diagonal, as the bake does
+
+    tris = read_triangles(cloth.data, world)
     pinned = np.zeros(n, bool)
     pinned[[0, int(round(np.sqrt(n))) - 1]] = True
     model = solvers.build_model(world, edges.reshape(-1, 2), tris.reshape(-1, 3), pinned=pinned, total_mass=cloth.softsim.mass)
@@ -56,7 +56,7 @@ def engine_frames(cloth, sphere, scene):
     )
     sim = solvers.make_solver(model, config)
     state = solvers.State.at_rest(model)
-    colliders = [solvers.Sphere(np.array(sphere.location), 2.7, 0.0, sphere.softsim.friction)]
+    colliders = [solvers.Sphere(np.array(sphere.location), 0.5 * max(sphere.dimensions), 0.0, sphere.softsim.friction)]
     frames = [local]
     for _ in range(scene.frame_end - scene.frame_start):
         solvers.advance_frame(sim, state, 1.0 / 24.0, config.substeps, colliders, world)

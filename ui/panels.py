@@ -122,6 +122,12 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
                 col.prop(settings, "stiffness", text="Stiffness (N/m)")
             if "bending_stiffness" in reads:
                 col.prop(settings, "bending_stiffness", text="Bending (N m)")
+            if "use_self_collision" in reads and settings.role == "CLOTH":
+                col.prop(settings, "use_self_collision", text="Self Collision")
+                if "thickness" in reads:
+                    sub = col.column()
+                    sub.active = settings.use_self_collision
+                    sub.prop(settings, "thickness", text="Thickness (m)")
         col.prop(settings, "damping", text="Damping (1/s)")
         if obj.type == "MESH":
             col.prop_search(settings, "pin_group", obj, "vertex_groups", text="Pin Group")

@@ -112,7 +112,14 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     bending_stiffness: FloatProperty(
         update=_settings_changed,
         name="Bending Stiffness", default=DEFAULTS["bending_stiffness"], min=0.0, soft_max=10.0, precision=4,
-        description="Cloth (Newton, Projective Dynamics): resistance to folding across each interior edge in N m; 0 = none",
+        description="Cloth: bending modulus in N m (fabric ~1e-5 to 1e-3), the resistance to folding across each "
+        "interior edge, in every solver (PBD uses it as XPBD compliance); 0 turns bending off",
+    )
+    use_self_collision: BoolProperty(
+        update=_settings_changed,
+        name="Self Collision", default=DEFAULTS["use_self_collision"],
+        description="Cloth: the cloth collides with itself, every vertex keeping Thickness from its own faces "
+        "(PBD, XPBD, mass-spring and Projective Dynamics solvers). Costs about as much as the solver step or more",
     )
     newton_tolerance: FloatProperty(
         update=_settings_changed,
@@ -158,9 +165,11 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     )
     friction: FloatProperty(name="Friction", default=0.2, min=0.0, soft_max=2.0, description="Coulomb friction coefficient of this collider (0 = frictionless)")
     thickness: FloatProperty(
-        name="Thickness", default=0.01, min=0.0, soft_max=1.0, unit="LENGTH",
-        description="Distance in m that bodies keep from this collider's surface. Newton: the contact barrier's "
-        "reach (bodies come closer than this, but never touch; below 1 mm it acts as 1 mm)",
+        update=_settings_changed,
+        name="Thickness", default=DEFAULTS["thickness"], min=0.0, soft_max=1.0, unit="LENGTH",
+        description="On a collider: distance in m that bodies keep from its surface (Newton: the contact barrier's "
+        "reach; bodies come closer than this, but never touch; below 1 mm it acts as 1 mm). On a cloth with Self "
+        "Collision: distance in m its vertices keep from its own faces (keep it below about half an edge length)",
     )
 
     # Solids (role SOLID).

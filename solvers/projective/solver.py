@@ -46,10 +46,12 @@ import scipy.sparse as sp
 
 from ..base import Solver
 from ..colliders import resolve_contacts
+from ..face_contact import resolve_face_contacts
 from ..linalg import factorize_spd
 from ..energies import hinges_from_triangles
 from ..material import material_arrays
 from ..model import State, StepStats, measure_stats
+from ..self_collision import self_collision_for
 from .acceleration import Anderson, Chebyshev, Plain
 from .constraints import EdgeSprings, HingeBending, TetStrain
 
@@ -124,6 +126,8 @@ class ProjectiveSolver(Solver):
                                        c.quadratic[self.pinned][:, self.pinned].tocsr()))
         self.mass_free = model.mass[self.free]
         self.gravity = np.asarray(config.gravity, float)
+        self.self_collision = self_collision_for(model, config)
+        """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
         self._factors = {}
         self.rho = {}
         """Chebyshev's estimated spectral radius per step length h."""
@@ -239,7 +243,11 @@ class ProjectiveSolver(Solver):
             if probing:
                 self.rho[h] = estimate_rho(self.log.residuals)
 
+        # Faces vs spheres first: the vertex projection after it is the final word on every vertex (ground too).
+        resolve_face_contacts(x, x_start, self.model.inv_mass, self.model.triangle_indices, colliders)  # faces vs spheres
         resolve_contacts(x, x_start, self.model.inv_mass, colliders)
+        if self.self_collision is not None:
+            self.self_collision.resolve(x, x_start)
         v[:] = (x - x_start) / h
         if self.config.damping > 0.0:
             v *= np.exp(-self.config.damping * h)
