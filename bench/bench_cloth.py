@@ -8,7 +8,12 @@ Reported per row: wall time of the simulation only (Blender: the point-cache bak
 ``advance_frame`` calls; Soft Sim's model build is timed separately), ms per frame, simulated frames per
 second, speed ratio against built-in Cloth at the same n (> 1: Soft Sim is faster), and quality: max
 edge strain |l/l0 - 1| over all frames and all grid edges (the n x n quad grid's edges, the same set for
-both simulators), and the deepest penetration into the analytic sphere / ground over all frames.
+both simulators), the deepest penetration into the analytic sphere / ground over all frames, and the motion
+error: the RMS over the first second (MOTION_FRAMES frames) of the distance between the cloth's mean position
+and that of a converged reference run of the same scene (``reference_motion``: pure-engine PROJECTIVE with
+2 x REFERENCE_SUBSTEPS substeps x REFERENCE["iterations"] iterations, checked against half as many substeps; the gap
+between the two is printed under the table). Stiffness alone can fake low strain (a cloth that barely moves does not stretch); the motion error
+catches that.
 
 Run: ``python bench/bench_cloth.py [--sizes 21 64 128] [--frames 100]`` (``make bench`` runs bench/run.py).
 """
@@ -78,6 +83,15 @@ XPBD_CONFIGS = [
 ]
 # ---------------------------------------------------------------------------------------------------
 
+# Motion reference: the same scene (quad edges, stiffness, bending, damping, mass, colliders) without tethers, so it
+# is the physics of the springs alone, run with so many substeps and iterations that the mean motion no longer
+# changes. PROJECTIVE (implicit Euler) gets there far cheaper than XPBD: on the 64 x 64 scene PD 48x20 and 96x20
+# differ by 2 mm and 96x20 and 96x40 by 0.1 mm, while XPBD 400x1 and 800x1 still differ by 26 mm (XPBD 200x1 is 75 mm
+# from PD 96x20, i.e. it converges towards it at first order).
+MOTION_FRAMES = FPS     # the first second
+REFERENCE = dict(label="reference", solver="PROJECTIVE", iterations=10, diagonals=False)
+REFERENCE_SUBSTEPS = 24  # the reference runs 2 x REFERENCE_SUBSTEPS, checked against REFERENCE_SUBSTEPS
+
 BUILTIN = "Blender Cloth (built-in)"
 
 
@@ -106,6 +120,36 @@ def quality(frames_x: list, edges: np.ndarray, rest_length: np.ndarray) -> tuple
         if GROUND_Z is not None:
             depth = max(depth, float(np.max(GROUND_Z - x[:, 2])))
     return strain, strain99, max(depth, 0.0)
+
+
+def mean_motion(frames_x: list) -> np.ndarray:
+    """The cloth's mean position per frame, (frames, 3) [m]."""
+    return np.array([x.mean(axis=0) for x in frames_x]).reshape(-1, 3)
+
+
+def motion_error(frames_x: list, reference: np.ndarray) -> float:
+    """RMS over the frames both runs have (at most len(reference)) of |mean position - reference's| [m].
+
+    NaN when the run has no frame (diverged at once). A run that diverged early is compared on what it has.
+    """
+    k = min(len(frames_x), len(reference))
+    if k == 0:
+        return float("nan")
+    gap = mean_motion(frames_x[:k]) - reference[:k]
+    return float(np.sqrt(np.mean(np.einsum("ij,ij->i", gap, gap))))
+
+
+def reference_motion(n: int, frames: int = MOTION_FRAMES, substeps: int = REFERENCE_SUBSTEPS) -> dict:
+    """The converged reference of the n x n scene: mean positions (frames, 3) of ``REFERENCE`` at 2 x ``substeps``,
+    and the motion error [m] of the run at ``substeps`` against it (how far the reference is from converged)."""
+    coarse = run_xpbd(n, frames, {**REFERENCE, "substeps": substeps})
+    fine = run_xpbd(n, frames, {**REFERENCE, "substeps": 2 * substeps})
+    for result in (coarse, fine):
+        if result["diverged"]:
+            raise RuntimeError(f"motion reference diverged at n={n}: {result['diverged']}")
+    mean = mean_motion(fine["positions"])
+    return dict(mean=mean, substeps=2 * substeps, gap=motion_error(coarse["positions"], mean),
+                seconds=coarse["seconds"] + fine["seconds"])
 
 
 def blender_defaults() -> dict:
@@ -220,10 +264,12 @@ def run_xpbd(n: int, frames: int, spec: dict) -> dict:
     return dict(seconds=seconds, build_seconds=build_seconds, positions=positions, diverged=diverged)
 
 
-def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, repeat=1) -> list:
+def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, repeat=1,
+        reference_substeps=REFERENCE_SUBSTEPS) -> list:
     """Rows (dicts) of the cloth benchmark, built-in Cloth first at every n.
 
     repeat: run every simulation this many times and keep the fastest (for a noisy, shared machine).
+    reference_substeps: the motion reference runs twice this many substeps, checked against this many; 0: none.
     """
     configs = XPBD_CONFIGS if configs is None else configs
     for spec in configs:  # warm-up: first-call costs (imports, caches) stay out of the timed build
@@ -235,6 +281,12 @@ def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, re
         _, grid_edges, _ = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=False)
         vertices = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=False)[0]
         rest = np.linalg.norm(vertices[grid_edges[:, 0]] - vertices[grid_edges[:, 1]], axis=1)
+        reference = (reference_motion(n, min(frames, MOTION_FRAMES), reference_substeps) if reference_substeps
+                     else dict(mean=np.empty((0, 3)), substeps=0, gap=float("nan"), seconds=0.0))
+        if verbose and reference_substeps:
+            print(f"  n={n:4d} motion reference {REFERENCE['solver']} {reference['substeps']}x{REFERENCE['iterations']}: "
+                  f"gap to {reference_substeps}x{REFERENCE['iterations']} "
+                  f"{1000.0 * reference['gap']:.1f} mm ({reference['seconds']:.0f} s)", file=sys.stderr, flush=True)
         runs = []
         if blender:
             runs.append((BUILTIN, lambda: run_blender_cloth(n, frames)))
@@ -257,13 +309,17 @@ def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, re
                 fps=done / seconds if seconds > 0 else float("inf"),
                 speedup=(peer_seconds / seconds * done / frames) if peer_seconds and label != BUILTIN else
                 (1.0 if label == BUILTIN else float("nan")),
-                max_strain_pct=100.0 * strain, p99_strain_pct=100.0 * strain99, penetration_mm=1000.0 * depth,
+                max_strain_pct=100.0 * strain, p99_strain_pct=100.0 * strain99,
+                motion_error_mm=1000.0 * motion_error(result["positions"], reference["mean"]),
+                penetration_mm=1000.0 * depth,
                 build_seconds=result["build_seconds"], note=result.get("diverged") or "",
+                reference_substeps=reference["substeps"], reference_gap_mm=1000.0 * reference["gap"],
             )
             rows.append(row)
             if verbose:
                 print(f"  n={n:4d} {label:40s} {seconds:8.2f} s  strain {row['max_strain_pct']:7.2f} %  "
-                      f"penetration {row['penetration_mm']:7.1f} mm", file=sys.stderr, flush=True)
+                      f"motion error {row['motion_error_mm']:7.1f} mm  penetration {row['penetration_mm']:7.1f} mm",
+                      file=sys.stderr, flush=True)
     return rows
 
 
@@ -274,17 +330,26 @@ def _fmt(value, digits):
 def markdown(rows: list, frames: int = None) -> str:
     """The rows as a Markdown table."""
     lines = [
-        "| n | method | total s | ms/frame | frames/s | speed vs Cloth | max edge strain % | p99 strain % | penetration mm | build s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| n | method | total s | ms/frame | frames/s | speed vs Cloth | max edge strain % | p99 strain % "
+        "| motion error mm | penetration mm | build s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         method = r["method"] + (f" (diverged after {r['frames']} frames)" if r["note"] else "")
         lines.append(
             f"| {r['n']} | {method} | {_fmt(r['seconds'], 2)} | {_fmt(r['ms_per_frame'], 1)} | {_fmt(r['fps'], 1)} "
             f"| {_fmt(r['speedup'], 2)}x | {_fmt(r['max_strain_pct'], 1)} | {_fmt(r['p99_strain_pct'], 1)} "
-            f"| {_fmt(r['penetration_mm'], 1)} "
+            f"| {_fmt(r['motion_error_mm'], 0)} | {_fmt(r['penetration_mm'], 1)} "
             f"| {_fmt(r['build_seconds'], 3)} |"
         )
+    references = {r["n"]: r for r in rows if r.get("reference_substeps")}
+    if references:
+        lines.append("")
+        it = REFERENCE["iterations"]
+        lines.append(f"Motion reference (pure-engine {REFERENCE['solver']}, quad edges, no tethers; substeps x iterations) "
+                     "and how far it is from converged: "
+                     + "; ".join(f"n={n}: {r['reference_substeps']}x{it}, {_fmt(r['reference_gap_mm'], 1)} mm from "
+                                 f"{r['reference_substeps'] // 2}x{it}" for n, r in references.items()) + ".")
     return "\n".join(lines)
 
 
@@ -308,7 +373,8 @@ def describe(frames: int = FRAMES) -> str:
         "the quads' diagonals are edges too. Times are simulation only (Soft Sim's model build, incl. "
         "constraint colouring, in the last column). Strain: max |l/l0 - 1| over all frames and grid edges "
         "(at the pinned corners, which carry the whole cloth) and, for the bulk, the max over frames of its 99th "
-        "percentile over edges; "
+        "percentile over edges; motion error: RMS over the first second of the distance between the cloth's mean "
+        "position and that of a converged reference run of the same scene (below the table); "
         "penetration: deepest vertex inside the analytic sphere or ground over all frames."
     )
 
@@ -319,12 +385,18 @@ def parse_args(argv=None):
     parser.add_argument("--frames", type=int, default=FRAMES, help="frames to simulate")
     parser.add_argument("--no-blender", action="store_true", help="skip the built-in Cloth peer")
     parser.add_argument("--repeat", type=int, default=1, help="time each run this many times, keep the fastest")
+    parser.add_argument("--reference-substeps", type=int, default=REFERENCE_SUBSTEPS,
+                        help="the motion reference runs twice this many substeps, checked against this many; "
+                             "0: no motion error")
+    parser.add_argument("--only", nargs="+", default=None, help="run only the configurations whose label starts so")
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    rows = run(args.sizes, args.frames, blender=not args.no_blender, repeat=args.repeat)
+    configs = None if not args.only else [c for c in XPBD_CONFIGS if any(c["label"].startswith(o) for o in args.only)]
+    rows = run(args.sizes, args.frames, configs=configs, blender=not args.no_blender, repeat=args.repeat,
+               reference_substeps=args.reference_substeps)
     print(describe(args.frames))
     print()
     print(markdown(rows))

@@ -1,7 +1,9 @@
-"""`make bench`: run every benchmark and print its tables in Markdown (also written to bench_out/bench.md).
+"""`make bench`: run every benchmark and print its tables in Markdown (also written to bench_out/bench.md;
+with --only, to bench_out/bench_<names>.md).
 
-Benchmarks: bench/bench_cloth.py (always) and bench/bench_tetrahedralize.py (when it exists and has run()).
-Usage: python bench/run.py [--sizes 21 64 128] [--frames 100] [--repeat 1] [--only cloth|tetrahedralize ...]
+Benchmarks: bench/bench_cloth.py (always), bench/bench_solid.py, bench/bench_kernels.py and
+bench/bench_tetrahedralize.py (each when it exists).
+Usage: python bench/run.py [--sizes 21 64 128] [--frames 100] [--repeat 1] [--only cloth|kernels|solid|tetrahedralize ...]
 (--sizes, --frames and --repeat apply to the cloth benchmark.)
 """
 import argparse
@@ -72,7 +74,26 @@ def section_solid(args) -> str:
     return f"## {module.TITLE}\n\n" + module.describe() + "\n\n" + module.markdown(module.run())
 
 
-SECTIONS = {"cloth": section_cloth, "tetrahedralize": section_tetrahedralize, "solid": section_solid}
+def section_kernels(args) -> str:
+    """The position-based kernels' ns per constraint update against a memory copy (bench/bench_kernels.py)."""
+    if not os.path.exists(os.path.join(BENCH, "bench_kernels.py")):
+        return ""
+    module = importlib.import_module("bench_kernels")
+    rows = module.run(verbose=False)
+    return ("## Position-based kernels\n\n" + (module.__doc__ or "").split("\n\n")[0] + f" Large-copy bandwidth "
+            f"{module.bandwidth_gb_s():.1f} GB/s (read + write).\n\n" + module.markdown(rows))
+
+
+def section_scenarios(args) -> str:
+    """The scenario table's long run (bench/bench_scenarios.py: every solver on the issue 12 scenes)."""
+    if not os.path.exists(os.path.join(BENCH, "bench_scenarios.py")):
+        return ""
+    module = importlib.import_module("bench_scenarios")
+    return f"## {module.TITLE}\n\n" + module.describe() + "\n\n" + module.markdown(module.run())
+
+
+SECTIONS = {"cloth": section_cloth, "tetrahedralize": section_tetrahedralize, "solid": section_solid,
+            "kernels": section_kernels, "scenarios": section_scenarios}
 
 
 def main(argv=None):
@@ -95,10 +116,12 @@ def main(argv=None):
             sections.append(text)
             print(text + "\n", flush=True)
     report = "# Soft Sim benchmarks\n\n" + "\n\n".join(sections) + "\n"
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
+    # A partial run (--only) writes beside the full report instead of replacing it.
+    out = OUT if not args.only else OUT.replace("bench.md", "bench_" + "_".join(args.only) + ".md")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
         f.write(report)
-    print(f"(written to {os.path.relpath(OUT, ROOT)}; {time.perf_counter() - start:.0f} s in all)", file=sys.stderr)
+    print(f"(written to {os.path.relpath(out, ROOT)}; {time.perf_counter() - start:.0f} s in all)", file=sys.stderr)
 
 
 if __name__ == "__main__":
