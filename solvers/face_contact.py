@@ -32,38 +32,89 @@ for equal masses), so the response does not bounce (tests/test_face_contact.py m
 import numpy as np
 
 from .colliders import Sphere
-from .geometry.intersections import _cross, closest_points_on_triangles
+from .geometry.intersections import _cross
 
 FACE_PASSES = 4
-"""Jacobi passes per call; measured on the 21 x 21 lab cloth on its sphere, 4 passes leave a residual depth below
-a tenth of a millimetre per step (the next step continues from there)."""
+"""Jacobi passes per call at most; measured on the 21 x 21 lab cloth on its sphere, 4 passes leave a residual depth
+below a tenth of a millimetre per step (the next step continues from there). Fewer run when a pass finds no face
+deeper than FACE_TOLERANCE."""
+
+FACE_TOLERANCE = 1e-7
+"""A pass whose deepest face lies less than this fraction of rho inside the sphere stops the passes without moving
+anything (0.27 um on the lab's 2.7 m sphere: far below what a frame can show, far above round-off)."""
+
+REFIT_GROWTH = 1.25
+"""The cached bound on the longest edge (see ``_Topology.longest_edge``) is recomputed from the edges once the
+motion since the last exact value could have stretched an edge by this factor."""
 
 
-def _sum_rows(indices: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
-    """Sum (m, k, 3) per-corner vectors into (count, 3) by indices (m, k)."""
-    out = np.empty((count, 3))
-    flat = indices.ravel()
-    rows = values.reshape(-1, 3)
-    for axis in range(3):
-        out[:, axis] = np.bincount(flat, rows[:, axis], minlength=count)
-    return out
+class _Topology:
+    """What the cull needs of one triangles array: its unique edges (as two contiguous index arrays), its corners
+    as three contiguous columns (3, t), and a cached upper bound on the longest edge.
+
+    The bound: with L0 the longest edge at positions x0, no edge at x is longer than L0 + 2 max_i |x_i - x0_i|.
+    That costs one pass over the n positions instead of a gather of every edge's two ends; the exact value is
+    recomputed (and x0 moved to x) once the bound exceeds REFIT_GROWTH L0. It holds for any x of the same shape,
+    so two solvers sharing one model's triangles share the entry safely (a loose bound only widens the cull).
+    """
+
+    def __init__(self, triangles):
+        self.triangles = triangles
+        pairs = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
+        edges = np.unique(pairs, axis=0)
+        self.edge_a, self.edge_b = edges[:, 0].copy(), edges[:, 1].copy()
+        self.columns = np.ascontiguousarray(triangles.T)  # (3, t)
+        self.x0, self.l0 = None, 0.0
+
+    def longest_edge(self, x) -> float:
+        """An upper bound [m] on the longest edge at positions x (n, 3)."""
+        if self.x0 is not None and self.x0.shape == x.shape:
+            moved = x - self.x0
+            np.multiply(moved, moved, out=moved)
+            bound = self.l0 + 2.0 * float(np.sqrt(moved.sum(axis=1).max()))
+            if bound <= REFIT_GROWTH * self.l0:
+                return bound
+        if len(self.edge_a) == 0:
+            return 0.0
+        d = x[self.edge_a] - x[self.edge_b]
+        self.l0 = float(np.sqrt(np.einsum("ij,ij->i", d, d).max()))
+        self.x0 = np.array(x, np.float64, order="C")
+        return self.l0
 
 
 _TOPOLOGY = []
-"""Recently used (triangles array, its unique edges (e, 2), each triangle's edge ids (t, 3)): solvers pass the same
-model.triangle_indices every step, and the edge list halves the work of the cull (about 1.5 edges per triangle)."""
+"""Recently used _Topology entries, keyed by the triangles array's identity: solvers pass the same
+model.triangle_indices every step."""
 
 
-def _topology(triangles):
+def _topology(triangles) -> _Topology:
     for entry in _TOPOLOGY:
-        if entry[0] is triangles:
-            return entry[1], entry[2]
-    pairs = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
-    edges, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    tri_edges = inverse.reshape(3, -1).T.copy()
-    _TOPOLOGY.insert(0, (triangles, edges, tri_edges))
+        if entry.triangles is triangles:
+            return entry
+    entry = _Topology(triangles)
+    _TOPOLOGY.insert(0, entry)
     del _TOPOLOGY[8:]
-    return edges, tri_edges
+    return entry
+
+
+def _as_triangles(triangles) -> np.ndarray:
+    if isinstance(triangles, np.ndarray) and triangles.dtype == np.int64 and triangles.ndim == 2:
+        return triangles  # model.triangle_indices already is: its identity keys the cache
+    return np.asarray(triangles, np.int64).reshape(-1, 3)
+
+
+def _near(x, topology, center, rho):
+    """(r2 (n,) squared distances of the vertices from the centre, indices of the triangles with a corner within
+    sqrt(rho^2 + L^2 / 3), L a bound on the longest edge), or (r2, None) when no vertex is that near."""
+    rel = x - center
+    r2 = np.einsum("ij,ij->i", rel, rel)
+    length = topology.longest_edge(x)
+    limit = rho * rho + length * length / 3.0
+    if len(r2) == 0 or r2.min() >= limit:
+        return r2, None
+    near = r2 < limit
+    a, b, c = topology.columns
+    return r2, np.flatnonzero(near[a] | near[b] | near[c])
 
 
 def _candidates(x, triangles, center, rho):
@@ -73,17 +124,69 @@ def _candidates(x, triangles, center, rho):
     |p - c|^2 = sum_k b_k r_k^2 - sum_{k<l} b_k b_l L_kl^2 >= min_k r_k^2 - max_kl L_kl^2 / 3
     (sum_{k<l} b_k b_l <= 1/3). A triangle is a candidate when that bound is below rho^2: on a cloth resting on the
     sphere that keeps the triangles whose corners lie within about the sagitta L^2 / (6 rho) of the contact shell.
-    First with the longest edge of the mesh (scalar gathers only), then with each survivor's own."""
-    edges, tri_edges = _topology(triangles)
-    rel = x - center
-    r2 = np.einsum("ij,ij->i", rel, rel)
-    d = x[edges[:, 0]] - x[edges[:, 1]]
-    length2 = np.einsum("ij,ij->i", d, d)
-    r2_min = r2[triangles].min(axis=1)
-    near = np.nonzero(r2_min - length2.max() / 3.0 < rho * rho)[0]
-    if len(near) == 0:
-        return near
-    return near[r2_min[near] - length2[tri_edges[near]].max(axis=1) / 3.0 < rho * rho]
+    First with a bound on the longest edge of the mesh (one pass over the vertices: an early exit when none is
+    near, the usual case away from the sphere), then with each survivor's own edges."""
+    triangles = _as_triangles(triangles)
+    if len(triangles) == 0:
+        return np.zeros(0, np.int64)
+    r2, near = _near(x, _topology(triangles), np.asarray(center, float), float(rho))
+    if near is None or len(near) == 0:
+        return np.zeros(0, np.int64)
+    return near[_own_bound(x, r2, triangles[near], rho)]
+
+
+def _own_bound(x, r2, tri, rho):
+    """Which triangles tri (m, 3) pass the cull with their own longest edge, (m,) bool."""
+    a, b, c = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
+    longest = np.maximum(np.maximum(_norm2(b - a), _norm2(c - b)), _norm2(a - c))
+    r2_min = np.minimum(np.minimum(r2[tri[:, 0]], r2[tri[:, 1]]), r2[tri[:, 2]])
+    return r2_min - longest / 3.0 < rho * rho
+
+
+def _norm2(u):
+    return np.einsum("ij,ij->i", u, u)
+
+
+def _dot3(u, v):
+    """Column-wise dot products of (3, m) arrays (structure of arrays), (m,)."""
+    return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
+
+
+def _closest_weights(p, A, B, C):
+    """Barycentric weights (v, w) of B and C of the closest point of each triangle (A, B, C) (3, m) to p (3, 1),
+    and the edges e1 = B - A, e2 = C - A (3, m).
+
+    The foot of the perpendicular when it falls inside the triangle (the Gram system of the two edges), else the
+    nearest of the three edges' clamped closest points (which covers the vertex regions and degenerate triangles):
+    the same point as ``closest_points_on_triangles`` (to round-off; ties between regions may pick another
+    weighting of the same point), in about 60% of its time."""
+    e1, e2, ap = B - A, C - A, p - A
+    d1, d2 = _dot3(e1, ap), _dot3(e2, ap)
+    e11, e12, e22 = _dot3(e1, e1), _dot3(e1, e2), _dot3(e2, e2)
+    denom = e11 * e22 - e12 * e12
+    v = e22 * d1 - e12 * d2
+    w = e11 * d2 - e12 * d1
+    inside = (v >= 0.0) & (w >= 0.0) & (v + w <= denom) & (denom > 1e-12 * e11 * e22)
+    scale = np.divide(1.0, denom, out=np.zeros_like(denom), where=inside)
+    v *= scale
+    w *= scale
+    out = np.flatnonzero(~inside)
+    if len(out):
+        o1, o2, oap, od1, od2, o11, o22 = e1[:, out], e2[:, out], ap[:, out], d1[out], d2[out], e11[out], e22[out]
+        e3, bp = o2 - o1, oap - o1  # edge B -> C, p - B
+        o33, d3 = _dot3(e3, e3), _dot3(e3, bp)
+        t_ab = np.clip(od1 / np.maximum(o11, 1e-300), 0.0, 1.0)
+        t_ac = np.clip(od2 / np.maximum(o22, 1e-300), 0.0, 1.0)
+        t_bc = np.clip(d3 / np.maximum(o33, 1e-300), 0.0, 1.0)
+        # |p - closest|^2 minus |p - A|^2, per edge: |ap - t e|^2 - |ap|^2 = t (t e.e - 2 e.ap)
+        s_ab = t_ab * (t_ab * o11 - 2.0 * od1)
+        s_ac = t_ac * (t_ac * o22 - 2.0 * od2)
+        s_bc = _dot3(bp, bp) - _dot3(oap, oap) + t_bc * (t_bc * o33 - 2.0 * d3)
+        use_ac = s_ac < s_ab
+        use_bc = s_bc < np.minimum(s_ab, s_ac)
+        v[out] = np.where(use_bc, 1.0 - t_bc, np.where(use_ac, 0.0, t_ab))
+        w[out] = np.where(use_bc, t_bc, np.where(use_ac, t_ac, 0.0))
+    return v, w, e1, e2
 
 
 def resolve_face_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray, colliders,
@@ -94,62 +197,98 @@ def resolve_face_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarra
     [1/kg], 0 for pinned particles (never moved); triangles (t, 3) int; colliders: any sequence, only Sphere ones
     act. Returns the number of (triangle, sphere) contacts found in the first pass.
     """
-    if not (isinstance(triangles, np.ndarray) and triangles.dtype == np.int64 and triangles.ndim == 2):
-        triangles = np.asarray(triangles, np.int64).reshape(-1, 3)  # (model.triangle_indices already is: its
-        # identity keys the cached edge list)
     spheres = [c for c in colliders if isinstance(c, Sphere)]
-    if not spheres or len(triangles) == 0:
+    if not spheres:
         return 0
-    n = len(x)
+    triangles = _as_triangles(triangles)
+    if len(triangles) == 0 or len(x) == 0:
+        return 0
+    topology = _topology(triangles)
     contacts = 0
     for sphere in spheres:
-        center = sphere.center
+        center = np.asarray(sphere.center, float)
         rho = float(sphere.radius + sphere.thickness)
-        cand = triangles[_candidates(x, triangles, center, rho)]
-        if len(cand) == 0:
+        r2, near = _near(x, topology, center, rho)
+        if near is None or len(near) == 0:
             continue
-        w = inv_mass[cand]  # (m, 3)
-        movable = w.max(axis=1) > 0.0
-        cand, w = cand[movable], w[movable]
-        for k in range(passes):
-            corners = x[cand]
-            q, bary = closest_points_on_triangles(center, corners[:, 0], corners[:, 1], corners[:, 2])
-            r = q - center
-            dist = np.sqrt(np.einsum("ti,ti->t", r, r))
-            # A closest point on pinned corners only (sum b_k^2 w_k = 0) cannot be moved: it is the pins' business.
-            movable_point = np.einsum("tk,tk->t", bary * bary, w) > 0.0
-            hit = np.nonzero((dist < rho) & movable_point)[0]
-            if len(hit) == 0:
-                break
-            if k == 0:
-                contacts += len(hit)
-            tri, b, wh = cand[hit], bary[hit], w[hit]
-            d = dist[hit]
-            depth = rho - d
-            # A face through the very centre is pushed along its own normal rather than divided by zero.
-            normal = r[hit] / np.where(d > 1e-12, d, 1.0)[:, None]
-            through = d <= 1e-12
-            if through.any():
-                face = _cross(corners[hit, 1] - corners[hit, 0], corners[hit, 2] - corners[hit, 0])[through]
-                normal[through] = face / np.maximum(np.sqrt(np.einsum("ti,ti->t", face, face)), 1e-300)[:, None]
-            delta = depth[:, None] * normal
-            if sphere.friction > 0.0:
-                q_prev = np.einsum("tk,tki->ti", b, x_prev[tri])
-                moved = q[hit] + delta - q_prev
-                tangential = moved - np.einsum("ti,ti->t", moved, normal)[:, None] * normal
-                slide = np.sqrt(np.einsum("ti,ti->t", tangential, tangential))
-                keep = np.clip(1.0 - sphere.friction * depth / np.maximum(slide, 1e-15), 0.0, 1.0)
-                delta -= np.where(slide > 1e-15, 1.0 - keep, 0.0)[:, None] * tangential
-            weight = b * wh
-            coeff = weight / np.einsum("tk,tk->t", b, weight)[:, None]  # b_k w_k / sum_j b_j^2 w_j, (h, 3)
-            count = np.bincount(tri.ravel(), (weight > 0.0).ravel().astype(float), minlength=n)
-            moved_rows = np.nonzero(count)[0]
-            dx = _sum_rows(tri, coeff[:, :, None] * delta[:, None, :], n)[moved_rows] / count[moved_rows, None]
-            x[moved_rows] += dx
-            if k + 1 < passes:
-                # A triangle's distance to the centre changes by at most its corners' largest move, so the next
-                # pass needs only the triangles within rho + that move.
-                step = float(np.sqrt(np.einsum("ij,ij->i", dx, dx).max()))
-                keep_cand = dist < rho + step
-                cand, w = cand[keep_cand], w[keep_cand]
+        tri = triangles[near]
+        keep = _own_bound(x, r2, tri, rho)
+        keep &= inv_mass[tri].max(axis=1) > 0.0  # a triangle of pins only is the pins' business
+        tri = tri[keep]
+        if len(tri):
+            contacts += _push_out(x, x_prev, inv_mass, tri, center, rho, float(sphere.friction), passes)
+    return contacts
+
+
+def _push_out(x, x_prev, inv_mass, tri, center, rho, friction, passes) -> int:
+    """The Jacobi passes for one sphere on the candidate triangles tri (m, 3), in place on x; the first pass's hits.
+
+    Works on the candidates' own vertices as a structure of arrays X (3, V) (corner k of all triangles is the
+    (3, m) gather X[:, corner[k]]), sums corrections per vertex with bincount, and writes X back once."""
+    n = len(x)
+    mark = np.zeros(n, bool)
+    mark[tri.ravel()] = True
+    vertices = np.flatnonzero(mark)
+    V = len(vertices)
+    local = np.empty(n, np.int64)
+    local[vertices] = np.arange(V)
+    corner = local[tri.T]  # (3 corners, m)
+    X = np.ascontiguousarray(x[vertices].T)  # (3, V)
+    w = inv_mass[tri.T]  # (3, m)
+    prev = x_prev[tri.T].transpose(2, 0, 1) if friction > 0.0 else None  # (3 coords, 3 corners, m)
+    p = center.reshape(3, 1)
+    flat_corner = corner.ravel()
+    tolerance = FACE_TOLERANCE * rho
+    contacts = 0
+    for k in range(passes):
+        G = X[:, corner]  # (3 coords, 3 corners, m)
+        A = G[:, 0]
+        v, wt, e1, e2 = _closest_weights(p, A, G[:, 1], G[:, 2])
+        b = np.stack([1.0 - v - wt, v, wt])  # (3 corners, m)
+        q = A + v * e1 + wt * e2
+        r = q - p
+        dist = np.sqrt(_dot3(r, r))
+        weight = b * w  # b_k w_k
+        norm = _dot3(b, weight)  # sum_j b_j^2 w_j; 0: a closest point on pinned corners only, the pins' business
+        hit = (dist < rho) & (norm > 0.0)
+        hits = int(np.count_nonzero(hit))
+        if hits == 0:
+            break
+        depth = np.where(hit, rho - dist, 0.0)
+        if depth.max() < tolerance:
+            break
+        if k == 0:
+            contacts = hits
+        # A face through the very centre is pushed along its own normal rather than divided by zero.
+        normal = r / np.where(dist > 1e-12, dist, 1.0)
+        through = np.flatnonzero(hit & (dist <= 1e-12))
+        if len(through):
+            face = _cross(e1[:, through].T, e2[:, through].T).T
+            normal[:, through] = face / np.maximum(np.sqrt(_dot3(face, face)), 1e-300)
+        delta = depth * normal  # (3, m)
+        if friction > 0.0:
+            moved = q + delta - np.einsum("km,ikm->im", b, prev)  # q + delta - q_prev
+            tangential = moved - _dot3(moved, normal) * normal
+            slide = np.sqrt(_dot3(tangential, tangential))
+            keep = np.clip(1.0 - friction * depth / np.maximum(slide, 1e-15), 0.0, 1.0)
+            delta -= np.where(slide > 1e-15, 1.0 - keep, 0.0) * tangential
+        coeff = weight * np.divide(1.0, norm, out=np.zeros_like(norm), where=hit)  # b_k w_k / sum_j b_j^2 w_j
+        count = np.bincount(flat_corner, (coeff > 0.0).ravel(), minlength=V)
+        np.maximum(count, 1.0, out=count)  # vertices in no hit get a zero sum
+        step2 = np.zeros(V)
+        for axis in range(3):
+            dx = np.bincount(flat_corner, (coeff * delta[axis]).ravel(), minlength=V)
+            dx /= count
+            X[axis] += dx
+            step2 += dx * dx
+        if k + 1 < passes:
+            # A triangle's distance to the centre changes by at most its corners' largest move, so the next pass
+            # needs only the triangles within rho + that move.
+            reach = dist < rho + float(np.sqrt(step2.max()))
+            if np.count_nonzero(reach) < 0.75 * len(reach):
+                corner, w = corner[:, reach], w[:, reach]
+                flat_corner = corner.ravel()
+                if prev is not None:
+                    prev = prev[:, :, reach]
+    x[vertices] = X.T
     return contacts
