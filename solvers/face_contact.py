@@ -6,7 +6,7 @@ position-level solvers (position_based.py, mass_spring.py, projective/solver.py)
 before it, so the vertex projection stays the final word on every vertex (a face push near where a sphere meets the
 ground must not leave a vertex below the ground; it only ever moves vertices away from the sphere, so the vertex
 projection after it cannot push a face back in, except where a sphere pokes through the ground). For every triangle whose closest point q = sum_k b_k x_k to the centre c (exact, barycentric
-weights b from ``geometry.intersections.closest_points_on_triangles``) lies within rho = radius + thickness:
+weights b, ``_closest_weights``: the point of ``geometry.intersections.closest_points_on_triangles``) lies within rho = radius + thickness:
 
     depth = rho - |q - c|,   n = (q - c) / |q - c|,
     dx_k = b_k w_k / (sum_j b_j^2 w_j) * delta,   delta = depth n (+ friction, below),   w_k = inv_mass_k,
