@@ -35,6 +35,7 @@ from blender_quiet import SilenceStdout  # noqa: E402
 from solvers import (  # noqa: E402
     GroundPlane, SimulationDiverged, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver,
 )
+from solvers.geometry.intersections import count_self_intersections, deepest_face_penetration  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------
 # Everything the lead may want to tune lives here.
@@ -92,6 +93,22 @@ MOTION_FRAMES = FPS     # the first second
 REFERENCE = dict(label="reference", solver="PROJECTIVE", iterations=10, diagonals=False)
 REFERENCE_SUBSTEPS = 24  # the reference runs 2 x REFERENCE_SUBSTEPS, checked against REFERENCE_SUBSTEPS
 
+# Bakes in Blender, timed as a user waits for them: the add-on's Bake operator (bpy.ops.softsim.bake, PC2 output)
+# on the same scene, and built-in Cloth with its self-collision on. Keys: label, "builtin" (True: built-in Cloth
+# with these modifier settings) or the Soft Sim settings (obj.softsim.<name>) to set on top of the add-on's defaults.
+BAKE_CONFIGS = [
+    dict(label="Soft Sim bake in Blender, add-on defaults (XPBD 30x1, tethers)", softsim={}),
+    dict(label="Soft Sim bake in Blender, Projective 8x5", softsim=dict(solver="PROJECTIVE", substeps=8, iterations=5)),
+    dict(label="Soft Sim bake in Blender, Projective 6x5", softsim=dict(solver="PROJECTIVE", substeps=6, iterations=5)),
+    dict(label="Blender Cloth (built-in), self-collision on", builtin=dict(use_self_collision=True)),
+    dict(label="Soft Sim bake in Blender, defaults + self-collision", softsim=dict(use_self_collision=True), max_n=64),
+    dict(label="Soft Sim bake in Blender, Projective 8x5 + self-collision",
+         softsim=dict(solver="PROJECTIVE", substeps=8, iterations=5, use_self_collision=True), max_n=64),
+]
+CROSSING_EVERY = 4
+"""Self-crossings are counted (exactly, every edge against every triangle) on every CROSSING_EVERY-th frame: at
+128 x 128 one count takes about half a second."""
+
 BUILTIN = "Blender Cloth (built-in)"
 
 
@@ -102,16 +119,17 @@ def grid_quads(n: int) -> np.ndarray:
     return np.stack([a, a + 1, a + n + 1, a + n], axis=1)
 
 
-def quality(frames_x: list, edges: np.ndarray, rest_length: np.ndarray) -> tuple:
-    """(max |l/l0 - 1| over frames and edges, max over frames of its 99th percentile over edges,
-    deepest penetration [m] into sphere or ground over frames).
+def quality(frames_x: list, edges: np.ndarray, rest_length: np.ndarray, triangles: np.ndarray) -> dict:
+    """Quality over frames: ``strain`` max |l/l0 - 1| over frames and edges, ``strain99`` the max over frames of its
+    99th percentile over edges, ``depth`` the deepest vertex [m] inside sphere or ground, ``face_depth`` the
+    deepest point of any face inside the sphere [m], ``crossings`` the most intersecting edge-triangle pairs of the
+    cloth with itself in one frame (every CROSSING_EVERY-th frame and the last).
 
-    The max sits at the two pinned corners, which carry the whole cloth; the 99th percentile shows the bulk.
+    The max strain sits at the two pinned corners, which carry the whole cloth; the 99th percentile shows the bulk.
     """
-    strain = 0.0
-    strain99 = 0.0
-    depth = 0.0
-    for x in frames_x:
+    strain = strain99 = depth = face_depth = 0.0
+    crossings = 0
+    for k, x in enumerate(frames_x):
         length = np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
         s = np.abs(length / rest_length - 1.0)
         strain = max(strain, float(np.max(s)))
@@ -119,7 +137,10 @@ def quality(frames_x: list, edges: np.ndarray, rest_length: np.ndarray) -> tuple
         depth = max(depth, float(np.max(SPHERE_RADIUS - np.linalg.norm(x, axis=1))))
         if GROUND_Z is not None:
             depth = max(depth, float(np.max(GROUND_Z - x[:, 2])))
-    return strain, strain99, max(depth, 0.0)
+        face_depth = max(face_depth, deepest_face_penetration(x, triangles, np.zeros(3), SPHERE_RADIUS))
+        if k % CROSSING_EVERY == 0 or k == len(frames_x) - 1:
+            crossings = max(crossings, count_self_intersections(x, triangles))
+    return dict(strain=strain, strain99=strain99, depth=max(depth, 0.0), face_depth=face_depth, crossings=crossings)
 
 
 def mean_motion(frames_x: list) -> np.ndarray:
@@ -170,8 +191,9 @@ def blender_defaults() -> dict:
     return out
 
 
-def run_blender_cloth(n: int, frames: int) -> dict:
-    """Bake Blender's Cloth at default settings on the n x n scene; time the bake, measure quality."""
+def _blender_scene(n: int, frames: int):
+    """A fresh Blender scene with the n x n cloth (pin group "pin" on its two pinned corners), the UV sphere and the
+    ground, frames 1..frames + 1 (frame 1 is the rest state). Returns (scene, cloth, sphere, ground)."""
     import bpy
 
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -190,19 +212,48 @@ def run_blender_cloth(n: int, frames: int) -> dict:
     scene.collection.objects.link(cloth)
     pin = cloth.vertex_groups.new(name="pin")
     pin.add([0, n - 1], 1.0, "REPLACE")
+    bpy.ops.mesh.primitive_uv_sphere_add(
+        segments=SPHERE_SEGMENTS[0], ring_count=SPHERE_SEGMENTS[1], radius=SPHERE_RADIUS, location=(0, 0, 0))
+    sphere = bpy.context.active_object
+    ground = None
+    if GROUND_Z is not None:
+        bpy.ops.mesh.primitive_plane_add(size=100.0, location=(0, 0, GROUND_Z))
+        ground = bpy.context.active_object
+    return scene, cloth, sphere, ground
+
+
+def _blender_positions(scene, cloth, frames: int) -> list:
+    """World positions (n, 3) of the evaluated cloth at frames 2..frames + 1."""
+    import bpy
+
+    positions = []
+    buf = np.empty(len(cloth.data.vertices) * 3)
+    matrix = np.array(cloth.matrix_world)
+    for f in range(2, frames + 2):
+        scene.frame_set(f)
+        evaluated = cloth.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        evaluated.data.vertices.foreach_get("co", buf)
+        positions.append(buf.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3])
+    return positions
+
+
+def run_blender_cloth(n: int, frames: int, collision_settings: dict = None) -> dict:
+    """Bake Blender's Cloth at default settings (plus ``collision_settings`` on its collision settings, e.g.
+    use_self_collision) on the n x n scene; time the bake, return the positions."""
+    import bpy
+
+    scene, cloth, sphere, ground = _blender_scene(n, frames)
     modifier = cloth.modifiers.new("Cloth", "CLOTH")
     modifier.settings.vertex_group_mass = "pin"
+    for name, value in (collision_settings or {}).items():
+        setattr(modifier.collision_settings, name, value)
     cache = modifier.point_cache
     # Frame 1 is the rest state; frames 2..frames+1 are the `frames` simulated steps (as Soft Sim's).
     cache.frame_start = 1
     cache.frame_end = frames + 1
-
-    bpy.ops.mesh.primitive_uv_sphere_add(
-        segments=SPHERE_SEGMENTS[0], ring_count=SPHERE_SEGMENTS[1], radius=SPHERE_RADIUS, location=(0, 0, 0))
-    bpy.context.active_object.modifiers.new("Collision", "COLLISION")
-    if GROUND_Z is not None:
-        bpy.ops.mesh.primitive_plane_add(size=100.0, location=(0, 0, GROUND_Z))
-        bpy.context.active_object.modifiers.new("Collision", "COLLISION")
+    for obj in (sphere, ground):
+        if obj is not None:
+            obj.modifiers.new("Collision", "COLLISION")
 
     scene.frame_set(1)
     # Headless bake: the ptcache.bake operator with the cloth's point cache in the context runs
@@ -214,17 +265,48 @@ def run_blender_cloth(n: int, frames: int) -> dict:
         seconds = time.perf_counter() - start
     if result != {"FINISHED"} or not cache.is_baked:
         raise RuntimeError(f"Blender cloth bake failed: {result}, {cache.info}")
+    return dict(seconds=seconds, build_seconds=float("nan"), positions=_blender_positions(scene, cloth, frames))
 
-    positions = []
-    buf = np.empty(n * n * 3)
-    matrix = np.array(cloth.matrix_world)
-    for f in range(2, frames + 2):
-        scene.frame_set(f)
-        evaluated = cloth.evaluated_get(bpy.context.evaluated_depsgraph_get())
-        evaluated.data.vertices.foreach_get("co", buf)
-        co = buf.reshape(-1, 3)
-        positions.append(co @ matrix[:3, :3].T + matrix[:3, 3])
-    return dict(seconds=seconds, build_seconds=float("nan"), positions=positions)
+
+def _register_addon():
+    """Register the repository as the add-on ``soft_sim`` in this bpy (once)."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    from devenv import import_addon
+
+    addon = import_addon()
+    import bpy
+
+    if not hasattr(bpy.types.Object, "softsim"):
+        addon.register()
+
+
+def run_softsim_bake(n: int, frames: int, settings: dict) -> dict:
+    """Bake the n x n scene with the add-on's Bake operator (PC2 cache, the add-on's defaults plus ``settings``),
+    as a user would; time the operator (model build included), return the positions the cache plays back."""
+    import bpy
+
+    _register_addon()
+    scene, cloth, sphere, ground = _blender_scene(n, frames)
+    scene.softsim.cache_dir = tempfile.mkdtemp(prefix="softsim-bench-cache-")
+    s = cloth.softsim
+    s.role = "CLOTH"
+    s.pin_group = "pin"
+    s.mass = TOTAL_MASS
+    for name, value in settings.items():
+        setattr(s, name, value)
+    for obj, role in ((sphere, "SPHERE"), (ground, "GROUND")):
+        if obj is not None:
+            obj.softsim.role = role
+            obj.softsim.thickness = 0.0
+            obj.softsim.friction = 0.0  # as the pure-engine rows' colliders
+    scene.frame_set(1)
+    with SilenceStdout():
+        start = time.perf_counter()
+        result = bpy.ops.softsim.bake()
+        seconds = time.perf_counter() - start
+    if result != {"FINISHED"}:
+        raise RuntimeError(f"Soft Sim bake failed: {result}, {s.status}")
+    return dict(seconds=seconds, build_seconds=float("nan"), positions=_blender_positions(scene, cloth, frames))
 
 
 def run_xpbd(n: int, frames: int, spec: dict) -> dict:
@@ -264,21 +346,30 @@ def run_xpbd(n: int, frames: int, spec: dict) -> dict:
     return dict(seconds=seconds, build_seconds=build_seconds, positions=positions, diverged=diverged)
 
 
+SELF_COLLISION_PEER = "Blender Cloth (built-in), self-collision on"
+
+
 def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, repeat=1,
-        reference_substeps=REFERENCE_SUBSTEPS) -> list:
+        reference_substeps=REFERENCE_SUBSTEPS, bake_configs=None) -> list:
     """Rows (dicts) of the cloth benchmark, built-in Cloth first at every n.
 
     repeat: run every simulation this many times and keep the fastest (for a noisy, shared machine).
     reference_substeps: the motion reference runs twice this many substeps, checked against this many; 0: none.
+    bake_configs: the BAKE_CONFIGS rows to run (bakes in Blender; default all, only with ``blender``). A row with
+    self-collision is compared with built-in Cloth with self-collision on, every other row with built-in Cloth at
+    its defaults.
     """
     configs = XPBD_CONFIGS if configs is None else configs
+    bake_configs = (BAKE_CONFIGS if bake_configs is None else bake_configs) if blender else []
     for spec in configs:  # warm-up: first-call costs (imports, caches) stay out of the timed build
         run_xpbd(4, 1, spec)
     if blender:
         run_blender_cloth(4, 2)
+        if bake_configs:
+            run_softsim_bake(4, 2, {})
     rows = []
     for n in sizes:
-        _, grid_edges, _ = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=False)
+        _, grid_edges, triangles = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=False)
         vertices = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=False)[0]
         rest = np.linalg.norm(vertices[grid_edges[:, 0]] - vertices[grid_edges[:, 1]], axis=1)
         reference = (reference_motion(n, min(frames, MOTION_FRAMES), reference_substeps) if reference_substeps
@@ -287,38 +378,47 @@ def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, re
             print(f"  n={n:4d} motion reference {REFERENCE['solver']} {reference['substeps']}x{REFERENCE['iterations']}: "
                   f"gap to {reference_substeps}x{REFERENCE['iterations']} "
                   f"{1000.0 * reference['gap']:.1f} mm ({reference['seconds']:.0f} s)", file=sys.stderr, flush=True)
-        runs = []
+        runs = []  # (label, job, label of the peer it is compared with)
         if blender:
-            runs.append((BUILTIN, lambda: run_blender_cloth(n, frames)))
+            runs.append((BUILTIN, lambda: run_blender_cloth(n, frames), BUILTIN))
         for spec in configs:
             if n <= spec.get("max_n", n):
-                runs.append((spec["label"], lambda spec=spec: run_xpbd(n, frames, spec)))
-        peer_seconds = None
-        for label, job in runs:
+                runs.append((spec["label"], lambda spec=spec: run_xpbd(n, frames, spec), BUILTIN))
+        for spec in bake_configs:
+            if n > spec.get("max_n", n):
+                continue
+            if "builtin" in spec:
+                runs.append((spec["label"], lambda spec=spec: run_blender_cloth(n, frames, spec["builtin"]), spec["label"]))
+            else:
+                peer = SELF_COLLISION_PEER if spec["softsim"].get("use_self_collision") else BUILTIN
+                runs.append((spec["label"], lambda spec=spec: run_softsim_bake(n, frames, spec["softsim"]), peer))
+        peers = {}
+        for label, job, peer in runs:
             result = job()
             for _ in range(repeat - 1):
                 result["seconds"] = min(result["seconds"], job()["seconds"])
             done = len(result["positions"])
-            strain, strain99, depth = quality(result["positions"], grid_edges, rest)
+            q = quality(result["positions"], grid_edges, rest, triangles)
             seconds = result["seconds"]
-            if label == BUILTIN:
-                peer_seconds = seconds
+            if label == peer:
+                peers[label] = seconds
+            peer_seconds = peers.get(peer)
             row = dict(
-                n=n, method=label, frames=done, seconds=seconds,
+                n=n, method=label, frames=done, seconds=seconds, peer=peer,
                 ms_per_frame=1000.0 * seconds / max(done, 1),
                 fps=done / seconds if seconds > 0 else float("inf"),
-                speedup=(peer_seconds / seconds * done / frames) if peer_seconds and label != BUILTIN else
-                (1.0 if label == BUILTIN else float("nan")),
-                max_strain_pct=100.0 * strain, p99_strain_pct=100.0 * strain99,
+                speedup=1.0 if label == peer else (peer_seconds / seconds * done / frames if peer_seconds else float("nan")),
+                max_strain_pct=100.0 * q["strain"], p99_strain_pct=100.0 * q["strain99"],
                 motion_error_mm=1000.0 * motion_error(result["positions"], reference["mean"]),
-                penetration_mm=1000.0 * depth,
+                penetration_mm=1000.0 * q["depth"], face_depth_mm=1000.0 * q["face_depth"], crossings=q["crossings"],
                 build_seconds=result["build_seconds"], note=result.get("diverged") or "",
                 reference_substeps=reference["substeps"], reference_gap_mm=1000.0 * reference["gap"],
             )
             rows.append(row)
             if verbose:
                 print(f"  n={n:4d} {label:40s} {seconds:8.2f} s  strain {row['max_strain_pct']:7.2f} %  "
-                      f"motion error {row['motion_error_mm']:7.1f} mm  penetration {row['penetration_mm']:7.1f} mm",
+                      f"motion error {row['motion_error_mm']:7.1f} mm  penetration {row['penetration_mm']:7.1f} mm  "
+                      f"face depth {row['face_depth_mm']:6.1f} mm  crossings {row['crossings']}",
                       file=sys.stderr, flush=True)
     return rows
 
@@ -330,17 +430,18 @@ def _fmt(value, digits):
 def markdown(rows: list, frames: int = None) -> str:
     """The rows as a Markdown table."""
     lines = [
-        "| n | method | total s | ms/frame | frames/s | speed vs Cloth | max edge strain % | p99 strain % "
-        "| motion error mm | penetration mm | build s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| n | method | total s | ms/frame | frames/s | speed vs peer | max edge strain % | p99 strain % "
+        "| motion error mm | penetration mm | face depth mm | self-crossings | build s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         method = r["method"] + (f" (diverged after {r['frames']} frames)" if r["note"] else "")
+        peer = "" if r["peer"] == BUILTIN or r["method"] == r["peer"] else " (vs Cloth with self-collision)"
         lines.append(
             f"| {r['n']} | {method} | {_fmt(r['seconds'], 2)} | {_fmt(r['ms_per_frame'], 1)} | {_fmt(r['fps'], 1)} "
-            f"| {_fmt(r['speedup'], 2)}x | {_fmt(r['max_strain_pct'], 1)} | {_fmt(r['p99_strain_pct'], 1)} "
-            f"| {_fmt(r['motion_error_mm'], 0)} | {_fmt(r['penetration_mm'], 1)} "
-            f"| {_fmt(r['build_seconds'], 3)} |"
+            f"| {_fmt(r['speedup'], 2)}x{peer} | {_fmt(r['max_strain_pct'], 1)} | {_fmt(r['p99_strain_pct'], 1)} "
+            f"| {_fmt(r['motion_error_mm'], 0)} | {_fmt(r['penetration_mm'], 1)} | {_fmt(r['face_depth_mm'], 1)} "
+            f"| {r['crossings']} | {_fmt(r['build_seconds'], 3)} |"
         )
     references = {r["n"]: r for r in rows if r.get("reference_substeps")}
     if references:
@@ -375,7 +476,12 @@ def describe(frames: int = FRAMES) -> str:
         "(at the pinned corners, which carry the whole cloth) and, for the bulk, the max over frames of its 99th "
         "percentile over edges; motion error: RMS over the first second of the distance between the cloth's mean "
         "position and that of a converged reference run of the same scene (below the table); "
-        "penetration: deepest vertex inside the analytic sphere or ground over all frames."
+        "penetration: deepest vertex inside the analytic sphere or ground over all frames; face depth: deepest point "
+        "of any face inside the sphere; self-crossings: the most edge-triangle pairs of the cloth crossing each other "
+        f"in one frame (exact test, every {CROSSING_EVERY}th frame). Rows \"bake in Blender\" time the add-on's Bake "
+        "operator (model build, solver, PC2 cache writing) in the same Blender session as the built-in's bake, "
+        "colliders frictionless as in the pure-engine rows; rows with self-collision are compared with built-in "
+        "Cloth with its self-collision on."
     )
 
 
@@ -388,15 +494,16 @@ def parse_args(argv=None):
     parser.add_argument("--reference-substeps", type=int, default=REFERENCE_SUBSTEPS,
                         help="the motion reference runs twice this many substeps, checked against this many; "
                              "0: no motion error")
-    parser.add_argument("--only", nargs="+", default=None, help="run only the configurations whose label starts so")
+    parser.add_argument("--only", nargs="+", default=None, help="run only the configurations (pure engine and bakes "
+                        "in Blender) whose label starts so")
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    configs = None if not args.only else [c for c in XPBD_CONFIGS if any(c["label"].startswith(o) for o in args.only)]
-    rows = run(args.sizes, args.frames, configs=configs, blender=not args.no_blender, repeat=args.repeat,
-               reference_substeps=args.reference_substeps)
+    picked = (lambda specs: None if not args.only else [c for c in specs if any(c["label"].startswith(o) for o in args.only)])
+    rows = run(args.sizes, args.frames, configs=picked(XPBD_CONFIGS), blender=not args.no_blender, repeat=args.repeat,
+               reference_substeps=args.reference_substeps, bake_configs=picked(BAKE_CONFIGS))
     print(describe(args.frames))
     print()
     print(markdown(rows))
