@@ -66,17 +66,21 @@ def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, co
     coefficient, as in Macklin et al. 2014, "Unified particle physics"). Pinned particles
     (``inv_mass == 0``) are never moved. Returns the number of contacts found.
 
-    Known limitation (issue 12, measured, not fixed): a body that should land without sliding can roll away. The
-    projection stops each penetrating particle on its own, after the solver's step, so the ground's reaction on
-    particle i is m_i * depth_i / dt: it follows the lumped masses of the contact layer, not the body's elasticity
-    (in PBD/XPBD with one sweep per substep a constraint passes on only w_j / (w_i + w_j) of its correction when
-    particle i is pinned by the ground afterwards). On the tetrahedralized ico sphere the ring around the pole has
-    masses 1.7 to 2.9 g, which puts the load 1.2 cm off the vertical through the centre of mass: with friction
-    0.0 XPBD leaves the first bounce with |L| = 0.1 kg m^2/s (converged symplectic Euler: 0.012), and friction
-    turns that spin into rolling (41-43 cm in 1 s after a 10 cm drop). Tried and measured, none a fix: colour
-    order reversed or shuffled per step, contacts projected before and after the sweep (no change), contact
+    Known limitation (issue 12): a body that should land without sliding can roll away when this is the only
+    contact response. The projection stops each penetrating particle on its own, after the solver's step, so the
+    ground's reaction on particle i is m_i * depth_i / dt: it follows the lumped masses of the contact layer, not the
+    body's elasticity (in PBD/XPBD with one sweep per substep a constraint passes on only w_j / (w_i + w_j) of its
+    correction when particle i is pinned by the ground afterwards). On the tetrahedralized ico sphere the ring around
+    the pole has masses 1.7 to 2.9 g, which puts the load 1.2 cm off the vertical through the centre of mass: with
+    friction 0.0 XPBD left the first bounce with |L| = 0.1 kg m^2/s (converged symplectic Euler: 0.012), and friction
+    turned that spin into rolling (41-43 cm in 1 s after a 10 cm drop). Tried and measured, none a fix: colour
+    order reversed or shuffled per step, contacts projected before and after a single sweep (no change), contact
     particles given infinite mass in the sweep (the 1.5 m drop then drifts 5 mm, but a frictionless ground
-    stops conserving momentum, PBD explodes, and a sphere resting on its pole still rolls).
+    stops conserving momentum, PBD explodes, and a sphere resting on its pole still rolls). PBD/XPBD now project
+    contacts inside their iterations (``ContactConstraints``, at least two sweeps in a step with contacts; figures
+    in position_based.CONTACT_ITERATIONS) and call this only as a safety net; the other solvers still rely on it.
+    Even converged (XPBD, 20 iterations) the ico sphere travels 48 mm: its lowest vertex is 38 mm off the vertical
+    through the centre of mass, so it tips over onto its neighbours (NEWTON: 33 mm).
     """
     free = inv_mass > 0.0
     contacts = 0
@@ -109,3 +113,52 @@ def deepest_penetration(x: np.ndarray, colliders, mask: np.ndarray = None) -> fl
         if len(d):
             depth = max(depth, float(-d.min()))
     return depth
+
+
+class ContactConstraints:
+    """Collider contacts as inequality constraints inside a position-based solve (Müller et al. 2007, section 3.4).
+
+    Generated once per step from the predicted positions: every free particle within ``margin`` of a collider's
+    surface gets the plane tangent to that surface at its closest point, n . x >= offset (exact for a ground plane,
+    linearized for a sphere). ``project`` (once per solver iteration, after the constraint sweeps) moves each
+    particle that is below its plane back onto it along n and accumulates the normal correction; ``apply_friction``
+    (once per step, after the iterations) removes the tangential motion of the step, x - x_prev, of every particle
+    that was pushed, up to ``friction`` times its accumulated normal correction (static friction when the slip is
+    smaller, kinetic otherwise; Macklin et al. 2014 section 6.1).
+    """
+
+    def __init__(self, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders):
+        free = inv_mass > 0.0
+        step = np.sqrt(np.einsum("ij,ij->i", x - x_prev, x - x_prev))
+        self.sets = []
+        for collider in colliders:
+            d, n = collider.distance_and_normal(x)
+            hit = np.nonzero((d < step) & free)[0]
+            if len(hit) == 0:
+                continue
+            normal = np.array(n[hit])
+            # offset: n . x on the surface (x - d n is the closest surface point, thickness included).
+            offset = np.einsum("ij,ij->i", x[hit], normal) - d[hit]
+            self.sets.append((collider, hit, normal, offset, np.zeros(len(hit))))
+
+    def __bool__(self):
+        return bool(self.sets)
+
+    def project(self, x: np.ndarray) -> None:
+        for _, hit, normal, offset, pushed in self.sets:
+            depth = offset - np.einsum("ij,ij->i", x[hit], normal)
+            np.maximum(depth, 0.0, out=depth)
+            x[hit] += depth[:, None] * normal
+            pushed += depth
+
+    def apply_friction(self, x: np.ndarray, x_prev: np.ndarray) -> None:
+        for collider, hit, normal, offset, pushed in self.sets:
+            if collider.friction <= 0.0:
+                continue
+            touched = pushed > 0.0
+            idx, nrm, push = hit[touched], normal[touched], pushed[touched]
+            moved = x[idx] - x_prev[idx]
+            tangential = moved - np.einsum("ij,ij->i", moved, nrm)[:, None] * nrm
+            slide = np.sqrt(np.einsum("ij,ij->i", tangential, tangential))
+            remove = np.where(slide > 1e-15, np.minimum(1.0, collider.friction * push / np.maximum(slide, 1e-15)), 0.0)
+            x[idx] -= remove[:, None] * tangential
