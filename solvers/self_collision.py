@@ -4,13 +4,16 @@
 of every solver step, after the collider contacts, moving ``x`` in place (x_prev: the positions at the step's
 start). Pinned particles (inv_mass 0) are never moved.
 
-Broad phase: ``scipy.spatial.cKDTree`` joins (vertices with triangle centroids by ``sparse_distance_matrix``, edge
-midpoints with each other by ``query_pairs``) within thickness + a skin + the bounding-sphere radii, kept as Verlet
-lists until the motion since the join could exceed the skin (``SelfCollision._candidates`` says why that is exact);
-every call then keeps the listed pairs whose bounding spheres are within thickness + twice the step's relative
-motion (so a vertex that went through a triangle within the step is still found). Pairs that share a vertex, and
-pairs closer than ``thickness`` in the rest shape (a fine mesh with a large thickness: its own neighbours; Müller's
-Ten Minute Physics lesson does the same), are dropped.
+Broad phase: ``scipy.spatial.cKDTree`` joins (vertices with triangle centroids, edge midpoints with each other; long
+elements joined on their own so one stretched edge does not widen every query), then the exact distances of what
+they find: the Verlet lists keep the pairs within thickness + a skin (exact distance, so a sheet's own neighbours stay
+out), until the motion since the build could exceed the skin (``SelfCollision._candidates`` says why that is exact).
+The skin grows with the measured motion (SKIN_MOTION steps of it, up to MAX_SKIN_FRACTION of an edge). Every call
+then watches the listed pairs whose distance at the build, less what their elements moved since, is within their own
+reach, thickness + the most the two elements moved relative to each other in the step (so a vertex that went through
+a triangle within the step is still found). Pairs that share a vertex, and pairs closer than ``thickness`` in the
+rest shape (a fine mesh with a large thickness: its own neighbours; Müller's Ten Minute Physics lesson does the
+same), are dropped.
 
 Narrow phase (every pass): the exact closest point q = sum_k b_k x_k on the triangle (Ericson, "Real-Time
 Collision Detection" 5.1.5, vectorized), b its barycentric weights. Each pair keeps the vertex on the SIDE of the
@@ -47,22 +50,41 @@ The gap a pair had at x_prev is restored with velocity (approach removal); recov
 (at most RECOVERY * thickness per step) is also added to x_prev, so it moves the pair but gives it no velocity
 (Macklin et al. 2014, "Unified particle physics", stabilization).
 
-What holds (tests/test_self_collision.py): zero exact edge-triangle crossings at every frame for a 16 x 16 sheet
-crumpling onto itself on the ground (XPBD, thickness 1/4 of an edge) and a two-layer stack on the ground (XPBD,
-IMPLICIT_EULER, PROJECTIVE; layers stay >= 0.8 thickness apart); no response raises the kinetic energy of the step's
-motion and every response keeps linear momentum. What does not (measured): IMPLICIT_EULER (2 substeps) and PROJECTIVE
-(8 substeps) on the crumple scene end with 70-370 crossing pairs; at thickness 1/8 of an edge XPBD does too; a pair
-already on the wrong side when a step starts is kept there (sides come from x_prev).
+Fail-safe (``_fail_safe``, after the response and friction): the exact edge-triangle crossings that are new since
+x_prev are found from the listed pairs that can witness them (``_new_crossings`` says why that finds all of them),
+and their particles are frozen into rigid impact zones (Provot 1997; Bridson et al. 2002), translation only: each zone
+moves from x_prev by its mass-weighted mean motion, zones growing until nothing new crosses. That keeps momentum and
+never adds kinetic energy; it only runs when the Jacobi passes left a crossing.
 
-Cost (64 x 64 lab cloth, XPBD 30 x 1 with tethers, 48 frames, CPU time on the 2-core dev machine): the XPBD step
-7.7 ms per substep, this module 123 ms per substep (16x; default therefore off). Where it goes (frames 28-30, the
-crumpled drape): ~7000 watched pairs per call; Verlet-list rebuilds (two k-d tree joins, vertex-centroid and
-edge-midpoint, ~100 ms each) on about half the substeps, because the cloth swinging from its pins moves more than
-the skin relative to its mean; the exact narrow phase over the lists (~22k vertex-triangle, ~107k edge-edge
-candidates, filtered by bounding spheres every call) and 4-16 Jacobi passes.
-"""
+What holds (tests/test_self_collision.py): zero exact edge-triangle crossings at every frame for a 16 x 16 sheet
+crumpling onto itself on the ground (XPBD, thickness 1/4 of an edge), a 24 x 24 sheet draped over a small sphere whose
+skirt folds onto itself (XPBD; 11-19 crossing pairs without self-collision) and a two-layer stack on the ground (XPBD,
+IMPLICIT_EULER, PROJECTIVE; layers stay >= 0.8 thickness apart); the fail-safe undoes a crossing left to it with
+momentum kept; no response raises the kinetic energy of the step's motion and every response keeps linear momentum.
+Measured (XPBD 30 x 1, 64 x 64, 48 frames, count_self_intersections every frame): the lab cloth (10 m, pinned at two
+corners, onto a sphere) 0 crossings at every frame at thickness 0.01 m and at 0.04 m (1/4 of an edge), where the
+previous version (no fail-safe) crossed from frame 26 on (11, 99, 225 pairs at frames 26-28); the same cloth dropped
+flat from 3 m onto the ground, tilted 8 degrees with 5 cm of noise: 0 crossings at every frame. What does not
+(measured before the fail-safe, not re-measured): IMPLICIT_EULER (2 substeps) and PROJECTIVE (8 substeps) on the
+crumple scene ended with 70-370 crossing pairs; a pair already on the wrong side when a step starts is kept there
+(sides come from x_prev), and the fail-safe only prevents new crossings, it does not undo old ones (a cloth that
+starts crossed, or rest-close pairs excluded by Müller's rule).
+
+Cost (CPU time on the 2-core dev machine shared with other jobs, so +-20%; per substep, against the XPBD step without
+self-collision in the same run): lab cloth 75 ms per call vs 10.8 ms per XPBD substep at thickness 0.01 (6.9x; 92 ms
+vs 10.4 ms, 8.8x, at 0.04; ~1 list build per 2 substeps), the flat drop 10.4 ms vs 5.4 ms (1.9x); before (no exact
+list filter, one global reach): 123 ms vs 7.7 ms (16x) on the lab cloth. Default therefore still off. Where it goes:
+the list rebuilds (k-d tree joins and the exact distances of what they find), which happen every 1-3 substeps when the
+cloth's free corners whip (up to 0.04 m per substep relative to the mean at frame 25 of the lab scene, a quarter of an
+edge): the skin must cover the fastest particle and a larger skin fills the lists with the sheet's own neighbours.
+Per-particle skins (only the fast elements re-queried) are the next step; the watched pairs (~6000 in the drape) and
+the Jacobi passes cost less."""
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
+
+from .geometry.intersections import segments_cross_triangles
 
 DEFAULT_FRICTION = 0.3
 """Friction coefficient of cloth on itself (dimensionless); the solvers use it (no setting of its own yet)."""
@@ -76,7 +98,16 @@ RECOVERY = 0.1
 """A pair closer than thickness at the start of a step is moved apart by at most this fraction of thickness in it,
 without velocity (see ``SelfCollision.resolve``)."""
 SKIN_FRACTION = 0.3
-"""The broad phase's spare distance (Verlet skin) as a fraction of the mean rest edge length."""
+"""The broad phase's smallest spare distance (Verlet skin) as a fraction of the mean rest edge length."""
+SKIN_MOTION = 4.0
+"""The skin is at least this many times the step's largest motion relative to the mean (a few steps per build)."""
+LONG_FACTOR = 1.5
+"""Broad phase: elements larger than this times the median size are joined on their own (``_join``)."""
+MAX_SKIN_FRACTION = 0.6
+"""... but at most this fraction of the mean rest edge (beyond it a sheet's own neighbours fill the lists), unless the
+step's motion needs more (2.5 m)."""
+MAX_ZONE_ROUNDS = 32
+"""Rounds of impact-zone growth in the fail-safe before the whole body is moved as one."""
 
 
 def closest_point_barycentric(p, a, b, c):
@@ -165,6 +196,78 @@ def closest_points_segments(p1, q1, p2, q2):
     return s, t, ok & (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0)
 
 
+def _cross(u, v):
+    """Row-wise cross products of (k, 3) arrays (np.cross is several times slower on small arrays)."""
+    u0, u1, u2 = u[:, 0], u[:, 1], u[:, 2]
+    v0, v1, v2 = v[:, 0], v[:, 1], v[:, 2]
+    return np.stack([u1 * v2 - u2 * v1, u2 * v0 - u0 * v2, u0 * v1 - u1 * v0], axis=1)
+
+
+def _vt_distance(x, v, tri):
+    """Exact distances (k,) of the vertices v (k,) to the triangles tri (k, 3) at x."""
+    if len(v) == 0:
+        return np.zeros(0)
+    p, a, b, c = x[v], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
+    bary, _ = closest_point_barycentric(p, a, b, c)
+    r = p - bary[:, :1] * a - bary[:, 1:2] * b - bary[:, 2:] * c
+    return np.sqrt(np.einsum("ij,ij->i", r, r))
+
+
+def _ee_distance(x, A, B):
+    """Exact distances (k,) of the segments A (k, 2) and B (k, 2) at x."""
+    if len(A) == 0:
+        return np.zeros(0)
+    p1, q1, p2, q2 = x[A[:, 0]], x[A[:, 1]], x[B[:, 0]], x[B[:, 1]]
+    s, t, _ = closest_points_segments(p1, q1, p2, q2)
+    r = p1 + s[:, None] * (q1 - p1) - p2 - t[:, None] * (q2 - p2)
+    return np.sqrt(np.einsum("ij,ij->i", r, r))
+
+
+def _join(centre, radius, points, reach, long):
+    """Pairs (i, j) of spheres (centre (k, 3), radius (k,)) with points (m, 3) (or, points None, with each other:
+    i < j) within ``reach`` of each other: |centre_i - point_j| <= reach + radius_i (+ radius_j among spheres).
+
+    k-d tree joins; spheres with a radius above ``long`` are joined on their own, so a few long elements do not
+    widen the query of all the others."""
+    def tree(p):
+        return cKDTree(p, balanced_tree=False, compact_nodes=False)
+
+    short = radius <= long
+    out_i, out_j = [], []
+    s_idx, l_idx = np.nonzero(short)[0], np.nonzero(~short)[0]
+    if points is None:
+        target = tree(centre)
+        if len(s_idx):
+            r_s = float(radius[s_idx].max())
+            found = tree(centre[s_idx]).query_pairs(reach + 2.0 * r_s * (1.0 + 1e-9), output_type="ndarray")
+            out_i.append(s_idx[found[:, 0]]), out_j.append(s_idx[found[:, 1]])
+        if len(l_idx):
+            found = tree(centre[l_idx]).sparse_distance_matrix(
+                target, reach + (float(radius[l_idx].max()) + float(radius.max())) * (1.0 + 1e-9), output_type="ndarray")
+            i, j = l_idx[found["i"]], found["j"].astype(np.int64)
+            keep = short[j] | (i < j)  # long-long pairs once
+            out_i.append(i[keep]), out_j.append(j[keep])
+    else:
+        target = tree(points)
+        for group in (s_idx, l_idx):
+            if len(group):
+                found = tree(centre[group]).sparse_distance_matrix(
+                    target, reach + float(radius[group].max()) * (1.0 + 1e-9), output_type="ndarray")
+                out_i.append(group[found["i"]]), out_j.append(found["j"].astype(np.int64))
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    i, j = np.concatenate(out_i).astype(np.int64), np.concatenate(out_j).astype(np.int64)
+    d = centre[i] - (centre[j] if points is None else points[j])
+    limit = reach + radius[i] + (radius[j] if points is None else 0.0)
+    keep = np.einsum("ij,ij->i", d, d) <= limit * limit
+    i, j = i[keep], j[keep]
+    if points is None:
+        i, j = np.minimum(i, j), np.maximum(i, j)
+        keep = i != j
+        i, j = i[keep], j[keep]
+    return i, j
+
+
 def _triangle_edges(triangles):
     """Unique undirected edges (e, 2) of triangles (t, 3), each as (low, high)."""
     edges = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
@@ -198,11 +301,11 @@ class _Stencils:
         tri = triangles[t]
         p, a, b, c = x[v], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
         bary, interior_vt = closest_point_barycentric(p, a, b, c)
-        n_vt = np.cross(b - a, c - a)
+        n_vt = _cross(b - a, c - a)
         A, B = edges[e1], edges[e2]
         p1, q1, p2, q2 = x[A[:, 0]], x[A[:, 1]], x[B[:, 0]], x[B[:, 1]]
         s_, t_, interior_ee = closest_points_segments(p1, q1, p2, q2)
-        n_ee = np.cross(q1 - p1, q2 - p2)
+        n_ee = _cross(q1 - p1, q2 - p2)
         self.idx = np.concatenate([np.column_stack([v, tri]), np.column_stack([A, B])])
         self.coef = np.concatenate([np.column_stack([np.ones(len(v)), -bary]),
                                     np.column_stack([1.0 - s_, s_, t_ - 1.0, -t_])])
@@ -224,7 +327,7 @@ class SelfCollision:
 
     thickness [m]: the distance the body keeps from itself (>= 0; 0 still keeps sides: no tunnelling).
     friction: dimensionless, >= 0. passes: Jacobi passes of the normal response. skin [m]: the broad phase's
-    spare distance (default SKIN_FRACTION of the mean rest edge). edges: also keep edges apart from edges.
+    smallest spare distance (default SKIN_FRACTION of the mean rest edge). edges: also keep edges apart from edges.
     """
 
     def __init__(self, model, thickness: float, friction: float = DEFAULT_FRICTION, passes: int = PASSES,
@@ -241,22 +344,41 @@ class SelfCollision:
         """Pairs the last ``resolve`` watched: within its reach after the exact distance test."""
         self.rebuilds = 0
         """Broad phases run so far (tree queries); the other calls reused the pair lists."""
+        self.zones = 0
+        """Calls so far in which the fail-safe had to freeze impact zones (see ``_fail_safe``)."""
         self._list = None
         self.excluded_vt = self.excluded_ee = np.zeros(0, np.int64)
         if len(self.triangles) == 0:
             return
+        count = len(model.inv_mass)
+        # Adjacency for the fail-safe: the triangles of each edge (-1: none) and the edges of each vertex (CSR).
+        tri_edges = np.sort(np.concatenate([self.triangles[:, [0, 1]], self.triangles[:, [1, 2]],
+                                            self.triangles[:, [2, 0]]]), axis=1)
+        if len(self.edges):
+            keys = self.edges[:, 0] * count + self.edges[:, 1]
+            which = np.searchsorted(keys, tri_edges[:, 0] * count + tri_edges[:, 1])
+            owner = np.tile(np.arange(len(self.triangles)), 3)
+            order = np.argsort(which, kind="stable")
+            which, owner = which[order], owner[order]
+            first = np.r_[True, which[1:] != which[:-1]]
+            self.edge_triangles = np.full((len(self.edges), 2), -1, np.int64)
+            self.edge_triangles[which[first], 0] = owner[first]
+            second = ~first & np.r_[False, first[:-1]]  # a third triangle on one edge (non-manifold) is ignored
+            self.edge_triangles[which[second], 1] = owner[second]
+            ends = np.concatenate([self.edges[:, 0], self.edges[:, 1]])
+            order = np.argsort(ends, kind="stable")
+            self.vertex_edges = np.tile(np.arange(len(self.edges)), 2)[order]
+            self.vertex_edge_start = np.searchsorted(ends[order], np.arange(count + 1))
         x0 = model.rest_positions
         if skin is None:
             e = self.edges if len(self.edges) else _triangle_edges(self.triangles)
             skin = SKIN_FRACTION * float(np.mean(np.linalg.norm(x0[e[:, 0]] - x0[e[:, 1]], axis=1)))
         self.skin = float(skin)
+        self.max_skin = max(self.skin, self.skin / SKIN_FRACTION * MAX_SKIN_FRACTION)
         # Pairs closer than thickness at rest are neighbours, not collisions (Müller's rule).
-        vt, ee = self._query(x0, self.thickness)
-        st = _Stencils(x0, vt, ee, self.triangles, self.edges)
-        close = st.dist < self.thickness * (1.0 + 1e-9)
-        k = len(vt[0])
-        self.excluded_vt = np.sort(_pair_keys(vt[0][close[:k]], vt[1][close[:k]], len(self.triangles)))
-        self.excluded_ee = np.sort(_pair_keys(ee[0][close[k:]], ee[1][close[k:]], len(self.edges)))
+        (v, t, _), (e1, e2, _) = self._query(x0, self.thickness)
+        self.excluded_vt = np.sort(_pair_keys(v, t, len(self.triangles)))
+        self.excluded_ee = np.sort(_pair_keys(e1, e2, len(self.edges)))
 
     # ------------------------------------------------------------------ broad phase
 
@@ -268,65 +390,94 @@ class SelfCollision:
         half = 0.5 * np.sqrt(np.einsum("ij,ij->i", q - p, q - p))
         return centroid, radius, mid, half
 
-    def _query(self, x, reach: float, spheres=None):
-        """Vertex-triangle pairs (v, t) and edge-edge pairs (e1, e2), e1 < e2, within ``reach`` of each other at x
-        (by bounding spheres), without pairs that share a vertex and without rest-close pairs."""
-        centroid, radius, mid, half = self._spheres(x) if spheres is None else spheres
+    def _query(self, x, reach: float):
+        """Vertex-triangle pairs (v, t, distance) and edge-edge pairs (e1, e2, distance), e1 < e2, whose exact
+        distance at x is <= ``reach``, without pairs that share a vertex and without rest-close pairs.
+
+        k-d tree joins on bounding spheres (vertices with triangle centroids, edge midpoints with each other), then the
+        exact distances of what they find: the joins' spheres are loose (a flat sheet's own neighbours overlap them),
+        the exact test keeps the lists short."""
+        centroid, radius, mid, half = self._spheres(x)
         tri = self.triangles
-        found = cKDTree(centroid, balanced_tree=False, compact_nodes=False).sparse_distance_matrix(
-            cKDTree(x, balanced_tree=False, compact_nodes=False), reach + float(radius.max()) * (1.0 + 1e-9),
-            output_type="ndarray")
-        t, v, dist = found["i"].astype(np.int64), found["j"].astype(np.int64), found["v"]
-        keep = (dist <= reach + radius[t]) & (tri[t] != v[:, None]).all(axis=1)
+        # Long elements (stretched, or a mesh of mixed sizes) would widen every query to their size: the short ones
+        # are joined within reach + their own largest size, each long one on its own with its size.
+        t, v = _join(centroid, radius, x, reach, LONG_FACTOR * float(np.median(radius)))
+        keep = (tri[t] != v[:, None]).all(axis=1)
         t, v = t[keep], v[keep]
         keep = _drop(self.excluded_vt, v, t, len(tri))
-        vt = (v[keep], t[keep])
+        v, t = v[keep], t[keep]
+        d_vt = _vt_distance(x, v, tri[t])
+        keep = d_vt <= reach
+        vt = (v[keep], t[keep], d_vt[keep])
         if len(self.edges) < 2:
-            return vt, (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        pairs = cKDTree(mid, balanced_tree=False, compact_nodes=False).query_pairs(
-            reach + 2.0 * float(half.max()) * (1.0 + 1e-9), output_type="ndarray").astype(np.int64)
-        e1, e2 = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
-        d = mid[e1] - mid[e2]
+            return vt, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        e1, e2 = _join(mid, half, None, reach, LONG_FACTOR * float(np.median(half)))
         A, B = self.edges[e1], self.edges[e2]
-        keep = (np.einsum("ij,ij->i", d, d) <= (reach + half[e1] + half[e2]) ** 2)
-        keep &= (A[:, 0] != B[:, 0]) & (A[:, 0] != B[:, 1]) & (A[:, 1] != B[:, 0]) & (A[:, 1] != B[:, 1])
+        keep = (A[:, 0] != B[:, 0]) & (A[:, 0] != B[:, 1]) & (A[:, 1] != B[:, 0]) & (A[:, 1] != B[:, 1])
         e1, e2 = e1[keep], e2[keep]
         keep = _drop(self.excluded_ee, e1, e2, len(self.edges))
-        return vt, (e1[keep], e2[keep])
+        e1, e2 = e1[keep], e2[keep]
+        d_ee = _ee_distance(x, self.edges[e1], self.edges[e2])
+        keep = d_ee <= reach
+        return vt, (e1[keep], e2[keep], d_ee[keep])
+
+    def _build(self, x, skin):
+        """Run the broad phase at x with ``skin`` to spare: the Verlet list (see ``_candidates``)."""
+        (v, t, dv), (e1, e2, de) = self._query(x, self.thickness + skin)
+        idx = np.concatenate([np.column_stack([v, self.triangles[t]]), np.column_stack([self.edges[e1], self.edges[e2]])])
+        split = np.concatenate([np.full(len(v), 1), np.full(len(e1), 2)])  # particles of the first element
+        self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), idx=idx, split=split,
+                          x=x.copy(), skin=skin)
+        self.rebuilds += 1
+
+    def _skin_for(self, motion):
+        """The skin of a list built for a step with this largest motion relative to the mean [m]."""
+        return max(self.skin, min(SKIN_MOTION * motion, self.max_skin), 2.5 * motion)
+
+    def _moved(self, x):
+        """Per-particle distance (n,) moved since the list's build, relative to the mean motion."""
+        moved = x - self._list["x"]
+        moved -= moved.mean(axis=0)
+        return np.sqrt(np.einsum("ij,ij->i", moved, moved))
+
+    def _pair_bound(self, per_particle):
+        """Per listed pair: the largest ``per_particle`` value over each of its two elements, summed (k,)."""
+        g = per_particle[self._list["idx"]]
+        first = np.where(self._list["split"] == 1, g[:, 0], np.maximum(g[:, 0], g[:, 1]))
+        second = np.where(self._list["split"] == 1, np.maximum(np.maximum(g[:, 1], g[:, 2]), g[:, 3]),
+                          np.maximum(g[:, 2], g[:, 3]))
+        return first + second
 
     def _candidates(self, x, x_prev):
         """Pairs that may be within thickness of each other at ``x``, or went through each other since x_prev:
-        ((v, t), (e1, e2), reach).
+        ((v, t), (e1, e2), reach (k,) per pair).
 
-        Verlet lists (as in molecular dynamics): the tree queries run with ``skin`` to spare, and their pair lists
-        are reused until the vertices have moved, relative to their mean motion, by more than the skin allows. A
-        pair not in a list was at least thickness + skin apart at the build; since then each point of it moved at
-        most delta relative to the common mean, so it is at least thickness + skin - 2 delta apart now, which is more
-        than reach = thickness + 2 m when 2 delta + 2 m <= skin (m: this step's largest motion relative to the mean,
-        2 m the most a pair can have gone through each other). Listed pairs are then tested against the current
-        bounding spheres with that reach.
+        Verlet lists (as in molecular dynamics): the broad phase keeps the pairs within thickness + skin (exact
+        distance), and its lists are reused until the particles have moved, relative to their mean motion, by more
+        than the skin allows. A pair not in a list was more than thickness + skin apart at the build; since then each
+        point of it moved at most delta relative to the common mean, so it is more than thickness + skin - 2 delta
+        apart now, which is at least thickness + 2 m when 2 delta + 2 m <= skin (m: this step's largest motion
+        relative to the mean). A pair's own reach is thickness + m_A + m_B (m_A: the largest motion relative to the
+        mean over its first element's particles; m_A + m_B the most the pair can have gone through each other). The skin grows with the
+        measured motion (SKIN_MOTION m), so fast cloth rebuilds every few steps, not every step. Listed pairs are
+        kept when their distance at the build, less what their two elements moved since, is within reach; those
+        get the exact test.
         """
         step = x - x_prev
-        step = step - step.mean(axis=0)
-        motion = float(np.sqrt(np.max(np.einsum("ij,ij->i", step, step))))
+        step -= step.mean(axis=0)
+        motion = np.sqrt(np.einsum("ij,ij->i", step, step))
+        largest = float(motion.max())
         if self._list is not None:
-            moved = x - self._list[2]
-            moved = moved - moved.mean(axis=0)
-            delta = float(np.sqrt(np.max(np.einsum("ij,ij->i", moved, moved))))
-        spheres = self._spheres(x)
-        if self._list is None or 2.0 * delta + 2.0 * motion > self._list[3]:
-            skin = max(self.skin, 4.0 * motion)
-            vt, ee = self._query(x, self.thickness + skin, spheres)
-            self._list = (vt, ee, x.copy(), skin)
-            self.rebuilds += 1
-        (v, t), (e1, e2) = self._list[0], self._list[1]
-        centroid, radius, mid, half = spheres
-        reach = self.thickness + 2.0 * motion
-        d = x[v] - centroid[t]
-        near = np.einsum("ij,ij->i", d, d) <= (reach + radius[t]) ** 2
-        d = mid[e1] - mid[e2]
-        near_e = np.einsum("ij,ij->i", d, d) <= (reach + half[e1] + half[e2]) ** 2
-        return (v[near], t[near]), (e1[near_e], e2[near_e]), reach
+            moved = self._moved(x)
+        if self._list is None or 2.0 * float(moved.max()) + 2.0 * largest > self._list["skin"]:
+            self._build(x, self._skin_for(largest))
+            moved = np.zeros(len(x))
+        reach = self.thickness + self._pair_bound(motion)
+        near = np.nonzero(self._list["dist"] - self._pair_bound(moved) <= reach)[0]
+        k = len(self._list["vt"][0])
+        (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
+        a, b = near[near < k], near[near >= k] - k
+        return (v[a], t[a]), (e1[b], e2[b]), reach[near]
 
     # ------------------------------------------------------------------ response
 
@@ -339,6 +490,12 @@ class SelfCollision:
         """
         if len(self.triangles) == 0:
             return 0
+        x_start = x_prev.copy()
+        corrected = self._respond(x, x_prev)
+        self._fail_safe(x, x_prev, x_start)
+        return corrected
+
+    def _respond(self, x, x_prev):
         vt, ee, reach = self._candidates(x, x_prev)
         w = self.inv_mass
         now = _Stencils(x, vt, ee, self.triangles, self.edges)
@@ -412,6 +569,117 @@ class SelfCollision:
             st, _, direction, _, _ = evaluate(pos)
             self._friction(x, x_prev, st.idx, st.coef, direction, depth[pos])
         return int(np.count_nonzero(ever))
+
+    # ------------------------------------------------------------------ fail-safe
+
+    def _new_crossings(self, x, x_start):
+        """Edge-triangle pairs (edge, triangle) crossing at x that did not cross at x_start, (c, 2) int.
+
+        Along the straight motion from x_start to x, a crossing starts when an end of the edge passes through the
+        triangle (a vertex-triangle pair at distance 0) or the edge passes through an edge of the triangle (an
+        edge-edge pair at distance 0). That pair ("witness") is now at most b apart, b = the largest motion (relative
+        to the mean) over its first element plus that over its second, and it is in the Verlet list as long as
+        2 delta + 2 m' <= thickness + skin (checked; else the list is rebuilt here). So the listed pairs within b,
+        each expanded to the edge-triangle pairs it can witness, contain every new crossing; the exact test
+        (``segments_cross_triangles``, as ``count_self_intersections``) picks them out.
+        """
+        step = x - x_start
+        step -= step.mean(axis=0)
+        motion = np.sqrt(np.einsum("ij,ij->i", step, step))
+        moved = self._moved(x)
+        if 2.0 * float(moved.max()) + 2.0 * float(motion.max()) > self.thickness + self._list["skin"]:
+            self._build(x, self._skin_for(float(motion.max())))
+            moved = np.zeros(len(x))
+        bound = self._pair_bound(motion)
+        near = np.nonzero(self._list["dist"] - self._pair_bound(moved) <= bound)[0]
+        k = len(self._list["vt"][0])
+        vt_pos, ee_pos = near[near < k], near[near >= k] - k
+        v, t = self._list["vt"][0][vt_pos], self._list["vt"][1][vt_pos]
+        e1, e2 = self._list["ee"][0][ee_pos], self._list["ee"][1][ee_pos]
+        keep = _vt_distance(x, v, self.triangles[t]) <= bound[vt_pos]
+        v, t = v[keep], t[keep]
+        if len(e1):
+            keep = _ee_distance(x, self.edges[e1], self.edges[e2]) <= bound[k + ee_pos]
+            e1, e2 = e1[keep], e2[keep]
+        if len(self.edges) == 0:
+            return np.zeros((0, 2), np.int64)
+        # Expand: a vertex's edges against the triangle; each edge against the other's triangles.
+        start = self.vertex_edge_start
+        degree = start[v + 1] - start[v]
+        rows = np.repeat(np.arange(len(v)), degree)
+        offset = np.arange(len(rows)) - np.repeat(np.cumsum(degree) - degree, degree)
+        pe = [self.vertex_edges[start[v][rows] + offset]]
+        pt = [t[rows]]
+        for a, b in ((e1, e2), (e2, e1)):
+            for side in range(2):
+                tri = self.edge_triangles[b, side]
+                pe.append(a[tri >= 0])
+                pt.append(tri[tri >= 0])
+        pe, pt = np.concatenate(pe), np.concatenate(pt)
+        E, T = self.edges[pe], self.triangles[pt]
+        keep = ~((T == E[:, :1]).any(axis=1) | (T == E[:, 1:]).any(axis=1))
+        pe, pt, E, T = pe[keep], pt[keep], E[keep], T[keep]
+        hit = segments_cross_triangles(x[E[:, 0]], x[E[:, 1]], x[T[:, 0]], x[T[:, 1]], x[T[:, 2]])
+        if not np.any(hit):
+            return np.zeros((0, 2), np.int64)
+        pe, pt, E, T = pe[hit], pt[hit], E[hit], T[hit]
+        old = segments_cross_triangles(x_start[E[:, 0]], x_start[E[:, 1]], x_start[T[:, 0]], x_start[T[:, 1]],
+                                       x_start[T[:, 2]])
+        return np.column_stack([pe[~old], pt[~old]])
+
+    def _fail_safe(self, x, x_prev, x_start):
+        """Undo any crossing the response left: rigid impact zones (Provot 1997, Bridson et al. 2002), translation only.
+
+        The particles of each new crossing pair are joined into zones (connected components); a zone moves as one
+        rigid translation from x_start, by the mass-weighted mean of its particles' motion over the step (x - x_prev),
+        and its x_prev is reset to x_start. Inside a zone nothing crosses that did not cross at x_start; zones grow
+        and merge until no new crossing is left. The mean keeps linear momentum and never raises the kinetic energy
+        (zones holding a pinned particle follow the pins instead).
+        """
+        found = self._new_crossings(x, x_start)
+        if len(found) == 0:
+            return
+        self.zones += 1
+        n = len(x)
+        free = self.inv_mass > 0.0
+        mass = np.where(free, 1.0 / np.where(free, self.inv_mass, 1.0), 0.0)
+        x_out, x_prev_out = x.copy(), x_prev.copy()
+        velocity = x_out - x_prev_out  # the step's motion the solver turns into velocity
+        links = []
+        for _ in range(MAX_ZONE_ROUNDS):
+            stencil = np.column_stack([self.edges[found[:, 0]], self.triangles[found[:, 1]]])
+            links.append(stencil)
+            every = np.concatenate(links)
+            graph = coo_matrix((np.ones(every.size - len(every)), (np.repeat(every[:, 0], 4), every[:, 1:].ravel())),
+                               shape=(n, n))
+            _, label = connected_components(graph, directed=False)
+            in_zone = np.zeros(n, bool)
+            in_zone[every.ravel()] = True
+            zone = label[in_zone]
+            members = np.nonzero(in_zone)[0]
+            m = mass[members]
+            pinned = ~free[members]
+            zones = int(zone.max()) + 1
+            total = np.bincount(zone, m, zones)
+            pins = np.bincount(zone, pinned.astype(float), zones)
+            shift = np.empty((len(members), 3))
+            for axis in range(3):
+                free_mean = np.bincount(zone, m * velocity[members, axis], zones) / np.where(total > 0, total, 1.0)
+                pin_mean = np.bincount(zone, pinned * (x_out[members, axis] - x_start[members, axis]), zones) / \
+                    np.maximum(pins, 1.0)
+                shift[:, axis] = np.where(pins > 0, pin_mean, free_mean)[zone]
+            move = members[free[members]]
+            x[move] = x_start[move] + shift[free[members]]
+            x_prev[move] = x_start[move]
+            found = self._new_crossings(x, x_start)
+            if len(found) == 0:
+                return
+        # Out of rounds: the whole body moves as one (nothing crosses that did not at the start).
+        shift = (mass[:, None] * velocity).sum(axis=0) / max(mass.sum(), 1e-300)
+        x[free] = x_start[free] + shift
+        x_prev[free] = x_start[free]
+
+    # ------------------------------------------------------------------ helpers
 
     def _scale(self, count, idx, coef):
         """Per-pair Jacobi scale 1 / (the largest number of active pairs any of its moved particles is in), (k,).
