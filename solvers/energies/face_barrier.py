@@ -39,6 +39,7 @@ from ..face_contact import _candidates
 from ..geometry.intersections import closest_points_on_triangles
 from .barrier import CCD_SAFETY
 from .base import BlockHessian, Energy, element_stencil, scatter
+from .friction import mollified_slip, mollified_slip_terms
 
 CCD_ROUNDS = 64
 """Most rounds of conservative advancement per line search (each vectorized over the approaching triangles)."""
@@ -172,24 +173,18 @@ class FaceColliderFriction(Energy):
         u = np.einsum("tij,tj->ti", self.T, q - self.q_prev)
         return u, np.sqrt(np.einsum("ij,ij->i", u, u))
 
-    def _f1_over_y(self, y):
-        return np.where(y >= self.eps, 1.0 / np.maximum(y, 1e-300), (2.0 * self.eps - y) / self.eps**2)
-
     def value(self, x):
         _, y = self._slip(x)
-        eps = self.eps
-        f0 = np.where(y >= eps, y, -(y**3) / (3 * eps**2) + y**2 / eps + eps / 3)
-        return float(np.sum(self.weight * f0))
+        return float(np.sum(self.weight * mollified_slip(y, self.eps)))
 
     def gradient(self, x):
         u, y = self._slip(x)
-        g = (self.weight * self._f1_over_y(y))[:, None] * u  # per contact point (k, 3)
+        g = (self.weight * mollified_slip_terms(y, self.eps)[0])[:, None] * u  # per contact point (k, 3)
         return scatter(self.triangles[self.near], self.bary[:, :, None] * g[:, None, :], len(x))
 
     def hessian(self, x, project=True):
         u, y = self._slip(x)
-        across = self.weight * self._f1_over_y(y)
-        along = self.weight * np.where(y >= self.eps, 0.0, 2.0 / self.eps - 2.0 * y / self.eps**2)
+        across, along = (self.weight * term for term in mollified_slip_terms(y, self.eps))
         t = u / np.where(y > 0.0, y, 1.0)[:, None]
         tt = t[:, :, None] * t[:, None, :]
         point = along[:, None, None] * tt + across[:, None, None] * (self.T - tt)  # (k, 3, 3), PSD

@@ -22,6 +22,19 @@ from .barrier import surface_distance
 from .base import BlockHessian, Energy
 
 
+def mollified_slip(y, eps):
+    """f0(y) of the module docstring: |u| smoothed below the slip eps [m], per contact."""
+    return np.where(y >= eps, y, -(y**3) / (3 * eps**2) + y**2 / eps + eps / 3)
+
+
+def mollified_slip_terms(y, eps):
+    """The two scalars of f0(|u|)'s derivatives, per contact: (f1(y) / y, f1'(y)). The gradient in u is
+    (f1 / y) u; the Hessian is f1' along t = u / |u| and f1 / y across it (on the tangent plane)."""
+    across = np.where(y >= eps, 1.0 / np.maximum(y, 1e-300), (2.0 * eps - y) / eps**2)
+    along = np.where(y >= eps, 0.0, 2.0 / eps - 2.0 * y / eps**2)
+    return across, along
+
+
 class ColliderFriction(Energy):
     """Friction of one collider: collider (friction coefficient mu), x_prev (n, 3) positions at the step's
     start [m], normal_force (n,) lambda [N] (0 where not in contact), eps [m] slip below which friction sticks."""
@@ -42,21 +55,15 @@ class ColliderFriction(Energy):
 
     def value(self, x):
         _, y = self._slip(x)
-        eps = self.eps
-        f0 = np.where(y >= eps, y, -(y**3) / (3 * eps**2) + y**2 / eps + eps / 3)
-        return float(np.sum(self.weight * f0))
-
-    def _f1_over_y(self, y):
-        return np.where(y >= self.eps, 1.0 / np.maximum(y, 1e-300), (2.0 * self.eps - y) / self.eps**2)
+        return float(np.sum(self.weight * mollified_slip(y, self.eps)))
 
     def gradient(self, x):
         u, y = self._slip(x)
-        return (self.weight * self._f1_over_y(y))[:, None] * u
+        return (self.weight * mollified_slip_terms(y, self.eps)[0])[:, None] * u
 
     def hessian(self, x, project=True):
         u, y = self._slip(x)
-        across = self.weight * self._f1_over_y(y)
-        along = self.weight * np.where(y >= self.eps, 0.0, 2.0 / self.eps - 2.0 * y / self.eps**2)
+        across, along = (self.weight * term for term in mollified_slip_terms(y, self.eps))
         t = u / np.where(y > 0.0, y, 1.0)[:, None]
         tt = t[:, :, None] * t[:, None, :]
         blocks = along[:, None, None] * tt + across[:, None, None] * (self.T - tt)
