@@ -12,6 +12,8 @@ from solvers.builder import grid_cloth
 from solvers.energies import (
     ColliderBarrier,
     ColliderFriction,
+    FaceColliderBarrier,
+    FaceColliderFriction,
     Gravity,
     HookeSprings,
     Inertia,
@@ -108,7 +110,35 @@ def case_friction():
     return friction, x_prev + slip
 
 
+def patch_over_sphere():
+    """A 4 x 4 cloth patch lying over a unit sphere with its faces' interiors 1-8 mm from the surface (inside the
+    1 cm reach) while its corners are farther: the face terms act between vertices."""
+    x, _, tris = cloth_patch()
+    x = x - x.mean(axis=0)
+    x[:, 2] = 1.0 + 0.004 + RNG.uniform(-0.003, 0.003, len(x))
+    return x, tris, Sphere((0.0, 0.0, 0.0), 1.0, thickness=0.0, friction=0.3)
+
+
+def case_face_friction():
+    x_prev, tris, sphere = patch_over_sphere()
+    barrier = FaceColliderBarrier(sphere, tris, 50.0, 0.01)
+    friction = FaceColliderFriction(sphere, tris, x_prev, barrier, eps=1e-3)
+    assert len(friction.near) > 0
+    slip = RNG.normal(size=x_prev.shape) * np.where(np.arange(len(x_prev)) % 2, 1e-4, 0.05)[:, None]
+    return friction, x_prev + slip
+
+
 CASES = {name[len("case_"):]: f for name, f in globals().items() if name.startswith("case_")}
+
+
+def face_barrier_case():
+    """The sphere-face barrier: its Hessian is a Gauss-Newton one (the closest point's weights are held fixed), so it
+    is checked for gradient, PSD and stencil, not against differences of the gradient."""
+    x, tris, sphere = patch_over_sphere()
+    return FaceColliderBarrier(sphere, tris, 50.0, 0.01), x
+
+
+GAUSS_NEWTON_CASES = {"face_barrier": face_barrier_case}
 
 
 def dense_hessian(energy, x, project):
@@ -119,9 +149,10 @@ def dense_hessian(energy, x, project):
     return sp.coo_matrix((h.blocks.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * n, 3 * n)).toarray()
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(GAUSS_NEWTON_CASES))
 def test_gradient_matches_finite_differences_of_value(name):
-    energy, x = CASES[name]()
+    energy, x = {**CASES, **GAUSS_NEWTON_CASES}[name]()
+    assert energy.value(x) != 0.0  # the term is active in this configuration
     g = energy.gradient(x).ravel()
     eps = 1e-6
     fd = np.empty(x.size)
@@ -146,17 +177,17 @@ def test_hessian_matches_finite_differences_of_gradient(name):
     assert np.allclose(H, H.T, atol=1e-9 * max(1.0, np.abs(H).max()))
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(GAUSS_NEWTON_CASES))
 def test_projected_hessian_is_positive_semidefinite(name):
-    energy, x = CASES[name]()
+    energy, x = {**CASES, **GAUSS_NEWTON_CASES}[name]()
     H = dense_hessian(energy, x, project=True)
     scale = max(1.0, np.abs(H).max())
     assert np.linalg.eigvalsh(0.5 * (H + H.T)).min() >= -1e-9 * scale
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(GAUSS_NEWTON_CASES))
 def test_stencil_is_fixed(name):
-    energy, x = CASES[name]()
+    energy, x = {**CASES, **GAUSS_NEWTON_CASES}[name]()
     a = energy.hessian(x)
     b = energy.hessian(x + 1e-3 * RNG.normal(size=x.shape))
     assert np.array_equal(a.rows, b.rows) and np.array_equal(a.cols, b.cols)
