@@ -2,7 +2,10 @@
 
 ``SelfCollision(model, thickness, friction)`` is built once per body and ``resolve(x, x_prev)`` runs at the end
 of every solver step, after the collider contacts, moving ``x`` in place (x_prev: the positions at the step's
-start). Pinned particles (inv_mass 0) are never moved.
+start). Pinned particles (inv_mass 0) are never moved. Known limitation: coming last, it can push a vertex a little
+into a collider (measured: 1.5 mm into the sphere on the 21 x 21 lab cloth at thickness 1 cm); running the collider
+projection after it instead lets the ground close the gap of two layers resting on it (measured: the two-layer stack
+test then fails for IMPLICIT_EULER and PROJECTIVE), so the two need to be solved together, which is not done yet.
 
 Broad phase: ``scipy.spatial.cKDTree`` joins (vertices with triangle centroids, edge midpoints with each other; long
 elements joined on their own so one stretched edge does not widen every query), then the exact distances of what
