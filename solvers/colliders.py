@@ -81,6 +81,17 @@ def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, co
     in position_based.CONTACT_ITERATIONS) and call this only as a safety net; the other solvers still rely on it.
     Even converged (XPBD, 20 iterations) the ico sphere travels 48 mm: its lowest vertex is 38 mm off the vertical
     through the centre of mass, so it tips over onto its neighbours (NEWTON: 33 mm).
+
+    What is left is not contact handling (measured, ico sphere dropped pole down, friction 0.5, damping 0): the pole
+    lies exactly under the centre of mass, yet XPBD rolls 85 mm, PBD 109, implicit Euler 40, while NEWTON (stable
+    Neo-Hookean) stays at 0.0. The push comes from the material: a spring network along the tet edges is isotropic
+    only on average (``material.py``), so the first bounce on the pole leaves with 0.010-0.021 kg m/s of sideways
+    momentum in every spring-based solver (NEWTON: 0.0005), and elastic bounces on one point amplify the tilt until
+    the body tips onto a face. Converged XPBD (120 substeps x 10 iterations) rolls 102 mm, and NEWTON with the same
+    springs swapped in for its Neo-Hookean energy 90 mm: the spring model itself tips. Damping hides it (XPBD 39 / 15
+    mm at 2 / 5 1/s); PROJECTIVE's 0.4 mm at its defaults is its numerical damping (24 x 10: 57 mm). The fix is
+    element-based elasticity (strain of each tet, as NEWTON and PD's local step have) in PBD/XPBD and the mass-spring
+    solvers, not a change here.
     """
     free = inv_mass > 0.0
     contacts = 0
