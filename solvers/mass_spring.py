@@ -195,7 +195,7 @@ class MassSpringSolver(Solver):
             # Like the contacts: the projection is a velocity change too, except the part that resolve also adds to
             # x_prev (velocity-free recovery of pairs closer than thickness).
             before, prev_before = x.copy(), x_prev.copy()
-            self.self_collision.resolve(x, x_prev)
+            self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
             v += ((x - before) - (x_prev - prev_before)) / dt
         if self.config.damping > 0.0:
             v *= np.exp(-self.config.damping * dt)

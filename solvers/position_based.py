@@ -168,7 +168,7 @@ class PositionBasedSolver(Solver):
         resolve_face_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders)  # faces vs spheres
         resolve_contacts(x, x_prev, self.model.inv_mass, colliders)
         if self.self_collision is not None:
-            self.self_collision.resolve(x, x_prev)
+            self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
         v[:] = (x - x_prev) / dt
         if self.config.damping > 0.0:
             v *= np.exp(-self.config.damping * dt)

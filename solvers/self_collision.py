@@ -2,10 +2,10 @@
 
 ``SelfCollision(model, thickness, friction)`` is built once per body and ``resolve(x, x_prev)`` runs at the end
 of every solver step, after the collider contacts, moving ``x`` in place (x_prev: the positions at the step's
-start). Pinned particles (inv_mass 0) are never moved. Known limitation: coming last, it can push a vertex a little
-into a collider (measured: 1.5 mm into the sphere on the 21 x 21 lab cloth at thickness 1 cm); running the collider
-projection after it instead lets the ground close the gap of two layers resting on it (measured: the two-layer stack
-test then fails for IMPLICIT_EULER and PROJECTIVE), so the two need to be solved together, which is not done yet.
+start). Pinned particles (inv_mass 0) are never moved. The solvers call it as ``resolve_beside_colliders``: particles
+resting on a collider count as heavy, so the layer above them is pushed away rather than they into the collider.
+Known limitation: coming after the contacts, it can still push a vertex a little into a collider (0.34 mm on the
+21 x 21 lab cloth; 1.95 mm without the heavy contact particles; 10 mm measured on the 64 x 64 lab before them).
 
 Broad phase: ``scipy.spatial.cKDTree`` joins (vertices with triangle centroids, edge midpoints with each other; long
 elements joined on their own so one stretched edge does not widen every query), then the exact distances of what
@@ -100,6 +100,10 @@ PASS_TOLERANCE = 0.1
 RECOVERY = 0.1
 """A pair closer than thickness at the start of a step is moved apart by at most this fraction of thickness in it,
 without velocity (see ``SelfCollision.resolve``)."""
+CONTACT_BAND = 1e-6
+"""[m] A particle this close to a collider's surface (thickness included) rests on it (``resolve_beside_colliders``)."""
+CONTACT_MASS_FACTOR = 100.0
+"""How much heavier a particle resting on a collider is in the self-collision response."""
 SKIN_FRACTION = 0.3
 """The broad phase's smallest spare distance (Verlet skin) as a fraction of the mean rest edge length."""
 SKIN_MOTION = 4.0
@@ -496,6 +500,31 @@ class SelfCollision:
         x_start = x_prev.copy()
         corrected = self._respond(x, x_prev)
         self._fail_safe(x, x_prev, x_start)
+        return corrected
+
+    def resolve_beside_colliders(self, x: np.ndarray, x_prev: np.ndarray, colliders) -> int:
+        """``resolve`` for a body that the collider contacts have just projected: particles resting on a collider
+        (within CONTACT_BAND of its surface) weigh CONTACT_MASS_FACTOR times their mass in the response, so a layer
+        lying on the ground or a sphere pushes the layer above it away instead of being pushed into the collider
+        (the ground's reaction; Guendelman et al. 2003 use the same mass scaling for stacks). Returns the pairs
+        corrected.
+
+        Measured, 21 x 21 lab cloth on its sphere, XPBD, thickness 1 cm, 100 frames: deepest vertex inside the sphere
+        1.95 mm with plain ``resolve``, 0.34 mm with this. Projecting the contacts once more after it brings that to
+        0 but lets the ground close the gap of two layers resting on it (the stack test: 0.3 mm instead of 5 mm
+        with IMPLICIT_EULER), so it is not done: the two are not solved together yet."""
+        if not colliders:
+            return self.resolve(x, x_prev)
+        resting = np.zeros(len(x), bool)
+        for collider in colliders:
+            d, _ = collider.distance_and_normal(x)
+            resting |= d < CONTACT_BAND
+        inv_mass = self.inv_mass
+        try:
+            self.inv_mass = np.where(resting, inv_mass / CONTACT_MASS_FACTOR, inv_mass)
+            corrected = self.resolve(x, x_prev)
+        finally:
+            self.inv_mass = inv_mass
         return corrected
 
     def _respond(self, x, x_prev):

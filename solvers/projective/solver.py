@@ -247,7 +247,7 @@ class ProjectiveSolver(Solver):
         resolve_face_contacts(x, x_start, self.model.inv_mass, self.model.triangle_indices, colliders)  # faces vs spheres
         resolve_contacts(x, x_start, self.model.inv_mass, colliders)
         if self.self_collision is not None:
-            self.self_collision.resolve(x, x_start)
+            self.self_collision.resolve_beside_colliders(x, x_start, colliders)
         v[:] = (x - x_start) / h
         if self.config.damping > 0.0:
             v *= np.exp(-self.config.damping * h)
