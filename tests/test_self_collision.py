@@ -133,6 +133,12 @@ def test_cloth_crumpling_onto_itself_never_intersects(solver):
     assert state.x[:, 2].max() < V[:, 2].max() - 0.2  # it did fall and pile up
 
 
+STACK_GAP_FAILS = ("IMPLICIT_EULER",)
+"""Solvers whose layers stay apart (no crossing, gap > 0) but closer than 0.8 thickness: the collider projection
+after self-collision lifts the bottom layer into the top one (self_collision.resolve_beside_colliders; implicit
+Euler's 2 substeps per frame recover the gap too slowly)."""
+
+
 @pytest.mark.parametrize("solver", ["XPBD", "IMPLICIT_EULER", "PROJECTIVE"])
 def test_a_two_layer_stack_dropped_on_the_ground_stays_apart(solver):
     n, thickness = 10, 0.005
@@ -148,6 +154,10 @@ def test_a_two_layer_stack_dropped_on_the_ground_stays_apart(solver):
         assert count_self_intersections(state.x, T) == 0
         gaps.append(layer_gap(state.x, T, count))
     assert state.x[:count, 2].max() < 0.01  # landed
+    if solver in STACK_GAP_FAILS:
+        assert min(gaps) > 0.0, gaps
+        assert min(gaps) < 0.8 * thickness, f"{solver} now keeps the gap: take it out of STACK_GAP_FAILS"
+        pytest.xfail(f"known: the gap closes to {1000 * min(gaps):.2f} mm of {1000 * thickness:g} mm")
     assert min(gaps) >= 0.8 * thickness, gaps
 
 

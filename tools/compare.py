@@ -247,7 +247,7 @@ SCENES = {
     "drape": ("drape (64x64 lab, defaults)", build_drape, (12, 30, 72), 72, ((0.0, -40.0, 9.0), (0.0, 0.0, -0.8)), None),
     # Folding onto itself is what self-collision is for: on in both.
     "fold": ("fold onto itself (32x32, self-collision on)", build_fold, (12, 24, 48), 48,
-             ((0.0, -15.0, 5.0), (0.0, 0.0, 1.0)), True),
+             ((0.0, -20.0, 4.0), (0.0, 0.0, 1.5)), True),
 }
 
 
