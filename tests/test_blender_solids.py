@@ -117,8 +117,11 @@ def test_embedded_dense_sphere_falls_and_rests_like_the_coarse_one(dropped):
     # After: the cage is ~5 mm larger than the surface it carries (so the dense sphere rests that much
     # higher), and the two tet meshes squash differently under their own weight, because XPBD's edge
     # stiffness is per edge [N/m] and the meshes have different edges (measured: the coarse sphere's
-    # centroid sinks ~4 cm at rest, the cage's ~1.5 cm). 10% of the radius bounds both, at the impact and at rest.
-    assert np.abs(dense - coarse).max() < 0.05
+    # centroid sinks ~4 cm at rest, the cage's ~1.5 cm). At rest 10% of the radius bounds the difference. The
+    # bounce differs more: since the contacts act inside XPBD's sweep (issue 12) the cage bounces to 0.601 m and the
+    # coarse sphere to 0.555 m (5.8 cm apart at frame 21; 3.6 cm with the contacts projected after the sweep), so
+    # the impact is bounded by 15% of the radius.
+    assert np.abs(dense - coarse).max() < 0.075
     assert abs(dense[-1] - coarse[-1]) < 0.05
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import scenario_scenes as S
-from solvers import AVAILABLE_SOLVERS, REGISTRY, SolverConfig, State, advance_frame, build_model, grid_cloth, make_solver
+from solvers import AVAILABLE_SOLVERS, REGISTRY, State, advance_frame, build_model, grid_cloth, make_solver
 
 TOLERANCES = {
     "free_fall_m": 1e-9,  # centre of mass against the integrator's own discrete free fall, per step
