@@ -3,9 +3,9 @@
 ``SelfCollision(model, thickness, friction)`` is built once per body and ``resolve(x, x_prev)`` runs at the end
 of every solver step, after the collider contacts, moving ``x`` in place (x_prev: the positions at the step's
 start). Pinned particles (inv_mass 0) are never moved. The solvers call it as ``resolve_beside_colliders``: particles
-resting on a collider count as heavy, so the layer above them is pushed away rather than they into the collider,
-and the collider projection runs once more after it. Known limitation: that projection can close part of the gap
-of two layers resting on the ground (``resolve_beside_colliders``).
+resting on a collider count as heavy, so the layer above them is pushed away rather than they into the collider.
+Known limitation: coming after the contacts, it can still leave a vertex a little inside a collider
+(``resolve_beside_colliders`` has the figures).
 
 Broad phase: ``scipy.spatial.cKDTree`` joins (vertices with triangle centroids, edge midpoints with each other; long
 elements joined on their own so one stretched edge does not widen every query), then the exact distances of what
@@ -62,14 +62,14 @@ never adds kinetic energy; it only runs when the Jacobi passes left a crossing.
 What holds (tests/test_self_collision.py): zero exact edge-triangle crossings at every frame for a 16 x 16 sheet
 crumpling onto itself on the ground (XPBD, thickness 1/4 of an edge), a 24 x 24 sheet draped over a small sphere whose
 skirt folds onto itself (XPBD; 11-19 crossing pairs without self-collision) and a two-layer stack on the ground (XPBD,
-IMPLICIT_EULER, PROJECTIVE; layers stay >= 0.8 thickness apart, but implicit Euler's only 0.27 mm); the fail-safe undoes a crossing left to it with
+IMPLICIT_EULER, PROJECTIVE; layers stay >= 0.8 thickness apart); the fail-safe undoes a crossing left to it with
 momentum kept; no response raises the kinetic energy of the step's motion and every response keeps linear momentum.
 Measured (XPBD 30 x 1, 64 x 64, 48 frames, count_self_intersections every frame): the lab cloth (10 m, pinned at two
 corners, onto a sphere) 0 crossings at every frame at thickness 0.01 m and at 0.04 m (1/4 of an edge), where the
 previous version (no fail-safe) crossed from frame 26 on (11, 99, 225 pairs at frames 26-28); the same cloth dropped
-flat from 3 m onto the ground, tilted 8 degrees with 5 cm of noise: 0 crossings at every frame. What does not:
-PROJECTIVE (8 substeps) ends the crumple scene with 2 crossing pairs (70-370 before the fail-safe, as implicit Euler,
-which now has none) and crosses itself on the 21 x 21 lab cloth (see ``resolve_beside_colliders``); a pair already on the wrong side when a step starts is kept there
+flat from 3 m onto the ground, tilted 8 degrees with 5 cm of noise: 0 crossings at every frame. The crumple
+scene also holds in PBD, SYMPLECTIC_EULER, IMPLICIT_EULER and PROJECTIVE (70-370 crossing pairs before the fail-safe
+in the last two). What does not: a vertex can stay a little inside a collider (``resolve_beside_colliders``); a pair already on the wrong side when a step starts is kept there
 (sides come from x_prev), and the fail-safe only prevents new crossings, it does not undo old ones (a cloth that
 starts crossed, or rest-close pairs excluded by Müller's rule).
 
@@ -87,8 +87,6 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from .colliders import resolve_contacts
-from .face_contact import resolve_face_contacts
 from .geometry.intersections import segments_cross_triangles
 
 DEFAULT_FRICTION = 0.3
@@ -511,15 +509,12 @@ class SelfCollision:
         (the ground's reaction; Guendelman et al. 2003 use the same mass scaling for stacks). Returns the pairs
         corrected.
 
-        Then the collider projections (faces against spheres, then vertices) run once more, so nothing ends inside a
-        collider. Measured, 21 x 21 lab cloth on its sphere, thickness 1 cm, 100 frames, deepest vertex inside the
-        sphere without them: XPBD 1.95 mm with plain ``resolve``, 0.34 mm with the heavy contact particles;
-        PROJECTIVE 8 x 5 34.7 mm. With them: 0 mm for both, XPBD still with no crossing, but PROJECTIVE's cloth then
-        crosses itself (up to 161 pairs in a frame): its long steps leave layers pressed together against the
-        sphere, and the projection pushes one through the other. The
-        price: the ground can close part of the gap of two layers resting on it (the two-layer stack test: 0.27 mm
-        left of 5 mm with IMPLICIT_EULER's 2 substeps, no crossing; XPBD and PROJECTIVE keep it); the two are not
-        solved together yet."""
+        Measured, deepest vertex inside the sphere, lab cloth on its sphere, thickness 1 cm, 100 frames: 21 x 21
+        XPBD 1.95 mm with plain ``resolve``, 0.34 mm with this; PROJECTIVE 8 x 5 34.7 mm (its long steps press layers
+        together against the sphere). Projecting the colliders once more after it brings both to 0 mm but pushes
+        particles up through the layers above them: a 32 x 32 cloth buckling onto the ground then crossed itself in
+        up to 103 pairs a frame (0 without), and the fail-safe, firing every substep, made it 20x slower. So it is
+        not done: self-collision and the collider contacts are not solved together yet."""
         if not colliders:
             return self.resolve(x, x_prev)
         resting = np.zeros(len(x), bool)
@@ -532,9 +527,6 @@ class SelfCollision:
             corrected = self.resolve(x, x_prev)
         finally:
             self.inv_mass = inv_mass
-        # What it still pushed into a collider comes back out: faces (spheres), then vertices.
-        resolve_face_contacts(x, x_prev, inv_mass, self.triangles, colliders)
-        resolve_contacts(x, x_prev, inv_mass, colliders)
         return corrected
 
     def _respond(self, x, x_prev):

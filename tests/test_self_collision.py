@@ -126,21 +126,13 @@ def test_the_fold_scene_does_intersect_without_self_collision():
 
 # XPBD (30 substeps) only: IMPLICIT_EULER (2 substeps) and PROJECTIVE (8) still end this scene with 70-370 crossing
 # pairs (measured; see solvers/self_collision.py), so they are not claimed here.
-@pytest.mark.parametrize("solver", ["XPBD", "PBD", "SYMPLECTIC_EULER", "IMPLICIT_EULER", pytest.param(
-    "PROJECTIVE", marks=pytest.mark.xfail(strict=True, reason="2 crossing pairs in the last frame: the collider "
-                                          "projection after self-collision (resolve_beside_colliders)"))])
+@pytest.mark.parametrize("solver", ["XPBD", "PBD", "SYMPLECTIC_EULER", "IMPLICIT_EULER", "PROJECTIVE"])
 def test_cloth_crumpling_onto_itself_never_intersects(solver):
     counts, state, V = fold_scene(solver, True)
     assert counts == [0] * len(counts), counts
     # It did fall and pile up: the top came down by at least a quarter of the 0.6 m sheet (implicit Euler's numerical
     # damping slows its fall: 0.20 m where XPBD's falls 0.3 m).
     assert state.x[:, 2].max() < V[:, 2].max() - 0.15
-
-
-STACK_GAP_FAILS = ("IMPLICIT_EULER",)
-"""Solvers whose layers stay apart (no crossing, gap > 0) but closer than 0.8 thickness: the collider projection
-after self-collision lifts the bottom layer into the top one (self_collision.resolve_beside_colliders; implicit
-Euler's 2 substeps per frame recover the gap too slowly)."""
 
 
 @pytest.mark.parametrize("solver", ["XPBD", "IMPLICIT_EULER", "PROJECTIVE"])
@@ -158,10 +150,6 @@ def test_a_two_layer_stack_dropped_on_the_ground_stays_apart(solver):
         assert count_self_intersections(state.x, T) == 0
         gaps.append(layer_gap(state.x, T, count))
     assert state.x[:count, 2].max() < 0.01  # landed
-    if solver in STACK_GAP_FAILS:
-        assert min(gaps) > 0.0, gaps
-        assert min(gaps) < 0.8 * thickness, f"{solver} now keeps the gap: take it out of STACK_GAP_FAILS"
-        pytest.xfail(f"known: the gap closes to {1000 * min(gaps):.2f} mm of {1000 * thickness:g} mm")
     assert min(gaps) >= 0.8 * thickness, gaps
 
 
