@@ -130,9 +130,10 @@ def test_the_fold_scene_does_intersect_without_self_collision():
 def test_cloth_crumpling_onto_itself_never_intersects(solver):
     counts, state, V = fold_scene(solver, True)
     assert counts == [0] * len(counts), counts
-    # It did fall and pile up: the top came down by at least a quarter of the 0.6 m sheet (implicit Euler's numerical
-    # damping slows its fall: 0.20 m where XPBD's falls 0.3 m).
-    assert state.x[:, 2].max() < V[:, 2].max() - 0.15
+    # It did fall and pile up: the top came down by 0.2 m, or 0.15 m for implicit Euler, whose numerical damping slows
+    # its fall (measured 0.198 m).
+    fall = 0.15 if solver == "IMPLICIT_EULER" else 0.2
+    assert state.x[:, 2].max() < V[:, 2].max() - fall
 
 
 @pytest.mark.parametrize("solver", ["XPBD", "IMPLICIT_EULER", "PROJECTIVE"])
