@@ -164,11 +164,12 @@ SOLID_RESOLUTION = {"suzanne_solid": 4, "torus": 5, "bar": 12, "uneven": 4, "ico
 """Tet lattice cells across each mesh's largest side in the scenario table (small: the table runs every solver)."""
 
 
-def drop_model(meshes, name, lowest=0.2, resolution=None):
-    """The mesh ``name`` turned by SKEW, lowest point ``lowest`` m above z = 0: a 1 kg solid, or for suzanne_cloth
-    a 1 kg cloth (its own vertices, edges of its triangles)."""
+def drop_model(meshes, name, lowest=0.2, resolution=None, turn=SKEW):
+    """The mesh ``name`` turned by ``turn`` (a rotation matrix, default SKEW; None keeps Blender's orientation),
+    lowest point ``lowest`` m above z = 0: a 1 kg solid, or for suzanne_cloth a 1 kg cloth (its own vertices, edges
+    of its triangles)."""
     v, t = meshes[name]
-    x = place(v, lowest, SKEW)
+    x = place(v, lowest, turn)
     if name == "suzanne_cloth":
         edges = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
         return build_model(x, edges, t, total_mass=1.0)

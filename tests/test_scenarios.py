@@ -109,15 +109,18 @@ def test_real_mesh_dropped_on_a_frictionless_ground_keeps_its_horizontal_momentu
 
 # ---------------------------------------------------------------------------------------------- friction
 
-# Figures measured when marked (24 frames): these bodies roll away after landing; cause in solvers/colliders.py.
+# Figures measured when marked (24 frames, pole down): these bodies tip over and roll away after landing on the pole.
 ICO_FRICTION_FAILS = {
-    "SYMPLECTIC_EULER": "rolls 9.9 cm: the spring material tips the bouncing body (colliders.py note)",
-    "IMPLICIT_EULER": "rolls 3.1 cm (colliders.py note)",
-    "PBD": "rolls 9.0 cm (41 cm before contacts moved into the iterations; colliders.py note)",
-    "XPBD": "rolls 4.9 cm (43 cm before; converged with 20 iterations still 4.8 cm: the mesh tips over, colliders.py note)",
-    "PROJECTIVE": "rolls 10 cm (colliders.py note)",
-    "NEWTON": "3.3 cm: the ico sphere balanced on its pole vertex tips over (unstable, physical for this mesh)",
+    "IMPLICIT_EULER": "rolls 4.0 cm: the tet-edge spring material tips the bouncing body (colliders.py note)",
+    "PBD": "rolls 10.9 cm (colliders.py note)",
+    "XPBD": "rolls 8.5 cm (colliders.py note)",
 }
+"""Tilted instead (bench/bench_scenarios.py), the ico sphere lands on a vertex 38 mm off its centre of mass and tips
+over in every solver, NEWTON too (3.3 cm): physical for that landing, so the table drops it pole down as Blender adds
+it, the pole vertex under the centre of mass. Even so it balances on a vertex, an unstable rest: NEWTON at 8 substeps
+(r 1 m, 1 m drop) rests on its pole after the first bounce and rolls away from frame 32 on (128 mm at frame 48).
+Parked work (branches parked/xpbd-tet-strain, parked/mass-spring-neo-hookean) gives these solvers per-tet elasticity:
+PBD/XPBD 38 mm, implicit Euler 4.9 mm; see the session 5 note for why it is not on main."""
 SYMMETRIC_CUBE_FRICTION_FAILS = {}
 """PBD slid 1.7 cm (Gauss-Seidel order made the sweep's tangential motion of the contact layer one-sided) until
 contacts moved into its iterations (6.8 mm; solvers/position_based.py CONTACT_ITERATIONS)."""
@@ -135,8 +138,8 @@ def test_symmetric_solid_dropped_on_a_ground_with_friction_does_not_slide(solver
 
 @pytest.mark.parametrize("solver", [known(s, ICO_FRICTION_FAILS) for s in AVAILABLE_SOLVERS if s != "EXPLICIT_EULER"])
 def test_ico_sphere_dropped_on_a_ground_with_friction_does_not_roll_away(meshes, solver):
-    """Blender's ico sphere (2 levels, r 0.25 m) tetrahedralized, turned, dropped 10 cm onto a ground with friction 0.5."""
-    model = S.drop_model(meshes, "ico", lowest=0.1)
+    """Blender's ico sphere (2 levels, r 0.25 m) tetrahedralized, dropped 10 cm pole down onto a ground with friction 0.5."""
+    model = S.drop_model(meshes, "ico", lowest=0.1, turn=None)
     result = S.run_drop(model, solver, 24, friction=0.5, **drop_settings(solver))
     assert result["drift"] < TOLERANCES["friction_drift_m"], f"{solver}: {1000 * result['drift']:.2f} mm"
 
