@@ -8,12 +8,15 @@ each kernel runs on its own, many times, and reports the best time per update:
   then the tail of tiny colours, if any); one update = one distance constraint projected once;
 - ``XPBD Jacobi sweep``: one Jacobi sweep (all constraints from the same positions, then scattered);
 - ``bending ...``: one Gauss-Seidel sweep over the isometric bending hinges (``constraints/bending.py``, the
-  add-on's default bending_stiffness 1e-3 N m, always compliant) two ways: ``batch by batch`` (the plain
-  ``corrections`` per colour, gathering and scattering (m, 4, 3) corners) and ``sparse products``
-  (``BendingColourSweep``: two sparse products per colour, what the solvers run); one update = one hinge projected
-  once. (A colour-ordered structure-of-arrays kernel like the distance one measured 1.6x slower than the sparse
-  products: a hinge colour holds at most n / 4 hinges, so each of ~12 colours reorders all 3 n coordinates for
-  little arithmetic.)
+  add-on's default bending_stiffness 1e-3 N m, always compliant) three ways: ``batch by batch`` (the plain
+  ``corrections`` per colour, gathering and scattering (m, 4, 3) corners), ``sparse products, A @ x`` (two SciPy
+  sparse products per colour through ``@``) and ``sparse products, direct`` (``BendingColourSweep``: the same
+  products through SciPy's CSR kernel called directly, skipping ``@``'s Python dispatch, what the solvers run); one
+  update = one hinge projected once. (A colour-ordered structure-of-arrays kernel like the distance one measured
+  1.2-1.6x slower than the sparse products: a hinge colour holds at most n / 4 hinges, so each of ~12 colours
+  reorders all 3 n coordinates for little arithmetic.)
+- ``face push``: one ``resolve_face_contacts`` call (its cull and its passes, ``solvers/face_contact.py``) against
+  the lab's sphere, on the snapshot (the cloth lies on it); one update = one triangle the cull keeps.
 - ``pin tethers``: one pass of ``PinTethers.apply`` (one update = one particle-to-pin tether checked, and
   projected when it is past its limit).
 
@@ -36,6 +39,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver  # noqa: E402
+from solvers.face_contact import FACE_PASSES, _candidates, resolve_face_contacts  # noqa: E402
 
 WIDTH, HEIGHT, SPHERE_RADIUS, GROUND_Z, FPS = 10.0, 3.0, 2.7, -3.0, 24
 WARM_FRAMES = 12  # half a second of the default XPBD before the snapshot: the cloth drapes, tethers engage
@@ -48,6 +52,8 @@ BYTES_PER_UPDATE = {
     # 4 int64 indices + 4 positions read + 4 written + K (4) and w K (4) + 1/(s+alpha), alpha, r0
     # + lambda (3) read and written
     "bending": 4 * 8 + 4 * 24 + 4 * 24 + 8 * 8 + 3 * 8 + 2 * 24,
+    # per pass: 3 int64 indices + 3 positions read + 3 inverse masses; once: 3 positions written
+    "face": FACE_PASSES * (3 * 8 + 3 * 24 + 3 * 8) + 3 * 24,
 }
 
 
@@ -126,6 +132,7 @@ def run(n: int = 64, diagonals: bool = False, verbose: bool = True) -> list:
         rows.append(dict(kernel=label, updates=updates, batches=batches, seconds=seconds, kind="distance"))
 
     rows += bending_rows(model, x, dt, reset)
+    rows += face_rows(model, colliders, x, x0, reset)
 
     config = SolverConfig(solver="XPBD", stiffness=1.0e4, substeps=30, iterations=1, tether_stretch=0.01)
     tethers = make_solver(model, config).tethers
@@ -167,10 +174,21 @@ def bending_rows(model, x, dt, reset, stiffness: float = 1.0e-3) -> list:
     fast = full.colour_sweep(colours, len(x))
     rows = []
     for label, job in (("bending batch by batch", batch_by_batch),
-                       ("bending sparse products (solvers)", lambda: fast.sweep(x, dt, lams, True))):
+                       ("bending sparse products, A @ x", lambda: fast._sparse_sweep(x, dt, lams)),
+                       ("bending sparse products, direct (solvers)", lambda: fast.sweep(x, dt, lams, True))):
         rows.append(dict(kernel=label, updates=updates, batches=len(colours), seconds=best_seconds(job, reset),
                          kind="bending"))
     return rows
+
+
+def face_rows(model, colliders, x, x0, reset) -> list:
+    """One face push against the sphere on the snapshot (see the module docstring)."""
+    sphere = [c for c in colliders if isinstance(c, Sphere)]
+    triangles = model.triangle_indices
+    updates = max(len(_candidates(x0, triangles, sphere[0].center, sphere[0].radius + sphere[0].thickness)), 1)
+    seconds = best_seconds(lambda: resolve_face_contacts(x, x0, model.inv_mass, triangles, sphere), reset)
+    return [dict(kernel=f"face push ({FACE_PASSES} passes at most)", updates=updates, batches=FACE_PASSES,
+                 seconds=seconds, kind="face")]
 
 
 def bandwidth_gb_s(nbytes: int = 64 << 20) -> float:

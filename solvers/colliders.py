@@ -29,9 +29,12 @@ class GroundPlane:
 
     def distance_and_normal(self, x: np.ndarray):
         """Signed distance [m] beyond the thickness, shape (n,), and outward normals, shape (n, 3)."""
+        return self.distance(x), np.broadcast_to(self.normal, x.shape)
+
+    def distance(self, x: np.ndarray) -> np.ndarray:
+        """The signed distance of ``distance_and_normal`` alone, shape (n,)."""
         # Not `@`: a matrix-vector product goes through multithreaded BLAS, which is slow on busy machines.
-        d = x[:, 0] * self.normal[0] + x[:, 1] * self.normal[1] + x[:, 2] * self.normal[2] - (self.point @ self.normal + self.thickness)
-        return d, np.broadcast_to(self.normal, x.shape)
+        return x[:, 0] * self.normal[0] + x[:, 1] * self.normal[1] + x[:, 2] * self.normal[2] - (self.point @ self.normal + self.thickness)
 
 
 @dataclass
@@ -52,10 +55,26 @@ class Sphere:
     def distance_and_normal(self, x: np.ndarray):
         r = x - self.center
         dist = np.sqrt(np.einsum("ij,ij->i", r, r))
-        # A particle exactly at the centre is pushed straight up rather than divided by zero.
-        safe = np.where(dist > 1e-12, dist, 1.0)
-        n = np.where((dist > 1e-12)[:, None], r / safe[:, None], np.array([0.0, 0.0, 1.0]))
+        if len(dist) and dist.min() > 1e-12:
+            r /= dist[:, None]  # r is ours: the normals in place
+            n = r
+        else:
+            # A particle exactly at the centre is pushed straight up rather than divided by zero.
+            safe = np.where(dist > 1e-12, dist, 1.0)
+            n = np.where((dist > 1e-12)[:, None], r / safe[:, None], np.array([0.0, 0.0, 1.0]))
         return dist - self.radius - self.thickness, n
+
+    def distance(self, x: np.ndarray) -> np.ndarray:
+        """The signed distance of ``distance_and_normal`` alone, shape (n,)."""
+        r = x - self.center
+        return np.sqrt(np.einsum("ij,ij->i", r, r)) - self.radius - self.thickness
+
+
+def _distance(collider, x) -> np.ndarray:
+    """The collider's signed distance (n,) without the normals when it can (``distance``): a contact pass needs
+    normals only at the few particles it moves."""
+    distance = getattr(collider, "distance", None)
+    return distance(x) if distance is not None else collider.distance_and_normal(x)[0]
 
 
 def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders) -> int:
@@ -96,13 +115,12 @@ def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, co
     free = inv_mass > 0.0
     contacts = 0
     for collider in colliders:
-        d, n = collider.distance_and_normal(x)
-        hit = np.nonzero((d < 0.0) & free)[0]
+        hit = np.nonzero((_distance(collider, x) < 0.0) & free)[0]
         if len(hit) == 0:
             continue
         contacts += len(hit)
-        depth = -d[hit]
-        normal = n[hit]
+        d, normal = collider.distance_and_normal(x[hit])  # normals of the hits only (the same rows' values)
+        depth = -d
         x[hit] += depth[:, None] * normal
         if collider.friction > 0.0:
             moved = x[hit] - x_prev[hit]
@@ -140,16 +158,18 @@ class ContactConstraints:
 
     def __init__(self, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders):
         free = inv_mass > 0.0
-        step = np.sqrt(np.einsum("ij,ij->i", x - x_prev, x - x_prev))
+        moved = x - x_prev
+        step = np.sqrt(np.einsum("ij,ij->i", moved, moved))
         self.sets = []
         for collider in colliders:
-            d, n = collider.distance_and_normal(x)
-            hit = np.nonzero((d < step) & free)[0]
+            hit = np.nonzero((_distance(collider, x) < step) & free)[0]
             if len(hit) == 0:
                 continue
-            normal = np.array(n[hit])
+            near = x[hit]
+            d, n = collider.distance_and_normal(near)  # normals of the candidates only (the same rows' values)
+            normal = np.array(n)
             # offset: n . x on the surface (x - d n is the closest surface point, thickness included).
-            offset = np.einsum("ij,ij->i", x[hit], normal) - d[hit]
+            offset = np.einsum("ij,ij->i", near, normal) - d
             self.sets.append((collider, hit, normal, offset, np.zeros(len(hit))))
 
     def __bool__(self):

@@ -17,6 +17,11 @@ particle is tethered to its nearest pin only (a distance matrix of every pin wou
 then sit close together, so the halves tethered to different pins barely pull apart."""
 
 
+SMALL_SLOT = 2048
+"""Slots of fewer tethers than this are swept whole in every pass of ``PinTethers.apply``; larger ones only in the
+first, then at the particles some slot projected since."""
+
+
 class PinTethers:
     """Tethers from free particles to pins, in slots: no particle appears twice within a slot.
 
@@ -60,6 +65,16 @@ class PinTethers:
             t = len(particle)
             self._fast.append((3 * particle[None, :] + xyz, pin_at, 1.001 * limit, np.empty((3, t)), np.empty((3, t)),
                                np.empty(t)))
+        # Below this many tethers per slot, a whole pass costs less than sorting out which particles moved (measured:
+        # on the 21 x 21 lab cloth, 439 per slot, the passes over the moved particles only were 10% slower).
+        self._small = max((len(particle) for particle, _, _ in self.slots), default=0) < SMALL_SLOT
+        # Where each particle sits in each slot (-1: not in it), for the passes after the first (``apply``).
+        n = 1 + max((int(particle.max()) for particle, _, _ in self.slots if len(particle)), default=-1)
+        self._position = []
+        for particle, _, _ in self.slots:
+            position = np.full(n, -1, np.int64)
+            position[particle] = np.arange(len(particle))
+            self._position.append(position)
 
     def apply(self, x: np.ndarray, passes: int = 3) -> None:
         """Pull every particle farther than its limit from a pin back onto the limit, in place.
@@ -75,24 +90,55 @@ class PinTethers:
             self.apply_reference(x, passes)
             return
         flat = x.reshape(-1)
-        for _ in range(passes):
+        projected = []  # arrays of the particles projected in this pass
+        for sweep in range(passes):
             far_past = False
-            for (particle, pin, limit), (gather, pin_at, far, p, d, length) in zip(self.slots, self._fast):
-                np.take(flat, gather, out=p, mode="clip")
-                if isinstance(pin_at, int):
-                    anchor = x[pin_at][:, None]  # (3, 1): one pin for the whole slot
-                else:
-                    anchor = np.take(flat, pin_at, mode="clip")
-                np.subtract(p, anchor, out=d)
-                np.multiply(d, d, out=p)
-                np.add(p[0], p[2], out=length)  # einsum's order of the row sum: (x^2 + z^2) + y^2
-                np.add(length, p[1], out=length)
-                np.sqrt(length, out=length)
-                over = np.nonzero(length > limit)[0]
-                if len(over):
-                    far_past = far_past or bool(np.any(length[over] > far[over]))
-                    near = anchor if anchor.shape[1] == 1 else anchor[:, over]
-                    x[particle[over]] = (near + d[:, over] * (limit[over] / length[over])).T
+            if sweep == 0 or self._small:
+                for (particle, pin, limit), (gather, pin_at, far, p, d, length) in zip(self.slots, self._fast):
+                    np.take(flat, gather, out=p, mode="clip")
+                    if isinstance(pin_at, int):
+                        anchor = x[pin_at][:, None]  # (3, 1): one pin for the whole slot
+                    else:
+                        anchor = np.take(flat, pin_at, mode="clip")
+                    np.subtract(p, anchor, out=d)
+                    np.multiply(d, d, out=p)
+                    np.add(p[0], p[2], out=length)  # einsum's order of the row sum: (x^2 + z^2) + y^2
+                    np.add(length, p[1], out=length)
+                    np.sqrt(length, out=length)
+                    over = np.nonzero(length > limit)[0]
+                    if len(over):
+                        far_past = far_past or bool(np.any(length[over] > far[over]))
+                        near = anchor if anchor.shape[1] == 1 else anchor[:, over]
+                        x[particle[over]] = (near + d[:, over] * (limit[over] / length[over])).T
+                        projected.append(particle[over])
+            else:
+                # Pins stay put within a call, so a particle can be past a slot's limit now only if some slot
+                # projected it since this slot last looked at it (in the previous pass or earlier in this one): the
+                # passes after the first check those alone, with the same arithmetic, so the result is the full
+                # sweep's. On the 64 x 64 lab cloth resting on its sphere a call runs ~6 passes of 2 slots over
+                # 4094 particles each, of which ~50 move.
+                previous, projected = projected, []
+                for (particle, pin, limit), position in zip(self.slots, self._position):
+                    if not previous and not projected:
+                        continue
+                    ids = np.unique(np.concatenate(previous + projected))
+                    rows = position[ids]
+                    rows = rows[rows >= 0]
+                    if len(rows) == 0:
+                        continue
+                    ids = particle[rows]
+                    anchor = x[pin[rows]]
+                    d = (x[ids] - anchor).T
+                    length = d[0] * d[0]
+                    length += d[2] * d[2]  # the first pass's order: (x^2 + z^2) + y^2
+                    length += d[1] * d[1]
+                    np.sqrt(length, out=length)
+                    lim = limit[rows]
+                    over = np.nonzero(length > lim)[0]
+                    if len(over):
+                        far_past = far_past or bool(np.any(length[over] > 1.001 * lim[over]))
+                        x[ids[over]] = anchor[over] + d[:, over].T * (lim[over] / length[over])[:, None]
+                        projected.append(ids[over])
             if not far_past or len(self.slots) == 1:
                 return
 
