@@ -11,7 +11,7 @@ import numpy as np
 from bpy.props import BoolProperty
 
 from .. import solvers
-from ..solvers.newton import NewtonNotConverged
+from ..solvers.frame import StepNotConverged
 from . import live
 from .bridge import BODY_ROLES, InputError, scene_colliders, takes_part
 from .output import (OutputError, StagedCache, StagedShapeKeys, check_cache_writable, check_modifier_name, check_shape_key_bake,
@@ -123,7 +123,7 @@ class BakeJob:
             try:
                 results.append(run.compute(data, colliders))
             except solvers.SimulationDiverged as error:
-                what = "did not converge" if isinstance(error, NewtonNotConverged) else "became unstable"
+                what = "did not converge" if isinstance(error, StepNotConverged) else "became unstable"
                 raise InputError(f"'{run.name}' {what} at frame {frame}: {error}. {run.stability_advice(error)}; the previous bake is kept") from error
         return results
 

@@ -81,9 +81,9 @@ class StepStats:
     linear_residual: float = float("nan")
     """Relative residual of the last linear solve (implicit solvers); nan when there is none."""
     newton_iterations: int = 0
-    """NEWTON: Newton iterations (summed over a frame's substeps by ``advance_frame``)."""
+    """NEWTON: Newton iterations; IMPLICIT_EULER: linearizations (summed over a frame's substeps by ``advance_frame``)."""
     line_search_halvings: int = 0
-    """NEWTON: step-size halvings in the line searches (summed like newton_iterations)."""
+    """NEWTON and IMPLICIT_EULER: step-size halvings in the line searches (summed like newton_iterations)."""
     newton_residual: float = float("nan")
     """NEWTON: final max |p| / dt [m/s] of the last step; nan for other solvers."""
     min_distance: float = float("nan")
