@@ -4,8 +4,10 @@ The rule (``solvers/config.py``): a body with tets (a solid) takes its material 
 Poisson's ratio nu, so that its stiffness does not depend on how finely it was tetrahedralized; a body
 without tets (cloth, ropes) keeps ``config.stiffness`` [N/m] on every edge.
 
-A solid is simulated by springs along its tet edges (every solver) plus, in PBD/XPBD, one volume
-constraint C = 6 (V - V0) per tet. ``material_arrays`` gives them their stiffness:
+In PBD/XPBD and in explicit and symplectic Euler a solid is simulated by springs along its tet edges plus, in
+PBD/XPBD, one volume constraint C = 6 (V - V0) per tet; implicit Euler and NEWTON use the Neo-Hookean energy of each
+tet and PROJECTIVE its strain and volume constraints, from ``tet_mu`` and ``tet_lambda``. ``material_arrays`` gives
+them their stiffness:
 
 Springs. Edge e of rest length L_e, shared by tets of total rest volume V_e (the sum of the rest volumes of
 the tets containing it), gets
@@ -38,8 +40,8 @@ constraint stores 1/2 k_v C^2 = 18 k_v dV^2, so
 For nu < 1/4 (lambda < mu) there is nothing left for the volume constraints (k_v = 0: no constraint) and the
 springs alone are already stiffer in compression than asked: their bulk modulus is (5/3) mu instead of
 lambda + (2/3) mu. That is a limit of springs; only an energy-based solver (``solvers/energies``) can do
-nu < 1/4 right. Solvers without volume constraints (mass-spring) always simulate nu = 1/4 with the
-requested mu; ``tet_mu`` and ``tet_lambda`` carry the full Lamé parameters for energy-based solvers.
+nu < 1/4 right. Explicit and symplectic Euler (springs, no volume constraints) always simulate nu = 1/4 with the
+requested mu; ``tet_mu`` and ``tet_lambda`` carry the full Lamé parameters for the energy-based solvers.
 """
 from dataclasses import dataclass
 
