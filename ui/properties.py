@@ -107,7 +107,7 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         update=_settings_changed,
         name="Poisson's Ratio", default=DEFAULTS["poisson_ratio"], min=0.0, max=0.499, precision=3,
         description="Solid: compressibility, from 0 (compresses freely) to nearly 0.5 (keeps its volume). "
-        "Spring-based solvers cannot go below 0.25",
+        "PBD, XPBD, Explicit and Symplectic Euler (tet-edge springs) cannot go below 0.25",
     )
     bending_stiffness: FloatProperty(
         update=_settings_changed,
