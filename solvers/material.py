@@ -4,10 +4,10 @@ The rule (``solvers/config.py``): a body with tets (a solid) takes its material 
 Poisson's ratio nu, so that its stiffness does not depend on how finely it was tetrahedralized; a body
 without tets (cloth, ropes) keeps ``config.stiffness`` [N/m] on every edge.
 
-In PBD/XPBD and in explicit and symplectic Euler a solid is simulated by springs along its tet edges plus, in
-PBD/XPBD, one volume constraint C = 6 (V - V0) per tet; implicit Euler and NEWTON use the Neo-Hookean energy of each
-tet and PROJECTIVE its strain and volume constraints, from ``tet_mu`` and ``tet_lambda``. ``material_arrays`` gives
-them their stiffness:
+In explicit and symplectic Euler a solid is simulated by springs along its tet edges; implicit Euler and NEWTON use
+the Neo-Hookean energy of each tet, PBD/XPBD per-tet Neo-Hookean constraints (``constraints/tet_strain.py``) and
+PROJECTIVE its strain and volume constraints, all from ``tet_mu`` and ``tet_lambda``. ``material_arrays`` gives them
+their stiffness (the volume constraints below are kept for tests and comparisons; no solver uses them now):
 
 Springs. Edge e of rest length L_e, shared by tets of total rest volume V_e (the sum of the rest volumes of
 the tets containing it), gets
@@ -40,7 +40,7 @@ constraint stores 1/2 k_v C^2 = 18 k_v dV^2, so
 For nu < 1/4 (lambda < mu) there is nothing left for the volume constraints (k_v = 0: no constraint) and the
 springs alone are already stiffer in compression than asked: their bulk modulus is (5/3) mu instead of
 lambda + (2/3) mu. That is a limit of springs; only an energy-based solver (``solvers/energies``) can do
-nu < 1/4 right. Explicit and symplectic Euler (springs, no volume constraints) always simulate nu = 1/4 with the
+nu < 1/4 right. Explicit and symplectic Euler (springs only) always simulate nu = 1/4 with the
 requested mu; ``tet_mu`` and ``tet_lambda`` carry the full Lamé parameters for the energy-based solvers.
 """
 from dataclasses import dataclass

@@ -109,17 +109,15 @@ def test_real_mesh_dropped_on_a_frictionless_ground_keeps_its_horizontal_momentu
 
 # ---------------------------------------------------------------------------------------------- friction
 
-# Figures measured when marked (24 frames, pole down): these bodies tip over and roll away after landing on the pole.
-ICO_FRICTION_FAILS = {
-    "PBD": "rolls 10.9 cm: the tet-edge spring material tips the bouncing body (colliders.py note)",
-    "XPBD": "rolls 8.5 cm (colliders.py note)",
-}
-"""Tilted instead (bench/bench_scenarios.py), the ico sphere lands on a vertex 38 mm off its centre of mass and tips
-over in every solver, NEWTON too (3.3 cm): physical for that landing, so the table drops it pole down as Blender adds
-it, the pole vertex under the centre of mass. Even so it balances on a vertex, an unstable rest: NEWTON at 8 substeps
-(r 1 m, 1 m drop) rests on its pole after the first bounce and rolls away from frame 32 on (128 mm at frame 48).
-Parked work (branch parked/xpbd-tet-strain) gives PBD/XPBD per-tet elasticity:
-PBD/XPBD 38 mm; see the session 5 note for why it is not on main."""
+ICO_FRICTION_FAILS = {}
+"""Pole down (24 frames), measured before: PBD 109 mm, XPBD 85, implicit Euler 40 on tet-edge springs (the spring
+network tips the bouncing body, colliders.py note). Now implicit Euler runs the Neo-Hookean energy with contacts in its
+solve (1.8 mm), and PBD/XPBD per-tet Neo-Hookean constraints with an order-symmetric last contact iteration (3.2 mm;
+solvers/position_based.py SYMMETRIC_CONTACT_SWEEPS). Tilted instead (bench/bench_scenarios.py), the ico sphere lands on
+a vertex 38 mm off its centre of mass and tips over in every solver, NEWTON too (3.3 cm): physical for that landing, so
+the table drops it pole down as Blender adds it. Even so it balances on a vertex, an unstable rest: over 48 frames
+PBD/XPBD roll 208 mm, and NEWTON at 8 substeps (r 1 m, 1 m drop) rests on its pole after the first bounce and rolls
+away from frame 32 on (128 mm at frame 48); only NEWTON's default single step per frame damps it to 0.0 mm."""
 SYMMETRIC_CUBE_FRICTION_FAILS = {}
 """PBD slid 1.7 cm (Gauss-Seidel order made the sweep's tangential motion of the contact layer one-sided) until
 contacts moved into its iterations (6.8 mm; solvers/position_based.py CONTACT_ITERATIONS)."""

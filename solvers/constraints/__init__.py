@@ -8,7 +8,8 @@ vectors says so in ``multiplier_shape`` (bending: (3,)); the others have one sca
 """
 from .bending import BendingConstraints
 from .distance import DistanceConstraints
+from .tet_strain import TetStrainConstraints
 from .tether import PinTethers
 from .volume import TetVolumeConstraints
 
-__all__ = ["BendingConstraints", "DistanceConstraints", "PinTethers", "TetVolumeConstraints"]
+__all__ = ["BendingConstraints", "DistanceConstraints", "PinTethers", "TetStrainConstraints", "TetVolumeConstraints"]
