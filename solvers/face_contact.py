@@ -5,31 +5,23 @@ between vertices a face can still dip into it (the sphere shows through a coarse
 position-level solvers (position_based.py, mass_spring.py, projective/solver.py) call ``resolve_face_contacts`` just
 before it, so the vertex projection stays the final word on every vertex (a face push near where a sphere meets the
 ground must not leave a vertex below the ground; it only ever moves vertices away from the sphere, so the vertex
-projection after it cannot push a face back in, except where a sphere pokes through the ground). For every
-triangle whose closest point q = sum_k b_k x_k to the centre c (exact, barycentric weights b,
-``geometry.intersections.closest_weights``, the routine behind ``closest_points_on_triangles``) lies within
-rho = radius + thickness:
+projection after it cannot push a face back in, except where a sphere pokes through the ground). For every triangle whose closest point q = sum_k b_k x_k to the centre c (exact, barycentric
+weights b, ``_closest_weights``: the point of ``geometry.intersections.closest_points_on_triangles``) lies within rho = radius + thickness:
 
     depth = rho - |q - c|,   n = (q - c) / |q - c|,
     dx_k = b_k w_k / (sum_j b_j^2 w_j) * delta,   delta = depth n (+ friction, below),   w_k = inv_mass_k,
 
 the position-based correction of a point with barycentric weights: it moves q by exactly delta (sum_k b_k dx_k =
-delta), heavier and pinned (w = 0) corners less or not at all. A closest point on pinned corners only (sum_j b_j^2 w_j
-= 0) is skipped.
+delta), heavier and pinned (w = 0) corners less or not at all. A triangle whose corners are all pinned is skipped.
 
 Friction as for vertex contacts (Macklin et al. 2014, as ``resolve_contacts``): the closest point's tangential
 motion over the step, t = tangential part of (q + depth n - q_prev), q_prev = sum_k b_k x_prev_k, is removed up to
 ``friction * depth`` (delta -= min(1, friction depth / |t|) t).
 
 Neighbouring triangles share corners, so all hits of a pass are applied at once (Jacobi) and each vertex takes the
-mean of its hit triangles' corrections weighted by depth^2, dx_i = sum_t depth_t^2 dx_it / sum_t depth_t^2 over the
-triangles t that move it (a vertex of six triangles resting on the sphere would otherwise be pushed six times). A
-plain mean undershoots where neighbours disagree (the deepest triangle of a vertex got a third of its request less
-than it needed per pass on the lab cloth); the weighting gives each vertex nearly its deepest triangle's request
-and never more than the largest request, so the pass repeats less often (``FACE_PASSES``; a face push can also move a
-neighbour's corner), each pass from the new positions. Measured against over-relaxing the plain mean (x 1.2 .. 1.3):
-the same residual depth, but vertices pushed up to 0.3 mm past where the converged push leaves them (depth^2
-weighting: 0.2 mm at 64 x 64, 0.1 mm at 21 x 21, none on average). Ground planes need nothing: a flat face cannot dip
+mean of its hit triangles' corrections (a vertex of six triangles resting on the sphere would otherwise be pushed
+six times). A mean undershoots where neighbours disagree, so the pass repeats (``FACE_PASSES``; a face push can also
+move a neighbour's corner), each pass from the new positions. Ground planes need nothing: a flat face cannot dip
 below a plane its corners are above.
 
 Velocity: the position-based solvers and PROJECTIVE derive v = (x - x_prev) / dt after this, mass-spring adds the
@@ -40,26 +32,12 @@ for equal masses), so the response does not bounce (tests/test_face_contact.py m
 import numpy as np
 
 from .colliders import Sphere
-from .geometry.intersections import _cross, _dot3, closest_weights
+from .geometry.intersections import _cross
 
 FACE_PASSES = 4
-"""Jacobi passes per call at most. Even passes (the first, the third) find each triangle's exact closest point; odd
-ones push the previous pass's points again (the same barycentric weights b, so q = sum_k b_k x_k is one product
-instead of the ~30 operations of ``closest_weights``): the closest point barely slides within a pass, but where it
-changes region (a resting right triangle's closest point is the midpoint of its hypotenuse, on the border of the
-interior) only an exact pass sees it, so they alternate. Measured on the lab cloth resting on its sphere (18 states
-taken just before the push in the default XPBD, the deepest face point left, max over them; CPU time per call on a
-busy machine, so roughly):
-
-    21 x 21: plain mean, 4 exact passes (before): 0.0022 mm, 1.9 ms;  this: 0.0010 mm, 0.7 .. 1.3 ms
-    64 x 64: plain mean, 4 exact passes (before): 0.0205 mm, 6.6 ms;  this: 0.0026 mm, 3.3 .. 4.3 ms
-
-and from a whole dip at once (``tests/test_face_contact.py``, vertices laid on the sphere at the lab cloths'
-spacings, one call): 0.16 m spacing, 3.4 mm dip: 0.85% of it left (before: 2.1%); 0.5 m, 42 mm: 0.35% (before: 1.3%).
-Tried: 3 passes (exact, fixed, exact): 0.0035 / 0.0125 mm on those states and 3.3% / 1.3% of a whole dip, within
-noise as fast; 3 exact passes: the same depths as that, ~15% slower; exact then fixed, fixed, fixed: 0.060 mm at
-64 x 64. The next step continues from what is left. Fewer passes run when one finds no face deeper than
-FACE_TOLERANCE."""
+"""Jacobi passes per call at most; measured on the 21 x 21 lab cloth on its sphere, 4 passes leave a residual depth
+below a tenth of a millimetre per step (the next step continues from there). Fewer run when a pass finds no face
+deeper than FACE_TOLERANCE."""
 
 FACE_TOLERANCE = 1e-7
 """A pass whose deepest face lies less than this fraction of rho inside the sphere stops the passes without moving
@@ -68,9 +46,6 @@ anything (0.27 um on the lab's 2.7 m sphere: far below what a frame can show, fa
 REFIT_GROWTH = 1.25
 """The cached bound on the longest edge (see ``_Topology.longest_edge``) is recomputed from the edges once the
 motion since the last exact value could have stretched an edge by this factor."""
-
-
-_AXES = np.arange(3)[:, None]
 
 
 class _Topology:
@@ -172,6 +147,48 @@ def _norm2(u):
     return np.einsum("ij,ij->i", u, u)
 
 
+def _dot3(u, v):
+    """Column-wise dot products of (3, m) arrays (structure of arrays), (m,)."""
+    return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
+
+
+def _closest_weights(p, A, B, C):
+    """Barycentric weights (v, w) of B and C of the closest point of each triangle (A, B, C) (3, m) to p (3, 1),
+    and the edges e1 = B - A, e2 = C - A (3, m).
+
+    The foot of the perpendicular when it falls inside the triangle (the Gram system of the two edges), else the
+    nearest of the three edges' clamped closest points (which covers the vertex regions and degenerate triangles):
+    the same point as ``closest_points_on_triangles`` (to round-off; ties between regions may pick another
+    weighting of the same point), in about 60% of its time."""
+    e1, e2, ap = B - A, C - A, p - A
+    d1, d2 = _dot3(e1, ap), _dot3(e2, ap)
+    e11, e12, e22 = _dot3(e1, e1), _dot3(e1, e2), _dot3(e2, e2)
+    denom = e11 * e22 - e12 * e12
+    v = e22 * d1 - e12 * d2
+    w = e11 * d2 - e12 * d1
+    inside = (v >= 0.0) & (w >= 0.0) & (v + w <= denom) & (denom > 1e-12 * e11 * e22)
+    scale = np.divide(1.0, denom, out=np.zeros_like(denom), where=inside)
+    v *= scale
+    w *= scale
+    out = np.flatnonzero(~inside)
+    if len(out):
+        o1, o2, oap, od1, od2, o11, o22 = e1[:, out], e2[:, out], ap[:, out], d1[out], d2[out], e11[out], e22[out]
+        e3, bp = o2 - o1, oap - o1  # edge B -> C, p - B
+        o33, d3 = _dot3(e3, e3), _dot3(e3, bp)
+        t_ab = np.clip(od1 / np.maximum(o11, 1e-300), 0.0, 1.0)
+        t_ac = np.clip(od2 / np.maximum(o22, 1e-300), 0.0, 1.0)
+        t_bc = np.clip(d3 / np.maximum(o33, 1e-300), 0.0, 1.0)
+        # |p - closest|^2 minus |p - A|^2, per edge: |ap - t e|^2 - |ap|^2 = t (t e.e - 2 e.ap)
+        s_ab = t_ab * (t_ab * o11 - 2.0 * od1)
+        s_ac = t_ac * (t_ac * o22 - 2.0 * od2)
+        s_bc = _dot3(bp, bp) - _dot3(oap, oap) + t_bc * (t_bc * o33 - 2.0 * d3)
+        use_ac = s_ac < s_ab
+        use_bc = s_bc < np.minimum(s_ab, s_ac)
+        v[out] = np.where(use_bc, 1.0 - t_bc, np.where(use_ac, 0.0, t_ab))
+        w[out] = np.where(use_bc, t_bc, np.where(use_ac, t_ac, 0.0))
+    return v, w, e1, e2
+
+
 def resolve_face_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray, colliders,
                           passes: int = FACE_PASSES) -> int:
     """Push every triangle that reaches within ``radius + thickness`` of a Sphere collider's centre back out, in place.
@@ -191,13 +208,15 @@ def resolve_face_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarra
     for sphere in spheres:
         center = np.asarray(sphere.center, float)
         rho = float(sphere.radius + sphere.thickness)
-        _, near = _near(x, topology, center, rho)
+        r2, near = _near(x, topology, center, rho)
         if near is None or len(near) == 0:
             continue
-        # No second cull with each triangle's own edges (``_own_bound``) here: on the lab cloth resting on its
-        # sphere it drops only ~7% of these, for about the cost of a pass over them; and no filter for triangles
-        # of pinned corners only: their closest point has sum_j b_j^2 w_j = 0, which the passes skip anyway.
-        contacts += _push_out(x, x_prev, inv_mass, triangles[near], center, rho, float(sphere.friction), passes)
+        tri = triangles[near]
+        keep = _own_bound(x, r2, tri, rho)
+        keep &= inv_mass[tri].max(axis=1) > 0.0  # a triangle of pins only is the pins' business
+        tri = tri[keep]
+        if len(tri):
+            contacts += _push_out(x, x_prev, inv_mass, tri, center, rho, float(sphere.friction), passes)
     return contacts
 
 
@@ -221,78 +240,55 @@ def _push_out(x, x_prev, inv_mass, tri, center, rho, friction, passes) -> int:
     flat_corner = corner.ravel()
     tolerance = FACE_TOLERANCE * rho
     contacts = 0
-    by_axis = (flat_corner[None, :] + V * _AXES).ravel()  # (3 coords x 3 corners x m) bins of the sums
-    gathered = np.empty((3, 3 * len(tri)))
     for k in range(passes):
-        m = corner.shape[1]
-        G = gathered[:, :3 * m].reshape(3, 3, m)  # (3 coords, 3 corners, m)
-        np.take(X, flat_corner, axis=1, out=G.reshape(3, -1), mode="clip")  # X[:, corner], ~8x faster
-        if k % 2 == 0:  # exact closest points; odd passes keep the previous pass's points (module docstring)
-            A = G[:, 0]
-            v, wt, e1, e2 = closest_weights(p, A, G[:, 1], G[:, 2])
-            b = np.stack([1.0 - v - wt, v, wt])  # (3 corners, m)
-            r = A - p
-            r += v * e1
-            r += wt * e2  # q - p, q the closest point
-            weight = b * w  # b_k w_k
-            norm = _dot3(b, weight)  # sum_j b_j^2 w_j; 0: a closest point on pinned corners only, the pins' business
-            movable = norm > 0.0
-            inverse_norm = np.divide(1.0, norm, out=np.zeros_like(norm), where=movable)
-            moves = weight > 0.0
-        else:  # the previous pass's material points q = sum_k b_k x_k, moved
-            r = np.einsum("km,ikm->im", b, G)
-            r -= p
-        dist = np.sqrt(np.einsum("im,im->m", r, r))
-        hit = (dist < rho) & movable
+        G = X[:, corner]  # (3 coords, 3 corners, m)
+        A = G[:, 0]
+        v, wt, e1, e2 = _closest_weights(p, A, G[:, 1], G[:, 2])
+        b = np.stack([1.0 - v - wt, v, wt])  # (3 corners, m)
+        q = A + v * e1 + wt * e2
+        r = q - p
+        dist = np.sqrt(_dot3(r, r))
+        weight = b * w  # b_k w_k
+        norm = _dot3(b, weight)  # sum_j b_j^2 w_j; 0: a closest point on pinned corners only, the pins' business
+        hit = (dist < rho) & (norm > 0.0)
         hits = int(np.count_nonzero(hit))
         if hits == 0:
             break
         depth = np.where(hit, rho - dist, 0.0)
-        deepest = float(depth.max())
-        if deepest < tolerance:
+        if depth.max() < tolerance:
             break
         if k == 0:
             contacts = hits
-        # delta = depth n, n = (q - c) / |q - c|; a face through the very centre is pushed along its own normal.
-        if float(dist.min()) > 1e-12:
-            delta = r * (depth / dist)
-        else:
-            delta = r * (depth / np.where(dist > 1e-12, dist, 1.0))
-            through = np.flatnonzero(hit & (dist <= 1e-12))
-            face = _cross((G[:, 1, through] - G[:, 0, through]).T, (G[:, 2, through] - G[:, 0, through]).T).T
-            delta[:, through] = depth[through] * face / np.maximum(np.sqrt(_dot3(face, face)), 1e-300)
+        # A face through the very centre is pushed along its own normal rather than divided by zero.
+        normal = r / np.where(dist > 1e-12, dist, 1.0)
+        through = np.flatnonzero(hit & (dist <= 1e-12))
+        if len(through):
+            face = _cross(e1[:, through].T, e2[:, through].T).T
+            normal[:, through] = face / np.maximum(np.sqrt(_dot3(face, face)), 1e-300)
+        delta = depth * normal  # (3, m)
         if friction > 0.0:
-            normal = delta / np.where(depth > 0.0, depth, 1.0)
-            moved = r + p + delta - np.einsum("km,ikm->im", b, prev)  # q + delta - q_prev
+            moved = q + delta - np.einsum("km,ikm->im", b, prev)  # q + delta - q_prev
             tangential = moved - _dot3(moved, normal) * normal
             slide = np.sqrt(_dot3(tangential, tangential))
             keep = np.clip(1.0 - friction * depth / np.maximum(slide, 1e-15), 0.0, 1.0)
             delta -= np.where(slide > 1e-15, 1.0 - keep, 0.0) * tangential
-        # Per vertex, the mean of its hit triangles' corrections weighted by depth^2 (module docstring): a vertex's
-        # deepest triangle gets nearly its whole request, where a plain mean left a third of it for the next pass.
-        # omega_t = depth_t^2 / deepest^2 (scaled to ~1 against underflow); f_kt = omega_t b_k w_k / sum_j b_j^2 w_j.
-        omega = depth * (1.0 / deepest)
-        omega *= omega
-        coeff = weight * (omega * inverse_norm)
-        total = np.bincount(flat_corner, (omega * moves).ravel(), minlength=V)
-        total[total == 0.0] = 1.0  # vertices in no hit get a zero sum
-        # The three coordinates' sums in one bincount: coordinate i of corner entry j goes to bin i V + vertex.
-        dx = np.bincount(by_axis, (coeff[None] * delta[:, None, :]).ravel(), minlength=3 * V).reshape(3, V)
-        dx /= total
-        X += dx
-        if k + 1 < passes and k % 2 == 0:
+        coeff = weight * np.divide(1.0, norm, out=np.zeros_like(norm), where=hit)  # b_k w_k / sum_j b_j^2 w_j
+        count = np.bincount(flat_corner, (coeff > 0.0).ravel(), minlength=V)
+        np.maximum(count, 1.0, out=count)  # vertices in no hit get a zero sum
+        step2 = np.zeros(V)
+        for axis in range(3):
+            dx = np.bincount(flat_corner, (coeff * delta[axis]).ravel(), minlength=V)
+            dx /= count
+            X[axis] += dx
+            step2 += dx * dx
+        if k + 1 < passes:
             # A triangle's distance to the centre changes by at most its corners' largest move, so the next pass
-            # needs only the triangles within rho + that move. Only after an exact pass: an odd pass's distance is
-            # its material point's, which can lie farther than the triangle's closest point.
-            reach = dist < rho + float(np.sqrt(np.einsum("iv,iv->v", dx, dx).max()))
+            # needs only the triangles within rho + that move.
+            reach = dist < rho + float(np.sqrt(step2.max()))
             if np.count_nonzero(reach) < 0.75 * len(reach):
                 corner, w = corner[:, reach], w[:, reach]
-                b, weight, moves = b[:, reach], weight[:, reach], moves[:, reach]
-                movable, inverse_norm = movable[reach], inverse_norm[reach]
                 flat_corner = corner.ravel()
-                by_axis = (flat_corner[None, :] + V * _AXES).ravel()
                 if prev is not None:
                     prev = prev[:, :, reach]
     x[vertices] = X.T
     return contacts
-

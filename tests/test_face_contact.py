@@ -161,9 +161,9 @@ def _draped_grid(spacing, radius=2.7, n=15):
 @pytest.mark.parametrize("spacing", [0.16, 0.5])  # the 64 x 64 and 21 x 21 lab cloths' spacing
 def test_resting_cloth_comes_out_in_one_call_without_overshoot(spacing):
     """One call with the default passes takes a cloth laid on the sphere from its faces' whole dip (3.4 and 42 mm) to
-    less than 1.5% of it (measured 0.85% and 0.35%; the plain mean's 4 exact passes before left 2.1% and 1.3%), and
-    moves no vertex by much more than the deepest dip (measured 1.025 and 1.057 times it: the depth^2-weighted mean
-    gives no vertex more than its triangles' largest request, b_k / sum_j b_j^2 times a depth)."""
+    less than 2.5% of it (measured 2.1% and 1.3%) and moves no vertex by much more than the deepest dip (plain mean of
+    each vertex's triangle corrections: up to 1.09 times it). A depth^2-weighted mean left 0.85% / 0.35% but made
+    PROJECTIVE 8 x 5 diverge on the 21 x 21 lab scene after 33 frames (test below)."""
     radius = 2.7
     x0, t = _draped_grid(spacing, radius, n=15 if spacing < 0.3 else 7)
     dip = deepest_face_penetration(x0, t, np.zeros(3), radius)
@@ -171,7 +171,7 @@ def test_resting_cloth_comes_out_in_one_call_without_overshoot(spacing):
     x = x0.copy()
     contacts = resolve_face_contacts(x, x0, np.ones(len(x)), t, [Sphere(np.zeros(3), radius)])
     assert contacts >= len(t) // 2
-    assert deepest_face_penetration(x, t, np.zeros(3), radius) < 0.015 * dip
+    assert deepest_face_penetration(x, t, np.zeros(3), radius) < 0.025 * dip
     moved = np.linalg.norm(x - x0, axis=1)
     assert moved.max() <= 1.1 * dip
     # Outward only: no vertex ends nearer the centre than it started.
