@@ -117,8 +117,8 @@ def test_jacobi_equals_summed_independent_projections(lab_average):
     assert np.array_equal(x[-2:], x0[-2:])
 
 
-def test_tethers_equal_the_row_wise_reference_and_hold_their_limits():
-    n = 15
+@pytest.mark.parametrize("n", [15, 50])  # 50 x 50: slots of 2048+ particles take the re-check-only-moved path
+def test_tethers_equal_the_row_wise_reference_and_hold_their_limits(n):
     vertices, edges, triangles = grid_cloth(n, 10.0, height=3.0)
     pinned = np.zeros(n * n, bool)
     pinned[[0, n - 1, n * n - 1]] = True  # three pins: three slots, swept Gauss-Seidel
