@@ -6,7 +6,7 @@ position-level solvers (position_based.py, mass_spring.py, projective/solver.py)
 before it, so the vertex projection stays the final word on every vertex (a face push near where a sphere meets the
 ground must not leave a vertex below the ground; it only ever moves vertices away from the sphere, so the vertex
 projection after it cannot push a face back in, except where a sphere pokes through the ground). For every triangle whose closest point q = sum_k b_k x_k to the centre c (exact, barycentric
-weights b, ``_closest_weights``: the point of ``geometry.intersections.closest_points_on_triangles``) lies within rho = radius + thickness:
+weights b, ``geometry.intersections.closest_weights``, the routine of ``closest_points_on_triangles``) lies within rho = radius + thickness:
 
     depth = rho - |q - c|,   n = (q - c) / |q - c|,
     dx_k = b_k w_k / (sum_j b_j^2 w_j) * delta,   delta = depth n (+ friction, below),   w_k = inv_mass_k,
@@ -32,7 +32,7 @@ for equal masses), so the response does not bounce (tests/test_face_contact.py m
 import numpy as np
 
 from .colliders import Sphere
-from .geometry.intersections import _cross
+from .geometry.intersections import _cross, closest_weights
 
 FACE_PASSES = 4
 """Jacobi passes per call at most; measured on the 21 x 21 lab cloth on its sphere, 4 passes leave a residual depth
@@ -152,43 +152,6 @@ def _dot3(u, v):
     return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
 
 
-def _closest_weights(p, A, B, C):
-    """Barycentric weights (v, w) of B and C of the closest point of each triangle (A, B, C) (3, m) to p (3, 1),
-    and the edges e1 = B - A, e2 = C - A (3, m).
-
-    The foot of the perpendicular when it falls inside the triangle (the Gram system of the two edges), else the
-    nearest of the three edges' clamped closest points (which covers the vertex regions and degenerate triangles):
-    the same point as ``closest_points_on_triangles`` (to round-off; ties between regions may pick another
-    weighting of the same point), in about 60% of its time."""
-    e1, e2, ap = B - A, C - A, p - A
-    d1, d2 = _dot3(e1, ap), _dot3(e2, ap)
-    e11, e12, e22 = _dot3(e1, e1), _dot3(e1, e2), _dot3(e2, e2)
-    denom = e11 * e22 - e12 * e12
-    v = e22 * d1 - e12 * d2
-    w = e11 * d2 - e12 * d1
-    inside = (v >= 0.0) & (w >= 0.0) & (v + w <= denom) & (denom > 1e-12 * e11 * e22)
-    scale = np.divide(1.0, denom, out=np.zeros_like(denom), where=inside)
-    v *= scale
-    w *= scale
-    out = np.flatnonzero(~inside)
-    if len(out):
-        o1, o2, oap, od1, od2, o11, o22 = e1[:, out], e2[:, out], ap[:, out], d1[out], d2[out], e11[out], e22[out]
-        e3, bp = o2 - o1, oap - o1  # edge B -> C, p - B
-        o33, d3 = _dot3(e3, e3), _dot3(e3, bp)
-        t_ab = np.clip(od1 / np.maximum(o11, 1e-300), 0.0, 1.0)
-        t_ac = np.clip(od2 / np.maximum(o22, 1e-300), 0.0, 1.0)
-        t_bc = np.clip(d3 / np.maximum(o33, 1e-300), 0.0, 1.0)
-        # |p - closest|^2 minus |p - A|^2, per edge: |ap - t e|^2 - |ap|^2 = t (t e.e - 2 e.ap)
-        s_ab = t_ab * (t_ab * o11 - 2.0 * od1)
-        s_ac = t_ac * (t_ac * o22 - 2.0 * od2)
-        s_bc = _dot3(bp, bp) - _dot3(oap, oap) + t_bc * (t_bc * o33 - 2.0 * d3)
-        use_ac = s_ac < s_ab
-        use_bc = s_bc < np.minimum(s_ab, s_ac)
-        v[out] = np.where(use_bc, 1.0 - t_bc, np.where(use_ac, 0.0, t_ab))
-        w[out] = np.where(use_bc, t_bc, np.where(use_ac, t_ac, 0.0))
-    return v, w, e1, e2
-
-
 def resolve_face_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray, colliders,
                           passes: int = FACE_PASSES) -> int:
     """Push every triangle that reaches within ``radius + thickness`` of a Sphere collider's centre back out, in place.
@@ -243,7 +206,7 @@ def _push_out(x, x_prev, inv_mass, tri, center, rho, friction, passes) -> int:
     for k in range(passes):
         G = X[:, corner]  # (3 coords, 3 corners, m)
         A = G[:, 0]
-        v, wt, e1, e2 = _closest_weights(p, A, G[:, 1], G[:, 2])
+        v, wt, e1, e2 = closest_weights(p, A, G[:, 1], G[:, 2])
         b = np.stack([1.0 - v - wt, v, wt])  # (3 corners, m)
         q = A + v * e1 + wt * e2
         r = q - p
