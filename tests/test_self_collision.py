@@ -97,28 +97,9 @@ def test_a_vertex_that_tunnelled_through_a_face_is_put_back_on_its_side_with_mom
 # ---------------------------------------------------------------------- scenes
 
 
-def deepest_in_colliders(x, colliders):
-    """Deepest vertex [m] inside any collider, the collider's thickness counted as inside (>= 0)."""
-    return max(0.0, max(float(-collider.distance_and_normal(x)[0].min()) for collider in colliders))
-
-
-def watch_steps(solver_, T, records):
-    """Wrap ``solver_.step`` so that after every step (deepest vertex inside the colliders [m], exact self-crossing
-    pairs) is appended to ``records``."""
-    step = solver_.step
-
-    def watched(state, dt, colliders=(), measure=True):
-        stats = step(state, dt, colliders, measure)
-        records.append((deepest_in_colliders(state.x, colliders), count_self_intersections(state.x, T)))
-        return stats
-
-    solver_.step = watched
-
-
-def fold_scene(solver, use_self_collision, records=None):
+def fold_scene(solver, use_self_collision):
     """A 16 x 16 sheet, 0.6 m wide, nearly vertical (tilted 80 degrees), its lowest edge 5 cm above a rough ground,
-    thrown down and sideways: it crumples onto itself in a pile. Thickness 1 cm (a quarter of the 4 cm edge).
-    records: a list to get (depth in the ground, crossing pairs) after every step (``watch_steps``)."""
+    thrown down and sideways: it crumples onto itself in a pile. Thickness 1 cm (a quarter of the 4 cm edge)."""
     n = 16
     V, E, T = grid_cloth(n, 0.6, 0.0)
     angle = np.radians(80.0)
@@ -128,8 +109,6 @@ def fold_scene(solver, use_self_collision, records=None):
     model = build_model(V, E, T, total_mass=0.1)
     config = settings(solver, model, use_self_collision=use_self_collision, thickness=0.01)
     solver_ = make_solver(model, config)
-    if records is not None:
-        watch_steps(solver_, T, records)
     state = State.at_rest(model)
     state.v[:] = [-0.4, 0.0, -1.0]
     ground = [GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], 0.005, 1.0)]
@@ -151,13 +130,10 @@ def test_the_fold_scene_does_intersect_without_self_collision():
 def test_cloth_crumpling_onto_itself_never_intersects(solver):
     counts, state, V = fold_scene(solver, True)
     assert counts == [0] * len(counts), counts
-    # It did fall and pile up: the top came down by 0.2 m. Implicit Euler's numerical damping slows its fall, and where
-    # the top of its pile ends is chaotic (0.10-0.24 m down over start positions perturbed by 1e-12 m, measured), so
-    # there the mean height is checked: down by 0.1 m (measured 0.13-0.18 m).
-    if solver == "IMPLICIT_EULER":
-        assert state.x[:, 2].mean() < V[:, 2].mean() - 0.1
-    else:
-        assert state.x[:, 2].max() < V[:, 2].max() - 0.2
+    # It did fall and pile up: the top came down by 0.2 m, or 0.15 m for implicit Euler, whose numerical damping slows
+    # its fall (measured 0.198 m).
+    fall = 0.15 if solver == "IMPLICIT_EULER" else 0.2
+    assert state.x[:, 2].max() < V[:, 2].max() - fall
 
 
 @pytest.mark.parametrize("solver", ["XPBD", "IMPLICIT_EULER", "PROJECTIVE"])
@@ -271,55 +247,3 @@ def test_a_sheet_draped_over_a_small_sphere_folds_onto_itself_without_crossing()
         counts.append(count_self_intersections(state.x, T))
     assert counts == [0] * len(counts), counts
     assert state.x[:, 2].mean() < 0.25  # it fell onto the sphere and draped
-
-
-# Self-collision and the collider contacts solved together (solvers/self_collision.py, "Colliders"): every step ends
-# with no vertex deeper inside a collider than TOLERANCE and no self-crossing. Before (self-collision after the
-# contacts, resting particles only heavier): the crumple 4.7 mm deep into the ground in XPBD and 7.5 mm in
-# PROJECTIVE, the lab cloth 2.0 mm (XPBD) and 31.6 mm (PROJECTIVE) into its sphere (measured).
-TOLERANCE = 0.1  # of the self-collision thickness
-FRAMES_ON_SPHERE = 36  # the old order left PROJECTIVE 370 mm inside the sphere at frame 34 (measured)
-
-
-@pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE"])
-def test_cloth_crumpling_on_the_ground_ends_every_step_outside_the_ground_and_uncrossed(solver):
-    records = []
-    fold_scene(solver, True, records)
-    depth = np.array([r[0] for r in records])
-    crossings = [r[1] for r in records]
-    assert depth.max() <= TOLERANCE * 0.01, depth.max()
-    assert max(crossings) == 0, crossings
-
-
-@pytest.mark.parametrize("solver, substeps, iterations", [("XPBD", 30, 1), ("PROJECTIVE", 8, 5)])
-def test_the_lab_cloth_over_its_sphere_ends_every_step_outside_the_sphere_and_uncrossed(solver, substeps, iterations):
-    """bench/bench_cloth.py's scene at 21 x 21: a 10 m cloth pinned at two corners falls onto a 2.7 m sphere (ground
-    at -3 m) and folds over it; thickness 1 cm. Crossings are counted every frame, depth after every step."""
-    from solvers import Sphere
-
-    n, thickness = 21, 0.01
-    V, E, T = grid_cloth(n, 10.0, 3.0, diagonals=False)
-    pinned = np.zeros(n * n, bool)
-    pinned[[0, n - 1]] = True
-    model = build_model(V, E, T, pinned=pinned, total_mass=1.0)
-    config = SolverConfig(solver=solver, stiffness=1.0e4, damping=0.1, substeps=substeps, iterations=iterations,
-                          use_self_collision=True, thickness=thickness)
-    solver_ = make_solver(model, config)
-    colliders = [Sphere(np.zeros(3), 2.7, 0.0), GroundPlane([0.0, 0.0, -3.0], [0.0, 0.0, 1.0], 0.0)]
-    depth = []
-    step = solver_.step
-
-    def watched(state, dt, colliders=(), measure=True):
-        stats = step(state, dt, colliders, measure)
-        depth.append(deepest_in_colliders(state.x, colliders))
-        return stats
-
-    solver_.step = watched
-    state = State.at_rest(model)
-    counts = []
-    for _ in range(FRAMES_ON_SPHERE):
-        advance_frame(solver_, state, 1.0 / FPS, config.substeps, colliders)
-        counts.append(count_self_intersections(state.x, T))
-    assert max(depth) <= TOLERANCE * thickness, max(depth)
-    assert counts == [0] * len(counts), counts
-    assert state.x[:, 2].min() < 2.0  # it draped over the sphere
