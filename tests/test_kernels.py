@@ -198,12 +198,10 @@ class _WithoutJacobi:
         return getattr(self._inner, name)
 
 
-@pytest.mark.parametrize("compliant", [True, False])
-def test_tet_volume_colour_sweep_equals_the_batch_kernel(compliant):
-    """Volume constraints: the colour-ordered sweep against ``corrections`` applied colour after colour."""
+def jittered_tet_block():
+    """A Delaunay-tetrahedralized 5 x 5 x 5 lattice, jittered, 2 kg, its first 5 particles pinned (inv_mass 0):
+    (rng after the jitter, points (125, 3), model, inv_mass). Shared by the tet colour-sweep tests."""
     from scipy.spatial import Delaunay
-
-    from solvers.constraints import TetVolumeConstraints
 
     rng = np.random.default_rng(5)
     g = np.linspace(0.0, 1.0, 5)
@@ -211,6 +209,15 @@ def test_tet_volume_colour_sweep_equals_the_batch_kernel(compliant):
     model = build_model(points, tets=Delaunay(points).simplices, total_mass=2.0)
     inv_mass = model.inv_mass.copy()
     inv_mass[:5] = 0.0  # some pins
+    return rng, points, model, inv_mass
+
+
+@pytest.mark.parametrize("compliant", [True, False])
+def test_tet_volume_colour_sweep_equals_the_batch_kernel(compliant):
+    """Volume constraints: the colour-ordered sweep against ``corrections`` applied colour after colour."""
+    from solvers.constraints import TetVolumeConstraints
+
+    rng, points, model, inv_mass = jittered_tet_block()
     tets = TetVolumeConstraints(model.tet_indices, model.tet_rest_volume, inv_mass,
                                 rng.uniform(1e-6, 1e-4, model.tet_count))
     colours = colour_constraints(tets.indices, len(points))
@@ -239,16 +246,9 @@ def test_tet_volume_colour_sweep_equals_the_batch_kernel(compliant):
 def test_tet_strain_colour_sweep_equals_the_batch_kernel(lam, reverse):
     """Neo-Hookean tet constraints: the colour-ordered sweep (either direction) against ``corrections`` applied
     colour after colour, with pins and some undeformed tets (C_D = 0)."""
-    from scipy.spatial import Delaunay
-
     from solvers.constraints import TetStrainConstraints
 
-    rng = np.random.default_rng(5)
-    g = np.linspace(0.0, 1.0, 5)
-    points = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3) + rng.normal(scale=0.02, size=(125, 3))
-    model = build_model(points, tets=Delaunay(points).simplices, total_mass=2.0)
-    inv_mass = model.inv_mass.copy()
-    inv_mass[:5] = 0.0  # some pins
+    rng, points, model, inv_mass = jittered_tet_block()
     tets = TetStrainConstraints.from_model(points, model.tet_indices, inv_mass,
                                            rng.uniform(1e4, 1e5, model.tet_count), lam)
     colours = colour_constraints(tets.indices, len(points))
