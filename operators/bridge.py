@@ -47,7 +47,9 @@ class BodyInput:
     edges: np.ndarray
     """(e, 2) int64."""
     triangles: np.ndarray
-    """(t, 3) int64, from the mesh's loop triangles."""
+    """(t, 3) int64, from the mesh's loop triangles (quads split as ``read_triangles`` says)."""
+    quads: np.ndarray
+    """(q, 4) int64: the mesh's quads, corners in loop order (both splits matter to self-collision)."""
     pinned: np.ndarray
     """(n,) bool: vertices in the pin group with weight >= 0.5."""
 
@@ -86,6 +88,19 @@ def pin_mask(obj, group_name: str) -> np.ndarray:
     return mask
 
 
+def read_quads(mesh) -> np.ndarray:
+    """The mesh's quads, (q, 4) int64, corners in loop order."""
+    sizes = np.empty(len(mesh.polygons), np.int32)
+    mesh.polygons.foreach_get("loop_total", sizes)
+    if not (sizes == 4).any():
+        return np.zeros((0, 4), np.int64)
+    starts = np.empty(len(mesh.polygons), np.int32)
+    mesh.polygons.foreach_get("loop_start", starts)
+    loop_vertices = np.empty(len(mesh.loops), np.int32)
+    mesh.loops.foreach_get("vertex_index", loop_vertices)
+    return loop_vertices[starts[sizes == 4][:, None] + np.arange(4)].astype(np.int64)
+
+
 def read_triangles(mesh, world_positions) -> np.ndarray:
     """The mesh's faces as triangles, (t, 3) int64: Blender's loop triangles, except that every quad is split along
     its shorter diagonal in world space (Blender splits along a fixed one): the hinges of bending then cross the
@@ -94,17 +109,13 @@ def read_triangles(mesh, world_positions) -> np.ndarray:
     tris = np.empty(len(mesh.loop_triangles) * 3, np.int32)
     mesh.loop_triangles.foreach_get("vertices", tris)
     tris = tris.reshape(-1, 3).astype(np.int64)
+    quads = read_quads(mesh)
+    if len(quads) == 0:
+        return tris
     sizes = np.empty(len(mesh.polygons), np.int32)
     mesh.polygons.foreach_get("loop_total", sizes)
-    if not (sizes == 4).any():
-        return tris
-    starts = np.empty(len(mesh.polygons), np.int32)
-    mesh.polygons.foreach_get("loop_start", starts)
-    loop_vertices = np.empty(len(mesh.loops), np.int32)
-    mesh.loops.foreach_get("vertex_index", loop_vertices)
     owner = np.empty(len(mesh.loop_triangles), np.int32)
     mesh.loop_triangles.foreach_get("polygon_index", owner)
-    quads = loop_vertices[starts[sizes == 4][:, None] + np.arange(4)].astype(np.int64)  # (q, 4) in loop order
     a, b, c, d = (world_positions[quads[:, k]] for k in range(4))
     short_ac = np.einsum("ij,ij->i", c - a, c - a) <= np.einsum("ij,ij->i", d - b, d - b)
     split = np.where(short_ac[:, None, None], quads[:, [[0, 1, 2], [0, 2, 3]]], quads[:, [[0, 1, 3], [1, 2, 3]]])
@@ -130,6 +141,7 @@ def read_body(obj, matrix_world) -> BodyInput:
         world_positions=world,
         edges=edges.reshape(-1, 2).astype(np.int64),
         triangles=read_triangles(mesh, world),
+        quads=read_quads(mesh),
         pinned=pin_mask(obj, obj.softsim.pin_group),
     )
 
@@ -254,7 +266,8 @@ def build_body(obj, matrix_world, scene):
     try:
         if role == "CLOTH":
             model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned,
-                                        total_mass=obj.softsim.mass, mass_distribution=obj.softsim.mass_distribution)
+                                        total_mass=obj.softsim.mass, mass_distribution=obj.softsim.mass_distribution,
+                                        quads=body.quads)
             return model, body, identity_mapping
         if role == "SOLID":
             from .solid import build_solid  # solid imports this module (InputError)

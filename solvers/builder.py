@@ -57,7 +57,7 @@ def lumped_masses(vertices, edges, triangles, tets, total_mass: float) -> np.nda
 
 
 def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, total_mass: float = 1.0,
-                mass_distribution: str = "ELEMENT") -> Model:
+                mass_distribution: str = "ELEMENT", quads=None) -> Model:
     """A Model from arrays.
 
     vertices: (n, 3) positions [m]; edges: (e, 2) vertex pairs (tet edges are added automatically);
@@ -65,6 +65,9 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
     (pinned particles get ``inv_mass = 0``); total_mass [kg] is spread over the particles by
     ``mass_distribution``: 'ELEMENT' lumps it by element measure (``lumped_masses``), 'UNIFORM' puts the
     same mass on every particle (Blender Cloth's vertex mass, seed 004's code).
+    quads: (q, 4) vertex loops of the mesh's quads, if it has any (their triangles must be among ``triangles``,
+    split either way): self-collision then keeps both splits of every quad clear of the rest of the cloth
+    (``Model.collision_triangles``).
     Raises ModelError on input that cannot be simulated.
     """
     vertices = np.ascontiguousarray(vertices, np.float64).reshape(-1, 3)
@@ -86,6 +89,9 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
         raise ModelError("the mesh has no edges, so nothing holds its vertices together")
     if edges.max() >= n or (len(triangles) and triangles.max() >= n) or (len(tets) and tets.max() >= n):
         raise ModelError("an element refers to a vertex index that does not exist")
+    quads = np.zeros((0, 4), np.int64) if quads is None else np.asarray(quads, np.int64).reshape(-1, 4)
+    if len(quads) and quads.max() >= n:
+        raise ModelError("a quad refers to a vertex index that does not exist")
     rest_length = np.linalg.norm(vertices[edges[:, 0]] - vertices[edges[:, 1]], axis=1)
     if np.any(rest_length <= 1e-12):
         raise ModelError(f"{int(np.sum(rest_length <= 1e-12))} edge(s) have zero length: merge by distance first")
@@ -109,9 +115,36 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
         edge_indices=edges,
         edge_rest_length=rest_length,
         triangle_indices=triangles,
+        collision_triangles=both_quad_splits(triangles, quads) if len(quads) else np.zeros((0, 3), np.int64),
         tet_indices=tets,
         tet_rest_volume=tet_volumes(vertices, tets) if len(tets) else np.zeros(0),
     )
+
+
+def both_quad_splits(triangles, quads) -> np.ndarray:
+    """``triangles`` (t, 3) with both splits of every quad (q, 4) in place of the one among them, (t + 2q, 3).
+
+    Each quad (a, b, c, d) gives (a, b, c), (a, c, d), (a, b, d), (b, c, d): the four faces of the tetrahedron its
+    corners span, so a vertex kept outside all four never enters the space between the two splits."""
+    quads = np.asarray(quads, np.int64).reshape(-1, 4)
+    a, b, c, d = quads.T
+    splits = np.concatenate([np.stack(abc, 1) for abc in ((a, b, c), (a, c, d), (a, b, d), (b, c, d))])
+    triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
+    base = int(max(triangles.max(initial=0), quads.max(initial=0))) + 1
+
+    def keys(t):  # one int64 per triangle, whatever the order of its corners
+        t = np.sort(t, axis=1)
+        return (t[:, 0] * base + t[:, 1]) * base + t[:, 2]
+
+    return np.concatenate([triangles[~np.isin(keys(triangles), keys(splits))], splits])
+
+
+def grid_quads(n: int) -> np.ndarray:
+    """Quads (a, a+1, a+n+1, a+n) of ``grid_cloth``'s vertex ordering, shape ((n-1)^2, 4); its triangles split
+    each one along (a, a+n+1)."""
+    j, i = np.meshgrid(np.arange(n - 1), np.arange(n - 1), indexing="ij")
+    a = (j * n + i).ravel()
+    return np.stack([a, a + 1, a + n + 1, a + n], axis=1)
 
 
 def grid_cloth(n: int, size: float = 10.0, height: float = 0.0, diagonals: bool = True):

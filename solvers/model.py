@@ -26,6 +26,10 @@ class Model:
     """Rest length of each edge [m], shape (edge_count,), float64."""
     triangle_indices: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
     """Surface triangles, shape (triangle_count, 3), int64 (used for mass lumping and output)."""
+    collision_triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    """Triangles self-collision keeps apart, shape (k, 3), int64; empty: ``triangle_indices``. A mesh's quads give
+    both their splits here (``builder.both_quad_splits``): Blender draws a bent quad split along either diagonal, so
+    the cloth must stay clear of both for the drawn mesh not to pass through itself."""
     tet_indices: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
     """Positively oriented tetrahedra, shape (tet_count, 4), int64."""
     tet_rest_volume: np.ndarray = field(default_factory=lambda: np.zeros(0))

@@ -330,7 +330,8 @@ class _Stencils:
 
 
 class SelfCollision:
-    """Cloth self-collision of one body (``model.triangle_indices``): vertex-triangle and edge-edge proximity.
+    """Cloth self-collision of one body (``model.collision_triangles``, else ``model.triangle_indices``):
+    vertex-triangle and edge-edge proximity.
 
     thickness [m]: the distance the body keeps from itself (>= 0; 0 still keeps sides: no tunnelling).
     friction: dimensionless, >= 0. passes: Jacobi passes of the normal response. skin [m]: the broad phase's
@@ -341,7 +342,8 @@ class SelfCollision:
                  skin: float = None, edges: bool = True):
         if thickness < 0.0 or friction < 0.0:
             raise ValueError(f"thickness and friction must be >= 0, got {thickness} and {friction}")
-        self.triangles = np.asarray(model.triangle_indices, np.int64).reshape(-1, 3)
+        triangles = model.collision_triangles if len(model.collision_triangles) else model.triangle_indices
+        self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
         self.edges = _triangle_edges(self.triangles) if edges else np.zeros((0, 2), np.int64)
         self.inv_mass = model.inv_mass
         self.thickness = float(thickness)
@@ -358,7 +360,8 @@ class SelfCollision:
         if len(self.triangles) == 0:
             return
         count = len(model.inv_mass)
-        # Adjacency for the fail-safe: the triangles of each edge (-1: none) and the edges of each vertex (CSR).
+        # Adjacency for the fail-safe (CSR): the triangles of each edge (two on a manifold sheet, up to four where
+        # both splits of the quads are kept) and the edges of each vertex.
         tri_edges = np.sort(np.concatenate([self.triangles[:, [0, 1]], self.triangles[:, [1, 2]],
                                             self.triangles[:, [2, 0]]]), axis=1)
         if len(self.edges):
@@ -366,12 +369,8 @@ class SelfCollision:
             which = np.searchsorted(keys, tri_edges[:, 0] * count + tri_edges[:, 1])
             owner = np.tile(np.arange(len(self.triangles)), 3)
             order = np.argsort(which, kind="stable")
-            which, owner = which[order], owner[order]
-            first = np.r_[True, which[1:] != which[:-1]]
-            self.edge_triangles = np.full((len(self.edges), 2), -1, np.int64)
-            self.edge_triangles[which[first], 0] = owner[first]
-            second = ~first & np.r_[False, first[:-1]]  # a third triangle on one edge (non-manifold) is ignored
-            self.edge_triangles[which[second], 1] = owner[second]
+            self.edge_triangles = owner[order]
+            self.edge_triangle_start = np.searchsorted(which[order], np.arange(len(self.edges) + 1))
             ends = np.concatenate([self.edges[:, 0], self.edges[:, 1]])
             order = np.argsort(ends, kind="stable")
             self.vertex_edges = np.tile(np.arange(len(self.edges)), 2)[order]
@@ -644,11 +643,13 @@ class SelfCollision:
         offset = np.arange(len(rows)) - np.repeat(np.cumsum(degree) - degree, degree)
         pe = [self.vertex_edges[start[v][rows] + offset]]
         pt = [t[rows]]
+        tstart = self.edge_triangle_start
         for a, b in ((e1, e2), (e2, e1)):
-            for side in range(2):
-                tri = self.edge_triangles[b, side]
-                pe.append(a[tri >= 0])
-                pt.append(tri[tri >= 0])
+            degree = tstart[b + 1] - tstart[b]
+            rows = np.repeat(np.arange(len(b)), degree)
+            offset = np.arange(len(rows)) - np.repeat(np.cumsum(degree) - degree, degree)
+            pe.append(a[rows])
+            pt.append(self.edge_triangles[tstart[b][rows] + offset])
         pe, pt = np.concatenate(pe), np.concatenate(pt)
         E, T = self.edges[pe], self.triangles[pt]
         keep = ~((T == E[:, :1]).any(axis=1) | (T == E[:, 1:]).any(axis=1))
