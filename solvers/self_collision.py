@@ -531,7 +531,7 @@ class SelfCollision:
         crossing pairs in Blender (float32 positions). Before this (self-collision after the contacts, nothing
         more), projecting the colliders once more after the response pushed particles up through the layers above
         them (up to 103 crossing pairs a frame on that cloth)."""
-        if not colliders:
+        if not colliders or len(self.triangles) == 0:
             return self.resolve(x, x_prev)
         resting = np.zeros(len(x), bool)
         for collider in colliders:
