@@ -296,9 +296,11 @@ def test_a_sheet_buckling_onto_the_ground_crosses_itself_in_neither_split_of_its
 
 def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere():
     """The 21 x 21 lab scene (10 m cloth pinned at two corners over a sphere of radius 2.7 m, ground 3 m below) in
-    PROJECTIVE 8 x 5 with self-collision on (thickness 1 cm): its long steps press the folds lying on the sphere
-    together, and the response used to push the lowest layer into the sphere (13.2 mm deep by frame 59, faces
-    14.4 mm, measured). No vertex may end deeper than COLLIDER_SLACK * thickness, no face deeper than thickness."""
+    PROJECTIVE 8 x 5 with self-collision on (thickness 1 cm), with the settings as the add-on passes them (float32
+    properties): its long steps press the folds lying on the sphere together. The response used to push the lowest
+    layer into the sphere (13.2 mm by frame 59 on the float64 settings, measured), and the fail-safe's rigid zones,
+    firing in every substep from frame 60 on, carried it 154 mm in by frame 95. No vertex may end deeper than
+    COLLIDER_SLACK * thickness, no face much deeper than thickness; and it never crosses itself."""
     from solvers import Sphere
     from solvers.geometry.intersections import deepest_face_penetration
 
@@ -307,16 +309,24 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere():
     pinned = np.zeros(n * n, bool)
     pinned[[0, n - 1]] = True
     model = build_model(V, E, T, pinned=pinned, total_mass=1.0, quads=grid_quads(n))
-    config = settings("PROJECTIVE", model, thickness=0.01)
+    f32 = lambda value: float(np.float32(value))  # noqa: E731
+    config = SolverConfig(solver="PROJECTIVE", substeps=8, iterations=5, use_self_collision=True, thickness=f32(0.01),
+                          stiffness=f32(1.0e4), bending_stiffness=f32(1.0e-3), damping=f32(0.1), gravity=(0.0, 0.0, f32(-9.81)))
     solver_ = make_solver(model, config)
     state = State.at_rest(model)
-    colliders = [Sphere(np.zeros(3), radius, 0.0), GroundPlane([0.0, 0.0, -3.0], [0.0, 0.0, 1.0], 0.0)]
+    # The radius of bench/bench_cloth.py's UV sphere mesh as the add-on reads it (half its dimensions): with it
+    # this run replays that bench's bake, where the zones went 154 mm in (it is chaotic: with radius 2.7 exactly,
+    # nothing reached 2.5 mm even without the fix).
+    colliders = [Sphere(np.zeros(3), 2.7000010013580322, 0.0), GroundPlane([0.0, 0.0, -3.0], [0.0, 0.0, 1.0], 0.0)]
     vertex_depth = face_depth = 0.0
-    for _ in range(60):
+    for _ in range(100):
         advance_frame(solver_, state, 1.0 / FPS, config.substeps, colliders)
         vertex_depth = max(vertex_depth, radius - float(np.linalg.norm(state.x, axis=1).min()))
         face_depth = max(face_depth, deepest_face_penetration(state.x, T, np.zeros(3), radius))
         assert count_self_intersections(state.x, model.collision_triangles) == 0
-    assert solver_.self_collision.rebuilds > 0 and solver_.self_collision.last_candidates > 0  # it did collide
+    assert solver_.self_collision.zones > 0  # the fail-safe's zones were exercised
     assert vertex_depth <= COLLIDER_SLACK * config.thickness + 1e-9, vertex_depth
-    assert face_depth < config.thickness, face_depth
+    # Faces: the face push runs before the vertex contacts and self-collision, which may move corners back in by up
+    # to the slack, and a 0.5 m triangle with its corners on this sphere dips 11.6 mm into it between them. Measured
+    # 11.8 mm at worst here (6.4 mm on the float64 settings; the default XPBD cloth without self-collision: 0).
+    assert face_depth < 1.5 * config.thickness, face_depth
