@@ -327,6 +327,7 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere():
     assert solver_.self_collision.zones > 0  # the fail-safe's zones were exercised
     assert vertex_depth <= COLLIDER_SLACK * config.thickness + 1e-9, vertex_depth
     # Faces: the face push runs before the vertex contacts and self-collision, which may move corners back in by up
-    # to the slack, and a 0.5 m triangle with its corners on this sphere dips 11.6 mm into it between them. Measured
-    # 11.8 mm at worst here (6.4 mm on the float64 settings; the default XPBD cloth without self-collision: 0).
+    # to the slack, and a triangle of this cloth (0.5 m legs) with its corners on this sphere dips up to 23 mm into
+    # it (11.6 mm at an edge's midpoint). Measured 11.8 mm at worst here (6.4 mm on the float64 settings; the default
+    # XPBD cloth without self-collision: 0).
     assert face_depth < 1.5 * config.thickness, face_depth
