@@ -89,7 +89,10 @@ the list rebuilds (k-d tree joins and the exact distances of what they find), wh
 cloth's free corners whip (up to 0.04 m per substep relative to the mean at frame 25 of the lab scene, a quarter of an
 edge): the skin must cover the fastest particle and a larger skin fills the lists with the sheet's own neighbours.
 Per-particle skins (only the fast elements re-queried) are the next step; the watched pairs (~6000 in the drape) and
-the Jacobi passes cost less."""
+the Jacobi passes cost less. Those figures are from before both splits of every quad were kept (above): that about
+doubled them. Now (session 6, bake in Blender, one quiet run) the 64 x 64 lab cloth takes 2754 ms per frame with
+self-collision against 204 ms without, and a cProfile of 24 frames puts 88% of it in the list rebuilds (323 of 720
+calls rebuilt, 185 ms each: k-d tree joins 28 s and edge-edge exact distances 16 s of 68 s)."""
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
