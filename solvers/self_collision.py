@@ -77,9 +77,10 @@ corners, onto a sphere) 0 crossings at every frame at thickness 0.01 m and at 0.
 previous version (no fail-safe) crossed from frame 26 on (11, 99, 225 pairs at frames 26-28); the same cloth dropped
 flat from 3 m onto the ground, tilted 8 degrees with 5 cm of noise: 0 crossings at every frame. The crumple
 scene also holds in PBD, SYMPLECTIC_EULER, IMPLICIT_EULER and PROJECTIVE (70-370 crossing pairs before the fail-safe
-in the last two). What does not: a vertex can stay a little inside a collider (``resolve_beside_colliders``); a pair already on the wrong side when a step starts is kept there
-(sides come from x_prev), and the fail-safe only prevents new crossings, it does not undo old ones (a cloth that
-starts crossed, or rest-close pairs excluded by Müller's rule).
+in the last two). What does not: a vertex can stay up to COLLIDER_SLACK * thickness inside a collider
+(``resolve_beside_colliders``); a pair already on the wrong side when a step starts is kept there (sides come from
+x_prev), and the fail-safe only prevents new crossings, it does not undo old ones (a cloth that starts crossed, or
+rest-close pairs excluded by Müller's rule).
 
 Cost (CPU time on the 2-core dev machine shared with other jobs, so +-20%; per substep, against the XPBD step without
 self-collision in the same run): lab cloth 75 ms per call vs 10.8 ms per XPBD substep at thickness 0.01 (6.9x; 92 ms
@@ -291,6 +292,15 @@ def _join(centre, radius, points, reach, long):
         keep = i != j
         i, j = i[keep], j[keep]
     return i, j
+
+
+def _csr_rows(start, keys):
+    """Every entry of the CSR rows ``keys`` (k,) of an index with row starts ``start``: (rows, entries), rows[i] the
+    position in ``keys`` whose row holds flat entry entries[i]."""
+    degree = start[keys + 1] - start[keys]
+    rows = np.repeat(np.arange(len(keys)), degree)
+    offset = np.arange(len(rows)) - np.repeat(np.cumsum(degree) - degree, degree)
+    return rows, start[keys][rows] + offset
 
 
 def _triangle_edges(triangles):
@@ -514,11 +524,14 @@ class SelfCollision:
         velocity-free part of the correction (recovery of pairs that started the step closer than thickness) is added
         to ``x_prev`` too, in place, so a solver that derives v from x - x_prev gives it no velocity.
         """
+        return self._resolve(x, x_prev, ())
+
+    def _resolve(self, x, x_prev, colliders):
         if len(self.triangles) == 0:
             return 0
         x_start = x_prev.copy()
-        corrected = self._respond(x, x_prev)
-        self._fail_safe(x, x_prev, x_start)
+        corrected = self._respond(x, x_prev, colliders)
+        self._fail_safe(x, x_prev, x_start, colliders)
         return corrected
 
     def resolve_beside_colliders(self, x: np.ndarray, x_prev: np.ndarray, colliders) -> int:
@@ -546,9 +559,7 @@ class SelfCollision:
         try:
             self.inv_mass = np.where(resting, inv_mass / CONTACT_MASS_FACTOR, inv_mass)
             self._heavy = resting
-            x_start = x_prev.copy()
-            corrected = self._respond(x, x_prev, colliders)
-            self._fail_safe(x, x_prev, x_start, colliders)
+            corrected = self._resolve(x, x_prev, colliders)
         finally:
             self.inv_mass = inv_mass
             self._heavy = None
@@ -686,19 +697,13 @@ class SelfCollision:
         if len(self.edges) == 0:
             return np.zeros((0, 2), np.int64)
         # Expand: a vertex's edges against the triangle; each edge against the other's triangles.
-        start = self.vertex_edge_start
-        degree = start[v + 1] - start[v]
-        rows = np.repeat(np.arange(len(v)), degree)
-        offset = np.arange(len(rows)) - np.repeat(np.cumsum(degree) - degree, degree)
-        pe = [self.vertex_edges[start[v][rows] + offset]]
+        rows, entries = _csr_rows(self.vertex_edge_start, v)
+        pe = [self.vertex_edges[entries]]
         pt = [t[rows]]
-        tstart = self.edge_triangle_start
         for a, b in ((e1, e2), (e2, e1)):
-            degree = tstart[b + 1] - tstart[b]
-            rows = np.repeat(np.arange(len(b)), degree)
-            offset = np.arange(len(rows)) - np.repeat(np.cumsum(degree) - degree, degree)
+            rows, entries = _csr_rows(self.edge_triangle_start, b)
             pe.append(a[rows])
-            pt.append(self.edge_triangles[tstart[b][rows] + offset])
+            pt.append(self.edge_triangles[entries])
         pe, pt = np.concatenate(pe), np.concatenate(pt)
         E, T = self.edges[pe], self.triangles[pt]
         keep = ~((T == E[:, :1]).any(axis=1) | (T == E[:, 1:]).any(axis=1))
