@@ -101,15 +101,16 @@ def read_quads(mesh) -> np.ndarray:
     return loop_vertices[starts[sizes == 4][:, None] + np.arange(4)].astype(np.int64)
 
 
-def read_triangles(mesh, world_positions) -> np.ndarray:
+def read_triangles(mesh, world_positions, quads=None) -> np.ndarray:
     """The mesh's faces as triangles, (t, 3) int64: Blender's loop triangles, except that every quad is split along
     its shorter diagonal in world space (Blender splits along a fixed one): the hinges of bending then cross the
-    quad the short way, as a cloth mesh is usually meant to fold."""
+    quad the short way, as a cloth mesh is usually meant to fold. ``quads``: the mesh's ``read_quads``, if read
+    already."""
     mesh.calc_loop_triangles()
     tris = np.empty(len(mesh.loop_triangles) * 3, np.int32)
     mesh.loop_triangles.foreach_get("vertices", tris)
     tris = tris.reshape(-1, 3).astype(np.int64)
-    quads = read_quads(mesh)
+    quads = read_quads(mesh) if quads is None else quads
     if len(quads) == 0:
         return tris
     sizes = np.empty(len(mesh.polygons), np.int32)
@@ -135,13 +136,14 @@ def read_body(obj, matrix_world) -> BodyInput:
     edges = np.empty(len(mesh.edges) * 2, np.int32)
     mesh.edges.foreach_get("vertices", edges)
     world = transform_points(matrix_world, local)
+    quads = read_quads(mesh)
     return BodyInput(
         name=obj.name,
         local_positions=local,
         world_positions=world,
         edges=edges.reshape(-1, 2).astype(np.int64),
-        triangles=read_triangles(mesh, world),
-        quads=read_quads(mesh),
+        triangles=read_triangles(mesh, world, quads),
+        quads=quads,
         pinned=pin_mask(obj, obj.softsim.pin_group),
     )
 
