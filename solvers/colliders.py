@@ -111,7 +111,7 @@ def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, co
     mm at 2 / 5 1/s); PROJECTIVE's 0.4 mm at its defaults is its numerical damping (24 x 10: 57 mm). The fix is
     element-based elasticity (strain of each tet, as NEWTON and PD's local step have) in PBD/XPBD and the mass-spring
     solvers, not a change here. Done since (24 frames, pole down): PBD/XPBD per-tet Neo-Hookean constraints with an
-    order-symmetric last sweep (``position_based.SYMMETRIC_CONTACT_SWEEPS``) 3.2 mm, implicit Euler Neo-Hookean with
+    order-symmetric last sweep (``position_based.SYMMETRIC_SWEEPS``) 3.2 mm, implicit Euler Neo-Hookean with
     contacts in its solve 1.8 mm; symplectic Euler (springs) passes at the softer E of the scenario table.
     """
     free = inv_mass > 0.0

@@ -29,11 +29,20 @@ PBD 17.5 -> 6.8 mm, XPBD 8.5 -> 0.7 mm). Steps without contacts (free flight) ke
 do cloths (no tets): a cloth has no rigid rotation for the lopsided reaction to start, and resting on a sphere it is
 in contact nearly every step, where a second sweep would double the cost of a default cloth step."""
 
-SYMMETRIC_CONTACT_SWEEPS = True
-"""In a solid's step with collider contacts, the last iteration sweeps the tet constraints twice from the same
+SYMMETRIC_SWEEPS = True
+"""In every step of a solid, the last iteration sweeps the tet constraints twice from the same
 positions, colours first to last and last to first, and takes the mean (positions and multipliers; one sweep of two
-copies of the set, ``TetStrainColourSweep.symmetric_sweep``). Earlier iterations, and steps without contacts, sweep
-once, the colour order alternating over iterations and steps (``_Sweep.alternate``).
+copies of the set, ``TetStrainColourSweep.symmetric_sweep``). Earlier iterations sweep once, the
+colour order alternating over iterations and steps (``_Sweep.alternate``).
+
+Every step, not only those with collider contacts (issue 12, session 8): with one iteration per step in free flight,
+sweeps alternating forward and backward over consecutive steps are unstable on a tet mesh with slivers. The voxel-
+remeshed Suzanne (6054 surface vertices, all tet vertices, 105 interior ones at resolution 10: tet quality down to
+0.006, particle masses from 8e-8 to 8e-3 kg) dropped in Blender with the defaults grew a round-off perturbation
+1e4-fold per frame in free flight (angular momentum 1e-13 -> 1e-9 -> 5e-6 kg m^2/s over frames 5-7) and the bake
+stopped at frame 9 with a vertex at 1000 m/s. A fixed order is stable but biased (the small ico sphere below then
+rolls 84 mm instead of < 10); the symmetric sweep is both (same scene: no growth, 1e-13 at frame 13). Cost: the
+default ico sphere (4928 tets) in free flight 71 -> 92 ms per frame (30 substeps).
 
 Why (issue 12: the ico sphere, r 0.25 m, 302 tets, dropped 10 cm pole-down on a ground with friction 0.5, 24 frames,
 30 substeps, 2 iterations in contact steps). One Gauss-Seidel sweep leaves the colours it projects last satisfied
@@ -51,13 +60,19 @@ The mean of the two orders: a sweep is a product of per-colour updates, (I - A_C
 (I - A_1)...(I - A_C) backward; both are I - sum A_c to first order and their mean has every pair term A_i A_j with
 weight 1/2 for either order, so it does not depend on the colour order to second order, within the step itself:
 3.2 mm in PBD and XPBD (both contact iterations symmetric: 1.4 mm, first bounce 2.2 mm/s instead of 8.1 mm/s; at
-4 iterations 5.1 mm). Only the last iteration of a contact step is symmetric, as friction sees the state it leaves
-(and it is the cheaper choice: 302 tets at the cost of the single sweeps, 4928 tets 1.48x main's spring + volume step
-against 1.65x for both). Without contacts the order cannot move the centre of mass (no horizontal external force).
+4 iterations 5.1 mm). Only the last iteration of a step is symmetric, as friction sees the state it leaves (and it is
+the cheaper choice: 302 tets at the cost of the single sweeps, 4928 tets 1.48x main's spring + volume step against
+1.65x for both). Without contacts the order cannot move the centre of mass (no horizontal external force), but see
+the stability note above.
 Limits: the rest on the pole stays unstable (at 48 frames this sphere rolls 208-234 mm with either sweep; Newton
 0.0 mm). The tilted landing of the same sphere, which does roll (Newton 33 mm), moves 56 -> 84 mm at 1 iteration,
 58 -> 54 mm at 10 (both contact iterations symmetric): that figure is not monotonic in the iteration count with either
-sweep (56, 72, 58 mm at 1, 4, 10 iterations alternating over steps)."""
+sweep (56, 72, 58 mm at 1, 4, 10 iterations alternating over steps).
+Blender's default ico sphere (r 1 m, 4928 tets, 1 kg, E 1e5) dropped 1 m pole down on friction 0.5 (bench_acceptance)
+drifts 170-234 mm in 48 frames, and that is not the solver's order (session 8): its tet mesh has no mirror symmetry,
+and converged references kick it sideways at the first impact too (NEWTON at 24 substeps 30 mm/s, XPBD at 240
+substeps 48 mm/s, default XPBD 57 mm/s); an undamped elastic ball then bounces on and rolls off its vertex. Only
+numerical damping strong enough to kill the bounce (NEWTON's one step per frame: 0 mm) keeps it in place."""
 
 MIN_COLOUR_FRACTION = 1.0 / 8.0
 """Gauss-Seidel colours smaller than this fraction of the largest one are not worth a batch each: a
@@ -93,7 +108,7 @@ class _Sweep:
     def __init__(self, constraints, particle_count: int, scheme: str):
         self.batches, self.tail, self.fast = [], None, None
         # Tet sets alternate their colour order over iterations and steps, and sweep both orders at once in the last
-        # iteration of a contact step (SYMMETRIC_CONTACT_SWEEPS).
+        # iteration of every step (SYMMETRIC_SWEEPS).
         self.alternate = isinstance(constraints, TetStrainConstraints)
         if scheme == "GAUSS_SEIDEL":
             colours = colour_constraints(constraints.indices, particle_count)
@@ -182,7 +197,7 @@ class PositionBasedSolver(Solver):
         contacts = ContactConstraints(x, x_prev, self.model.inv_mass, colliders) if colliders else None
         solid_contact = contacts and self.model.tet_count > 0
         iterations = max(self.config.iterations, CONTACT_ITERATIONS) if solid_contact else self.config.iterations
-        symmetric = solid_contact and SYMMETRIC_CONTACT_SWEEPS
+        symmetric = self.model.tet_count > 0 and SYMMETRIC_SWEEPS
         if contacts:
             contacts.project(x)  # Gauss-Seidel order: the sweeps start from positions outside the colliders
         for iteration in range(iterations):
@@ -229,7 +244,7 @@ class PositionBasedSolver(Solver):
 
     def _symmetric_sweep(self, sweep, x, dt, lams):
         """The mean of a forward and a backward Gauss-Seidel sweep of the big colours, both from x (see
-        SYMMETRIC_CONTACT_SWEEPS); positions and multipliers alike."""
+        SYMMETRIC_SWEEPS); positions and multipliers alike."""
         if sweep.fast is not None and hasattr(sweep.fast, "symmetric_sweep"):
             sweep.fast.symmetric_sweep(x, dt, lams)  # both in one sweep of twice the particles
             return
