@@ -13,6 +13,14 @@ robust inside tests and a crystalline interior):
    coarse compared with h (a low-poly cube), such points are instead snapped onto the surface, and long
    surface edges are split, so big faces are not spanned by needle tets. These surface Steiner points
    are kept ``_KEEP * h`` away from the input vertices and from each other.
+3b. Where the surface is much finer than the lattice (a voxel-remeshed or sculpted mesh: every one of its
+   vertices is a tet vertex), the coarse interior points would each be the apex of hundreds of needle tets on
+   small surface triangles, with particle masses 1e5 apart (issue 12: Suzanne, 6054 surface vertices over 105
+   interior points, median tet quality 0.12; position-based solvers crushed it at impact, inverting hundreds of
+   tets). So the lattice is graded down towards the surface: BCC lattices of spacing h/2, h/4, ... (down to
+   about the surface's edge length) each fill a band between _NEAR and 2 _NEAR times their spacing from the
+   surface (``_graded_band``). Suzanne: 33191 tets instead of 16462, median quality 0.63. A surface as coarse as
+   the lattice gets no band.
 4. ``scipy.spatial.Delaunay`` triangulates input vertices + Steiner points + interior lattice points.
    A tet is kept when its centroid is inside the surface by the generalized winding number
    (Jacobson, Kavan & Sorkine-Hornung 2013, "Robust Inside-Outside Segmentation using Generalized
@@ -46,6 +54,34 @@ from .tet_mesh import TetMesh
 from .winding import _TriangleTree, _winding_tree
 
 
+_GRADE_STOP = 1.2
+"""The finest band level's spacing is at least this many times the surface's median edge length."""
+
+
+def _edge_length(v, f):
+    """Median length of the surface's edges."""
+    a, b = v[f].reshape(-1, 3), v[np.roll(f, -1, axis=1)].reshape(-1, 3)
+    return float(np.median(np.linalg.norm(b - a, axis=1)))
+
+
+def _graded_band(lo, hi, h, samples_tree, tree, edge_length):
+    """Interior points (p, 3) grading the lattice down to a surface finer than it (module docstring, step 3b).
+
+    BCC lattice points of spacing s = h/2, h/4, ... while s >= _GRADE_STOP * ``edge_length`` (the surface's median
+    edge), each level keeping its inside points between _NEAR * s and _NEAR * 2 s from the surface samples
+    (``samples_tree``), the gap the next coarser level leaves there. None for a surface as coarse as the lattice."""
+    out = []
+    s = 0.5 * h
+    while s >= _GRADE_STOP * edge_length:
+        pts = _bcc_lattice(lo, hi, s)
+        d, _ = samples_tree.query(pts, distance_upper_bound=_NEAR * 2 * s)
+        pts = pts[(d >= _NEAR * s) & (d < _NEAR * 2 * s)]
+        if len(pts):
+            out.append(pts[np.abs(_winding_tree(pts, tree)) > 0.5])
+        s *= 0.5
+    return np.concatenate(out) if out else np.zeros((0, 3))
+
+
 def tetrahedralize(vertices, triangles, resolution: int = 10, min_quality: float = 0.02) -> TetMesh:
     """Fill a closed triangle surface with positively oriented tets (see the module docstring).
 
@@ -73,6 +109,9 @@ def tetrahedralize(vertices, triangles, resolution: int = 10, min_quality: float
         steiner = steiner[d_vertex >= _KEEP * h]
         steiner = steiner[_thin(steiner, _KEEP * h)]
 
+    # Where the surface is finer than the lattice, finer lattice points in bands along it (tets there are then
+    # winding-checked like those of the Steiner points: see lattice_tet below).
+    steiner = np.concatenate([steiner, _graded_band(lo, hi, h, cKDTree(samples), tree, _edge_length(v, f))])
     points = np.concatenate([v, steiner, interior])
     delaunay_index = np.concatenate([used, n + np.arange(len(steiner) + len(interior))])
     tets = delaunay_index[delaunay_tets(points[delaunay_index])]
