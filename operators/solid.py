@@ -113,12 +113,13 @@ def build_solid(obj, body, settings):
 
     body: bridge.BodyInput read at the current transform, settings: ``obj.softsim``. The model's
     particles are the tet vertices in world space; ``to_mesh`` maps them to the mesh's vertices.
-    Mass (``settings.mass``) is lumped by tet volume, or spread evenly with Mass Distribution Uniform.
+    Mass (``settings.mass``) is lumped by tet volume (a cage: by the share of the mesh's own volume each cage vertex
+    carries, ``TetMesh.mass_weights``), or spread evenly with Mass Distribution Uniform.
     """
     tet = tet_mesh_for(obj, body, settings)
     try:
         model = solvers.build_model(tet.vertices, None, None, tet.tets, solid_pins(tet, body.pinned), settings.mass,
-                                    mass_distribution=settings.mass_distribution)
+                                    mass_distribution=settings.mass_distribution, mass_weights=tet.mass_weights)
     except solvers.ModelError as error:
         raise InputError(f"'{obj.name}': {error}") from error
     return model, mesh_mapping(tet)

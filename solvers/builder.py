@@ -57,7 +57,7 @@ def lumped_masses(vertices, edges, triangles, tets, total_mass: float) -> np.nda
 
 
 def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, total_mass: float = 1.0,
-                mass_distribution: str = "ELEMENT", quads=None) -> Model:
+                mass_distribution: str = "ELEMENT", quads=None, mass_weights=None) -> Model:
     """A Model from arrays.
 
     vertices: (n, 3) positions [m]; edges: (e, 2) vertex pairs (tet edges are added automatically);
@@ -65,6 +65,8 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
     (pinned particles get ``inv_mass = 0``); total_mass [kg] is spread over the particles by
     ``mass_distribution``: 'ELEMENT' lumps it by element measure (``lumped_masses``), 'UNIFORM' puts the
     same mass on every particle (Blender Cloth's vertex mass, seed 004's code).
+    mass_weights: (n,) relative masses that replace the element lumping of 'ELEMENT' (a cage's share of its
+    surface's volume, ``TetMesh.mass_weights``); ignored by 'UNIFORM'.
     quads: (q, 4) vertex loops of the mesh's quads, if it has any (their triangles must be among ``triangles``,
     split either way): self-collision then keeps both splits of every quad clear of the rest of the cloth
     (``Model.collision_triangles``).
@@ -98,6 +100,11 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
 
     if mass_distribution == "UNIFORM":
         mass = np.full(n, total_mass / n)
+    elif mass_distribution == "ELEMENT" and mass_weights is not None:
+        weights = np.asarray(mass_weights, np.float64).reshape(-1)
+        if len(weights) != n or not np.all(weights > 0.0):
+            raise ModelError("mass_weights must hold one positive weight per vertex")
+        mass = total_mass * weights / weights.sum()
     elif mass_distribution == "ELEMENT":
         mass = lumped_masses(vertices, edges, triangles, tets, total_mass)
     else:

@@ -14,6 +14,12 @@ _CAGE_CELL = 0.25
 """Surface samples are first reduced to one per grid cell of this size (times h), so thinning stays cheap."""
 _CAGE_INFLATE_MAX = 0.5
 """A cage vertex moves outward at most this fraction of h to take in the surface vertices outside it."""
+_MASS_CELLS = 48
+"""Grid cells along the largest side of the sampling that spreads the surface's volume over the cage vertices
+(``_mass_weights``): ~0.6 s for Suzanne at any resolution, its centre of mass within 1 mm of the surface's."""
+_MASS_FLOOR = 0.01
+"""A cage vertex carries at least this fraction of the mean vertex mass (one that holds no inside sample would
+otherwise be massless)."""
 
 
 def tetrahedralize_cage(vertices, triangles, resolution: int = 6, min_quality: float = 0.02) -> TetMesh:
@@ -63,6 +69,8 @@ def tetrahedralize_cage(vertices, triangles, resolution: int = 6, min_quality: f
 
     points = _inflate_cage(points, tets, v[used], _CAGE_INFLATE_MAX * h, min_quality)
     embed_tet, embed_weights = embed_points(v, points, tets)
+    mass_weights = _mass_weights(points, tets, tree, lo, hi, float(np.max(hi - lo)) / _MASS_CELLS,
+                                 _volume_centroid(v, f))
     return TetMesh(
         vertices=points,
         tets=tets,
@@ -74,7 +82,50 @@ def tetrahedralize_cage(vertices, triangles, resolution: int = 6, min_quality: f
         embed_tet=embed_tet,
         embed_weights=embed_weights,
         spacing=h,
+        mass_weights=mass_weights,
     )
+
+
+def _volume_centroid(v, f):
+    """Centroid (3,) of the solid a closed surface bounds (divergence theorem; either orientation)."""
+    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    six_v = np.einsum("ij,ij->i", a, np.cross(b, c))
+    return ((a + b + c) / 4.0 * six_v[:, None]).sum(axis=0) / six_v.sum()
+
+
+def _mass_weights(points, tets, tree, lo, hi, spacing, centroid):
+    """Relative mass of each cage vertex (n,), whose centre of mass is the surface's volume ``centroid`` (3,).
+
+    The surface's own volume, sampled on a grid of ``spacing`` (cell centres inside by winding number), each sample
+    spread over the corners of the cage tet holding it by its barycentric coordinates: linear functions are spread
+    exactly, so this puts the mass where the surface's volume is, up to the sampling (a wall thinner than two
+    cells is over- or under-counted). The first moment is then matched exactly (``_match_first_moment``).
+    Why (issue 12): Suzanne's cage at resolution 6 covers 141% of its volume, and lumped by cage tet volume its
+    centre of mass sat 37 mm from the surface's; dropped on a frictionless ground its surface drifted 40 mm as it
+    turned. Vertices below _MASS_FLOOR of the mean get it. None if no sample is inside."""
+    axes = [np.arange(lo[i] + 0.5 * spacing, hi[i], spacing) for i in range(3)]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+    inside = grid[np.abs(_winding_tree(grid, tree)) > 0.5]
+    weights = np.zeros(len(points))
+    if len(inside) == 0:
+        return None
+    tet, bary = embed_points(inside, points, tets)
+    np.add.at(weights, tets[tet].ravel(), np.clip(bary, 0.0, None).ravel())
+    return _match_first_moment(weights, points, centroid, _MASS_FLOOR * weights.mean())
+
+
+def _match_first_moment(weights, points, centroid, floor, rounds: int = 4):
+    """``weights`` (n,) scaled by 1 + c0 + c . (x - centroid) per vertex, the smallest such change (relative to
+    the weights) that puts their centre of mass at ``centroid`` (3,); kept >= ``floor`` (a few rounds, as the
+    floor moves it again). The total is unchanged."""
+    total = weights.sum()
+    w = np.maximum(weights, floor)
+    for _ in range(rounds):
+        basis = np.c_[np.ones(len(points)), points - centroid]  # (n, 4)
+        system = basis.T @ (w[:, None] * basis)
+        coefficients = np.linalg.lstsq(system, np.r_[total, 0.0, 0.0, 0.0], rcond=None)[0]
+        w = np.maximum(w * (basis @ coefficients), floor)
+    return w
 
 
 def _beyond_boundary(points, cage_points, boundary, candidates: int = 8):

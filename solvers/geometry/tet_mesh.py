@@ -32,6 +32,10 @@ class TetMesh:
     """Barycentric coordinates of each embedded vertex in its tet, shape (e, 4), float64 (rows sum to 1)."""
     spacing: float = 0.0
     """Interior lattice spacing h [length]."""
+    mass_weights: np.ndarray = None
+    """Relative mass of each vertex, shape (n,), or None to lump the mass by tet volume. A cage
+    (``tetrahedralize_cage``) sets it to the share of the surface's own volume each vertex carries, so that
+    the cage has the surface's centre of mass although its tets cover more than the surface does."""
 
     @property
     def coverage(self) -> float:
