@@ -1,9 +1,10 @@
 """`make bench`: run every benchmark and print its tables in Markdown (also written to bench_out/bench.md;
 with --only, to bench_out/bench_<names>.md).
 
-Benchmarks: bench/bench_cloth.py (always), bench/bench_solid.py, bench/bench_kernels.py and
-bench/bench_tetrahedralize.py (each when it exists).
-Usage: python bench/run.py [--sizes 21 64 128] [--frames 100] [--repeat 1] [--only cloth|kernels|solid|tetrahedralize ...]
+Benchmarks: bench/bench_cloth.py (always), bench/bench_solid.py, bench/bench_kernels.py,
+bench/bench_tetrahedralize.py and bench/bench_scenarios.py (each when it exists), bench/bench_acceptance.py.
+Usage: python bench/run.py [--sizes 21 64 128] [--frames 100] [--repeat 1]
+       [--only cloth|kernels|solid|tetrahedralize|scenarios|acceptance ...]
 (--sizes, --frames and --repeat apply to the cloth benchmark.)
 """
 import argparse
@@ -92,8 +93,15 @@ def section_scenarios(args) -> str:
     return f"## {module.TITLE}\n\n" + module.describe() + "\n\n" + module.markdown(module.run())
 
 
+def section_acceptance(args) -> str:
+    """Issue 12's acceptance scenes baked in Blender with every solver's defaults (bench/bench_acceptance.py)."""
+    import bench_acceptance
+
+    return f"## {bench_acceptance.TITLE}\n\n" + bench_acceptance.describe() + "\n\n" + bench_acceptance.markdown(bench_acceptance.run())
+
+
 SECTIONS = {"cloth": section_cloth, "tetrahedralize": section_tetrahedralize, "solid": section_solid,
-            "kernels": section_kernels, "scenarios": section_scenarios}
+            "kernels": section_kernels, "scenarios": section_scenarios, "acceptance": section_acceptance}
 
 
 def main(argv=None):

@@ -177,8 +177,8 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         update=_settings_changed,
         name="Resolution", default=10, min=2, soft_max=40,
         description="Tet mesh density: interior grid cells across the object's largest dimension (cell size = "
-        "largest dimension / resolution, in m). Higher is finer, stiffer to bend and slower; the mesh's own "
-        "vertices are always tet vertices",
+        "largest dimension / resolution, in m), refined towards a surface finer than that. Higher is finer, "
+        "stiffer to bend and slower; the mesh's own vertices are always tet vertices",
     )
     use_embedded: BoolProperty(
         update=_settings_changed,
