@@ -5,7 +5,7 @@ at its default, add a ground, press Bake, read ``obj.evaluated_get(depsgraph).da
 - suzanne: Monkey (size 2, Subdivision 2 applied, voxel remesh 0.05 m, so it is closed) lowest point 1.5 m above a
   frictionless ground, 48 frames at 24 fps;
 - ico: Blender's default ico sphere (radius 1 m, 2 levels) pole down, lowest point 1 m above a ground with
-  friction 0.5, 48 frames.
+  friction 0.5, 48 frames; uv_sphere and cube: the default UV sphere (r 1 m, 32 x 16) and cube (2 m) the same way.
 Figures per solver: horizontal travel of the centroid of the solid the surface bounds (its centre of mass at uniform
 density; also of the vertices' mean, which moves when an asymmetric body turns) [mm] at the last frame and the largest over the
 bake, surface volume change at the last frame [%], lowest vertex [mm], bake seconds.
@@ -28,14 +28,16 @@ from devenv import import_addon, isolate_blender_user_folders  # noqa: E402
 
 TITLE = "Acceptance scenes (issue 12), baked in Blender with defaults"
 SOLVERS = ["EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER", "PBD", "XPBD", "PROJECTIVE", "NEWTON"]
-SCENES = {"suzanne": dict(friction=0.0, drop=1.5), "ico": dict(friction=0.5, drop=1.0)}
+SCENES = {"suzanne": dict(friction=0.0, drop=1.5), "ico": dict(friction=0.5, drop=1.0),
+          "uv_sphere": dict(friction=0.5, drop=1.0), "cube": dict(friction=0.5, drop=1.0)}
 
 
 def describe() -> str:
     return ("Solids with every setting at its default but the solver; 24 fps. suzanne: voxel-remeshed Monkey 1.5 m "
             "above a frictionless ground; ico: default ico sphere (r 1 m) pole down 1 m above a ground with friction "
-            "0.5. drift = horizontal travel of the centroid of the solid the surface bounds (its centre of mass at "
-            "uniform density) at the last frame / the largest over the bake; vertex-mean drift = the same for the mean "
+            "0.5; uv_sphere, cube: the default UV sphere and cube the same way. drift = horizontal travel of the "
+            "centroid of the solid the surface bounds (its centre of mass at uniform density) at the last frame / the "
+            "largest over the bake; vertex-mean drift = the same for the mean "
             "of the vertices, which moves when an asymmetric body turns; volume = surface volume change at the last "
             "frame. An error cell is the bake's own message (explicit solvers need the substeps it names).")
 
@@ -50,8 +52,14 @@ def _add_body(bpy, scene_name, drop):
         remesh = body.modifiers.new("Remesh", "REMESH")
         remesh.mode, remesh.voxel_size = "VOXEL", 0.05
         bpy.ops.object.modifier_apply(modifier=remesh.name)
-    else:
+    elif scene_name == "ico":
         bpy.ops.mesh.primitive_ico_sphere_add()
+        body = bpy.context.object
+    elif scene_name == "uv_sphere":
+        bpy.ops.mesh.primitive_uv_sphere_add()
+        body = bpy.context.object
+    else:
+        bpy.ops.mesh.primitive_cube_add()
         body = bpy.context.object
     body.name = "Body"
     lowest = min(v.co.z for v in body.data.vertices)

@@ -117,7 +117,7 @@ def _mass_weights(points, tets, tree, lo, hi, spacing, centroid):
 def _match_first_moment(weights, points, centroid, floor, rounds: int = 4):
     """``weights`` (n,) scaled by 1 + c0 + c . (x - centroid) per vertex, the smallest such change (relative to
     the weights) that puts their centre of mass at ``centroid`` (3,); kept >= ``floor`` (a few rounds, as the
-    floor moves it again). The total is unchanged."""
+    floor moves it again). The total is unchanged up to the floor (build_model scales to the body's mass)."""
     total = weights.sum()
     w = np.maximum(weights, floor)
     for _ in range(rounds):
