@@ -157,10 +157,10 @@ MAX_ITERATIONS = 1000
 # old file) can store values the properties' own limits refuse (``obj.softsim["stiffness"] = 0`` bypasses
 # them), and the engine must never see them. The limits are the properties' own (ui/properties.py).
 _UNITS = {"mass": "kg", "damping": "1/s", "stiffness": "N/m", "youngs_modulus": "Pa", "bending_stiffness": "N m",
-          "newton_tolerance": "m/s", "thickness": "m"}
+          "newton_tolerance": "m/s", "thickness": "m", "internal_damping": "s"}
 _CHECKED = ("substeps", "iterations", "newton_max_iterations", "mass", "damping", "stiffness", "youngs_modulus", "poisson_ratio",
             "bending_stiffness", "linear_tolerance", "newton_tolerance", "jacobi_relaxation", "tether_stretch", "tet_resolution",
-            "embedded_resolution", "friction", "thickness")
+            "embedded_resolution", "friction", "thickness", "internal_damping")
 
 
 def _check_setting(settings, name: str) -> None:
@@ -194,6 +194,8 @@ def check_settings(settings) -> None:
             reads.discard("tether_stretch")
         if "thickness" in reads and not (role == "CLOTH" and settings.use_self_collision):
             reads.discard("thickness")
+        if "internal_damping" in reads and role != "SOLID":
+            reads.discard("internal_damping")
         if "jacobi_relaxation" in reads and settings.constraint_scheme != "JACOBI":
             reads.discard("jacobi_relaxation")
         names += [name for name in _CHECKED if name in reads]
@@ -219,6 +221,7 @@ def config_from_settings(settings, scene) -> "solvers.SolverConfig":
         use_self_collision=bool(settings.use_self_collision),  # solvers apply it to cloth with faces only; not NEWTON
         thickness=settings.thickness,
         damping=settings.damping,
+        internal_damping=settings.internal_damping if settings.role == "SOLID" else 0.0,
         gravity=gravity,
         jacobi_relaxation=settings.jacobi_relaxation,
         tether_stretch=settings.tether_stretch if settings.use_tethers and settings.pin_group else None,

@@ -72,6 +72,19 @@ def test_body_panels_draw_every_solver(addon, solver):
         assert any(kind == "label" and ("Stable substep" in text or "Unstable" in text) for kind, text in log)
     scene.softsim.is_baking = True
     assert any(kind == "progress" for kind, _ in draw_all(addon, cloth, scene))
+    assert "internal_damping" not in names  # a cloth has no internal damping
+
+
+@pytest.mark.parametrize("solver", AVAILABLE_SOLVERS)
+def test_solid_panel_shows_the_material_and_internal_damping_where_the_solver_reads_it(addon, solver):
+    """Every solver's solid is the Young's modulus / Poisson's ratio material (PBD's too: its tet constraints are
+    compliant); Internal Damping only where the solver implements it (PBD, XPBD)."""
+    scene, cloth, sphere = lab_scene(frames=3)
+    sphere.softsim.role = "SOLID"
+    sphere.softsim.solver = solver
+    names = [name for kind, name in draw_all(addon, sphere, scene) if kind in ("prop", "prop_search")]
+    assert {"youngs_modulus", "poisson_ratio"} <= set(names)
+    assert ("internal_damping" in names) == (solver in ("PBD", "XPBD"))
 
 
 def test_collider_panel_shows_its_settings(addon):

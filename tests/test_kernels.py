@@ -241,11 +241,12 @@ def test_tet_volume_colour_sweep_equals_the_batch_kernel(compliant):
     assert np.array_equal(x[:5], x0[:5])
 
 
+@pytest.mark.parametrize("gamma", [0.0, 2.5])  # internal damping off and on (set_damping)
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("lam", [3e4, -1e3])  # nu > 0 (two rows) and nu < 0 (no hydrostatic row)
-def test_tet_strain_colour_sweep_equals_the_batch_kernel(lam, reverse):
+def test_tet_strain_colour_sweep_equals_the_batch_kernel(lam, reverse, gamma):
     """Neo-Hookean tet constraints: the colour-ordered sweep (either direction) against ``corrections`` applied
-    colour after colour, with pins and some undeformed tets (C_D = 0)."""
+    colour after colour, with pins and some undeformed tets (C_D = 0), without and with internal damping."""
     from solvers.constraints import TetStrainConstraints
 
     rng, points, model, inv_mass = jittered_tet_block()
@@ -256,17 +257,21 @@ def test_tet_strain_colour_sweep_equals_the_batch_kernel(lam, reverse):
     x0[:12] = points[:12]
     dt = 1.0 / 240.0
     lams = [rng.normal(scale=1e-4, size=(len(c), 2)) for c in colours]
+    c_prev = tets.constraint(x0 + rng.normal(scale=0.01, size=points.shape))
 
     expected, expected_lams = x0.copy(), [lam.copy() for lam in lams]
     pairs = list(zip(colours, expected_lams))
     for group, lam_c in (pairs[::-1] if reverse else pairs):
         batch = tets.subset(group)
+        batch.set_damping(gamma, c_prev[group])
         dx, dlam = batch.corrections(expected, batch.alpha(dt), lam_c)
         expected[batch.flat_indices] += dx.reshape(-1, 3)
         lam_c += dlam
 
     x, got_lams = x0.copy(), [lam.copy() for lam in lams]
-    tets.colour_sweep(colours, len(points)).sweep(x, dt, got_lams, True, reverse=reverse)
+    sweep = tets.colour_sweep(colours, len(points))
+    sweep.set_damping(gamma, c_prev)
+    sweep.sweep(x, dt, got_lams, True, reverse=reverse)
     assert np.max(np.abs(x - x0)) > 1e-2
     assert np.max(np.abs(x - expected)) < 1e-11
     for got, want in zip(got_lams, expected_lams):
@@ -274,9 +279,10 @@ def test_tet_strain_colour_sweep_equals_the_batch_kernel(lam, reverse):
     assert np.array_equal(x[:5], x0[:5])
 
 
-def test_tet_strain_symmetric_sweep_is_the_mean_of_both_orders():
+@pytest.mark.parametrize("gamma", [0.0, 2.5])
+def test_tet_strain_symmetric_sweep_is_the_mean_of_both_orders(gamma):
     """``symmetric_sweep`` (one sweep of two copies of the set) against a forward and a backward sweep from the
-    same positions, averaged: positions and multipliers."""
+    same positions, averaged: positions and multipliers; without and with internal damping."""
     from scipy.spatial import Delaunay
 
     from solvers.constraints import TetStrainConstraints
@@ -292,6 +298,7 @@ def test_tet_strain_symmetric_sweep_is_the_mean_of_both_orders():
     sweep = tets.colour_sweep(colours, len(points))
     x0 = points * np.array([1.1, 0.95, 1.0]) + rng.normal(scale=0.03, size=points.shape)
     lams = [rng.normal(scale=1e-4, size=(len(c), 2)) for c in colours]
+    sweep.set_damping(gamma, tets.constraint(points))
     dt = 1.0 / 240.0
     runs = []
     for reverse in (False, True):

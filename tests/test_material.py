@@ -220,7 +220,9 @@ SAG_RUNS = {
     "IMPLICIT_EULER": (dict(solver="IMPLICIT_EULER", damping=20.0), 0.1, 20),
     # XPBD (per-tet Neo-Hookean constraints): 2 ms steps of 4 sweeps, over-damped; the r = 8 cube is then within ~2 %
     # of its fully converged equilibrium (measured with 30 sweeps per step).
-    "XPBD": (dict(solver="XPBD", damping=150.0, iterations=4), 2.0e-3, 90),
+    # Internal damping off: it leaves the equilibrium where it is but slows the approach (at 0.01 s, gamma = 5 per
+    # 2 ms step, the r = 8 cube was still at 1.58x the analytic sag after 90 steps).
+    "XPBD": (dict(solver="XPBD", damping=150.0, iterations=4, internal_damping=0.0), 2.0e-3, 90),
 }
 
 

@@ -170,3 +170,48 @@ def test_a_solid_gets_only_tet_constraints_and_a_cloth_keeps_its_edges():
         for _ in range(10):
             sim_free.step(state, 1e-3)
         assert np.allclose(state.x, model.rest_positions, atol=1e-14)
+
+
+def _vibrating_bar(solver, tau, frames=48, spin=None):
+    """A 1 m x 10 cm x 10 cm bar (E = 2 kPa, 1 kg: axial period ~0.45 s) in free flight, no gravity, no linear
+    damping, with internal damping ``tau`` [s]: stretched 10% along its length at rest, or spinning at ``spin``
+    (rad/s, (3,)) from its rest shape. Returns the model, the state and the relative length change per frame."""
+    import scenario_scenes as S
+    from solvers import SolverConfig, State, advance_frame, make_solver
+
+    corners, triangles = S.box_mesh(1.0, 0.1, 0.1)
+    model = S.solid_model(corners, triangles, resolution=10)
+    config = SolverConfig(solver=solver, gravity=(0.0, 0.0, 0.0), damping=0.0, internal_damping=tau, youngs_modulus=2e3)
+    sim = make_solver(model, config)
+    state = State.at_rest(model)
+    centre = S.centre(model, state.x)
+    if spin is None:
+        state.x[:] = centre + (state.x - centre) * np.array([1.1, 1.0, 1.0])
+    else:
+        state.v[:] = np.cross(np.asarray(spin, float), state.x - centre)
+    rest_length = np.ptp(model.rest_positions[:, 0])
+    stretch = []
+    for _ in range(frames):
+        advance_frame(sim, state, 1.0 / 24.0, config.substeps)
+        stretch.append(np.ptp(state.x[:, 0]) / rest_length - 1.0)
+    return model, state, np.array(stretch)
+
+
+@pytest.mark.parametrize("solver", ["PBD", "XPBD"])
+def test_internal_damping_damps_vibration_and_not_rigid_motion(solver):
+    """Internal damping (Macklin et al. 2016 eq. 26, gamma = tau / h) resists strain rates only: the bar's axial
+    vibration dies (measured amplitude in the second second: 6.7% at tau 0, 2.8% at 0.01 s, 0.75% at 0.03 s), while
+    a slow spin (0.2 rad/s, too slow to stretch this soft bar), which leaves every constraint unchanged, keeps its
+    angular momentum and energy as at tau 0 (at 2 rad/s the bar stretches 5% and that stretching is damped)."""
+    import scenario_scenes as S
+
+    _, _, elastic = _vibrating_bar(solver, 0.0)
+    _, _, damped = _vibrating_bar(solver, 0.03)
+    assert np.abs(elastic[24:]).max() > 0.05  # the undamped bar still vibrates
+    assert np.abs(damped[24:]).max() < 0.2 * np.abs(elastic[24:]).max()
+    spins = []
+    for tau in (0.0, 0.03):
+        model, state, _ = _vibrating_bar(solver, tau, frames=24, spin=(0.05, 0.2, 0.1))
+        spins.append((np.linalg.norm(S.angular_momentum(model, state.x, state.v)), S.kinetic_energy(model, state.v)))
+    assert spins[1][0] == pytest.approx(spins[0][0], rel=1e-3)
+    assert spins[1][1] == pytest.approx(spins[0][1], rel=1e-3)

@@ -114,9 +114,11 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
         col.prop(settings, "mass")
         col.prop(settings, "mass_distribution")
         if settings.role == "SOLID":
-            if settings.solver != "PBD":  # PBD's edges and volumes are hard constraints: no material
-                col.prop(settings, "youngs_modulus", text="Young's Modulus (Pa)")
-                col.prop(settings, "poisson_ratio")
+            # Every solver's solid is this material (PBD's tet constraints are compliant too: position_based.py).
+            col.prop(settings, "youngs_modulus", text="Young's Modulus (Pa)")
+            col.prop(settings, "poisson_ratio")
+            if "internal_damping" in reads:
+                col.prop(settings, "internal_damping", text="Internal Damping (s)")
         else:
             if "stiffness" in reads:
                 col.prop(settings, "stiffness", text="Stiffness (N/m)")

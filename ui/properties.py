@@ -137,6 +137,13 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         description="Unused since Young's Modulus and Poisson's Ratio set a solid's material; kept so older scripts still run",
     )
     damping: FloatProperty(update=_settings_changed, name="Damping", default=DEFAULTS["damping"], min=0.0, soft_max=10.0, description="Linear velocity damping in 1/s: velocities decay as exp(-damping * t); 0 means none")
+    internal_damping: FloatProperty(
+        update=_settings_changed,
+        name="Internal Damping", default=DEFAULTS["internal_damping"], min=0.0, soft_max=0.05, precision=4,
+        description="Solid, PBD/XPBD: material damping in s. Deformation is resisted with this time times the "
+        "material's stiffness, so a dropped body bounces less and stops wobbling sooner; moving and turning as a "
+        "whole is not damped. 0 = perfectly elastic",
+    )
     jacobi_relaxation: FloatProperty(
         update=_settings_changed,
         name="Relaxation", default=DEFAULTS["jacobi_relaxation"], min=0.0, soft_max=10.0,

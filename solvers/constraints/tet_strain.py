@@ -71,6 +71,10 @@ class TetStrainConstraints:
 
     multiplier_shape = (2,)
     always_compliant = True
+    damping = 0.0
+    """gamma = tau / dt of the step (``set_damping``): 0 means no internal damping."""
+    c_prev = None
+    """C (m, 2) at the start of the step, the reference of the damping term (``set_damping``)."""
 
     def __init__(self, indices, D, rest_volume, inv_mass, mu, lam):
         self.indices = np.asarray(indices, np.int64).reshape(-1, 4)
@@ -153,6 +157,17 @@ class TetStrainConstraints:
         g_H = np.matmul(self.D, np.swapaxes(cof, 1, 2))
         return np.stack([C_D, J1], axis=1), g_D, g_H
 
+    def set_damping(self, gamma: float, c_prev=None) -> None:
+        """Internal damping for the step about to be swept: gamma = tau / dt (tau [s], ``SolverConfig.internal_damping``)
+        and c_prev (m, 2) = C at the step's start positions (``constraint(x_prev)``); gamma 0 turns it off.
+
+        Macklin et al. 2016 (XPBD, eq. 26) with beta = tau / alpha (Rayleigh damping proportional to each constraint's
+        stiffness): dlambda = -(C + alpha lambda + gamma dC) / ((1 + gamma) S + alpha) with dC = C(x) - C(x_prev), the
+        constraint's change over the step so far (the paper's grad C . (x - x_prev) to first order). A rigid motion
+        leaves C unchanged, so it is never damped."""
+        self.damping = float(gamma)
+        self.c_prev = c_prev if gamma > 0.0 else None
+
     def corrections(self, x, alpha, lam):
         """The coupled XPBD update of every tet from positions x (n, 3); lam (m, 2) the accumulated multipliers;
         alpha (m, 2) (``alpha(dt)``; these constraints are always compliant). Returns dx (m, 4, 3) [m] and
@@ -160,10 +175,13 @@ class TetStrainConstraints:
         C, g_D, g_H = self.gradients(x)
         alpha = np.broadcast_to(alpha, C.shape)
         wg_D, wg_H = self.w[:, :, None] * g_D, self.w[:, :, None] * g_H
-        a = np.einsum("tai,tai->t", wg_D, g_D) + alpha[:, 0]
-        b = np.einsum("tai,tai->t", wg_D, g_H)
-        d = np.einsum("tai,tai->t", wg_H, g_H) + alpha[:, 1]
+        scale = 1.0 + self.damping  # (1 + gamma) S: internal damping (set_damping)
+        a = scale * np.einsum("tai,tai->t", wg_D, g_D) + alpha[:, 0]
+        b = scale * np.einsum("tai,tai->t", wg_D, g_H)
+        d = scale * np.einsum("tai,tai->t", wg_H, g_H) + alpha[:, 1]
         r = -(C + np.where(np.isfinite(alpha), alpha * lam, 0.0))
+        if self.damping > 0.0:
+            r -= self.damping * (C - self.c_prev)
         # An infinite alpha_H (no hydrostatic stiffness) leaves the 1x1 deviatoric solve: b^2 / d -> 0.
         inv_d = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0.0)
         schur = a - b * b * inv_d
@@ -216,6 +234,12 @@ class TetStrainColourSweep:
         self._dt = None
         self._constraints, self._colours, self._n = constraints, colours, particle_count
         self._doubled = None
+        self.damping, self.c_prev = 0.0, None  # set_damping
+
+    def set_damping(self, gamma: float, c_prev=None) -> None:
+        """``TetStrainConstraints.set_damping`` for the sweep: c_prev (m, 2) over the whole set, kept per colour."""
+        self.damping = float(gamma)
+        self.c_prev = [np.ascontiguousarray(c_prev[c].T) for c in self._colours] if gamma > 0.0 else None
 
     def symmetric_sweep(self, x, dt: float, lams) -> None:
         """The mean of a forward and a backward sweep, both from x (positions and multipliers), at about the cost of
@@ -234,6 +258,9 @@ class TetStrainColourSweep:
         sizes = [len(colour) for colour in self._colours]
         both = np.concatenate([x, x])
         lams2 = [np.concatenate([lams[j], lams[k - 1 - j]]) for j in range(k)]
+        self._doubled.damping = self.damping
+        if self.damping > 0.0:
+            self._doubled.c_prev = [np.concatenate([self.c_prev[j], self.c_prev[k - 1 - j]], axis=1) for j in range(k)]
         self._doubled.sweep(both, dt, lams2)
         n = len(x)
         np.add(both[:n], both[n:], out=x)
@@ -292,11 +319,15 @@ class TetStrainColourSweep:
             g[0] *= inv_C_D
             wg = g * self.w[c]
             s = np.einsum("xiat,yiat->xyt", wg, g)  # s_XY = sum_a w_a g_Xa . g_Ya
+            if self.damping > 0.0:  # internal damping: (1 + gamma) S and gamma (C - C_prev) (set_damping)
+                s *= 1.0 + self.damping
             # The 2x2 solve of ``corrections`` with r = C + alpha lambda (alpha_H lambda_H left out when alpha_H is
             # infinite, where 1 / (s_HH + alpha_H) = 0 drops the hydrostatic row): dlambda = -S^-1 r by the Schur
             # complement of the hydrostatic row.
             r = np.multiply(alpha[2:], lam.T)
             r += CJ
+            if self.damping > 0.0:
+                r += self.damping * (CJ - self.c_prev[c])
             b = s[0, 1]
             inv_d = 1.0 / (s[1, 1] + alpha[1])
             b_inv_d = b * inv_d
