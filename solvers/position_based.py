@@ -107,8 +107,6 @@ class _Sweep:
 
     def __init__(self, constraints, particle_count: int, scheme: str):
         self.batches, self.tail, self.fast = [], None, None
-        self.constraints = constraints
-        self.batch_index, self.tail_index = [], None  # which of ``constraints`` each batch and the tail hold
         # Tet sets alternate their colour order over iterations and steps, and sweep both orders at once in the last
         # iteration of every step (SYMMETRIC_SWEEPS).
         self.alternate = isinstance(constraints, TetStrainConstraints)
@@ -118,26 +116,22 @@ class _Sweep:
             big = [c for c in colours if len(c) >= MIN_COLOUR_FRACTION * largest]
             small = [c for c in colours if len(c) < MIN_COLOUR_FRACTION * largest]
             self.batches = [constraints.subset(c) for c in big]
-            self.batch_index = big
             if hasattr(constraints, "colour_sweep"):
                 self.fast = constraints.colour_sweep(big, particle_count)
             if small:
-                self.tail_index = np.concatenate(small)
-                self.tail = _Jacobi(constraints.subset(self.tail_index), particle_count)
+                self.tail = _Jacobi(constraints.subset(np.concatenate(small)), particle_count)
         else:
-            self.tail_index = np.arange(len(constraints))
             self.tail = _Jacobi(constraints, particle_count)
 
     def set_damping(self, gamma: float, x_prev) -> None:
-        """Internal damping gamma = tau / dt for this step's sweeps (``TetStrainConstraints.set_damping``), with C
-        at the step's start positions x_prev (n, 3) handed to every batch, the tail and the fast sweep."""
-        c_prev = self.constraints.constraint(x_prev) if gamma > 0.0 else None
-        for batch, index in zip(self.batches, self.batch_index):
-            batch.set_damping(gamma, c_prev[index] if c_prev is not None else None)
+        """Internal damping gamma = tau / dt for this step's sweeps (``TetStrainConstraints.set_damping``) with the
+        step's start positions x_prev (n, 3), handed to every batch, the tail and the fast sweep."""
+        for batch in self.batches:
+            batch.set_damping(gamma, x_prev)
         if self.tail is not None:
-            self.tail.constraints.set_damping(gamma, c_prev[self.tail_index] if c_prev is not None else None)
+            self.tail.constraints.set_damping(gamma, x_prev)
         if self.fast is not None:
-            self.fast.set_damping(gamma, c_prev)
+            self.fast.set_damping(gamma, x_prev)
 
     def new_multipliers(self):
         """Lagrange multipliers: one array per batch, then one for the tail."""

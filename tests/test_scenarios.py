@@ -110,7 +110,7 @@ def test_real_mesh_dropped_on_a_frictionless_ground_keeps_its_horizontal_momentu
 # ---------------------------------------------------------------------------------------------- friction
 
 _ON_A_VERTEX = ("rests on one vertex, an unstable rest, and tips over: 102 mm at 24 frames with Internal Damping "
-                "0.01 s (the default since session 8), 42.7 / 61.6 / 79.2 mm at 0.001 / 0.002 / 0.005 s; undamped it "
+                "0.01 s (the default since session 8); undamped it "
                 "bounces and passed this 24-frame window (3.2 mm) but had rolled 162 mm by frame 48")
 ICO_FRICTION_FAILS = {"PBD": _ON_A_VERTEX, "XPBD": _ON_A_VERTEX}
 """Pole down (24 frames), measured before: PBD 109 mm, XPBD 85, implicit Euler 40 on tet-edge springs (the spring
@@ -123,7 +123,7 @@ PBD/XPBD roll 208 mm, and NEWTON at 8 substeps (r 1 m, 1 m drop) rests on its po
 away from frame 32 on (128 mm at frame 48); only NEWTON's default single step per frame damps it to 0.0 mm.
 Session 8: PBD/XPBD solids got Internal Damping (default 0.01 s), which stops the bounces that kept this sphere in the
 air; resting on its vertex, it tips over within the 24 frames (marked above). The same damping takes Blender's default
-UV sphere and cube, dropped onto friction 0.5, from 80 / 105 mm to 10 / 6 mm (bench_acceptance's scenes)."""
+UV sphere and cube, dropped onto friction 0.5, from 80 / 105 mm to 16 / 6 mm (bench_acceptance's scenes)."""
 SYMMETRIC_CUBE_FRICTION_FAILS = {}
 """PBD slid 1.7 cm (Gauss-Seidel order made the sweep's tangential motion of the contact layer one-sided) until
 contacts moved into its iterations (6.8 mm; solvers/position_based.py CONTACT_ITERATIONS)."""

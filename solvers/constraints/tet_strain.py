@@ -73,8 +73,8 @@ class TetStrainConstraints:
     always_compliant = True
     damping = 0.0
     """gamma = tau / dt of the step (``set_damping``): 0 means no internal damping."""
-    c_prev = None
-    """C (m, 2) at the start of the step, the reference of the damping term (``set_damping``)."""
+    x_prev = None
+    """Positions (n, 3) at the start of the step, the reference of the damping term (``set_damping``)."""
 
     def __init__(self, indices, D, rest_volume, inv_mass, mu, lam):
         self.indices = np.asarray(indices, np.int64).reshape(-1, 4)
@@ -133,8 +133,12 @@ class TetStrainConstraints:
         return np.matmul(np.swapaxes(x[self.indices], 1, 2), self.D)
 
     def constraint(self, x):
-        """C (m, 2): (C_D, C_H) at positions x (n, 3)."""
-        return self.gradients(x)[0]
+        """C (m, 2): (C_D, C_H) at positions x (n, 3); the values of ``gradients`` without the gradients."""
+        F = self.deformation_gradient(x)
+        f0, f1, f2 = F[:, :, 0], F[:, :, 1], F[:, :, 2]
+        J1 = np.einsum("ti,ti->t", f0, np.cross(f1, f2)) - 1.0
+        Q = np.einsum("tij,tij->t", F, F) - 3.0 - 2.0 * J1 + self.kappa * J1 * J1
+        return np.stack([np.sqrt(np.where(Q > Q_ROUND_OFF, Q, 0.0)), J1], axis=1)
 
     def gradients(self, x):
         """C (m, 2) and the per-corner gradients g_D, g_H (m, 4, 3) [1/m] at positions x (n, 3)."""
@@ -157,16 +161,15 @@ class TetStrainConstraints:
         g_H = np.matmul(self.D, np.swapaxes(cof, 1, 2))
         return np.stack([C_D, J1], axis=1), g_D, g_H
 
-    def set_damping(self, gamma: float, c_prev=None) -> None:
+    def set_damping(self, gamma: float, x_prev=None) -> None:
         """Internal damping for the step about to be swept: gamma = tau / dt (tau [s], ``SolverConfig.internal_damping``)
-        and c_prev (m, 2) = C at the step's start positions (``constraint(x_prev)``); gamma 0 turns it off.
+        and x_prev (n, 3), the positions at the step's start; gamma 0 turns it off.
 
         Macklin et al. 2016 (XPBD, eq. 26) with beta = tau / alpha (Rayleigh damping proportional to each constraint's
-        stiffness): dlambda = -(C + alpha lambda + gamma dC) / ((1 + gamma) S + alpha) with dC = C(x) - C(x_prev), the
-        constraint's change over the step so far (the paper's grad C . (x - x_prev) to first order). A rigid motion
-        leaves C unchanged, so it is never damped."""
+        stiffness): dlambda = -(C + alpha lambda + gamma grad C . (x - x_prev)) / ((1 + gamma) S + alpha). A rigid
+        motion has grad C . (x - x_prev) = 0 to first order, so it is not damped."""
         self.damping = float(gamma)
-        self.c_prev = c_prev if gamma > 0.0 else None
+        self.x_prev = x_prev if gamma > 0.0 else None
 
     def corrections(self, x, alpha, lam):
         """The coupled XPBD update of every tet from positions x (n, 3); lam (m, 2) the accumulated multipliers;
@@ -180,8 +183,10 @@ class TetStrainConstraints:
         b = scale * np.einsum("tai,tai->t", wg_D, g_H)
         d = scale * np.einsum("tai,tai->t", wg_H, g_H) + alpha[:, 1]
         r = -(C + np.where(np.isfinite(alpha), alpha * lam, 0.0))
-        if self.damping > 0.0:
-            r -= self.damping * (C - self.c_prev)
+        if self.damping > 0.0:  # gamma grad C . (x - x_prev), per constraint of the pair
+            moved = x[self.indices] - self.x_prev[self.indices]
+            r[:, 0] -= self.damping * np.einsum("tai,tai->t", g_D, moved)
+            r[:, 1] -= self.damping * np.einsum("tai,tai->t", g_H, moved)
         # An infinite alpha_H (no hydrostatic stiffness) leaves the 1x1 deviatoric solve: b^2 / d -> 0.
         inv_d = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0.0)
         schur = a - b * b * inv_d
@@ -234,12 +239,17 @@ class TetStrainColourSweep:
         self._dt = None
         self._constraints, self._colours, self._n = constraints, colours, particle_count
         self._doubled = None
-        self.damping, self.c_prev = 0.0, None  # set_damping
+        self.damping, self.prev_corners = 0.0, None  # set_damping
 
-    def set_damping(self, gamma: float, c_prev=None) -> None:
-        """``TetStrainConstraints.set_damping`` for the sweep: c_prev (m, 2) over the whole set, kept per colour."""
+    def set_damping(self, gamma: float, x_prev=None) -> None:
+        """``TetStrainConstraints.set_damping`` for the sweep: x_prev (n, 3) is gathered once per colour into the
+        kernel's corner layout, (3, 4, m_c) per colour (4 m_c rows each, fewer than moving the state)."""
         self.damping = float(gamma)
-        self.c_prev = [np.ascontiguousarray(c_prev[c].T) for c in self._colours] if gamma > 0.0 else None
+        if gamma <= 0.0:
+            self.prev_corners = None
+            return
+        self.prev_corners = [np.ascontiguousarray(x_prev[order[:4 * count]].reshape(4, count, 3).transpose(2, 0, 1))
+                             for order, count in zip(self.forward.orders, self.forward.counts)]
 
     def symmetric_sweep(self, x, dt: float, lams) -> None:
         """The mean of a forward and a backward sweep, both from x (positions and multipliers), at about the cost of
@@ -259,8 +269,9 @@ class TetStrainColourSweep:
         both = np.concatenate([x, x])
         lams2 = [np.concatenate([lams[j], lams[k - 1 - j]]) for j in range(k)]
         self._doubled.damping = self.damping
-        if self.damping > 0.0:
-            self._doubled.c_prev = [np.concatenate([self.c_prev[j], self.c_prev[k - 1 - j]], axis=1) for j in range(k)]
+        if self.damping > 0.0:  # doubled colour j: colour j's tets, then colour k - 1 - j's (on the copy of x)
+            prev = self.prev_corners
+            self._doubled.prev_corners = [np.concatenate([prev[j], prev[k - 1 - j]], axis=2) for j in range(k)]
         self._doubled.sweep(both, dt, lams2)
         n = len(x)
         np.add(both[:n], both[n:], out=x)
@@ -319,15 +330,15 @@ class TetStrainColourSweep:
             g[0] *= inv_C_D
             wg = g * self.w[c]
             s = np.einsum("xiat,yiat->xyt", wg, g)  # s_XY = sum_a w_a g_Xa . g_Ya
-            if self.damping > 0.0:  # internal damping: (1 + gamma) S and gamma (C - C_prev) (set_damping)
+            if self.damping > 0.0:  # internal damping: (1 + gamma) S and gamma grad C . (x - x_prev) (set_damping)
                 s *= 1.0 + self.damping
             # The 2x2 solve of ``corrections`` with r = C + alpha lambda (alpha_H lambda_H left out when alpha_H is
             # infinite, where 1 / (s_HH + alpha_H) = 0 drops the hydrostatic row): dlambda = -S^-1 r by the Schur
             # complement of the hydrostatic row.
             r = np.multiply(alpha[2:], lam.T)
             r += CJ
-            if self.damping > 0.0:
-                r += self.damping * (CJ - self.c_prev[c])
+            if self.damping > 0.0:  # gamma grad C . (x - x_prev) (g[0] is grad C_D by now)
+                r += self.damping * np.einsum("xiat,iat->xt", g, corners - self.prev_corners[c])
             b = s[0, 1]
             inv_d = 1.0 / (s[1, 1] + alpha[1])
             b_inv_d = b * inv_d
