@@ -153,7 +153,8 @@ class PositionBasedSolver(Solver):
     the Lamé parameters of Young's modulus and Poisson's ratio, ``material_arrays(...).tet_mu / .tet_lambda``), and no
     edge springs or volume constraints (issue 12: a spring network is isotropic only on average, and the ico sphere
     dropped pole-down tipped over). These are compliant in PBD too, so PBD and XPBD solids are the same material.
-    An edge of zero stiffness gets no constraint at all. A cloth (triangles, no tets) with ``config.bending_stiffness`` > 0 gets one
+    A solid's tet constraints also get ``config.internal_damping`` (``TetStrainConstraints.set_damping``: damping of
+    strain rates, not of rigid motion). An edge of zero stiffness gets no constraint at all. A cloth (triangles, no tets) with ``config.bending_stiffness`` > 0 gets one
     isometric bending constraint per interior edge (``constraints/bending.py``), compliant in PBD too. With
     ``config.tether_stretch`` set,
     pin tethers limit how far particles move from the pins (``constraints/tether.py``).
