@@ -13,6 +13,7 @@ bake, surface volume change at the last frame [%], lowest vertex [mm], bake seco
 Run: ``python bench/bench_acceptance.py [--scenes suzanne ico] [--solvers XPBD PBD ...] [--frames 48]``.
 """
 import argparse
+import ast
 import os
 import sys
 import tempfile
@@ -24,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 for path in (os.path.join(ROOT, "tools"), os.path.join(ROOT, "tests")):
     if path not in sys.path:
         sys.path.insert(0, path)
+from blender_helpers import add_remeshed_suzanne  # noqa: E402
 from devenv import import_addon, isolate_blender_user_folders  # noqa: E402
 
 TITLE = "Acceptance scenes (issue 12), baked in Blender with defaults"
@@ -44,14 +46,7 @@ def describe() -> str:
 
 def _add_body(bpy, scene_name, drop):
     if scene_name == "suzanne":
-        bpy.ops.mesh.primitive_monkey_add(size=2.0)
-        body = bpy.context.object
-        subsurf = body.modifiers.new("Subdivision", "SUBSURF")
-        subsurf.levels = 2
-        bpy.ops.object.modifier_apply(modifier=subsurf.name)
-        remesh = body.modifiers.new("Remesh", "REMESH")
-        remesh.mode, remesh.voxel_size = "VOXEL", 0.05
-        bpy.ops.object.modifier_apply(modifier=remesh.name)
+        body = add_remeshed_suzanne(0.05)
     elif scene_name == "ico":
         bpy.ops.mesh.primitive_ico_sphere_add()
         body = bpy.context.object
@@ -67,22 +62,12 @@ def _add_body(bpy, scene_name, drop):
     return body
 
 
-def _volume(x, tris):
-    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
-    return np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0
-
-
-def _volume_centroid(x, tris):
-    """Centroid of the solid the closed surface bounds (its centre of mass at uniform density), (3,)."""
-    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
-    six_v = np.einsum("ij,ij->i", a, np.cross(b, c))
-    return ((a + b + c) / 4.0 * six_v[:, None]).sum(axis=0) / six_v.sum()
-
-
 def bake(scene_name, solver, frames=48, **settings):
     """One bake; returns the figures as a dict."""
     import bpy
     from blender_helpers import evaluated_positions
+
+    from soft_sim.solvers.tetrahedralize import mesh_volume, volume_centroid
 
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
@@ -110,13 +95,13 @@ def bake(scene_name, solver, frames=48, **settings):
     seconds = time.perf_counter() - start
     m = np.array(body.matrix_world)
     xs = [evaluated_positions(body, f) @ m[:3, :3].T + m[:3, 3] for f in range(1, frames + 1)]
-    centroid = np.array([_volume_centroid(x, tris) for x in xs])
+    centroid = np.array([volume_centroid(x, tris) for x in xs])
     travel = np.linalg.norm(centroid[:, :2] - centroid[0, :2], axis=1)
     mean = np.array([x.mean(axis=0) for x in xs])
     mean_travel = np.linalg.norm(mean[:, :2] - mean[0, :2], axis=1)
     return dict(scene=scene_name, solver=solver, vertices=len(xs[0]),
                 drift_mm=1000 * travel[-1], max_drift_mm=1000 * travel.max(), mean_drift_mm=1000 * mean_travel[-1],
-                volume_pct=100 * (_volume(xs[-1], tris) / _volume(xs[0], tris) - 1.0),
+                volume_pct=100 * (mesh_volume(xs[-1], tris) / mesh_volume(xs[0], tris) - 1.0),
                 lowest_mm=1000 * min(x[:, 2].min() for x in xs), seconds=seconds)
 
 
@@ -152,7 +137,7 @@ def main(argv=None):
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
                         help="Object.softsim settings for every body, e.g. use_embedded=True")
     args = parser.parse_args(argv)
-    settings = {k: eval(v) for k, v in (item.split("=", 1) for item in args.set)}
+    settings = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.set)}
     rows = run(args.scenes, args.solvers, args.frames, verbose=True, **settings)
     print(describe() + "\n\n" + markdown(rows))
 

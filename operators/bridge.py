@@ -221,7 +221,7 @@ def config_from_settings(settings, scene) -> "solvers.SolverConfig":
         use_self_collision=bool(settings.use_self_collision),  # solvers apply it to cloth with faces only; not NEWTON
         thickness=settings.thickness,
         damping=settings.damping,
-        internal_damping=settings.internal_damping if settings.role == "SOLID" else 0.0,
+        internal_damping=settings.internal_damping,  # read by PBD/XPBD tet sets only (solids)
         gravity=gravity,
         jacobi_relaxation=settings.jacobi_relaxation,
         tether_stretch=settings.tether_stretch if settings.use_tethers and settings.pin_group else None,

@@ -9,5 +9,6 @@ from .geometry import (  # noqa: F401
     tet_quality,
     tetrahedralize,
     tetrahedralize_cage,
+    volume_centroid,
     winding_number,
 )

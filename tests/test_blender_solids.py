@@ -6,7 +6,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import evaluated_positions, original_positions  # noqa: E402
+from blender_helpers import add_remeshed_suzanne, evaluated_positions, original_positions  # noqa: E402
 
 FRAMES = 48
 DROP = 1.0  # height of the bodies' lowest point above the ground at frame 1 [m]
@@ -276,13 +276,7 @@ def test_dense_suzanne_dropped_on_a_frictionless_ground_keeps_its_centre_and_vol
     dense skin to a coarse lattice: -4.3% volume). bench/bench_acceptance.py runs it for every solver, 48 frames."""
     scene = new_scene(frames=24)
     scene.objects["Ground"].softsim.friction = 0.0
-    bpy.ops.mesh.primitive_monkey_add(size=2.0)
-    body = bpy.context.object
-    body.modifiers.new("Subdivision", "SUBSURF").levels = 2
-    bpy.ops.object.modifier_apply(modifier="Subdivision")
-    remesh = body.modifiers.new("Remesh", "REMESH")
-    remesh.mode, remesh.voxel_size = "VOXEL", 0.05
-    bpy.ops.object.modifier_apply(modifier="Remesh")
+    body = add_remeshed_suzanne(0.05)
     body.location.z = 1.5 - min(v.co.z for v in body.data.vertices)
     body.name = "Suzanne"
     body.softsim.role = "SOLID"

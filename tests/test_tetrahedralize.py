@@ -368,12 +368,10 @@ def test_cage_carries_the_centre_of_mass_of_the_surface_not_of_its_tets():
     turns about the wrong point and, dropped on a frictionless ground, its surface's centroid drifts (issue 12:
     Suzanne's cage at resolution 6, 141% of its volume, 37 mm). ``mass_weights`` spread the surface's own volume."""
     from solvers.builder import build_model
-    from solvers.tetrahedralize import tetrahedralize_cage
+    from solvers.tetrahedralize import tetrahedralize_cage, volume_centroid
 
     vertices, triangles = l_prism()
-    a, b, c = (vertices[triangles[:, k]] for k in range(3))
-    six_v = np.einsum("ij,ij->i", a, np.cross(b, c))
-    centroid = ((a + b + c) / 4.0 * six_v[:, None]).sum(axis=0) / six_v.sum()
+    centroid = volume_centroid(vertices, triangles)
     cage = tetrahedralize_cage(vertices, triangles, resolution=5)
 
     def com(model):

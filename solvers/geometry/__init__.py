@@ -7,12 +7,12 @@ and cage (a coarse cage that drives a dense surface).
 """
 from .cage import tetrahedralize_cage
 from .embedding import embed_points, interpolate_embedded
-from .measures import TetrahedralizeError, check_closed_manifold, mesh_volume, tet_quality
+from .measures import TetrahedralizeError, check_closed_manifold, mesh_volume, tet_quality, volume_centroid
 from .tet_mesh import TetMesh
 from .tetrahedralize import tetrahedralize
 from .winding import winding_number
 
 __all__ = [
     "TetMesh", "TetrahedralizeError", "check_closed_manifold", "embed_points", "interpolate_embedded",
-    "mesh_volume", "tet_quality", "tetrahedralize", "tetrahedralize_cage", "winding_number",
+    "mesh_volume", "tet_quality", "tetrahedralize", "tetrahedralize_cage", "volume_centroid", "winding_number",
 ]

@@ -6,7 +6,7 @@ from ..model import tet_volumes
 from .embedding import _embed_nearby, embed_points
 from .filtering import _DROP_BUDGET, _drop_slivers, _kept_tets, delaunay_tets
 from .lattice import _KEEP, _NEAR, _SAMPLE, _bcc_lattice, _surface_samples, _thin
-from .measures import _checked_input, tet_quality
+from .measures import _checked_input, tet_quality, volume_centroid
 from .tet_mesh import TetMesh
 from .winding import _TriangleTree, _winding_tree
 
@@ -70,7 +70,7 @@ def tetrahedralize_cage(vertices, triangles, resolution: int = 6, min_quality: f
     points = _inflate_cage(points, tets, v[used], _CAGE_INFLATE_MAX * h, min_quality)
     embed_tet, embed_weights = embed_points(v, points, tets)
     mass_weights = _mass_weights(points, tets, tree, lo, hi, float(np.max(hi - lo)) / _MASS_CELLS,
-                                 _volume_centroid(v, f))
+                                 volume_centroid(v, f))
     return TetMesh(
         vertices=points,
         tets=tets,
@@ -84,13 +84,6 @@ def tetrahedralize_cage(vertices, triangles, resolution: int = 6, min_quality: f
         spacing=h,
         mass_weights=mass_weights,
     )
-
-
-def _volume_centroid(v, f):
-    """Centroid (3,) of the solid a closed surface bounds (divergence theorem; either orientation)."""
-    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
-    six_v = np.einsum("ij,ij->i", a, np.cross(b, c))
-    return ((a + b + c) / 4.0 * six_v[:, None]).sum(axis=0) / six_v.sum()
 
 
 def _mass_weights(points, tets, tree, lo, hi, spacing, centroid):

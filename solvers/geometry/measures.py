@@ -88,6 +88,16 @@ def mesh_volume(vertices, triangles) -> float:
     return float(_signed_volumes(v - v[f].reshape(-1, 3).mean(0), f).sum())
 
 
+def volume_centroid(vertices, triangles) -> np.ndarray:
+    """Centroid (3,) of the solid a closed surface bounds (its centre of mass at uniform density; divergence
+    theorem: each triangle's cone from a reference point, weighted by its signed volume; either orientation)."""
+    v, f = _as_mesh(vertices, triangles)
+    centre = v[f].reshape(-1, 3).mean(0)  # as mesh_volume: small cancellation far from the origin
+    u = v - centre
+    volumes = _signed_volumes(u, f)
+    return centre + (u[f].sum(axis=1) / 4.0 * volumes[:, None]).sum(axis=0) / volumes.sum()
+
+
 def _component_volumes(v, f):
     """Signed enclosed volume of each connected part of the surface, shape (parts,)."""
     n = len(v)

@@ -103,7 +103,8 @@ def tetrahedralize(vertices, triangles, resolution: int = 10, min_quality: float
     # Interior lattice points away from the surface; those near it become surface Steiner candidates.
     lattice = _bcc_lattice(lo, hi, h)
     samples = _surface_samples(v, f, used, _SAMPLE * h)
-    dist, nearest = cKDTree(samples).query(lattice)
+    samples_tree = cKDTree(samples)
+    dist, nearest = samples_tree.query(lattice)
     near = dist < _NEAR * h
     interior = lattice[~near]
     interior = interior[np.abs(_winding_tree(interior, tree)) > 0.5]
@@ -115,7 +116,7 @@ def tetrahedralize(vertices, triangles, resolution: int = 10, min_quality: float
 
     # Where the surface is finer than the lattice, finer lattice points in bands along it (tets there are then
     # winding-checked like those of the Steiner points: see lattice_tet below).
-    steiner = np.concatenate([steiner, _graded_band(lo, hi, h, cKDTree(samples), tree, _edge_length(v, f))])
+    steiner = np.concatenate([steiner, _graded_band(lo, hi, h, samples_tree, tree, _edge_length(v, f))])
     points = np.concatenate([v, steiner, interior])
     delaunay_index = np.concatenate([used, n + np.arange(len(steiner) + len(interior))])
     tets = delaunay_index[delaunay_tets(points[delaunay_index])]
