@@ -1,10 +1,29 @@
 """Analytic colliders (ground plane, sphere) and the position-level contact response shared by solvers.
 
 A collider keeps particles on its outside, at least ``thickness`` metres from its surface.
+
+Sphere pads: a sphere also keeps each particle of a body with triangles a little further out, at
+``padded_radius(radius + thickness, pad2)`` from its centre, so that the triangles around the particle stay outside
+the sphere too (``face_contact.sphere_pads`` says how pad2 is chosen). A ground plane needs no pad: a flat face
+cannot dip below a plane its corners are above. Every ``distance`` and ``distance_and_normal`` takes ``pad2`` (rows
+aligned with x, or None for no pad); ground planes ignore it.
 """
 from dataclasses import dataclass
 
 import numpy as np
+
+PAD_LIMIT = 0.01
+"""A sphere's pad never holds a particle more than this fraction of radius + thickness further out (1 cm on a 1 m
+sphere): on a mesh far coarser than the sphere the pad that would keep every face out can be large, and a vertex
+resting on the sphere's top under a tent of faces would float by that much. The exact face push
+(``face_contact.resolve_face_contacts``) keeps the faces out wherever the pad falls short."""
+
+
+def padded_radius(rho: float, pad2: np.ndarray) -> np.ndarray:
+    """sqrt(rho^2 + pad2) [m], rho = radius + thickness, pad2 (k,) [m^2] capped at PAD_LIMIT: the particles' own
+    contact radii."""
+    cap2 = ((1.0 + PAD_LIMIT) ** 2 - 1.0) * rho * rho
+    return np.sqrt(rho * rho + np.minimum(pad2, cap2))
 
 
 @dataclass
@@ -27,11 +46,12 @@ class GroundPlane:
         n = np.asarray(self.normal, float)
         self.normal = n / np.linalg.norm(n)
 
-    def distance_and_normal(self, x: np.ndarray):
-        """Signed distance [m] beyond the thickness, shape (n,), and outward normals, shape (n, 3)."""
+    def distance_and_normal(self, x: np.ndarray, pad2=None):
+        """Signed distance [m] beyond the thickness, shape (n,), and outward normals, shape (n, 3). pad2: ignored
+        (see the module docstring)."""
         return self.distance(x), np.broadcast_to(self.normal, x.shape)
 
-    def distance(self, x: np.ndarray) -> np.ndarray:
+    def distance(self, x: np.ndarray, pad2=None) -> np.ndarray:
         """The signed distance of ``distance_and_normal`` alone, shape (n,)."""
         # Not `@`: a matrix-vector product goes through multithreaded BLAS, which is slow on busy machines.
         return x[:, 0] * self.normal[0] + x[:, 1] * self.normal[1] + x[:, 2] * self.normal[2] - (self.point @ self.normal + self.thickness)
@@ -52,7 +72,14 @@ class Sphere:
     def __post_init__(self):
         self.center = np.asarray(self.center, float)
 
-    def distance_and_normal(self, x: np.ndarray):
+    def _reach(self, pad2):
+        """The contact radius [m]: radius + thickness, or per particle with pads (module docstring)."""
+        rho = self.radius + self.thickness
+        return rho if pad2 is None else padded_radius(rho, pad2)
+
+    def distance_and_normal(self, x: np.ndarray, pad2=None):
+        """Signed distance [m] beyond the thickness (and the pads pad2 (n,) [m^2], if given), shape (n,), and
+        outward normals, shape (n, 3)."""
         r = x - self.center
         dist = np.sqrt(np.einsum("ij,ij->i", r, r))
         if len(dist) and dist.min() > 1e-12:
@@ -62,28 +89,33 @@ class Sphere:
             # A particle exactly at the centre is pushed straight up rather than divided by zero.
             safe = np.where(dist > 1e-12, dist, 1.0)
             n = np.where((dist > 1e-12)[:, None], r / safe[:, None], np.array([0.0, 0.0, 1.0]))
-        return dist - self.radius - self.thickness, n
+        return dist - self._reach(pad2), n
 
-    def distance(self, x: np.ndarray) -> np.ndarray:
+    def distance(self, x: np.ndarray, pad2=None) -> np.ndarray:
         """The signed distance of ``distance_and_normal`` alone, shape (n,)."""
         r = x - self.center
-        return np.sqrt(np.einsum("ij,ij->i", r, r)) - self.radius - self.thickness
+        return np.sqrt(np.einsum("ij,ij->i", r, r)) - self._reach(pad2)
 
 
-def _distance(collider, x) -> np.ndarray:
+def _distance(collider, x, pad2=None) -> np.ndarray:
     """The collider's signed distance (n,) without the normals when it can (``distance``): a contact pass needs
     normals only at the few particles it moves."""
     distance = getattr(collider, "distance", None)
-    return distance(x) if distance is not None else collider.distance_and_normal(x)[0]
+    return distance(x, pad2) if distance is not None else collider.distance_and_normal(x, pad2)[0]
 
 
-def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders) -> int:
+def _rows(pad2, rows):
+    return None if pad2 is None else pad2[rows]
+
+
+def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders, pad2=None) -> int:
     """Project penetrating particles onto each collider's surface, in place, with position-level friction.
 
     ``x`` (n, 3) are the positions at the end of the step, ``x_prev`` (n, 3) at its start: friction removes
     up to ``friction * depth`` of the tangential motion over the step (static and kinetic friction in one
     coefficient, as in Macklin et al. 2014, "Unified particle physics"). Pinned particles
-    (``inv_mass == 0``) are never moved. Returns the number of contacts found.
+    (``inv_mass == 0``) are never moved. pad2 (n,) [m^2]: the particles' sphere pads (module docstring), or None.
+    Returns the number of contacts found.
 
     Known limitation (issue 12): a body that should land without sliding can roll away when this is the only
     contact response. The projection stops each penetrating particle on its own, after the solver's step, so the
@@ -117,11 +149,11 @@ def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, co
     free = inv_mass > 0.0
     contacts = 0
     for collider in colliders:
-        hit = np.nonzero((_distance(collider, x) < 0.0) & free)[0]
+        hit = np.nonzero((_distance(collider, x, pad2) < 0.0) & free)[0]
         if len(hit) == 0:
             continue
         contacts += len(hit)
-        d, normal = collider.distance_and_normal(x[hit])  # normals of the hits only (the same rows' values)
+        d, normal = collider.distance_and_normal(x[hit], _rows(pad2, hit))  # normals of the hits only (same values)
         depth = -d
         x[hit] += depth[:, None] * normal
         if collider.friction > 0.0:
@@ -155,20 +187,20 @@ class ContactConstraints:
     particle that is below its plane back onto it along n and accumulates the normal correction; ``apply_friction``
     (once per step, after the iterations) removes the tangential motion of the step, x - x_prev, of every particle
     that was pushed, up to ``friction`` times its accumulated normal correction (static friction when the slip is
-    smaller, kinetic otherwise; Macklin et al. 2014 section 6.1).
+    smaller, kinetic otherwise; Macklin et al. 2014 section 6.1). pad2: as in ``resolve_contacts``.
     """
 
-    def __init__(self, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders):
+    def __init__(self, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders, pad2=None):
         free = inv_mass > 0.0
         moved = x - x_prev
         step = np.sqrt(np.einsum("ij,ij->i", moved, moved))
         self.sets = []
         for collider in colliders:
-            hit = np.nonzero((_distance(collider, x) < step) & free)[0]
+            hit = np.nonzero((_distance(collider, x, pad2) < step) & free)[0]
             if len(hit) == 0:
                 continue
             near = x[hit]
-            d, n = collider.distance_and_normal(near)  # normals of the candidates only (the same rows' values)
+            d, n = collider.distance_and_normal(near, _rows(pad2, hit))  # the candidates' normals only
             normal = np.array(n)
             # offset: n . x on the surface (x - d n is the closest surface point, thickness included).
             offset = np.einsum("ij,ij->i", near, normal) - d

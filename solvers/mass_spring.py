@@ -118,8 +118,7 @@ import scipy.sparse as sp
 
 from .base import Solver
 from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
-from .colliders import resolve_contacts
-from .face_contact import resolve_face_contacts
+from .face_contact import resolve_collider_contacts, sphere_pads
 from .energies.bending import IsometricBending, hinges_from_triangles
 from .energies.neo_hookean import NeoHookean
 from .material import material_arrays
@@ -201,6 +200,8 @@ class MassSpringSolver(Solver):
         self.free_col = self.free[:, None].astype(float)
         self.self_collision = self_collision_for(model, config)
         """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
+        self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
+        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``face_contact.sphere_pads``)."""
         # scatter @ (e, 3) per-spring vectors: +row to particle i, -row to particle j.
         self.scatter = sp.csr_matrix(
             (np.concatenate([np.ones(e_count), -np.ones(e_count)]),
@@ -273,9 +274,8 @@ class MassSpringSolver(Solver):
                 x += dt * v
         if colliders:
             before = x.copy()
-            # Faces vs spheres first: the vertex projection after it is the final word on every vertex (ground too).
-            resolve_face_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders)  # faces vs spheres
-            resolve_contacts(x, x_prev, self.model.inv_mass, colliders)
+            # Vertices, faces vs spheres, then vertices again if a face moved (``resolve_collider_contacts``).
+            resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
             v += (x - before) / dt
         if self.self_collision is not None:
             # Like the contacts: the projection is a velocity change too, except the part that resolve also adds to
@@ -357,11 +357,12 @@ class MassSpringSolver(Solver):
         # A cloth keeps its contacts out of the solve: projected after the step (``resolve_contacts``), friction there.
         # In the solve they were measured worse for cloth: the two-layer stack on the ground (tests/
         # test_self_collision.py) pressed its layers to 3.6 mm apart at a 5 mm thickness.
+        pad2 = self.pad2[self.free_index]
         for collider in colliders if self.elastic is not None else ():
-            d = collider.distance(x_free) if hasattr(collider, "distance") else collider.distance_and_normal(x_free)[0]
+            d = collider.distance(x_free, pad2) if hasattr(collider, "distance") else collider.distance_and_normal(x_free, pad2)[0]
             near = np.nonzero(d < distance)[0]
             if len(near):
-                d_near, n_near = collider.distance_and_normal(x_free[near])
+                d_near, n_near = collider.distance_and_normal(x_free[near], pad2[near])
                 distance[near], normal[near], friction[near] = d_near, n_near, collider.friction
         candidate = np.isfinite(distance)
         # Land exactly on the surface (inelastic, as the projection): v . n = -d / dt, d >= 0 the distance now.

@@ -9,8 +9,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import Solver
-from .colliders import ContactConstraints, resolve_contacts
-from .face_contact import resolve_face_contacts
+from .colliders import ContactConstraints
+from .face_contact import resolve_collider_contacts, sphere_pads
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
 from .material import material_arrays
@@ -163,7 +163,7 @@ class PositionBasedSolver(Solver):
     Each iteration sweeps every set, then the tethers, then projects the collider contacts
     (``colliders.ContactConstraints``: generated once per step from the predicted positions, also projected before
     the first sweep); a solid's step with contacts runs at least CONTACT_ITERATIONS iterations. Contact friction acts once
-    per step after the iterations; ``resolve_face_contacts`` and ``resolve_contacts`` then catch what is left.
+    per step after the iterations; ``face_contact.resolve_collider_contacts`` then catches what is left.
     """
 
     def __init__(self, model, config):
@@ -196,6 +196,8 @@ class PositionBasedSolver(Solver):
         self.free = (inv_mass > 0.0)[:, None]
         self.self_collision = self_collision_for(model, config)
         """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
+        self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
+        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``face_contact.sphere_pads``)."""
         self._steps = 0  # the tet sweeps alternate their colour order (see _Sweep.alternate)
         self.damped = [sweep for sweep in self.sweeps if sweep.alternate] if config.internal_damping > 0.0 else []
         """The tet sweeps, when the solid has internal damping (``config.internal_damping``, ``set_damping``)."""
@@ -210,7 +212,7 @@ class PositionBasedSolver(Solver):
         if self.damped:
             for sweep in self.damped:
                 sweep.set_damping(self.config.internal_damping / dt, x_prev)
-        contacts = ContactConstraints(x, x_prev, self.model.inv_mass, colliders) if colliders else None
+        contacts = ContactConstraints(x, x_prev, self.model.inv_mass, colliders, self.pad2) if colliders else None
         solid_contact = contacts and self.model.tet_count > 0
         iterations = max(self.config.iterations, CONTACT_ITERATIONS) if solid_contact else self.config.iterations
         symmetric = self.model.tet_count > 0 and SYMMETRIC_SWEEPS
@@ -241,10 +243,9 @@ class PositionBasedSolver(Solver):
                 contacts.project(x)
         if contacts:
             contacts.apply_friction(x, x_prev)  # once per step, on the step's tangential slip
-        # Safety net: faces vs spheres, then every vertex (ground too; particles the sweeps pushed in that were no
-        # contact candidates). The vertex projection after the face one is the final word on every vertex.
-        resolve_face_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders)  # faces vs spheres
-        resolve_contacts(x, x_prev, self.model.inv_mass, colliders)
+        # Safety net: every vertex (ground too; particles the sweeps pushed in that were no contact candidates), faces
+        # vs spheres, and the vertices again if a face moved (``resolve_collider_contacts``).
+        resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
         if self.self_collision is not None:
             self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
         v[:] = (x - x_prev) / dt

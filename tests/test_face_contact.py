@@ -9,6 +9,7 @@ scene with the default XPBD.
 import numpy as np
 import pytest
 
+import solvers.face_contact as face_contact
 import solvers.position_based as position_based
 from solvers import AVAILABLE_SOLVERS, REGISTRY, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.face_contact import resolve_face_contacts
@@ -65,8 +66,60 @@ def test_faces_stay_out_of_the_sphere_in_every_solver(solver):
 
 
 def test_without_face_contacts_the_sphere_pokes_through(monkeypatch):
-    monkeypatch.setattr(position_based, "resolve_face_contacts", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(face_contact, "resolve_face_contacts", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(position_based, "sphere_pads", lambda x, t: np.zeros(len(x)))
     assert drop("XPBD") > 5 * THICKNESS
+
+
+def fine_lab_drop(monkeypatch, pads: bool, frames: int = 30) -> float:
+    """Deepest face point [m] inside the sphere over a 32 x 32 lab cloth's fall onto it (XPBD defaults), with the
+    face push switched off: only the vertex contacts and, if ``pads``, their sphere pads keep the faces out."""
+    monkeypatch.setattr(face_contact, "resolve_face_contacts", lambda *args, **kwargs: 0)
+    if not pads:
+        monkeypatch.setattr(position_based, "sphere_pads", lambda x, t: np.zeros(len(x)))
+    n = 32
+    v, e, t = grid_cloth(n, 10.0, height=3.0)
+    pinned = np.zeros(n * n, bool)
+    pinned[[0, n - 1]] = True
+    model = build_model(v, e, t, pinned=pinned, total_mass=1.0)
+    cfg = SolverConfig(solver="XPBD")
+    sim, state = make_solver(model, cfg), State.at_rest(model)
+    worst = 0.0
+    for _ in range(frames):
+        advance_frame(sim, state, 1.0 / FPS, cfg.substeps, [Sphere(np.zeros(3), 2.7)])
+        worst = max(worst, deepest_face_penetration(state.x, t, np.zeros(3), 2.7))
+    return worst
+
+
+def test_sphere_pads_alone_keep_a_fine_cloths_faces_out(monkeypatch):
+    """On a cloth much finer than the sphere the pads keep every face out by themselves (so the face push finds
+    nothing to do: that is what makes it cheap); without them the faces dip by about their sagitta."""
+    with_pads = fine_lab_drop(monkeypatch, pads=True)
+    without = fine_lab_drop(monkeypatch, pads=False)
+    assert without > 2e-3  # 31 cm quads on a 2.7 m sphere: sagitta L^2 / (4 R) ~ 9 mm at the quads' centres
+    assert with_pads < 0.01 * without
+
+
+def test_reach_bounds_every_point_of_a_triangle():
+    """|p - c|^2 >= min_k |x_k - c|^2 - _reach2 for the closest point p of a triangle to any point c, and the bound
+    is attained (the circumcentre of an acute triangle, the longest edge's midpoint of an obtuse one)."""
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.normal(size=(2000, 3)) for _ in range(3))
+    reach2 = face_contact._reach2(a, b, c)
+    for centre in rng.normal(size=(20, 3)) * 2.0:
+        q, _ = closest_points_on_triangles(centre, a, b, c)
+        r2_min = np.min([np.sum((corner - centre) ** 2, axis=1) for corner in (a, b, c)], axis=0)
+        assert np.all(np.sum((q - centre) ** 2, axis=1) >= r2_min - reach2 - 1e-12)
+    # Attained: a centre on the triangle's circumscribed circle's axis, as far out as the corners allow.
+    acute = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.4, 0.8, 0.0]])
+    obtuse = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.5, 0.1, 0.0]])
+    right = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    reach2 = face_contact._reach2(*(np.stack([tri[k] for tri in (acute, obtuse, right)]) for k in range(3)))
+    a_, b_, c_ = acute
+    # circumradius^2 = |ab|^2 |bc|^2 |ca|^2 / (16 area^2)
+    area2 = 0.25 * np.sum(np.cross(b_ - a_, c_ - a_) ** 2)
+    circum2 = np.sum((b_ - a_) ** 2) * np.sum((c_ - b_) ** 2) * np.sum((a_ - c_) ** 2) / (16.0 * area2)
+    assert np.allclose(reach2, [circum2, 0.25, 0.5], rtol=1e-12)
 
 
 @pytest.mark.parametrize("solver", AVAILABLE_SOLVERS)

@@ -45,8 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import Solver
-from ..colliders import resolve_contacts
-from ..face_contact import resolve_face_contacts
+from ..face_contact import resolve_collider_contacts, sphere_pads
 from ..linalg import factorize_spd
 from ..energies import hinges_from_triangles
 from ..material import material_arrays
@@ -128,6 +127,8 @@ class ProjectiveSolver(Solver):
         self.gravity = np.asarray(config.gravity, float)
         self.self_collision = self_collision_for(model, config)
         """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
+        self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
+        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``face_contact.sphere_pads``)."""
         self._factors = {}
         self.rho = {}
         """Chebyshev's estimated spectral radius per step length h."""
@@ -243,9 +244,8 @@ class ProjectiveSolver(Solver):
             if probing:
                 self.rho[h] = estimate_rho(self.log.residuals)
 
-        # Faces vs spheres first: the vertex projection after it is the final word on every vertex (ground too).
-        resolve_face_contacts(x, x_start, self.model.inv_mass, self.model.triangle_indices, colliders)  # faces vs spheres
-        resolve_contacts(x, x_start, self.model.inv_mass, colliders)
+        # Vertices, faces vs spheres, then vertices again if a face moved (``resolve_collider_contacts``).
+        resolve_collider_contacts(x, x_start, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
         if self.self_collision is not None:
             self.self_collision.resolve_beside_colliders(x, x_start, colliders)
         v[:] = (x - x_start) / h
