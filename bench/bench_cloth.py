@@ -79,6 +79,7 @@ XPBD_CONFIGS = [
          diagonals=False),
     dict(label="Projective 2x5, quad edges", solver="PROJECTIVE", substeps=2, iterations=5, diagonals=False),
     dict(label="Projective 24x5, quad edges", solver="PROJECTIVE", substeps=24, iterations=5, diagonals=False),
+    dict(label="Projective 16x1, quad edges", solver="PROJECTIVE", substeps=16, iterations=1, diagonals=False),
     # Newton with IPC: the colliders' thickness is the barrier's reach (must be > 0), so the cloth never touches them.
     dict(label="Newton (IPC) 1 substep, quad edges, collider thickness 1 cm", solver="NEWTON", substeps=1,
          diagonals=False, collider_thickness=0.01, max_n=64),
@@ -101,6 +102,8 @@ BAKE_CONFIGS = [
     dict(label="Soft Sim bake in Blender, add-on defaults (XPBD 30x1, tethers)", softsim={}),
     dict(label="Soft Sim bake in Blender, Projective 8x5", softsim=dict(solver="PROJECTIVE", substeps=8, iterations=5)),
     dict(label="Soft Sim bake in Blender, Projective 6x5", softsim=dict(solver="PROJECTIVE", substeps=6, iterations=5)),
+    # One local-global iteration per substep: more, shorter steps follow the motion better than more iterations.
+    dict(label="Soft Sim bake in Blender, Projective 16x1", softsim=dict(solver="PROJECTIVE", substeps=16, iterations=1)),
     dict(label="Blender Cloth (built-in), self-collision on", builtin=dict(use_self_collision=True)),
     dict(label="Soft Sim bake in Blender, defaults + self-collision", softsim=dict(use_self_collision=True), max_n=64),
     # PD's long steps move the cloth far per step, so self-collision's pair lists grow large: the 64 x 64 bake did
