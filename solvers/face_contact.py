@@ -34,9 +34,10 @@ p = sum_k b_k x_k, |p - c|^2 = sum_k b_k r_k^2 - sum_{k<l} b_k b_l L_kl^2, and t
 circumradius) on an acute triangle and L_max^2 / 4 on a right or obtuse one (``_reach2``). The cull below applies
 the same bound to the faces as they are now, so the passes only run on faces that stretched past the allowance or
 whose vertices the pad's cap (``colliders.PAD_LIMIT``) left short. The cost: a vertex rests up to its faces'
-sagitta above the sphere (2.3 mm on the 64 x 64 lab cloth's 16 cm quads on a 2.7 m sphere, 23 mm on the 21 x 21
-one's 50 cm quads): where faces rest flat on the sphere that is exactly where their vertices must be; a vertex on
-the sphere's top under a tent of faces floats by up to that much.
+sagitta above the sphere, plus the shear allowance (4.6 mm on the 64 x 64 lab cloth's 16 cm quads on a 2.7 m
+sphere, of which 2.3 mm is the exact sagitta; the 1% cap, 27 mm, on the 21 x 21 one's 50 cm quads): where faces rest
+flat on the sphere the sagitta is exactly where their vertices must be; a vertex on the sphere's top under a tent
+of faces floats by up to the whole pad.
 
 Velocity: the position-based solvers and PROJECTIVE derive v = (x - x_prev) / dt after this, mass-spring adds the
 correction to v (v += dx / dt) like the vertex projection. Either way a face only gets back out what it moved into
