@@ -71,17 +71,21 @@ def test_without_face_contacts_the_sphere_pokes_through(monkeypatch):
     assert drop("XPBD") > 5 * THICKNESS
 
 
+def lab_cloth(n):
+    """The GAMES103 lab cloth (10 m, n x n, two corners pinned, 3 m up): (model, its triangles)."""
+    v, e, t = grid_cloth(n, 10.0, height=3.0)
+    pinned = np.zeros(n * n, bool)
+    pinned[[0, n - 1]] = True
+    return build_model(v, e, t, pinned=pinned, total_mass=1.0), t
+
+
 def fine_lab_drop(monkeypatch, pads: bool, frames: int = 30) -> float:
     """Deepest face point [m] inside the sphere over a 32 x 32 lab cloth's fall onto it (XPBD defaults), with the
     face push switched off: only the vertex contacts and, if ``pads``, their sphere pads keep the faces out."""
     monkeypatch.setattr(face_contact, "resolve_face_contacts", lambda *args, **kwargs: 0)
     if not pads:
         monkeypatch.setattr(position_based, "sphere_pads", lambda x, t: np.zeros(len(x)))
-    n = 32
-    v, e, t = grid_cloth(n, 10.0, height=3.0)
-    pinned = np.zeros(n * n, bool)
-    pinned[[0, n - 1]] = True
-    model = build_model(v, e, t, pinned=pinned, total_mass=1.0)
+    model, t = lab_cloth(32)
     cfg = SolverConfig(solver="XPBD")
     sim, state = make_solver(model, cfg), State.at_rest(model)
     worst = 0.0
@@ -145,11 +149,7 @@ def test_face_push_does_not_bounce_the_cloth(solver):
 def test_lab_scene_faces_stay_out_of_the_sphere():
     """The 21 x 21 GAMES103 lab cloth (10 m, two corners pinned, 3 m above a 2.7 m sphere) with the default XPBD;
     without face contacts its faces dip 14 mm into the sphere between vertices held 10 mm outside."""
-    n = 21
-    v, e, t = grid_cloth(n, 10.0, height=3.0)
-    pinned = np.zeros(n * n, bool)
-    pinned[[0, n - 1]] = True
-    model = build_model(v, e, t, pinned=pinned, total_mass=1.0)
+    model, t = lab_cloth(21)
     cfg = SolverConfig(solver="XPBD")
     sim, state = make_solver(model, cfg), State.at_rest(model)
     colliders = [Sphere(np.zeros(3), 2.7, thickness=THICKNESS)]
