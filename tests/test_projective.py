@@ -3,11 +3,13 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from solvers import (
     GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, deepest_penetration, grid_cloth, make_solver,
 )
 from solvers.energies import HookeSprings
+from solvers.linalg import direct
 from solvers.model import tet_volumes
 from solvers.projective import ProjectiveSolver
 from solvers.projective.constraints import TetStrain, project_unit_product
@@ -334,3 +336,39 @@ def test_a_hanging_solid_sags_the_same_at_double_the_tet_resolution():
         assert 0.85 < history[-1] / analytic < 1.0, history[-1] / analytic
         sags[resolution] = history[-1]
     assert abs(sags[8] / sags[4] - 1.0) < 0.10, sags
+
+
+# ------------------------------------------------------------------ the global solve
+
+
+def _global_matrix(n=24):
+    """PD's global matrix (M/h^2 + L over the free particles) of a pinned n x n cloth, stiffness 1e4, h = 1/384 s."""
+    solver = projective(pinned_cloth(n), stiffness=1.0e4)
+    h = 1.0 / 384.0
+    return (solver.L_free + sp.diags(solver.mass_free / (h * h))).tocsc()
+
+
+def test_banded_cholesky_after_rcm_solves_as_superlu_does():
+    S = _global_matrix()
+    ordering = direct.BandedCholesky.fits(S)
+    assert ordering is not None
+    banded = direct.BandedCholesky(S, ordering)
+    assert banded.bandwidth < 3 * 24  # RCM packs the grid into a band of about two mesh rows, not n^2
+    b = np.random.default_rng(1).normal(size=(S.shape[0], 3))
+    x = banded(b)
+    assert np.abs(S @ x - b).max() < 1e-9 * np.abs(b).max() * np.abs(S).max()
+    assert np.allclose(x, direct.factorize_spd(S)(b), rtol=0, atol=1e-12 * np.abs(x).max())
+    assert np.allclose(banded(b[:, 0]), x[:, 0], rtol=0, atol=1e-12 * np.abs(x).max())  # one right-hand side
+
+
+def test_the_global_solve_picks_superlu_when_the_band_would_not_fit(monkeypatch):
+    S = _global_matrix()
+    b = np.random.default_rng(2).normal(size=(S.shape[0], 3))
+    monkeypatch.setattr(direct, "BAND_MEMORY_LIMIT", 1000)
+    assert direct.BandedCholesky.fits(S) is None
+    solve = direct.factorize_spd_for_many(S)
+    assert solve.method == "SuperLU"
+    monkeypatch.undo()
+    chosen = direct.factorize_spd_for_many(S)  # either, whichever timed faster: both must solve
+    assert chosen.method in ("SuperLU", "banded Cholesky")
+    assert np.allclose(chosen(b), solve(b), rtol=0, atol=1e-12 * np.abs(solve(b)).max())

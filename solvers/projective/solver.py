@@ -13,7 +13,9 @@ isometric bending of cloth hinges, corotated strain + volume per tet for solids)
 for ``config.iterations`` iterations from x_0 = y. Each one lowers Phi (the local step minimizes over p, the
 global over x), so the fixed point is implicit Euler's solution with these energies. The matrix is scalar
 (nf, nf) over the free particles, the same for x, y and z, and constant for a given h: it is factorized once
-(SuperLU, minimum degree ordering of A^T + A) and each global step is one solve with three right-hand sides.
+(``linalg.factorize_spd_for_many``: SuperLU with a minimum degree ordering, or a banded Cholesky after reverse
+Cuthill-McKee when its band fits the cache and it measures faster) and each global step is one solve with three
+right-hand sides.
 Pinned particles (inv_mass 0) are eliminated: they sit on x^n + h v^n (``advance_frame`` sets v so that this is
 their target) and their L-columns move to the right-hand side.
 
@@ -46,7 +48,7 @@ import scipy.sparse as sp
 
 from ..base import Solver
 from ..face_contact import resolve_collider_contacts, sphere_pads
-from ..linalg import factorize_spd
+from ..linalg import factorize_spd_for_many
 from ..energies import hinges_from_triangles
 from ..material import material_arrays
 from ..model import State, StepStats, measure_stats
@@ -143,7 +145,7 @@ class ProjectiveSolver(Solver):
             S = (self.L_free + sp.diags(self.mass_free / (h * h))).tocsc()
             if len(self._factors) >= 4:  # advance_frame keeps h fixed; a changing h must not pile up factors
                 self._factors.clear()
-            solve = self._factors[h] = factorize_spd(S)
+            solve = self._factors[h] = factorize_spd_for_many(S)
         return solve
 
     def _prepare(self, y, h, with_energy=True):
