@@ -11,8 +11,9 @@ from scipy.sparse.linalg import splu
 
 BAND_MEMORY_LIMIT = 16 * 2**20
 """Largest banded Cholesky factor tried [bytes]. Past the last-level cache the banded solve streams its factor from
-memory and SuperLU's sparser factor wins (64x64 cloth: band 4.2 MB, banded solve 0.4 ms vs SuperLU's 0.6 ms; 128x128:
-33 MB, 31 ms vs 12 ms, measured on the 2-core bench machine with a 32 MB L3)."""
+memory and SuperLU's sparser factor wins. Measured on the 2-core bench machine (32 MB L3), PD's matrix of the lab
+cloth, three right-hand sides: 64x64, band 4.2 MB: banded 0.46 ms vs SuperLU 0.58 ms; 96x96, 14 MB: 1.46 vs 1.94 ms;
+128x128, 33 MB: 30.6 vs 12.0 ms (session 7, a busy machine)."""
 
 TIMING_TRIALS = 3
 """Solves timed per method by ``factorize_spd_for_many`` (the fastest of them counts)."""
@@ -30,8 +31,8 @@ def factorize_spd(A: sp.spmatrix):
 
 class BandedCholesky:
     """x = solve(b) for a sparse SPD matrix A (n, n) through a banded Cholesky factor of P A P^T, P the reverse
-    Cuthill-McKee ordering (scipy.sparse.csgraph), which packs a mesh's matrix into a band of about one mesh row
-    (a 64x64 cloth grid: bandwidth 126 of 4094 unknowns). b: (n,) or (n, k); returns the same shape.
+    Cuthill-McKee ordering (scipy.sparse.csgraph), which packs a mesh's matrix into a narrow band
+    (a 64x64 cloth grid: bandwidth 126, two grid rows, of 4094 unknowns). b: (n,) or (n, k); returns the same shape.
 
     ``fits(A)`` says whether the factor stays under ``BAND_MEMORY_LIMIT`` without building it.
     """
