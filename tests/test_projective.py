@@ -10,6 +10,7 @@ from solvers import (
 )
 from solvers.energies import HookeSprings
 from solvers.linalg import direct
+from solvers.linalg.eigen3 import det_3x3, symmetric_eigen_3x3
 from solvers.model import tet_volumes
 from solvers.projective import ProjectiveSolver
 from solvers.projective.constraints import TetStrain, project_unit_product
@@ -372,3 +373,33 @@ def test_the_global_solve_picks_superlu_when_the_band_would_not_fit(monkeypatch)
     chosen = direct.factorize_spd_for_many(S)  # either, whichever timed faster: both must solve
     assert chosen.method in ("SuperLU", "banded Cholesky")
     assert np.allclose(chosen(b), solve(b), rtol=0, atol=1e-12 * np.abs(solve(b)).max())
+
+
+# ------------------------------------------------------------------ the local step's eigen-decomposition
+
+
+def _rotations(rng, m):
+    Q, R = np.linalg.qr(rng.normal(size=(m, 3, 3)))
+    return Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
+
+
+@pytest.mark.parametrize("case", ["random", "near identity", "identity", "two equal", "flat", "huge"])
+def test_symmetric_eigen_3x3_matches_lapack(case):
+    rng = np.random.default_rng(3)
+    m = 2000
+    F = {
+        "random": lambda: rng.normal(size=(m, 3, 3)),
+        "near identity": lambda: np.eye(3) + 0.05 * rng.normal(size=(m, 3, 3)),
+        "identity": lambda: np.broadcast_to(np.eye(3), (m, 3, 3)).copy(),
+        "two equal": lambda: _rotations(rng, m) @ np.diag([2.0, 2.0, 0.5]) @ _rotations(rng, m),
+        "flat": lambda: rng.normal(size=(m, 3, 3)) @ np.diag([1.0, 1.0, 1e-7]),
+        "huge": lambda: 1e3 * rng.normal(size=(m, 3, 3)),
+    }[case]()
+    C = np.swapaxes(F, 1, 2) @ F
+    w, V = symmetric_eigen_3x3(C)
+    scale = np.abs(C).max(axis=(1, 2))
+    assert np.all(np.diff(w, axis=1) >= 0.0)  # ascending, as eigh
+    assert np.abs(w - np.linalg.eigvalsh(C)).max(axis=1).max() <= 1e-13 * scale.max()
+    assert (np.abs(C @ V - V * w[:, None, :]).max(axis=(1, 2)) <= 1e-13 * scale).all()
+    assert np.abs(np.swapaxes(V, 1, 2) @ V - np.eye(3)).max() < 1e-13
+    assert np.allclose(det_3x3(F), np.linalg.det(F), rtol=1e-10, atol=1e-12 * scale.max())

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..energies import IsometricBending
+from ..linalg.eigen3 import det_3x3, symmetric_eigen_3x3
 
 VOLUME_PROJECTION_ITERATIONS = 8
 """Newton iterations projecting singular values onto s0 s1 s2 = 1 (``project_unit_product``)."""
@@ -164,12 +165,13 @@ def rotation_svd(F: np.ndarray):
 
     S is sorted descending and only its last entry can be negative (an inverted tet, det F < 0), so U V^T is the
     rotation of F's polar decomposition with reflections fixed (Irving, Teran, Fedkiw 2004, "Invertible finite
-    elements"). From the eigen-decomposition F^T F = V diag(S^2) V^T (batched eigh, about twice as fast as
-    batched SVD on 3x3): u_a = F v_a / S_a for the two largest, u_2 = u_0 x u_1, S_2 = u_2 . F v_2.
+    elements"). From the eigen-decomposition F^T F = V diag(S^2) V^T (``linalg.symmetric_eigen_3x3``, whole-array
+    Jacobi, 3-4x faster than numpy's batched eigh, which was 45% of a PD solid's step): u_a = F v_a / S_a for the
+    two largest, u_2 = u_0 x u_1, S_2 = u_2 . F v_2.
     """
-    eigenvalues, V = np.linalg.eigh(np.swapaxes(F, 1, 2) @ F)
+    eigenvalues, V = symmetric_eigen_3x3(np.swapaxes(F, 1, 2) @ F)
     V = V[:, :, ::-1].copy()  # descending
-    V[np.linalg.det(V) < 0.0, :, 2] *= -1.0
+    V[det_3x3(V) < 0.0, :, 2] *= -1.0
     FV = F @ V
     S = np.sqrt(np.maximum(eigenvalues[:, ::-1], 0.0))
     U = np.empty_like(F)
