@@ -13,7 +13,7 @@ from solvers.linalg import direct
 from solvers.linalg.eigen3 import det_3x3, symmetric_eigen_3x3
 from solvers.model import tet_volumes
 from solvers.projective import ProjectiveSolver
-from solvers.projective.constraints import TetStrain, project_unit_product
+from solvers.projective.constraints import TetStrain, project_unit_product, rotation_svd
 from solvers.projective.solver import ACCELERATIONS
 from solvers.material import lame_parameters
 from solvers.tetrahedralize import tetrahedralize
@@ -402,4 +402,20 @@ def test_symmetric_eigen_3x3_matches_lapack(case):
     assert np.abs(w - np.linalg.eigvalsh(C)).max(axis=1).max() <= 1e-13 * scale.max()
     assert (np.abs(C @ V - V * w[:, None, :]).max(axis=(1, 2)) <= 1e-13 * scale).all()
     assert np.abs(np.swapaxes(V, 1, 2) @ V - np.eye(3)).max() < 1e-13
-    assert np.allclose(det_3x3(F), np.linalg.det(F), rtol=1e-10, atol=1e-12 * scale.max())
+    assert np.allclose(det_3x3(F.transpose(1, 2, 0)), np.linalg.det(F), rtol=1e-10, atol=1e-12 * scale.max())
+
+
+def test_rotation_svd_factors_every_tet_with_rotations_and_signed_singular_values():
+    """F = U diag(S) V^T, U and V rotations, S descending with only S_2 negative (inverted tets), |S| = numpy's SVD."""
+    rng = np.random.default_rng(4)
+    F = np.concatenate([rng.normal(size=(500, 3, 3)), np.eye(3) + 0.1 * rng.normal(size=(500, 3, 3)),
+                        np.broadcast_to(np.diag([1.0, 1.0, -0.5]), (10, 3, 3))])  # random, near rest, inverted
+    U, S, V = rotation_svd(np.ascontiguousarray(F.transpose(1, 2, 0)))
+    U, S, V = U.transpose(2, 0, 1), S.T, V.transpose(2, 0, 1)
+    assert np.abs(U @ (S[:, :, None] * np.swapaxes(V, 1, 2)) - F).max() < 1e-12
+    for R in (U, V):
+        assert np.abs(np.swapaxes(R, 1, 2) @ R - np.eye(3)).max() < 1e-12
+        assert np.abs(np.linalg.det(R) - 1.0).max() < 1e-12
+    assert np.all(S[:, 0] >= S[:, 1]) and np.all(S[:, 1] >= np.abs(S[:, 2]) - 1e-12) and np.all(S[:, :2] >= 0.0)
+    assert np.allclose(np.sign(S[:, 2]), np.sign(np.linalg.det(F)))
+    assert np.allclose(np.abs(S), np.linalg.svd(F, compute_uv=False), atol=1e-12)
