@@ -1,6 +1,8 @@
 """The one interface every solver shares."""
 from .config import SolverConfig
+from .face_contact import sphere_pads
 from .model import Model, State, StepStats
+from .self_collision import self_collision_for
 
 
 class Solver:
@@ -19,3 +21,15 @@ class Solver:
 
     def step(self, state: State, dt: float, colliders=(), measure: bool = True) -> StepStats:
         raise NotImplementedError
+
+
+class ProjectedContactSolver(Solver):
+    """A Solver that ends each step by projecting positions out of the colliders (PBD/XPBD, Projective Dynamics,
+    the mass-spring integrators; NEWTON keeps contacts inside its solve instead). Builds what that needs once."""
+
+    def __init__(self, model: Model, config: SolverConfig):
+        super().__init__(model, config)
+        self.self_collision = self_collision_for(model, config)
+        """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
+        self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
+        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``face_contact.sphere_pads``)."""

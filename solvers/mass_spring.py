@@ -116,15 +116,14 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .base import Solver
+from .base import ProjectedContactSolver
 from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
-from .face_contact import resolve_collider_contacts, sphere_pads
+from .face_contact import resolve_collider_contacts
 from .energies.bending import IsometricBending, hinges_from_triangles
 from .energies.neo_hookean import NeoHookean
 from .material import material_arrays
 from .frame import StepNotConverged
 from .model import State, StepStats, measure_stats
-from .self_collision import self_collision_for
 
 MASS_SPRING_SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER")
 
@@ -157,7 +156,7 @@ MIN_LINEAR_ITERATIONS = 1000
 """Ceiling on linear iterations per implicit step is max(config.iterations, MIN_LINEAR_ITERATIONS)."""
 
 
-class MassSpringSolver(Solver):
+class MassSpringSolver(ProjectedContactSolver):
     """``config.solver`` 'EXPLICIT_EULER', 'SYMPLECTIC_EULER' or 'IMPLICIT_EULER' (module docstring for the formulas).
 
     A cloth or rope (no tets), every integrator: a Hooke spring of ``config.stiffness`` [N/m] on every edge, plus
@@ -198,10 +197,6 @@ class MassSpringSolver(Solver):
         self.gravity = np.asarray(config.gravity, float)
         self.free = model.inv_mass > 0.0
         self.free_col = self.free[:, None].astype(float)
-        self.self_collision = self_collision_for(model, config)
-        """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
-        self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
-        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``face_contact.sphere_pads``)."""
         # scatter @ (e, 3) per-spring vectors: +row to particle i, -row to particle j.
         self.scatter = sp.csr_matrix(
             (np.concatenate([np.ones(e_count), -np.ones(e_count)]),

@@ -8,14 +8,13 @@ multipliers, which makes its stiffness independent of iteration count and step s
 import numpy as np
 import scipy.sparse as sp
 
-from .base import Solver
+from .base import ProjectedContactSolver
 from .colliders import ContactConstraints
-from .face_contact import resolve_collider_contacts, sphere_pads
+from .face_contact import resolve_collider_contacts
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
-from .self_collision import self_collision_for
 
 
 CONTACT_ITERATIONS = 2
@@ -145,7 +144,7 @@ def _always_compliant(constraints) -> bool:
     return getattr(constraints, "always_compliant", False)
 
 
-class PositionBasedSolver(Solver):
+class PositionBasedSolver(ProjectedContactSolver):
     """``config.solver`` 'PBD' (hard constraints) or 'XPBD' (compliant constraints).
 
     A cloth (no tets) gets distance constraints on its edges (compliance 1 / config.stiffness), hard in PBD. A solid
@@ -194,10 +193,6 @@ class PositionBasedSolver(Solver):
         self.tethers = PinTethers(model, config.tether_stretch) if config.tether_stretch is not None else None
         self.gravity = np.asarray(config.gravity, float)
         self.free = (inv_mass > 0.0)[:, None]
-        self.self_collision = self_collision_for(model, config)
-        """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
-        self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
-        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``face_contact.sphere_pads``)."""
         self._steps = 0  # the tet sweeps alternate their colour order (see _Sweep.alternate)
         self.damped = [sweep for sweep in self.sweeps if sweep.alternate] if config.internal_damping > 0.0 else []
         """The tet sweeps, when the solid has internal damping (``config.internal_damping``, ``set_damping``)."""

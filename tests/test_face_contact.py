@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import solvers.face_contact as face_contact
-import solvers.position_based as position_based
+import solvers.base as solver_base
 from solvers import AVAILABLE_SOLVERS, REGISTRY, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.face_contact import resolve_face_contacts
 from solvers.geometry.intersections import closest_points_on_triangles, deepest_face_penetration
@@ -67,7 +67,7 @@ def test_faces_stay_out_of_the_sphere_in_every_solver(solver):
 
 def test_without_face_contacts_the_sphere_pokes_through(monkeypatch):
     monkeypatch.setattr(face_contact, "resolve_face_contacts", lambda *args, **kwargs: 0)
-    monkeypatch.setattr(position_based, "sphere_pads", lambda x, t: np.zeros(len(x)))
+    monkeypatch.setattr(solver_base, "sphere_pads", lambda x, t: np.zeros(len(x)))
     assert drop("XPBD") > 5 * THICKNESS
 
 
@@ -84,7 +84,7 @@ def fine_lab_drop(monkeypatch, pads: bool, frames: int = 30) -> float:
     face push switched off: only the vertex contacts and, if ``pads``, their sphere pads keep the faces out."""
     monkeypatch.setattr(face_contact, "resolve_face_contacts", lambda *args, **kwargs: 0)
     if not pads:
-        monkeypatch.setattr(position_based, "sphere_pads", lambda x, t: np.zeros(len(x)))
+        monkeypatch.setattr(solver_base, "sphere_pads", lambda x, t: np.zeros(len(x)))
     model, t = lab_cloth(32)
     cfg = SolverConfig(solver="XPBD")
     sim, state = make_solver(model, cfg), State.at_rest(model)

@@ -46,13 +46,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Solver
-from ..face_contact import resolve_collider_contacts, sphere_pads
+from ..base import ProjectedContactSolver
+from ..face_contact import resolve_collider_contacts
 from ..linalg import factorize_spd_for_many
 from ..energies import hinges_from_triangles
 from ..material import material_arrays
 from ..model import State, StepStats, measure_stats
-from ..self_collision import self_collision_for
 from .acceleration import Anderson, Chebyshev, Plain
 from .constraints import EdgeSprings, HingeBending, TetStrain
 
@@ -80,7 +79,7 @@ class StepLog:
     """Phi(x_k) [J] per iterate, from x_0 = y (only when ``log_energy`` is set, or the accelerator needs it)."""
 
 
-class ProjectiveSolver(Solver):
+class ProjectiveSolver(ProjectedContactSolver):
     """``config.solver == 'PROJECTIVE'`` on one Model. ``acceleration`` is one of ACCELERATIONS."""
 
     def __init__(self, model, config, acceleration: str = DEFAULT_ACCELERATION):
@@ -127,10 +126,6 @@ class ProjectiveSolver(Solver):
                                        c.quadratic[self.pinned][:, self.pinned].tocsr()))
         self.mass_free = model.mass[self.free]
         self.gravity = np.asarray(config.gravity, float)
-        self.self_collision = self_collision_for(model, config)
-        """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
-        self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
-        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``face_contact.sphere_pads``)."""
         self._factors = {}
         self.rho = {}
         """Chebyshev's estimated spectral radius per step length h."""
