@@ -51,16 +51,6 @@ def jacobi_eigen(a: np.ndarray):
     return np.stack([a[0, 0], a[1, 1], a[2, 2]]), V
 
 
-def symmetric_eigen_3x3(A: np.ndarray):
-    """(eigenvalues (m, 3) ascending, eigenvectors (m, 3, 3) as columns) of the symmetric matrices A (m, 3, 3), like
-    ``np.linalg.eigh``. Only the upper triangle of A is read."""
-    w, V = jacobi_eigen(np.ascontiguousarray(A.transpose(1, 2, 0)))
-    order = np.argsort(w, axis=0)
-    w = np.take_along_axis(w, order, axis=0)
-    V = np.take_along_axis(V, order[None], axis=1)
-    return w.T.copy(), np.ascontiguousarray(V.transpose(2, 0, 1))
-
-
 def det_3x3(M: np.ndarray) -> np.ndarray:
     """Determinants of the matrices M (3, 3, ...) (structure of arrays), by the rule of Sarrus on whole rows
     (``np.linalg.det`` factorizes each matrix)."""
