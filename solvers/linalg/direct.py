@@ -1,7 +1,5 @@
 """Sparse direct solves of symmetric positive definite systems (SuperLU through scipy, or LAPACK's banded Cholesky
 after a reverse Cuthill-McKee ordering)."""
-import time
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import cholesky_banded
@@ -15,8 +13,13 @@ memory and SuperLU's sparser factor wins. Measured on the 2-core bench machine (
 cloth, three right-hand sides: 64x64, band 4.2 MB: banded 0.46 ms vs SuperLU 0.58 ms; 96x96, 14 MB: 1.46 vs 1.94 ms;
 128x128, 33 MB: 30.6 vs 12.0 ms (session 7, a busy machine)."""
 
-TIMING_TRIALS = 3
-"""Solves timed per method by ``factorize_spd_for_many`` (the fastest of them counts)."""
+BAND_MIN_UNKNOWNS = 2000
+"""Below this many unknowns both solves take tens of microseconds (21x21 cloth, 439 unknowns: 0.035 vs 0.037 ms; a
+1k-tet sphere, 299: 0.029 vs 0.030 ms), so SuperLU stays: switching would change results at round-off for no speed."""
+BAND_FILL_RATIO = 1.6
+"""Banded Cholesky is chosen only when its band holds at most this many times as many entries as SuperLU's factors
+(L + U): measured, the band solve is as fast or faster up to 1.54x (5k-tet sphere: 0.183 vs 0.194 ms) and slower at
+2.17x (21k-tet sphere, 25 MB: 3.5 vs 2.4 ms); cloth grids: 0.94x-1.31x, banded 18-22% faster."""
 
 
 def factorize_spd(A: sp.spmatrix):
@@ -25,16 +28,18 @@ def factorize_spd(A: sp.spmatrix):
     SuperLU with the minimum-degree ordering of A^T + A and no pivoting off the diagonal: for an SPD matrix
     that is a symmetric LDL^T-like factorization with far less fill than the default COLAMD ordering.
     """
-    lu = splu(sp.csc_matrix(A), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
-    return lu.solve
+    return _superlu(A).solve
+
+
+def _superlu(A: sp.spmatrix):
+    return splu(sp.csc_matrix(A), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
 
 
 class BandedCholesky:
     """x = solve(b) for a sparse SPD matrix A (n, n) through a banded Cholesky factor of P A P^T, P the reverse
     Cuthill-McKee ordering (scipy.sparse.csgraph), which packs a mesh's matrix into a narrow band
     (a 64x64 cloth grid: bandwidth 126, two grid rows, of 4094 unknowns). b: (n,) or (n, k); returns the same shape.
-
-    ``fits(A)`` says whether the factor stays under ``BAND_MEMORY_LIMIT`` without building it.
+    ``plan(A)`` gives the ordering and the bandwidth without building the factor.
     """
 
     def __init__(self, A: sp.spmatrix, ordering=None):
@@ -51,15 +56,14 @@ class BandedCholesky:
         self.factor = cholesky_banded(ab, lower=False, check_finite=False)
 
     @staticmethod
-    def fits(A: sp.spmatrix):
-        """The RCM ordering of A if its band factor would take at most BAND_MEMORY_LIMIT bytes, else None."""
+    def plan(A: sp.spmatrix):
+        """(RCM ordering, bandwidth) of A, without building the factor."""
         A = sp.csr_matrix(A)
         perm = _rcm(A)
         inverse = np.empty_like(perm)
         inverse[perm] = np.arange(len(perm))
         coo = A.tocoo()
-        bandwidth = int(np.abs(inverse[coo.row] - inverse[coo.col]).max(initial=0))
-        return perm if (bandwidth + 1) * A.shape[0] * 8 <= BAND_MEMORY_LIMIT else None
+        return perm, int(np.abs(inverse[coo.row] - inverse[coo.col]).max(initial=0))
 
     def __call__(self, b: np.ndarray) -> np.ndarray:
         rhs = np.asfortranarray(b[self.perm].reshape(len(self.perm), -1))  # LAPACK wants columns contiguous
@@ -75,31 +79,20 @@ def _rcm(A: sp.csr_matrix) -> np.ndarray:
     return reverse_cuthill_mckee(A, symmetric_mode=True).astype(np.int64)
 
 
-def factorize_spd_for_many(A: sp.spmatrix, columns: int = 3):
-    """Like ``factorize_spd``, for a matrix that will be solved many times (Projective Dynamics' constant matrix):
-    builds SuperLU's factor and, when its band fits BAND_MEMORY_LIMIT, the banded Cholesky too, times TIMING_TRIALS
-    solves of an (n, columns) right-hand side with each, and returns the faster solve function. Which one wins
-    depends on the mesh and the machine's caches (see BAND_MEMORY_LIMIT), so it is measured rather than guessed;
-    both give the same x up to round-off. The chosen method's name is on the function as ``.method``."""
-    superlu = factorize_spd(A)
-    ordering = BandedCholesky.fits(A)
-    if ordering is None:
-        return _named(superlu, "SuperLU")
-    banded = BandedCholesky(A, ordering)
-    b = np.ones((A.shape[0], columns))
-    if _fastest_time(banded, b) < _fastest_time(superlu, b):
-        return _named(banded, "banded Cholesky")
-    return _named(superlu, "SuperLU")
-
-
-def _fastest_time(solve, b) -> float:
-    solve(b)  # first call: page in the factor
-    best = np.inf
-    for _ in range(TIMING_TRIALS):
-        start = time.perf_counter()
-        solve(b)
-        best = min(best, time.perf_counter() - start)
-    return best
+def factorize_spd_for_many(A: sp.spmatrix):
+    """Like ``factorize_spd``, for a matrix that will be solved many times (Projective Dynamics' constant matrix): the
+    banded Cholesky when A has at least BAND_MIN_UNKNOWNS rows and its band fits BAND_MEMORY_LIMIT and holds at most
+    BAND_FILL_RATIO times SuperLU's factor entries (where it measured faster), else SuperLU. The choice depends on A
+    only, so a bake repeats exactly. Both give the same x up to round-off. The method's name is on the function as
+    ``.method``."""
+    lu = _superlu(A)
+    n = A.shape[0]
+    if n >= BAND_MIN_UNKNOWNS:
+        ordering, bandwidth = BandedCholesky.plan(A)
+        entries = (bandwidth + 1) * n
+        if entries * 8 <= BAND_MEMORY_LIMIT and entries <= BAND_FILL_RATIO * (lu.L.nnz + lu.U.nnz):
+            return _named(BandedCholesky(A, ordering), "banded Cholesky")
+    return _named(lu.solve, "SuperLU")
 
 
 def _named(solve, method: str):
