@@ -361,7 +361,7 @@ def test_banded_cholesky_after_rcm_solves_as_superlu_does():
 
 
 def test_the_global_solve_is_banded_only_where_that_measured_faster(monkeypatch):
-    """48 x 48 cloth (2302 unknowns, band 1.7 MB, 0.94x SuperLU's factor entries): banded; the same matrix with a
+    """48 x 48 cloth (2302 unknowns, band 1.7 MB, 0.93x SuperLU's factor entries): banded; the same matrix with a
     smaller memory limit, or below the size where it pays, SuperLU. Both solve it."""
     S = _global_matrix(48)
     b = np.random.default_rng(2).normal(size=(S.shape[0], 3))
