@@ -97,7 +97,7 @@ class Sphere:
         return np.sqrt(np.einsum("ij,ij->i", r, r)) - self._reach(pad2)
 
 
-def _distance(collider, x, pad2=None) -> np.ndarray:
+def signed_distance(collider, x, pad2=None) -> np.ndarray:
     """The collider's signed distance (n,) without the normals when it can (``distance``): a contact pass needs
     normals only at the few particles it moves."""
     distance = getattr(collider, "distance", None)
@@ -149,7 +149,7 @@ def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, co
     free = inv_mass > 0.0
     contacts = 0
     for collider in colliders:
-        hit = np.nonzero((_distance(collider, x, pad2) < 0.0) & free)[0]
+        hit = np.nonzero((signed_distance(collider, x, pad2) < 0.0) & free)[0]
         if len(hit) == 0:
             continue
         contacts += len(hit)
@@ -196,7 +196,7 @@ class ContactConstraints:
         step = np.sqrt(np.einsum("ij,ij->i", moved, moved))
         self.sets = []
         for collider in colliders:
-            hit = np.nonzero((_distance(collider, x, pad2) < step) & free)[0]
+            hit = np.nonzero((signed_distance(collider, x, pad2) < step) & free)[0]
             if len(hit) == 0:
                 continue
             near = x[hit]

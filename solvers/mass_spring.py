@@ -117,6 +117,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
+from .colliders import signed_distance
 from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
 from .face_contact import resolve_collider_contacts
 from .energies.bending import IsometricBending, hinges_from_triangles
@@ -354,7 +355,7 @@ class MassSpringSolver(ProjectedContactSolver):
         # test_self_collision.py) pressed its layers to 3.6 mm apart at a 5 mm thickness.
         pad2 = self.pad2[self.free_index]
         for collider in colliders if self.elastic is not None else ():
-            d = collider.distance(x_free, pad2) if hasattr(collider, "distance") else collider.distance_and_normal(x_free, pad2)[0]
+            d = signed_distance(collider, x_free, pad2)
             near = np.nonzero(d < distance)[0]
             if len(near):
                 d_near, n_near = collider.distance_and_normal(x_free[near], pad2[near])

@@ -14,8 +14,8 @@ for ``config.iterations`` iterations from x_0 = y. Each one lowers Phi (the loca
 global over x), so the fixed point is implicit Euler's solution with these energies. The matrix is scalar
 (nf, nf) over the free particles, the same for x, y and z, and constant for a given h: it is factorized once
 (``linalg.factorize_spd_for_many``: SuperLU with a minimum degree ordering, or a banded Cholesky after reverse
-Cuthill-McKee when its band fits the cache and it measures faster) and each global step is one solve with three
-right-hand sides.
+Cuthill-McKee where that measured faster: large enough, a band that fits the cache and is not much larger than
+SuperLU's factors) and each global step is one solve with three right-hand sides.
 Pinned particles (inv_mass 0) are eliminated: they sit on x^n + h v^n (``advance_frame`` sets v so that this is
 their target) and their L-columns move to the right-hand side.
 
