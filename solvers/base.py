@@ -1,8 +1,11 @@
 """The one interface every solver shares."""
+import numpy as np
+
+from .collision.faces import sphere_pads
+from .collision.response import resolve_collider_contacts
+from .collision.self_contact import self_collision_for
 from .config import SolverConfig
-from .face_contact import sphere_pads
 from .model import Model, State, StepStats
-from .self_collision import self_collision_for
 
 
 class Solver:
@@ -11,6 +14,8 @@ class Solver:
     ``step(state, dt, colliders, measure=True)`` advances ``state`` in place by ``dt`` seconds and returns
     StepStats; with ``measure=False`` the strain and volume figures are left out (they cost a pass over
     every element, and ``advance_frame`` only needs them after a frame's last substep).
+    ``colliders`` are the colliders of this step (``collision.Collider``): each at its pose at the step's end, with
+    ``start`` its pose at the step's start when it moves (``frame.advance_frame`` interpolates them over the frame).
     Pinned particles (``inv_mass == 0``) are kinematic: they move by their current velocity, which
     the caller sets (see ``solvers.frame.advance_frame``); solvers apply no force to them.
     """
@@ -32,4 +37,25 @@ class ProjectedContactSolver(Solver):
         self.self_collision = self_collision_for(model, config)
         """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
         self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
-        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``face_contact.sphere_pads``)."""
+        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``collision.faces.sphere_pads``)."""
+
+    def finish_step(self, x, x_prev, v, dt: float, colliders, velocity_from_positions: bool = True) -> None:
+        """The end of every position-level step, in place: collider contacts (``resolve_collider_contacts``), then
+        self-collision (which treats particles resting on a collider as heavy), then the velocity and damping.
+
+        x (n, 3): positions after the solve [m]; x_prev (n, 3): at the step's start (self-collision may move it: its
+        velocity-free recovery of pairs closer than thickness); v (n, 3) [m/s]. ``velocity_from_positions``: v is
+        (x - x_prev) / dt (position-based solvers, Projective Dynamics); otherwise the solver set v itself and the
+        contact corrections are added to it as velocity changes (the mass-spring integrators)."""
+        if not velocity_from_positions:
+            before, prev_before = x.copy(), x_prev.copy()
+        if colliders:
+            resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
+        if self.self_collision is not None:
+            self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
+        if velocity_from_positions:
+            v[:] = (x - x_prev) / dt
+        else:
+            v += ((x - before) - (x_prev - prev_before)) / dt
+        if self.config.damping > 0.0:
+            v *= np.exp(-self.config.damping * dt)

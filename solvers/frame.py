@@ -1,4 +1,4 @@
-"""Advancing a body by one scene frame: substeps, kinematic pins, divergence checks."""
+"""Advancing a body by one scene frame: substeps, kinematic pins and moving colliders, divergence checks."""
 import numpy as np
 
 from .model import State, StepStats
@@ -22,7 +22,9 @@ def advance_frame(solver, state: State, frame_dt: float, substeps: int, collider
 
     pin_targets: (particle_count, 3) world positions [m] at the end of the frame, of which only the
     pinned rows (``inv_mass == 0``) are used: pinned particles move linearly to them over the substeps
-    and carry the matching velocity. A step that raises StepNotConverged (NEWTON on a hard frame) is retried
+    and carry the matching velocity. colliders: at their pose at the frame's end, each with ``start`` its pose at
+    the frame's start if it moves (``collision.frame_colliders``); they move linearly over the substeps like the
+    pins: substep k sees each collider from fraction (k - 1) / substeps to k / substeps (``Collider.over``). A step that raises StepNotConverged (NEWTON on a hard frame) is retried
     from its start as two half steps, recursively down to 1 / 2**MAX_STEP_SPLITS of the substep: a smaller step
     makes the incremental potential more convex (the inertia term grows as 1/dt^2), so Newton converges where a
     full step did not. Returns the last step's StepStats, with the Newton counters summed, the smallest collider
@@ -37,8 +39,9 @@ def advance_frame(solver, state: State, frame_dt: float, substeps: int, collider
     totals = StepStats(min_distance=float("inf"))
     stats = StepStats()
     for k in range(1, substeps + 1):
-        stats = _step(solver, state, dt, colliders, k == substeps, pinned, start + (end - start) * ((k - 1) / substeps),
-                      start + (end - start) * (k / substeps), totals, 0)
+        t0, t1 = (k - 1) / substeps, k / substeps
+        stats = _step(solver, state, dt, [c.over(t0, t1) for c in colliders], k == substeps, pinned,
+                      start + (end - start) * t0, start + (end - start) * t1, totals, 0)
     stats.newton_iterations, stats.line_search_halvings = totals.newton_iterations, totals.line_search_halvings
     stats.split_steps = totals.split_steps
     stats.min_distance = totals.min_distance if totals.min_distance < float("inf") else float("nan")
@@ -58,8 +61,10 @@ def _step(solver, state, dt, colliders, measure, pinned, pin_from, pin_to, total
         state.x[:], state.v[:] = saved.x, saved.v
         middle = 0.5 * (pin_from + pin_to)
         totals.split_steps += 1
-        _step(solver, state, 0.5 * dt, colliders, False, pinned, pin_from, middle, totals, depth + 1)
-        return _step(solver, state, 0.5 * dt, colliders, measure, pinned, middle, pin_to, totals, depth + 1)
+        _step(solver, state, 0.5 * dt, [c.over(0.0, 0.5) for c in colliders], False, pinned, pin_from, middle, totals,
+              depth + 1)
+        return _step(solver, state, 0.5 * dt, [c.over(0.5, 1.0) for c in colliders], measure, pinned, middle, pin_to,
+                     totals, depth + 1)
     state.x[pinned] = pin_to  # exact, free of round-off from x += v dt
     check_finite(state, solver.config.max_speed)
     totals.newton_iterations += stats.newton_iterations

@@ -117,9 +117,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
-from .colliders import signed_distance
 from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
-from .face_contact import resolve_collider_contacts
 from .energies.bending import IsometricBending, hinges_from_triangles
 from .energies.neo_hookean import NeoHookean
 from .material import material_arrays
@@ -268,19 +266,9 @@ class MassSpringSolver(ProjectedContactSolver):
             else:
                 v += dt * a
                 x += dt * v
-        if colliders:
-            before = x.copy()
-            # Vertices, faces vs spheres, then vertices again if a face moved (``resolve_collider_contacts``).
-            resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
-            v += (x - before) / dt
-        if self.self_collision is not None:
-            # Like the contacts: the projection is a velocity change too, except the part that resolve also adds to
-            # x_prev (velocity-free recovery of pairs closer than thickness).
-            before, prev_before = x.copy(), x_prev.copy()
-            self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
-            v += ((x - before) - (x_prev - prev_before)) / dt
-        if self.config.damping > 0.0:
-            v *= np.exp(-self.config.damping * dt)
+        # Contact and self-collision corrections are velocity changes too (GAMES103 lab 1), except the part that
+        # self-collision also adds to x_prev (velocity-free recovery of pairs closer than thickness).
+        self.finish_step(x, x_prev, v, dt, colliders, velocity_from_positions=False)
         if not measure:
             return StepStats(iterations=iterations, linear_residual=residual, newton_iterations=linearizations,
                              line_search_halvings=halvings)
@@ -355,7 +343,7 @@ class MassSpringSolver(ProjectedContactSolver):
         # test_self_collision.py) pressed its layers to 3.6 mm apart at a 5 mm thickness.
         pad2 = self.pad2[self.free_index]
         for collider in colliders if self.elastic is not None else ():
-            d = signed_distance(collider, x_free, pad2)
+            d = collider.distance(x_free, pad2)
             near = np.nonzero(d < distance)[0]
             if len(near):
                 d_near, n_near = collider.distance_and_normal(x_free[near], pad2[near])

@@ -1,4 +1,4 @@
-"""NEWTON: implicit Euler as optimization, with IPC barrier contact and lagged friction (seed 004).
+"""NEWTON: implicit Euler as optimization, with IPC barrier contact and lagged friction (Li's solid-sim-tutorial).
 
 Each step of length h minimizes the incremental potential over the free particles' positions x
 
@@ -14,7 +14,7 @@ H the sum of the terms' PSD-projected Hessians over the free DOFs; stop when max
 halving alpha while E(x + alpha p) > E(x). Every accepted iterate keeps every free particle at a positive
 distance from every collider.
 
-Elasticity: a body without tets (cloth, ropes) has seed 004's squared-length spring on every edge with
+Elasticity: a body without tets (cloth, ropes) has the course's squared-length spring on every edge with
 k = stiffness / 4 (the same small-stretch stiffness as a Hooke spring of ``stiffness`` N/m), plus
 isometric bending of its faces when ``bending_stiffness`` > 0. A body with tets (a solid) is stable
 Neo-Hookean with Lame parameters from ``youngs_modulus`` and ``poisson_ratio``.
@@ -25,15 +25,29 @@ the body (the user never tunes it): kappa_i = BARRIER_WEIGHT_FACTOR * M * g for 
 mass and g gravity's magnitude (at least 9.81 m/s^2), so that a single particle's barrier can carry the
 whole body's weight at s = d / d_hat ~ 0.8 and a body resting on many particles sits just inside d_hat.
 The course's square (1000 kg on 5 particles, kappa * contact area = 25 kN) has the same ratio.
+
+Moving colliders: the barriers act against each collider at its pose at the step's end, and friction measures slip
+relative to the collider's motion over the step. A collider that moved into the body since the last step would leave
+particles inside, where the barrier is infinite: before the solve, such particles are moved out to half the reach on
+the side they came from relative to the collider's motion (``Collider.contact`` with the particle held still: a
+sphere that swept past a particle pushes it out ahead of itself, not through its centre), and faces likewise
+(``move_faces_out``). From there every iterate keeps a positive distance. This is a position-level start, not IPC's
+treatment of a moving obstacle (the obstacle's pose as a Dirichlet unknown reached within the solve), so the push at
+the start of a step is not part of the minimization.
+
+The contact part of the Hessian (the face barriers and their friction) is assembled from the triangles in contact at
+each iteration, apart from the fixed pattern of the elastic terms.
 """
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from .base import Solver
+from .collision.barrier import ColliderBarrier, barrier_derivative, barrier_terms
+from .collision.face_barrier import FaceColliderFriction, face_triangles, move_faces_out
+from .collision.friction import ColliderFriction
 from .energies import (
-    ColliderBarrier,
-    ColliderFriction,
     Gravity,
     Inertia,
     IsometricBending,
@@ -41,17 +55,13 @@ from .energies import (
     SquaredLengthSprings,
     hinges_from_triangles,
 )
-from .energies.barrier import barrier_derivative, surface_distance
-from .energies.base import element_stencil
-from .energies.face_barrier import FaceColliderBarrier, FaceColliderFriction, face_triangles, move_faces_out
-from .colliders import Sphere
 from .frame import StepNotConverged
 from .linalg import BlockPattern, block_cg, factorize_spd, inverse_3x3
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
 
 SPRING_K_PER_STIFFNESS = 0.25
-"""Seed 004's spring k = stiffness / 4 (see ``SquaredLengthSprings``)."""
+"""The course's spring k = stiffness / 4 (see ``SquaredLengthSprings``)."""
 BARRIER_WEIGHT_FACTOR = 2.5
 """kappa_i = this * body mass * g [N]; see the module docstring."""
 FRICTION_SLIP_SPEED = 1e-3
@@ -111,39 +121,51 @@ class NewtonSolver(Solver):
                 hinges = hinges_from_triangles(model.triangle_indices)
                 if len(hinges):
                     self.potentials.append(IsometricBending(model.rest_positions, hinges, config.bending_stiffness))
-        # The fixed stencil: inertia's diagonal, every potential's element blocks, and one more diagonal that
-        # collects the contact and friction blocks (they only ever touch a particle's own block).
+        # The fixed stencil: inertia's diagonal and every potential's element blocks (the diagonal also collects the
+        # vertex barriers and their friction, which only ever touch a particle's own block).
         stencils = [self.inertia.hessian(model.rest_positions)] + [e.hessian(model.rest_positions) for e in self.potentials]
-        # Faces against spheres (energies/face_barrier.py): their triangles' blocks come before the diagonal.
-        self.face_triangles = face_triangles(model.triangle_indices, self.free)
-        self.face_rows, self.face_cols = element_stencil(self.face_triangles)
-        rows = np.concatenate([h.rows for h in stencils] + [self.face_rows, np.arange(n)])
-        cols = np.concatenate([h.cols for h in stencils] + [self.face_cols, np.arange(n)])
+        rows = np.concatenate([h.rows for h in stencils] + [np.arange(n)])
+        cols = np.concatenate([h.cols for h in stencils] + [np.arange(n)])
         self.pattern = BlockPattern(rows, cols, self.free)
+        self.face_triangles = face_triangles(model.triangle_indices, self.free)
+        """Triangles with a free corner: the ones a face barrier can move."""
+        self.reduced = np.full(n, -1, np.int64)
+        self.reduced[self.pattern.free_index] = np.arange(self.pattern.free_count)
         g = max(float(np.linalg.norm(config.gravity)), 9.81)
         self.kappa = np.full(n, BARRIER_WEIGHT_FACTOR * float(model.mass.sum()) * g)
 
     # ------------------------------------------------------------------ the incremental potential
 
-    def _terms(self, colliders, x_start, dt):
-        """Per-step contact terms: a barrier per collider, and lagged friction where the collider has friction."""
-        barriers, frictions = [], []
-        for collider in colliders:
-            barrier = ColliderBarrier(collider, self.kappa, self.free, barrier_reach(collider))
-            barriers.append(barrier)
-            face = None
-            if isinstance(collider, Sphere) and len(self.face_triangles):
-                face = FaceColliderBarrier(collider, self.face_triangles, float(self.kappa.max()), barrier_reach(collider))
-                barriers.append(face)
-                if collider.friction > 0.0:
-                    frictions.append(FaceColliderFriction(collider, self.face_triangles, x_start, face, FRICTION_SLIP_SPEED * dt))
-            if collider.friction > 0.0:
-                d, _ = surface_distance(collider, x_start)
-                contact = self.free & (d < barrier.d_hat)
-                if contact.any():
-                    normal_force = np.where(contact, -barrier_derivative(np.where(contact, d, barrier.d_hat), barrier.d_hat, self.kappa), 0.0)
-                    frictions.append(ColliderFriction(collider, x_start, normal_force, FRICTION_SLIP_SPEED * dt))
-        return barriers, frictions
+    def _barriers(self, colliders):
+        """Barrier terms of colliders at fixed poses: per collider its vertex barrier and, where its surface reaches
+        between a triangle's corners, its face barrier. Returns [(barrier, index of its collider)]."""
+        barriers = []
+        for k, collider in enumerate(colliders):
+            reach = barrier_reach(collider)
+            barriers.append((ColliderBarrier(collider, self.kappa, self.free, reach), k))
+            if len(self.face_triangles):
+                face = collider.face_barrier(self.face_triangles, float(self.kappa.max()), reach)
+                if face is not None:
+                    barriers.append((face, k))
+        return barriers
+
+    def _frictions(self, colliders, barriers, x_start, dt):
+        """Lagged friction of the step's colliders with friction, from the contacts at x_start."""
+        frictions = []
+        for barrier, k in barriers:
+            collider = colliders[k]
+            if collider.friction <= 0.0:
+                continue
+            if getattr(barrier, "coupled", False):
+                frictions.append(FaceColliderFriction(collider, self.face_triangles, x_start, barrier,
+                                                      FRICTION_SLIP_SPEED * dt))
+                continue
+            d, _ = barrier.collider.surface_distance(x_start)
+            contact = self.free & (d < barrier.d_hat)
+            if contact.any():
+                normal_force = np.where(contact, -barrier_derivative(np.where(contact, d, barrier.d_hat), barrier.d_hat, self.kappa), 0.0)
+                frictions.append(ColliderFriction(collider, x_start, normal_force, FRICTION_SLIP_SPEED * dt))
+        return frictions
 
     def _value(self, x, terms, h2):
         return self.inertia.value(x) + h2 * sum(term.value(x) for term in terms)
@@ -154,17 +176,20 @@ class NewtonSolver(Solver):
         gradient = self.inertia.gradient(x) + h2 * sum(term.gradient(x) for term in terms)
         static = [self.inertia.hessian(x).blocks] + [h2 * e.hessian(x).blocks for e in self.potentials]
         diagonal = np.zeros((n, 3, 3))
-        faces = np.zeros((len(self.face_rows), 3, 3))
+        coupled = []
         for term in terms[len(self.potentials):]:
-            if getattr(term, "coupled", False):  # face terms: blocks in the triangles' stencil order
-                faces += term.hessian(x).blocks
+            if getattr(term, "coupled", False):  # face terms: blocks of the triangles in contact
+                coupled.append(term.hessian(x))
             else:
                 diagonal += term.hessian(x).blocks
-        data = self.pattern.assemble(np.concatenate(static + [h2 * faces, h2 * diagonal]))
+        data = self.pattern.assemble(np.concatenate(static + [h2 * diagonal]))
         rhs = -self.pattern.restrict(gradient)
         if self.pattern.free_count == 0:
             return np.zeros_like(x)
         A = self.pattern.matrix(data)
+        contact = self._contact_matrix(coupled, h2)
+        if contact is not None:
+            A = (A + contact).tocsr()
         if 3 * self.pattern.free_count <= DIRECT_SOLVE_MAX_DOFS:
             p = factorize_spd(A)(rhs)
         else:
@@ -172,31 +197,49 @@ class NewtonSolver(Solver):
             p, _, _ = block_cg(A, D_inv, rhs, np.zeros_like(rhs), CG_TOLERANCE, 10 * len(rhs))
         return self.pattern.extend(p, n)
 
+    def _contact_matrix(self, hessians, h2):
+        """The contact terms' blocks (BlockHessians over their current stencils) as one reduced sparse matrix, or
+        None: COO assembly over the free particles (blocks touching a pinned particle are dropped, as in the fixed
+        pattern)."""
+        hessians = [h for h in hessians if len(h.rows)]
+        if not hessians:
+            return None
+        r = self.reduced[np.concatenate([h.rows for h in hessians])]
+        c = self.reduced[np.concatenate([h.cols for h in hessians])]
+        blocks = h2 * np.concatenate([h.blocks for h in hessians])
+        kept = (r >= 0) & (c >= 0)
+        r, c, blocks = r[kept], c[kept], blocks[kept]
+        i = (3 * r)[:, None, None] + np.arange(3)[None, :, None]
+        j = (3 * c)[:, None, None] + np.arange(3)[None, None, :]
+        size = 3 * self.pattern.free_count
+        return sp.coo_matrix((blocks.ravel(), (np.broadcast_to(i, blocks.shape).ravel(),
+                                               np.broadcast_to(j, blocks.shape).ravel())), shape=(size, size)).tocsr()
+
     # ------------------------------------------------------------------ one step
 
     def step(self, state: State, dt: float, colliders=(), measure: bool = True) -> StepStats:
         x, v = state.x, state.v
         config = self.config
+        ends = [c.at_fraction(1.0) for c in colliders]
         _move_out_of_colliders(x, self.free, colliders)
-        move_faces_out(x, self.face_triangles, self.model.inv_mass, colliders, barrier_reach)
+        move_faces_out(x, self.face_triangles, self.model.inv_mass, ends, barrier_reach)
         x_start = x.copy()
         x_tilde = x + dt * v
         self.inertia.x_tilde = x_tilde
         x[~self.free] = x_tilde[~self.free]  # Dirichlet: pinned particles on their targets
-        barriers, frictions = self._terms(colliders, x_start, dt)
-        terms = self.potentials + barriers + frictions
         h2 = dt * dt
-
+        frictions = self._frictions(colliders, self._barriers(ends), x_start, dt)
+        self.log = StepLog([], [], [])
         iterations, halvings = 0, 0
+
+        barriers = [b for b, _ in self._barriers(ends)]
+        terms = self.potentials + barriers + frictions
         energy = self._value(x, terms, h2)
         p = self._direction(x, terms, h2)
         residual = float(np.abs(p).max()) / dt if len(p) else 0.0
-        self.log = StepLog([residual], [energy], [self._min_distance(x, colliders)])
+        self.log.append(residual, energy, self._min_distance(x, ends))
         while residual > config.newton_tolerance:
-            if iterations >= config.newton_max_iterations:
-                raise NewtonNotConverged(
-                    f"Newton did not converge in {iterations} iterations (residual {residual:.3g} m/s, tolerance "
-                    f"{config.newton_tolerance:g} m/s)", iterations, residual)
+            self._check_iterations(iterations, residual)
             alpha = min([1.0] + [b.max_step(x, p) for b in barriers])
             while True:
                 trial = x + alpha * p
@@ -214,12 +257,12 @@ class NewtonSolver(Solver):
             p = self._direction(x, terms, h2)
             residual = float(np.abs(p).max()) / dt
             iterations += 1
-            self.log.append(residual, energy, self._min_distance(x, colliders))
+            self.log.append(residual, energy, self._min_distance(x, ends))
 
         v[:] = (x - x_start) / dt
         if config.damping > 0.0:
             v *= np.exp(-config.damping * dt)
-        min_distance = self._min_distance(x, colliders)
+        min_distance = self._min_distance(x, ends)
         if measure:
             stats = measure_stats(self.model, x)
         else:
@@ -230,11 +273,17 @@ class NewtonSolver(Solver):
         stats.min_distance = min_distance
         return stats
 
+    def _check_iterations(self, iterations, residual):
+        if iterations >= self.config.newton_max_iterations:
+            raise NewtonNotConverged(
+                f"Newton did not converge in {iterations} iterations (residual {residual:.3g} m/s, tolerance "
+                f"{self.config.newton_tolerance:g} m/s)", iterations, residual)
+
     def _min_distance(self, x, colliders) -> float:
         """Smallest distance [m] of a free particle to any collider's surface; nan without colliders."""
         if not colliders or not self.free.any():
             return float("nan")
-        return min(float(surface_distance(c, x[self.free])[0].min()) for c in colliders)
+        return min(float(c.surface_distance(x[self.free])[0].min()) for c in colliders)
 
     def energy(self, state: State) -> float:
         """Kinetic + gravitational + elastic energy [J] (no contact terms): for checking dissipation."""
@@ -248,14 +297,17 @@ def barrier_reach(collider) -> float:
 
 
 def _move_out_of_colliders(x, free, colliders):
-    """Free particles at or below a collider's surface move out along its normal to half its barrier reach.
+    """Free particles at or below a collider's surface (at its pose at the step's end) move out to half its barrier
+    reach, in place, along the normal of ``Collider.contact`` for the collider's motion over the step with the
+    particle held still (the side the collider came from).
 
     IPC needs a start where every distance is positive; a body placed into a collider (or a collider
-    animated into a body between frames) would otherwise have an infinite barrier and no valid step.
+    animated into a body) would otherwise have an infinite barrier and no valid step.
     """
     for collider in colliders:
         d_hat = barrier_reach(collider)
-        d, normal = surface_distance(collider, x)
+        d, normal = collider.contact(x, x)
+        d = d + collider.thickness
         inside = free & (d <= 1e-3 * d_hat)
         if inside.any():
             x[inside] += ((0.5 * d_hat - d[inside]))[:, None] * normal[inside]

@@ -9,8 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
-from .colliders import ContactConstraints
-from .face_contact import resolve_collider_contacts
+from .collision.response import ContactConstraints
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
 from .material import material_arrays
@@ -238,14 +237,9 @@ class PositionBasedSolver(ProjectedContactSolver):
                 contacts.project(x)
         if contacts:
             contacts.apply_friction(x, x_prev)  # once per step, on the step's tangential slip
-        # Safety net: every vertex (ground too; particles the sweeps pushed in that were no contact candidates), faces
-        # vs spheres, and the vertices again if a face moved (``resolve_collider_contacts``).
-        resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
-        if self.self_collision is not None:
-            self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
-        v[:] = (x - x_prev) / dt
-        if self.config.damping > 0.0:
-            v *= np.exp(-self.config.damping * dt)
+        # Safety net: every vertex (ground too; particles the sweeps pushed in that were no contact candidates), and
+        # the faces (``finish_step``).
+        self.finish_step(x, x_prev, v, dt, colliders)
         if not measure:
             return StepStats(iterations=self.config.iterations)
         return measure_stats(self.model, x, iterations=self.config.iterations)

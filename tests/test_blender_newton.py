@@ -7,7 +7,7 @@ bpy = pytest.importorskip("bpy")
 from blender_helpers import evaluated_positions, lab_scene, original_positions  # noqa: E402
 from test_blender_solids import new_scene, solid, triangles, volume_and_centroid, world  # noqa: E402
 
-from solvers.geometry.intersections import closest_points_on_triangles  # noqa: E402
+from solvers.collision.primitives import closest_points_on_triangles  # noqa: E402
 
 
 def test_choosing_newton_moves_untouched_substeps_to_its_default(addon):

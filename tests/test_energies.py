@@ -9,11 +9,10 @@ import scipy.sparse as sp
 
 from solvers import GroundPlane, Sphere
 from solvers.builder import grid_cloth
+from solvers.collision.barrier import ColliderBarrier
+from solvers.collision.face_barrier import FaceColliderBarrier, FaceColliderFriction
+from solvers.collision.friction import ColliderFriction
 from solvers.energies import (
-    ColliderBarrier,
-    ColliderFriction,
-    FaceColliderBarrier,
-    FaceColliderFriction,
     Gravity,
     HookeSprings,
     Inertia,

@@ -9,11 +9,12 @@ scene with the default XPBD.
 import numpy as np
 import pytest
 
-import solvers.face_contact as face_contact
+import solvers.collision.faces as face_contact
 import solvers.base as solver_base
 from solvers import AVAILABLE_SOLVERS, REGISTRY, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
-from solvers.face_contact import resolve_face_contacts
-from solvers.geometry.intersections import closest_points_on_triangles, deepest_face_penetration
+from solvers.collision.faces import resolve_face_contacts
+from solvers.collision.crossings import deepest_face_penetration
+from solvers.collision.primitives import closest_points_on_triangles
 from solvers.mass_spring import substeps_needed
 from solvers.material import material_arrays
 
@@ -66,7 +67,7 @@ def test_faces_stay_out_of_the_sphere_in_every_solver(solver):
 
 
 def test_without_face_contacts_the_sphere_pokes_through(monkeypatch):
-    monkeypatch.setattr(face_contact, "resolve_face_contacts", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(face_contact, "resolve_sphere_faces", lambda *args, **kwargs: 0)
     monkeypatch.setattr(solver_base, "sphere_pads", lambda x, t: np.zeros(len(x)))
     assert drop("XPBD") > 5 * THICKNESS
 
@@ -82,7 +83,7 @@ def lab_cloth(n):
 def fine_lab_drop(monkeypatch, pads: bool, frames: int = 30) -> float:
     """Deepest face point [m] inside the sphere over a 32 x 32 lab cloth's fall onto it (XPBD defaults), with the
     face push switched off: only the vertex contacts and, if ``pads``, their sphere pads keep the faces out."""
-    monkeypatch.setattr(face_contact, "resolve_face_contacts", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(face_contact, "resolve_sphere_faces", lambda *args, **kwargs: 0)
     if not pads:
         monkeypatch.setattr(solver_base, "sphere_pads", lambda x, t: np.zeros(len(x)))
     model, t = lab_cloth(32)
@@ -233,7 +234,7 @@ def test_resting_cloth_comes_out_in_one_call_without_overshoot(spacing):
 
 def test_closest_points_are_the_face_push_routine():
     """closest_points_on_triangles and the face push share one routine (closest_weights on (3, m) corners)."""
-    from solvers.geometry.intersections import closest_weights
+    from solvers.collision.primitives import closest_weights
 
     rng = np.random.default_rng(11)
     a, b, c = rng.normal(size=(3, 200, 3))

@@ -1,16 +1,12 @@
-"""Exact mesh queries of solvers/geometry/intersections.py: closest point on a triangle, the deepest face point
+"""Exact mesh queries of solvers/collision/primitives.py and crossings.py: closest point on a triangle, the deepest face point
 inside a sphere, and the exact count of self-intersecting (edge, triangle) pairs."""
 import time
 
 import numpy as np
 
 from solvers import grid_cloth
-from solvers.geometry.intersections import (
-    closest_points_on_triangles,
-    count_self_intersections,
-    deepest_face_penetration,
-    segments_cross_triangles,
-)
+from solvers.collision.crossings import count_self_intersections, deepest_face_penetration, segments_cross_triangles
+from solvers.collision.primitives import closest_points_on_triangles
 
 
 def _rotation(ax, ay, az):

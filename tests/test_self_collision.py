@@ -1,7 +1,7 @@
-"""Cloth self-collision (solvers/self_collision.py): no intersections, no energy gain, momentum kept.
+"""Cloth self-collision (solvers/collision/self_contact.py): no intersections, no energy gain, momentum kept.
 
 Intersections are counted exactly (every edge of the cloth against every triangle it shares no vertex with,
-``solvers.geometry.intersections.count_self_intersections``), not with the proximity test under test. Grid
+``solvers.collision.crossings.count_self_intersections``), not with the proximity test under test. Grid
 sheets are built with their quads, and their crossings are counted over both splits of every quad
 (``model.collision_triangles``): Blender may draw a bent quad split either way, and neither may cross the cloth.
 """
@@ -10,9 +10,11 @@ import pytest
 
 from solvers import GroundPlane, REGISTRY, SolverConfig, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.builder import grid_quads
-from solvers.geometry.intersections import count_self_intersections
+from solvers.collision.crossings import count_self_intersections
 from solvers.mass_spring import substeps_needed
-from solvers.self_collision import COLLIDER_SLACK, SelfCollision, closest_point_barycentric, closest_points_segments
+from solvers.collision.primitives import closest_points_segments
+from solvers.collision.primitives import point_triangle_closest as closest_point_barycentric
+from solvers.collision.self_contact import COLLIDER_SLACK, SelfCollision
 
 FPS = 24
 SELF_COLLIDING = [name for name, info in REGISTRY.items() if "use_self_collision" in info.settings]
@@ -139,7 +141,7 @@ def test_the_fold_scene_does_intersect_without_self_collision():
 
 
 # XPBD (30 substeps) only: IMPLICIT_EULER (2 substeps) and PROJECTIVE (8) still end this scene with 70-370 crossing
-# pairs (measured; see solvers/self_collision.py), so they are not claimed here.
+# pairs (measured; see solvers/collision/self_contact.py), so they are not claimed here.
 @pytest.mark.parametrize("solver", ["XPBD", "PBD", "SYMPLECTIC_EULER", "IMPLICIT_EULER", "PROJECTIVE"])
 def test_cloth_crumpling_onto_itself_never_intersects(solver):
     counts, state, V = fold_scene(solver, True)
@@ -302,7 +304,7 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere():
     firing in every substep from frame 60 on, carried it 154 mm in by frame 95. No vertex may end deeper than
     COLLIDER_SLACK * thickness, no face much deeper than thickness; and it never crosses itself."""
     from solvers import Sphere
-    from solvers.geometry.intersections import deepest_face_penetration
+    from solvers.collision.crossings import deepest_face_penetration
 
     n, radius = 21, 2.7
     V, E, T = grid_cloth(n, 10.0, 3.0, diagonals=False)

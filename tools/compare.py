@@ -169,7 +169,7 @@ def _quality(scene, cloth, sphere, frames):
     """Quality figures of ``cloth``'s bake over ``frames``, in world space: max and p99 edge strain |l/l0 - 1| [%]
     over all frames and edges, the most intersecting edge-triangle pairs of the cloth with itself in any frame
     (exact test), and the deepest point of any face inside ``sphere`` [mm] (None without a sphere)."""
-    from soft_sim.solvers.geometry.intersections import count_self_intersections, deepest_face_penetration
+    from soft_sim.solvers.collision.crossings import count_self_intersections, deepest_face_penetration
 
     mesh = cloth.data
     n = len(mesh.vertices)

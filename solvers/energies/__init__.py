@@ -3,16 +3,12 @@
 See ``base.py`` for the interface. Used by the NEWTON solver; Projective Dynamics reuses the terms with
 constant Hessians.
 """
-from .barrier import ColliderBarrier
 from .base import BlockHessian, Energy
 from .bending import IsometricBending, hinges_from_triangles
-from .face_barrier import FaceColliderBarrier, FaceColliderFriction
-from .friction import ColliderFriction
 from .inertia import Gravity, Inertia
 from .neo_hookean import NeoHookean
 from .springs import HookeSprings, SquaredLengthSprings
 
 __all__ = [
-    "BlockHessian", "ColliderBarrier", "ColliderFriction", "Energy", "FaceColliderBarrier", "FaceColliderFriction",
-    "Gravity", "HookeSprings", "Inertia", "IsometricBending", "NeoHookean", "SquaredLengthSprings", "hinges_from_triangles",
+    "BlockHessian", "Energy", "Gravity", "HookeSprings", "Inertia", "IsometricBending", "NeoHookean", "SquaredLengthSprings", "hinges_from_triangles",
 ]

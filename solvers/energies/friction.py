@@ -1,4 +1,4 @@
-"""Lagged IPC friction against an analytic collider (Li et al. 2020, section 5; seed 004's course, "4_friction").
+"""The mollified slip of lagged IPC friction (Li et al. 2020, section 5; Li's solid-sim-tutorial, "4_friction").
 
 For each particle in contact at the start of the step, with normal force lambda_i [N] (the barrier's
 push at x^n), tangent projector T_i = I - n_i n_i^T (normal n_i at x^n) and tangential slip
@@ -18,9 +18,6 @@ the course: the step stays a minimization.
 """
 import numpy as np
 
-from .barrier import surface_distance
-from .base import BlockHessian, Energy
-
 
 def mollified_slip(y, eps):
     """f0(y) of the module docstring: |u| smoothed below the slip eps [m], per contact."""
@@ -33,38 +30,3 @@ def mollified_slip_terms(y, eps):
     across = np.where(y >= eps, 1.0 / np.maximum(y, 1e-300), (2.0 * eps - y) / eps**2)
     along = np.where(y >= eps, 0.0, 2.0 / eps - 2.0 * y / eps**2)
     return across, along
-
-
-class ColliderFriction(Energy):
-    """Friction of one collider: collider (friction coefficient mu), x_prev (n, 3) positions at the step's
-    start [m], normal_force (n,) lambda [N] (0 where not in contact), eps [m] slip below which friction sticks."""
-
-    def __init__(self, collider, x_prev: np.ndarray, normal_force: np.ndarray, eps: float):
-        self.mu = float(collider.friction)
-        self.x_prev = np.asarray(x_prev, float).copy()
-        self.weight = self.mu * np.asarray(normal_force, float)
-        self.eps = float(eps)
-        _, normal = surface_distance(collider, self.x_prev)
-        self.normal = np.array(normal, float)
-        self.T = np.eye(3)[None] - self.normal[:, :, None] * self.normal[:, None, :]
-        self._rows = np.arange(len(self.x_prev))
-
-    def _slip(self, x):
-        u = np.einsum("nij,nj->ni", self.T, x - self.x_prev)
-        return u, np.sqrt(np.einsum("ij,ij->i", u, u))
-
-    def value(self, x):
-        _, y = self._slip(x)
-        return float(np.sum(self.weight * mollified_slip(y, self.eps)))
-
-    def gradient(self, x):
-        u, y = self._slip(x)
-        return (self.weight * mollified_slip_terms(y, self.eps)[0])[:, None] * u
-
-    def hessian(self, x, project=True):
-        u, y = self._slip(x)
-        across, along = (self.weight * term for term in mollified_slip_terms(y, self.eps))
-        t = u / np.where(y > 0.0, y, 1.0)[:, None]
-        tt = t[:, :, None] * t[:, None, :]
-        blocks = along[:, None, None] * tt + across[:, None, None] * (self.T - tt)
-        return BlockHessian(self._rows, self._rows, blocks)

@@ -47,7 +47,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import ProjectedContactSolver
-from ..face_contact import resolve_collider_contacts
 from ..linalg import factorize_spd_for_many
 from ..energies import hinges_from_triangles
 from ..material import material_arrays
@@ -241,13 +240,7 @@ class ProjectiveSolver(ProjectedContactSolver):
             if probing:
                 self.rho[h] = estimate_rho(self.log.residuals)
 
-        # Vertices, faces vs spheres, then vertices again if a face moved (``resolve_collider_contacts``).
-        resolve_collider_contacts(x, x_start, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
-        if self.self_collision is not None:
-            self.self_collision.resolve_beside_colliders(x, x_start, colliders)
-        v[:] = (x - x_start) / h
-        if self.config.damping > 0.0:
-            v *= np.exp(-self.config.damping * h)
+        self.finish_step(x, x_start, v, h, colliders)
         stats = measure_stats(self.model, x) if measure else StepStats()
         stats.iterations = iterations
         stats.pd_residual = residual

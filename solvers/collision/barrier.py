@@ -17,30 +17,31 @@ sphere grad(n) = (I - n n^T) / |x - c|, which is negative times b' < 0 and is cl
 """
 import numpy as np
 
-from ..colliders import Sphere
-from .base import BlockHessian, Energy
+from ..energies.base import BlockHessian, Energy
 
 CCD_SAFETY = 0.9
 """A step may cover at most this fraction of the way to the collider (the course's 0.9)."""
 
 
-def surface_distance(collider, x: np.ndarray):
-    """Distance [m] of every particle to the collider's surface (thickness not subtracted), (n,), and normals (n, 3)."""
-    d, n = collider.distance_and_normal(x)
-    return d + collider.thickness, n
+def barrier_terms(d: np.ndarray, d_hat: float, kappa):
+    """b(d), b'(d), b''(d) of the module docstring for 0 < d < d_hat (arrays; kappa scalar or per contact)."""
+    s = d / d_hat
+    value = 0.5 * kappa * d_hat * (s - 1.0) * np.log(s)
+    first = 0.5 * kappa * (np.log(s) + (s - 1.0) / s)
+    second = 0.5 * kappa / d_hat * (s + 1.0) / (s * s)
+    return value, first, second
 
 
 def barrier_derivative(d: np.ndarray, d_hat: float, kappa: np.ndarray) -> np.ndarray:
-    """b'(d) [N] per particle, 0 beyond d_hat; d must be positive where d < d_hat."""
+    """b'(d) [N] per contact, 0 beyond d_hat; d must be positive where d < d_hat."""
     active = d < d_hat
-    s = np.where(active, d / d_hat, 1.0)
-    return np.where(active, 0.5 * kappa * (np.log(s) + (s - 1.0) / s), 0.0)
+    return np.where(active, barrier_terms(np.where(active, d, d_hat), d_hat, kappa)[1], 0.0)
 
 
 class ColliderBarrier(Energy):
     """The barrier of one collider on the particles where ``mask`` is True.
 
-    collider: GroundPlane or Sphere; kappa: (n,) [N]; mask: (n,) bool, e.g. the free particles (pinned ones are
+    collider: any collider at a fixed pose (``Collider``); kappa: (n,) [N]; mask: (n,) bool, e.g. the free particles (pinned ones are
     prescribed and take no part); d_hat [m] > 0, the barrier's reach (default: the collider's thickness).
     Stencil: the diagonal blocks of all n.
     """
@@ -57,15 +58,14 @@ class ColliderBarrier(Energy):
         self._rows = np.arange(n)
 
     def _active(self, x):
-        d, normal = surface_distance(self.collider, x)
+        d, normal = self.collider.surface_distance(x)
         return d, normal, self.mask & (d < self.d_hat)
 
     def value(self, x):
         d, _, active = self._active(x)
         if np.any(d[active] <= 0.0):
             return float("inf")
-        s = d[active] / self.d_hat
-        return float(np.sum(0.5 * self.kappa[active] * self.d_hat * (s - 1.0) * np.log(s)))
+        return float(np.sum(barrier_terms(d[active], self.d_hat, self.kappa[active])[0]))
 
     def gradient(self, x):
         d, normal, active = self._active(x)
@@ -74,32 +74,17 @@ class ColliderBarrier(Energy):
 
     def hessian(self, x, project=True):
         d, normal, active = self._active(x)
-        s = np.where(active, d / self.d_hat, 1.0)
-        along = np.where(active, 0.5 * self.kappa / self.d_hat * (s + 1.0) / s**2, 0.0)
-        nn = normal[:, :, None] * normal[:, None, :]
-        blocks = along[:, None, None] * nn
-        if isinstance(self.collider, Sphere) and not project:
+        second = np.where(active, barrier_terms(np.where(active, d, self.d_hat), self.d_hat, self.kappa)[2], 0.0)
+        blocks = second[:, None, None] * (normal[:, :, None] * normal[:, None, :])
+        if not project:
             db = np.where(active, barrier_derivative(np.where(active, d, self.d_hat), self.d_hat, self.kappa), 0.0)
-            radius = np.linalg.norm(x - self.collider.center, axis=1)
-            blocks += (db / np.maximum(radius, 1e-12))[:, None, None] * (np.eye(3)[None] - nn)
+            blocks += db[:, None, None] * self.collider.normal_gradient(x)
         return BlockHessian(self._rows, self._rows, blocks)
 
-    def max_step(self, x, dx):
-        """Largest alpha <= 1 with x + alpha dx at least (1 - CCD_SAFETY) of the way from the surface (course's rule)."""
-        d, normal = surface_distance(self.collider, x)
-        hit = np.full(len(x), np.inf)
-        if isinstance(self.collider, Sphere):
-            r = x - self.collider.center
-            a = np.einsum("ij,ij->i", dx, dx)
-            b = 2.0 * np.einsum("ij,ij->i", r, dx)
-            c = np.einsum("ij,ij->i", r, r) - self.collider.radius**2
-            disc = b * b - 4.0 * a * c
-            approaching = self.mask & (b < 0.0) & (disc >= 0.0) & (a > 0.0)
-            # Smaller root of a t^2 + b t + c = 0 in the cancellation-free form 2c / (-b + sqrt(disc)).
-            denominator = np.where(approaching, -b + np.sqrt(np.maximum(disc, 0.0)), 1.0)
-            hit = np.where(approaching, 2.0 * c / denominator, np.inf)
-        else:
-            rate = np.einsum("ij,j->i", dx, self.collider.normal)
-            approaching = self.mask & (rate < 0.0)
-            hit = np.where(approaching, d / np.where(approaching, -rate, 1.0), np.inf)
+    def max_step(self, x, dx, sweep=None):
+        """Largest alpha <= 1 with x + alpha dx at least (1 - CCD_SAFETY) of the way from the surface (the course's
+        rule), the collider moving over the same alpha as ``sweep`` does (a collider whose ``start`` is this
+        barrier's pose), or standing still."""
+        moving = self.collider if sweep is None else sweep
+        hit = moving.time_of_impact(x[self.mask], dx[self.mask])
         return float(min(1.0, CCD_SAFETY * hit.min())) if len(hit) else 1.0

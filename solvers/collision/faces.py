@@ -1,12 +1,11 @@
 """Faces against sphere colliders: the position-level response that keeps a triangle's interior outside a sphere.
 
-``solvers.colliders.resolve_contacts`` keeps the *vertices* at least ``radius + thickness`` from a sphere's centre;
-between vertices a face can still dip into it (the sphere shows through a coarse cloth, issue 10 item 3). The
-position-level solvers (position_based.py, mass_spring.py, projective/solver.py) call ``resolve_face_contacts`` just
-before it, so the vertex projection stays the final word on every vertex (a face push near where a sphere meets the
-ground must not leave a vertex below the ground; it only ever moves vertices away from the sphere, so the vertex
-projection after it cannot push a face back in, except where a sphere pokes through the ground). For every triangle whose closest point q = sum_k b_k x_k to the centre c (exact, barycentric
-weights b, ``geometry.intersections.closest_weights``, the routine of ``closest_points_on_triangles``) lies within rho = radius + thickness:
+``response.resolve_contacts`` keeps the *vertices* at least ``radius + thickness`` from a sphere's centre; between
+vertices a face can still dip into it (the sphere shows through a coarse cloth). ``response.resolve_collider_contacts``
+calls the face push (``Sphere.resolve_faces`` -> ``resolve_sphere_faces``) between two vertex projections, so the
+vertex projection stays the final word on every vertex (a face push near where a sphere meets the ground must not
+leave a vertex below the ground). For every triangle whose closest point q = sum_k b_k x_k to the centre c (exact, barycentric
+weights b, ``primitives.closest_weights``) lies within rho = radius + thickness:
 
     depth = rho - |q - c|,   n = (q - c) / |q - c|,
     dx_k = b_k w_k / (sum_j b_j^2 w_j) * delta,   delta = depth n (+ friction, below),   w_k = inv_mass_k,
@@ -16,7 +15,7 @@ delta), heavier and pinned (w = 0) corners less or not at all. A triangle whose 
 
 Friction as for vertex contacts (Macklin et al. 2014, as ``resolve_contacts``): the closest point's tangential
 motion over the step, t = tangential part of (q + depth n - q_prev), q_prev = sum_k b_k x_prev_k, is removed up to
-``friction * depth`` (delta -= min(1, friction depth / |t|) t).
+``friction * depth`` (delta -= min(1, friction depth / |t|) t), the sphere's own motion over the step taken off.
 
 Neighbouring triangles share corners, so all hits of a pass are applied at once (Jacobi) and each vertex takes the
 mean of its hit triangles' corrections (a vertex of six triangles resting on the sphere would otherwise be pushed
@@ -46,8 +45,7 @@ for equal masses), so the response does not bounce (tests/test_face_contact.py m
 """
 import numpy as np
 
-from .colliders import Sphere, resolve_contacts
-from .geometry.intersections import _cross, closest_weights
+from .primitives import _cross, closest_weights
 
 FACE_PASSES = 4
 """Jacobi passes per call at most; measured on the 21 x 21 lab cloth on its sphere, 4 passes leave a residual depth
@@ -179,7 +177,7 @@ def _reach2(a, b, c):
 
 def sphere_pads(rest_positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """Each particle's sphere pad [m^2], (n,): the largest ``_reach2`` of the triangles around it at rest, times
-    PAD_STRETCH^2 (zero for a particle in no triangle). Pass it as ``pad2`` to ``colliders.resolve_contacts`` and
+    PAD_STRETCH^2 (zero for a particle in no triangle). Pass it as ``pad2`` to ``response.resolve_contacts`` and
     ``ContactConstraints`` (module docstring)."""
     x = np.asarray(rest_positions, float)
     pad2 = np.zeros(len(x))
@@ -200,50 +198,41 @@ def _dot3(u, v):
     return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
 
 
-def resolve_collider_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray,
-                              colliders, pad2=None) -> None:
-    """The end of a position-level step: vertices out of every collider (``colliders.resolve_contacts``, with the
-    sphere pads pad2 (n,) [m^2] of ``sphere_pads``), then faces out of spheres (``resolve_face_contacts``), then, if
-    that pushed any face, the vertices once more: the vertex projection is the final word on every vertex (a face
-    push where a sphere meets the ground must not leave a vertex below the ground). Vertices first, so that the face
-    push finds the faces as the pads left them: nothing to do where the pads cover them. In place on x."""
-    resolve_contacts(x, x_prev, inv_mass, colliders, pad2)
-    if resolve_face_contacts(x, x_prev, inv_mass, triangles, colliders):
-        resolve_contacts(x, x_prev, inv_mass, colliders, pad2)
-
-
 def resolve_face_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray, colliders,
                           passes: int = FACE_PASSES) -> int:
-    """Push every triangle that reaches within ``radius + thickness`` of a Sphere collider's centre back out, in place.
+    """Push every triangle (t, 3) out of each collider that reaches between corners (``Collider.resolve_faces``), in
+    place on x; returns the contacts found."""
+    return sum(c.resolve_faces(x, x_prev, inv_mass, triangles, passes) for c in colliders)
 
-    x (n, 3): positions at the end of the step [m]; x_prev (n, 3): at its start (for friction); inv_mass (n,)
-    [1/kg], 0 for pinned particles (never moved); triangles (t, 3) int; colliders: any sequence, only Sphere ones
-    act. Returns the number of (triangle, sphere) contacts found in the first pass.
+
+def resolve_sphere_faces(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray, sphere,
+                         passes: int = FACE_PASSES) -> int:
+    """Push every triangle that reaches within ``radius + thickness`` of the sphere's centre back out, in place.
+
+    x (n, 3): positions at the end of the step [m]; x_prev (n, 3): at its start (for friction, relative to the
+    sphere's motion); inv_mass (n,) [1/kg], 0 for pinned particles (never moved); triangles (t, 3) int. Returns the
+    number of triangles in contact found in the first pass.
     """
-    spheres = [c for c in colliders if isinstance(c, Sphere)]
-    if not spheres:
-        return 0
     triangles = _as_triangles(triangles)
     if len(triangles) == 0 or len(x) == 0:
         return 0
     topology = _topology(triangles)
-    contacts = 0
-    for sphere in spheres:
-        center = np.asarray(sphere.center, float)
-        rho = float(sphere.radius + sphere.thickness)
-        r2, near = _near(x, topology, center, rho)
-        if near is None or len(near) == 0:
-            continue
-        tri = triangles[near]
-        keep = _own_bound(x, r2, tri, rho)
-        keep &= inv_mass[tri].max(axis=1) > 0.0  # a triangle of pins only is the pins' business
-        tri = tri[keep]
-        if len(tri):
-            contacts += _push_out(x, x_prev, inv_mass, tri, center, rho, float(sphere.friction), passes)
-    return contacts
+    center = np.asarray(sphere.center, float)
+    rho = float(sphere.radius + sphere.thickness)
+    r2, near = _near(x, topology, center, rho)
+    if near is None or len(near) == 0:
+        return 0
+    tri = triangles[near]
+    keep = _own_bound(x, r2, tri, rho)
+    keep &= inv_mass[tri].max(axis=1) > 0.0  # a triangle of pins only is the pins' business
+    tri = tri[keep]
+    if len(tri) == 0:
+        return 0
+    drift = np.zeros(3) if sphere.start is None else center - sphere.start.center
+    return _push_out(x, x_prev, inv_mass, tri, center, rho, float(sphere.friction), passes, drift)
 
 
-def _push_out(x, x_prev, inv_mass, tri, center, rho, friction, passes) -> int:
+def _push_out(x, x_prev, inv_mass, tri, center, rho, friction, passes, drift) -> int:
     """The Jacobi passes for one sphere on the candidate triangles tri (m, 3), in place on x; the first pass's hits.
 
     Works on the candidates' own vertices as a structure of arrays X (3, V) (corner k of all triangles is the
@@ -290,7 +279,7 @@ def _push_out(x, x_prev, inv_mass, tri, center, rho, friction, passes) -> int:
             normal[:, through] = face / np.maximum(np.sqrt(_dot3(face, face)), 1e-300)
         delta = depth * normal  # (3, m)
         if friction > 0.0:
-            moved = q + delta - np.einsum("km,ikm->im", b, prev)  # q + delta - q_prev
+            moved = q + delta - np.einsum("km,ikm->im", b, prev) - drift.reshape(3, 1)  # relative to the sphere
             tangential = moved - _dot3(moved, normal) * normal
             slide = np.sqrt(_dot3(tangential, tangential))
             keep = np.clip(1.0 - friction * depth / np.maximum(slide, 1e-15), 0.0, 1.0)

@@ -1,8 +1,8 @@
-"""IPC barrier and lagged friction between a body's triangles and a sphere collider (NEWTON; issue 10 item 3).
+"""IPC barrier and lagged friction between a body's triangles and a sphere collider (NEWTON).
 
 ``barrier.ColliderBarrier`` keeps every *vertex* outside a collider; between vertices a face of a coarse cloth can
 still pass through a sphere. Here the barrier acts on the exact distance from the sphere's centre c to each
-triangle: with q = sum_k b_k x_k the triangle's closest point to c (``geometry.intersections``; b its barycentric
+triangle: with q = sum_k b_k x_k the triangle's closest point to c (``primitives``; b its barycentric
 weights, a minimizer over the triangle) and
 
     d = |q - c| - radius,   n = (q - c) / |q - c|,    s = d / d_hat,
@@ -22,9 +22,9 @@ at most m alpha. Conservative advancement (additive CCD, Li et al. 2021 "Codimen
 after ``CCD_ROUNDS`` rounds with the last safe alpha.
 
 Both terms touch only the triangles with a free corner (``mask``), and of those only the ones near the sphere:
-the exact cull of ``face_contact._candidates``.
+the exact cull of ``faces._candidates``.
 
-Friction (``FaceColliderFriction``): seed 004's lagged IPC friction applied to the closest point of each triangle in
+Friction (``FaceColliderFriction``): Li's solid-sim-tutorial's lagged IPC friction applied to the closest point of each triangle in
 contact at the step's start, with its b, n and normal force lambda = -B'(d) held at x^n: slip
 u = T sum_k b_k (x_k - x^n_k), T = I - n n^T, energy mu lambda f0(|u|) as ``friction.py``; gradient b_k (per-point
 gradient), Hessian (b b^T) (x) (per-point Hessian), PSD.
@@ -34,24 +34,16 @@ Faces of a body in NEWTON are pushed out before a step where they start inside t
 """
 import numpy as np
 
-from ..colliders import Sphere
-from ..face_contact import _candidates
-from ..geometry.intersections import closest_points_on_triangles
-from .barrier import CCD_SAFETY
-from .base import BlockHessian, Energy, element_stencil, scatter
-from .friction import mollified_slip, mollified_slip_terms
+from dataclasses import replace
+
+from ..energies.base import BlockHessian, Energy, element_stencil, scatter
+from ..energies.friction import mollified_slip, mollified_slip_terms
+from .barrier import CCD_SAFETY, barrier_terms
+from .faces import _candidates
+from .primitives import closest_points_on_triangles
 
 CCD_ROUNDS = 64
 """Most rounds of conservative advancement per line search (each vectorized over the approaching triangles)."""
-
-
-def _barrier_values(d, d_hat, kappa):
-    """B(d), B'(d), B''(d) for 0 < d < d_hat (arrays)."""
-    s = d / d_hat
-    value = 0.5 * kappa * d_hat * (s - 1.0) * np.log(s)
-    first = 0.5 * kappa * (np.log(s) + (s - 1.0) / s)
-    second = 0.5 * kappa / d_hat * (s + 1.0) / (s * s)
-    return value, first, second
 
 
 def face_distances(x, triangles, sphere, reach):
@@ -66,6 +58,14 @@ def face_distances(x, triangles, sphere, reach):
     return near, dist - sphere.radius, bary, normal
 
 
+def face_distances_within(barrier, x, reach):
+    """``face_distances`` of a FaceColliderBarrier's triangles that come within ``reach`` [m] of its sphere (inside
+    too): (indices (k,) into its triangles, distances (k,), weights (k, 3), normals (k, 3))."""
+    near, d, bary, normal = face_distances(x, barrier.triangles, barrier.collider, reach)
+    keep = d < reach
+    return near[keep], d[keep], bary[keep], normal[keep]
+
+
 def face_triangles(triangles, free):
     """The triangles (t, 3) with at least one free corner (free: (n,) bool): the ones a face term can move."""
     triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
@@ -75,23 +75,20 @@ def face_triangles(triangles, free):
 class FaceColliderBarrier(Energy):
     """The barrier between a Sphere collider and the triangles (t, 3) (see the module docstring).
 
-    kappa [N] force scale (a scalar); d_hat [m] > 0 the reach. Stencil: ``element_stencil(triangles)``, 9 blocks per
-    triangle (``coupled``: the Newton solver assembles them apart from the per-particle diagonal terms).
+    kappa [N] force scale (a scalar); d_hat [m] > 0 the reach. Hessian: 9 blocks per triangle within reach, in
+    ``element_stencil`` order (``coupled``: the Newton solver assembles them apart from the per-particle diagonal
+    terms, from the contact set of each iteration).
     """
 
     coupled = True
 
     def __init__(self, collider, triangles: np.ndarray, kappa: float, d_hat: float):
-        if not isinstance(collider, Sphere):
-            raise TypeError("FaceColliderBarrier acts on Sphere colliders (a flat face cannot dip below a plane its "
-                            "corners are above)")
         if not d_hat > 0.0:
             raise ValueError("an IPC barrier needs a positive activation distance d_hat")
         self.collider = collider
         self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
         self.kappa = float(kappa)
         self.d_hat = float(d_hat)
-        self.rows, self.cols = element_stencil(self.triangles)
 
     def _active(self, x):
         near, d, bary, normal = face_distances(x, self.triangles, self.collider, self.d_hat)
@@ -102,29 +99,40 @@ class FaceColliderBarrier(Energy):
         _, d, _, _ = self._active(x)
         if np.any(d <= 0.0):
             return float("inf")
-        return float(np.sum(_barrier_values(d, self.d_hat, self.kappa)[0]))
+        return float(np.sum(barrier_terms(d, self.d_hat, self.kappa)[0]))
 
     def gradient(self, x):
         near, d, bary, normal = self._active(x)
-        first = _barrier_values(np.maximum(d, 1e-300), self.d_hat, self.kappa)[1]
+        first = barrier_terms(np.maximum(d, 1e-300), self.d_hat, self.kappa)[1]
         per_corner = (first[:, None] * bary)[:, :, None] * normal[:, None, :]  # (k, 3 corners, 3)
         return scatter(self.triangles[near], per_corner, len(x))
 
     def hessian(self, x, project=True):
+        """The Gauss-Newton blocks of the triangles within reach only (their ``element_stencil``): the contact part of
+        NEWTON's Hessian follows the contact set, not every triangle of the body."""
         near, d, bary, normal = self._active(x)
-        second = _barrier_values(np.maximum(d, 1e-300), self.d_hat, self.kappa)[2]
-        blocks = np.zeros((len(self.triangles), 3, 3, 3, 3))
+        second = barrier_terms(np.maximum(d, 1e-300), self.d_hat, self.kappa)[2]
         nn = normal[:, :, None] * normal[:, None, :]
         weight = second[:, None, None] * bary[:, :, None] * bary[:, None, :]  # (k, 3, 3) corner pairs
-        blocks[near] = weight[:, :, :, None, None] * nn[:, None, None, :, :]
-        return BlockHessian(self.rows, self.cols, blocks.reshape(-1, 3, 3))
+        blocks = weight[:, :, :, None, None] * nn[:, None, None, :, :]
+        rows, cols = element_stencil(self.triangles[near])
+        return BlockHessian(rows, cols, blocks.reshape(-1, 3, 3))
 
-    def max_step(self, x, dx):
-        """Largest alpha <= 1 keeping every face at least (1 - CCD_SAFETY) of its distance from the sphere."""
+    def max_step(self, x, dx, sweep=None):
+        """Largest alpha <= 1 keeping every face at least (1 - CCD_SAFETY) of its distance from the sphere, the sphere
+        moving over the same alpha as ``sweep`` does (a Sphere whose ``start`` is this barrier's pose), or still."""
         if len(self.triangles) == 0:
             return 1.0
-        move = np.sqrt(np.einsum("ij,ij->i", dx, dx))
-        tri_move = move[self.triangles].max(axis=1)
+        c0, r0 = self.collider.center, self.collider.radius
+        shift, grow = np.zeros(3), 0.0
+        if sweep is not None and sweep.start is not None:
+            c0, r0 = sweep.start.center, sweep.start.radius
+            shift, grow = sweep.center - c0, sweep.radius - r0
+        relative = dx - shift
+        move = np.sqrt(np.einsum("ij,ij->i", relative, relative))
+        # Per unit alpha a face's distance to the surface drops by at most its corners' largest move relative to the
+        # sphere's centre, plus the radius's growth.
+        tri_move = move[self.triangles].max(axis=1) + abs(grow)
         # Only triangles whose whole move could bring them within reach of the surface can limit the step.
         near, d0, _, _ = face_distances(x, self.triangles, self.collider, float(tri_move.max()))
         limit = CCD_SAFETY * d0
@@ -133,11 +141,11 @@ class FaceColliderBarrier(Energy):
             return 1.0
         tri, m, floor = self.triangles[near[risky]], tri_move[near[risky]], (1.0 - CCD_SAFETY) * d0[risky]
         alpha = np.zeros(len(tri))
-        c, radius = self.collider.center, self.collider.radius
         for _ in range(CCD_ROUNDS):
             y = x[tri] + alpha[:, None, None] * dx[tri]
+            c = c0 + alpha[:, None] * shift
             q, _ = closest_points_on_triangles(c, y[:, 0], y[:, 1], y[:, 2])
-            gap = np.sqrt(np.einsum("ij,ij->i", q - c, q - c)) - radius
+            gap = np.sqrt(np.einsum("ij,ij->i", q - c, q - c)) - (r0 + alpha * grow)
             increment = np.maximum(gap - floor, 0.0) / m
             alpha = np.minimum(alpha + increment, 1.0)
             if np.all((alpha >= 1.0) | (increment <= 1e-6 * np.maximum(alpha, 1e-3))):
@@ -149,7 +157,8 @@ class FaceColliderFriction(Energy):
     """Lagged friction of the triangles in contact with a Sphere collider at the step's start (module docstring).
 
     triangles (t, 3); x_prev (n, 3) positions at the step's start [m]; barrier: the step's FaceColliderBarrier (its
-    d_hat and kappa give each contact's normal force); eps [m] the slip below which friction sticks.
+    d_hat and kappa give each contact's normal force); eps [m] the slip below which friction sticks. Slip is measured
+    relative to the collider's own motion over the step (``Collider.motion``).
     """
 
     coupled = True
@@ -157,16 +166,16 @@ class FaceColliderFriction(Energy):
     def __init__(self, collider, triangles: np.ndarray, x_prev: np.ndarray, barrier: FaceColliderBarrier, eps: float):
         self.mu = float(collider.friction)
         self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
-        self.rows, self.cols = element_stencil(self.triangles)
         self.x_prev = np.asarray(x_prev, float).copy()
         self.eps = float(eps)
         near, d, bary, normal = barrier._active(self.x_prev)
         contact = d > 0.0
         self.near, self.bary, self.normal = near[contact], bary[contact], normal[contact]
-        first = _barrier_values(d[contact], barrier.d_hat, barrier.kappa)[1]
+        first = barrier_terms(d[contact], barrier.d_hat, barrier.kappa)[1]
         self.weight = self.mu * (-first)  # mu lambda per contact [N]
         self.T = np.eye(3)[None] - self.normal[:, :, None] * self.normal[:, None, :]
         self.q_prev = np.einsum("tk,tki->ti", self.bary, self.x_prev[self.triangles[self.near]])
+        self.q_prev = self.q_prev + collider.motion(self.q_prev)
 
     def _slip(self, x):
         q = np.einsum("tk,tki->ti", self.bary, x[self.triangles[self.near]])
@@ -183,30 +192,29 @@ class FaceColliderFriction(Energy):
         return scatter(self.triangles[self.near], self.bary[:, :, None] * g[:, None, :], len(x))
 
     def hessian(self, x, project=True):
+        """Blocks of the triangles in contact only (their ``element_stencil``)."""
         u, y = self._slip(x)
         across, along = (self.weight * term for term in mollified_slip_terms(y, self.eps))
         t = u / np.where(y > 0.0, y, 1.0)[:, None]
         tt = t[:, :, None] * t[:, None, :]
         point = along[:, None, None] * tt + across[:, None, None] * (self.T - tt)  # (k, 3, 3), PSD
-        blocks = np.zeros((len(self.triangles), 3, 3, 3, 3))
         pair = self.bary[:, :, None] * self.bary[:, None, :]
-        blocks[self.near] = pair[:, :, :, None, None] * point[:, None, None, :, :]
-        return BlockHessian(self.rows, self.cols, blocks.reshape(-1, 3, 3))
+        blocks = pair[:, :, :, None, None] * point[:, None, None, :, :]
+        rows, cols = element_stencil(self.triangles[self.near])
+        return BlockHessian(rows, cols, blocks.reshape(-1, 3, 3))
 
 
 def move_faces_out(x, triangles, inv_mass, colliders, reach_of):
-    """Faces that start a NEWTON step at or inside a sphere move out to half their barrier reach, in place.
-
-    The position-level response (``face_contact.resolve_face_contacts`` with the sphere thickened to radius +
-    reach / 2) on the faces closer than 1e-3 reach; reach_of(collider) gives the barrier reach d_hat [m].
-    """
-    from ..face_contact import resolve_face_contacts
-
+    """Faces that start a NEWTON step at or inside a collider that reaches between corners move out to half their
+    barrier reach, in place: the position-level face push (``Collider.resolve_faces``) with the collider thickened to
+    reach / 2, on the faces closer than 1e-3 reach; reach_of(collider) gives the barrier reach d_hat [m]."""
+    if len(triangles) == 0:
+        return
     for collider in colliders:
-        if not isinstance(collider, Sphere) or len(triangles) == 0:
+        if not collider.reaches_between_corners:
             continue
         reach = reach_of(collider)
         near, d, _, _ = face_distances(x, triangles, collider, 1e-3 * reach)
         if np.any(d <= 1e-3 * reach):
-            pushed = Sphere(collider.center, collider.radius, thickness=0.5 * reach)
-            resolve_face_contacts(x, x, inv_mass, triangles, [pushed], passes=8)
+            pushed = replace(collider, thickness=0.5 * reach, friction=0.0, start=None)
+            pushed.resolve_faces(x, x, inv_mass, triangles, passes=8)

@@ -1,0 +1,21 @@
+"""Contact: colliders, the distance primitives, the position-level response, IPC barriers and self-collision.
+
+One package for everything that keeps bodies apart (docs/design.md, "Contact pipeline"):
+
+- ``colliders``: the collider protocol and the analytic shapes (``GroundPlane``, ``Sphere``), moving through a frame;
+- ``primitives``: point-triangle and segment-segment closest points and distances, with their gradients;
+- ``crossings``: exact edge-triangle crossing tests (quality figures, the self-collision fail-safe);
+- ``response``: the position-level contact response (PBD/XPBD, Projective Dynamics, mass-spring);
+- ``faces``: triangles against spheres (the face push and the sphere pads);
+- ``barrier``, ``face_barrier``, ``friction``: NEWTON's IPC barrier and lagged friction energies;
+- ``self_contact``, ``self_broad_phase``, ``impact_zones``: cloth self-collision.
+
+Solvers reach colliders only through the protocol of ``colliders.Collider``: no solver tests a collider's type.
+"""
+from .colliders import Collider, GroundPlane, Sphere, deepest_penetration, frame_colliders
+from .response import ContactConstraints, resolve_collider_contacts, resolve_contacts
+
+__all__ = [
+    "Collider", "ContactConstraints", "GroundPlane", "Sphere", "deepest_penetration", "frame_colliders",
+    "resolve_collider_contacts", "resolve_contacts",
+]

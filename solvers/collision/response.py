@@ -1,0 +1,118 @@
+"""The position-level contact response shared by PBD/XPBD, Projective Dynamics and the mass-spring integrators.
+
+- ``ContactConstraints``: collider contacts as inequality constraints inside a position-based solve (PBD/XPBD
+  project them every iteration).
+- ``resolve_contacts``: particles projected out of every collider at the end of a step, with friction.
+- ``resolve_collider_contacts``: the end of a position-level step: vertices, then faces (colliders that reach
+  between a triangle's corners), then the vertices again if a face moved.
+
+Friction is position-level (Macklin et al. 2014, "Unified particle physics", section 6.1): a particle pushed by
+``depth`` loses up to ``friction * depth`` of its tangential motion over the step *relative to the collider*
+(``Collider.motion``), so a moving collider drags what rests on it. Contact planes come from ``Collider.contact``,
+which sees the step continuously: a particle a fast collider swept past is pushed out on the side it came from.
+"""
+import numpy as np
+
+
+def _dot(u, v):
+    return np.einsum("ij,ij->i", u, v)
+
+
+def _remove_slip(x, x_prev, rows, normal, budget, collider):
+    """Remove the tangential motion of particles ``rows`` (k,) relative to the collider over the step, up to
+    ``budget`` (k,) [m] each (all of it where the slip is smaller: static friction), in place on x."""
+    moved = x[rows] - x_prev[rows] - collider.motion(x_prev[rows])
+    tangential = moved - _dot(moved, normal)[:, None] * normal
+    slide = np.sqrt(_dot(tangential, tangential))
+    remove = np.where(slide > 1e-15, np.minimum(1.0, budget / np.maximum(slide, 1e-15)), 0.0)
+    x[rows] -= remove[:, None] * tangential
+
+
+def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders, pad2=None) -> int:
+    """Project penetrating particles onto each collider's contact plane, in place, with position-level friction.
+
+    x (n, 3): positions at the end of the step [m]; x_prev (n, 3): at its start; inv_mass (n,) [1/kg], 0 for pinned
+    particles (never moved); pad2 (n,) [m^2]: the particles' sphere pads (``colliders`` module docstring), or None.
+    Friction removes up to ``friction * depth`` of the tangential motion relative to the collider (static and
+    kinetic friction in one coefficient). Returns the number of contacts found.
+
+    This response stops each penetrating particle on its own after the solver's step, so the ground's reaction
+    follows the lumped masses of the contact layer, not the body's elasticity; PBD/XPBD therefore project contacts
+    inside their iterations (``ContactConstraints``) and the mass-spring implicit solve keeps a solid's contacts in
+    its linear system, leaving this as the safety net.
+    """
+    free = inv_mass > 0.0
+    contacts = 0
+    for collider in colliders:
+        hit = np.nonzero((collider.distance(x, pad2) < 0.0) & free)[0]
+        if len(hit) == 0:
+            continue
+        contacts += len(hit)
+        d, normal = collider.contact(x[hit], x_prev[hit], None if pad2 is None else pad2[hit])
+        depth = np.maximum(-d, 0.0)
+        x[hit] += depth[:, None] * normal
+        if collider.friction > 0.0:
+            _remove_slip(x, x_prev, hit, normal, collider.friction * depth, collider)
+    return contacts
+
+
+class ContactConstraints:
+    """Collider contacts as inequality constraints inside a position-based solve (Müller et al. 2007, section 3.4).
+
+    Generated once per step from the predicted positions: every free particle within its step's motion of a
+    collider's surface gets the contact plane n . x >= offset of ``Collider.contact`` (exact for a ground plane,
+    linearized for a sphere). ``project`` (once per solver iteration, after the constraint sweeps) moves each
+    particle that is below its plane back onto it along n and accumulates the normal correction; ``apply_friction``
+    (once per step, after the iterations) removes the tangential motion of the step relative to the collider, of
+    every particle that was pushed, up to ``friction`` times its accumulated normal correction (static friction when
+    the slip is smaller, kinetic otherwise; Macklin et al. 2014 section 6.1). pad2: as in ``resolve_contacts``.
+    """
+
+    def __init__(self, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders, pad2=None):
+        free = inv_mass > 0.0
+        moved = x - x_prev
+        step = np.sqrt(_dot(moved, moved))
+        self.sets = []
+        for collider in colliders:
+            reach = step
+            if collider.start is not None:  # the collider's own motion over the step counts too
+                travel = collider.motion(x)
+                reach = step + np.sqrt(_dot(travel, travel))
+            hit = np.nonzero((collider.distance(x, pad2) < reach) & free)[0]
+            if len(hit) == 0:
+                continue
+            near = x[hit]
+            d, n = collider.contact(near, x_prev[hit], None if pad2 is None else pad2[hit])
+            normal = np.array(n)
+            # offset: n . x on the contact plane (thickness included).
+            offset = _dot(near, normal) - d
+            self.sets.append((collider, hit, normal, offset, np.zeros(len(hit))))
+
+    def __bool__(self):
+        return bool(self.sets)
+
+    def project(self, x: np.ndarray) -> None:
+        for _, hit, normal, offset, pushed in self.sets:
+            depth = offset - _dot(x[hit], normal)
+            np.maximum(depth, 0.0, out=depth)
+            x[hit] += depth[:, None] * normal
+            pushed += depth
+
+    def apply_friction(self, x: np.ndarray, x_prev: np.ndarray) -> None:
+        for collider, hit, normal, _, pushed in self.sets:
+            if collider.friction <= 0.0:
+                continue
+            touched = pushed > 0.0
+            _remove_slip(x, x_prev, hit[touched], normal[touched], collider.friction * pushed[touched], collider)
+
+
+def resolve_collider_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray,
+                              colliders, pad2=None) -> None:
+    """The end of a position-level step: vertices out of every collider (``resolve_contacts``, with the sphere pads
+    pad2 (n,) [m^2] of ``faces.sphere_pads``), then faces out of the colliders that reach between corners
+    (``Collider.resolve_faces``), then, if that pushed any face, the vertices once more: the vertex projection is the
+    final word on every vertex (a face push where a sphere meets the ground must not leave a vertex below the
+    ground). Vertices first, so that the face push finds the faces as the pads left them. In place on x."""
+    resolve_contacts(x, x_prev, inv_mass, colliders, pad2)
+    if len(triangles) and sum(c.resolve_faces(x, x_prev, inv_mass, triangles) for c in colliders):
+        resolve_contacts(x, x_prev, inv_mass, colliders, pad2)

@@ -1,0 +1,265 @@
+"""The broad phase of cloth self-collision: Verlet lists of vertex-triangle and edge-edge pairs (``SelfBroadPhase``).
+
+``scipy.spatial.cKDTree`` joins (vertices with triangle centroids, edge midpoints with each other; long elements joined
+on their own so one stretched edge does not widen every query), then the exact distances of what they find: the lists
+keep the pairs within thickness + a skin (exact distance, so a sheet's own neighbours stay out), until the motion since
+the build could exceed the skin (``SelfBroadPhase._candidates`` says why that is exact). The skin grows with the
+measured motion (SKIN_MOTION steps of it, up to MAX_SKIN_FRACTION of an edge).
+"""
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .primitives import _cross, closest_points_segments, point_triangle_closest
+
+SKIN_FRACTION = 0.3
+"""The broad phase's smallest spare distance (Verlet skin) as a fraction of the mean rest edge length."""
+SKIN_MOTION = 4.0
+"""The skin is at least this many times the step's largest motion relative to the mean (a few steps per build)."""
+LONG_FACTOR = 1.5
+"""Broad phase: elements larger than this times the median size are joined on their own (``_join``)."""
+MAX_SKIN_FRACTION = 0.6
+"""... but at most this fraction of the mean rest edge (beyond it a sheet's own neighbours fill the lists), unless the
+step's motion needs more (2.5 m)."""
+
+
+def _unit_normals(a, b, c):
+    """Unit normals (k, 3) of triangles (a, b, c) and a mask (k,) of the non-degenerate ones."""
+    n = np.cross(b - a, c - a)
+    length = np.sqrt(np.einsum("ij,ij->i", n, n))
+    ok = length > 1e-20
+    return n / np.where(ok, length, 1.0)[:, None], ok
+
+
+def _bounding_spheres(x, triangles):
+    """Centroids (t, 3) and radii (t,) (largest centroid-to-corner distance) of the triangles at x."""
+    a, b, c = x[triangles[:, 0]], x[triangles[:, 1]], x[triangles[:, 2]]
+    centroid = (a + b + c) / 3.0
+    r2 = np.maximum(np.maximum(np.einsum("ij,ij->i", a - centroid, a - centroid),
+                               np.einsum("ij,ij->i", b - centroid, b - centroid)),
+                    np.einsum("ij,ij->i", c - centroid, c - centroid))
+    return centroid, np.sqrt(r2)
+
+
+def _vt_distance(x, v, tri):
+    """Exact distances (k,) of the vertices v (k,) to the triangles tri (k, 3) at x."""
+    if len(v) == 0:
+        return np.zeros(0)
+    p, a, b, c = x[v], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
+    bary, _ = point_triangle_closest(p, a, b, c)
+    r = p - bary[:, :1] * a - bary[:, 1:2] * b - bary[:, 2:] * c
+    return np.sqrt(np.einsum("ij,ij->i", r, r))
+
+
+def _ee_distance(x, A, B):
+    """Exact distances (k,) of the segments A (k, 2) and B (k, 2) at x."""
+    if len(A) == 0:
+        return np.zeros(0)
+    p1, q1, p2, q2 = x[A[:, 0]], x[A[:, 1]], x[B[:, 0]], x[B[:, 1]]
+    s, t, _ = closest_points_segments(p1, q1, p2, q2)
+    r = p1 + s[:, None] * (q1 - p1) - p2 - t[:, None] * (q2 - p2)
+    return np.sqrt(np.einsum("ij,ij->i", r, r))
+
+
+def _join(centre, radius, points, reach, long):
+    """Pairs (i, j) of spheres (centre (k, 3), radius (k,)) with points (m, 3) (or, points None, with each other:
+    i < j) within ``reach`` of each other: |centre_i - point_j| <= reach + radius_i (+ radius_j among spheres).
+
+    k-d tree joins; spheres with a radius above ``long`` are joined on their own, so a few long elements do not
+    widen the query of all the others."""
+    def tree(p):
+        return cKDTree(p, balanced_tree=False, compact_nodes=False)
+
+    short = radius <= long
+    out_i, out_j = [], []
+    s_idx, l_idx = np.nonzero(short)[0], np.nonzero(~short)[0]
+    if points is None:
+        target = tree(centre)
+        if len(s_idx):
+            r_s = float(radius[s_idx].max())
+            found = tree(centre[s_idx]).query_pairs(reach + 2.0 * r_s * (1.0 + 1e-9), output_type="ndarray")
+            out_i.append(s_idx[found[:, 0]]), out_j.append(s_idx[found[:, 1]])
+        if len(l_idx):
+            found = tree(centre[l_idx]).sparse_distance_matrix(
+                target, reach + (float(radius[l_idx].max()) + float(radius.max())) * (1.0 + 1e-9), output_type="ndarray")
+            i, j = l_idx[found["i"]], found["j"].astype(np.int64)
+            keep = short[j] | (i < j)  # long-long pairs once
+            out_i.append(i[keep]), out_j.append(j[keep])
+    else:
+        target = tree(points)
+        for group in (s_idx, l_idx):
+            if len(group):
+                found = tree(centre[group]).sparse_distance_matrix(
+                    target, reach + float(radius[group].max()) * (1.0 + 1e-9), output_type="ndarray")
+                out_i.append(group[found["i"]]), out_j.append(found["j"].astype(np.int64))
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    i, j = np.concatenate(out_i).astype(np.int64), np.concatenate(out_j).astype(np.int64)
+    d = centre[i] - (centre[j] if points is None else points[j])
+    limit = reach + radius[i] + (radius[j] if points is None else 0.0)
+    keep = np.einsum("ij,ij->i", d, d) <= limit * limit
+    i, j = i[keep], j[keep]
+    if points is None:
+        i, j = np.minimum(i, j), np.maximum(i, j)
+        keep = i != j
+        i, j = i[keep], j[keep]
+    return i, j
+
+
+def _csr_rows(start, keys):
+    """Every entry of the CSR rows ``keys`` (k,) of an index with row starts ``start``: (rows, entries), rows[i] the
+    position in ``keys`` whose row holds flat entry entries[i]."""
+    degree = start[keys + 1] - start[keys]
+    rows = np.repeat(np.arange(len(keys)), degree)
+    offset = np.arange(len(rows)) - np.repeat(np.cumsum(degree) - degree, degree)
+    return rows, start[keys][rows] + offset
+
+
+def _pair_keys(i, j, count):
+    return i * count + j
+
+
+def _drop(excluded, i, j, count):
+    """Mask (k,) of the pairs (i, j) not in the sorted key array ``excluded``."""
+    if len(excluded) == 0:
+        return np.ones(len(i), bool)
+    key = _pair_keys(i, j, count)
+    at = np.minimum(np.searchsorted(excluded, key), len(excluded) - 1)
+    return excluded[at] != key
+
+
+class _Stencils:
+    """Vertex-triangle and edge-edge pairs as one list of 4-particle stencils (k, 4) with weights (k, 4).
+
+    The stencil's relative vector r = sum_j coef_j x_idx_j is p - q (vertex minus closest point on the triangle:
+    coef 1, -b0, -b1, -b2) or c1 - c2 (closest points of the edges: coef 1 - s, s, -(1 - t), -t); the weights sum
+    to 0, so a correction dx_j = w_j coef_j lambda d conserves linear momentum.
+    """
+
+    def __init__(self, x, vt, ee, triangles, edges):
+        v, t = vt
+        e1, e2 = ee
+        tri = triangles[t]
+        p, a, b, c = x[v], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
+        bary, interior_vt = point_triangle_closest(p, a, b, c)
+        n_vt = _cross(b - a, c - a)
+        A, B = edges[e1], edges[e2]
+        p1, q1, p2, q2 = x[A[:, 0]], x[A[:, 1]], x[B[:, 0]], x[B[:, 1]]
+        s_, t_, interior_ee = closest_points_segments(p1, q1, p2, q2)
+        n_ee = _cross(q1 - p1, q2 - p2)
+        self.idx = np.concatenate([np.column_stack([v, tri]), np.column_stack([A, B])])
+        self.coef = np.concatenate([np.column_stack([np.ones(len(v)), -bary]),
+                                    np.column_stack([1.0 - s_, s_, t_ - 1.0, -t_])])
+        self.r = np.einsum("kj,kjd->kd", self.coef, x[self.idx])
+        n = np.concatenate([n_vt, n_ee])
+        length = np.sqrt(np.einsum("ij,ij->i", n, n))
+        scale = np.concatenate([np.sqrt(np.einsum("ij,ij->i", b - a, b - a) * np.einsum("ij,ij->i", c - a, c - a)),
+                                np.sqrt(np.einsum("ij,ij->i", q1 - p1, q1 - p1) * np.einsum("ij,ij->i", q2 - p2, q2 - p2))])
+        # Degenerate triangles and (nearly) parallel edges have no normal: distance only, no side.
+        self.ok = length > 1e-6 * scale
+        self.n = n / np.where(self.ok, length, 1.0)[:, None]
+        self.interior = np.concatenate([interior_vt, interior_ee]) & self.ok
+        self.dist = np.sqrt(np.einsum("ij,ij->i", self.r, self.r))
+        self.plane = np.einsum("ij,ij->i", self.r, self.n)  # signed distance along the normal (same for all s, t)
+
+
+class SelfBroadPhase:
+    """The Verlet-list part of ``self_contact.SelfCollision`` (its state is set up there)."""
+
+    def _spheres(self, x):
+        """Bounding spheres of the triangles (centroid, radius) and of the edges (midpoint, half length) at x."""
+        centroid, radius = _bounding_spheres(x, self.triangles)
+        p, q = x[self.edges[:, 0]], x[self.edges[:, 1]]
+        mid = 0.5 * (p + q)
+        half = 0.5 * np.sqrt(np.einsum("ij,ij->i", q - p, q - p))
+        return centroid, radius, mid, half
+
+    def _query(self, x, reach: float):
+        """Vertex-triangle pairs (v, t, distance) and edge-edge pairs (e1, e2, distance), e1 < e2, whose exact
+        distance at x is <= ``reach``, without pairs that share a vertex and without rest-close pairs.
+
+        k-d tree joins on bounding spheres (vertices with triangle centroids, edge midpoints with each other), then the
+        exact distances of what they find: the joins' spheres are loose (a flat sheet's own neighbours overlap them),
+        the exact test keeps the lists short."""
+        centroid, radius, mid, half = self._spheres(x)
+        tri = self.triangles
+        # Long elements (stretched, or a mesh of mixed sizes) would widen every query to their size: the short ones
+        # are joined within reach + their own largest size, each long one on its own with its size.
+        t, v = _join(centroid, radius, x, reach, LONG_FACTOR * float(np.median(radius)))
+        keep = (tri[t] != v[:, None]).all(axis=1)
+        t, v = t[keep], v[keep]
+        keep = _drop(self.excluded_vt, v, t, len(tri))
+        v, t = v[keep], t[keep]
+        d_vt = _vt_distance(x, v, tri[t])
+        keep = d_vt <= reach
+        vt = (v[keep], t[keep], d_vt[keep])
+        if len(self.edges) < 2:
+            return vt, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        e1, e2 = _join(mid, half, None, reach, LONG_FACTOR * float(np.median(half)))
+        A, B = self.edges[e1], self.edges[e2]
+        keep = (A[:, 0] != B[:, 0]) & (A[:, 0] != B[:, 1]) & (A[:, 1] != B[:, 0]) & (A[:, 1] != B[:, 1])
+        e1, e2 = e1[keep], e2[keep]
+        keep = _drop(self.excluded_ee, e1, e2, len(self.edges))
+        e1, e2 = e1[keep], e2[keep]
+        d_ee = _ee_distance(x, self.edges[e1], self.edges[e2])
+        keep = d_ee <= reach
+        return vt, (e1[keep], e2[keep], d_ee[keep])
+
+    def _build(self, x, skin):
+        """Run the broad phase at x with ``skin`` to spare: the Verlet list (see ``_candidates``)."""
+        (v, t, dv), (e1, e2, de) = self._query(x, self.thickness + skin)
+        idx = np.concatenate([np.column_stack([v, self.triangles[t]]), np.column_stack([self.edges[e1], self.edges[e2]])])
+        split = np.concatenate([np.full(len(v), 1), np.full(len(e1), 2)])  # particles of the first element
+        self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), idx=idx, split=split,
+                          x=x.copy(), skin=skin)
+        self.rebuilds += 1
+
+    def _skin_for(self, motion):
+        """The skin of a list built for a step with this largest motion relative to the mean [m]."""
+        return max(self.skin, min(SKIN_MOTION * motion, self.max_skin), 2.5 * motion)
+
+    def _moved(self, x):
+        """Per-particle distance (n,) moved since the list's build, relative to the mean motion."""
+        moved = x - self._list["x"]
+        moved -= moved.mean(axis=0)
+        return np.sqrt(np.einsum("ij,ij->i", moved, moved))
+
+    def _pair_bound(self, per_particle):
+        """Per listed pair: the largest ``per_particle`` value over each of its two elements, summed (k,)."""
+        g = per_particle[self._list["idx"]]
+        first = np.where(self._list["split"] == 1, g[:, 0], np.maximum(g[:, 0], g[:, 1]))
+        second = np.where(self._list["split"] == 1, np.maximum(np.maximum(g[:, 1], g[:, 2]), g[:, 3]),
+                          np.maximum(g[:, 2], g[:, 3]))
+        return first + second
+
+    def _candidates(self, x, x_prev):
+        """Pairs that may be within thickness of each other at ``x``, or went through each other since x_prev:
+        ((v, t), (e1, e2), reach (k,) per pair).
+
+        Verlet lists (as in molecular dynamics): the broad phase keeps the pairs within thickness + skin (exact
+        distance), and its lists are reused until the particles have moved, relative to their mean motion, by more
+        than the skin allows. A pair not in a list was more than thickness + skin apart at the build; since then each
+        point of it moved at most delta relative to the common mean, so it is more than thickness + skin - 2 delta
+        apart now, which is at least thickness + 2 m when 2 delta + 2 m <= skin (m: this step's largest motion
+        relative to the mean). A pair's own reach is thickness + m_A + m_B (m_A: the largest motion relative to the
+        mean over its first element's particles; m_A + m_B the most the pair can have gone through each other). The skin grows with the
+        measured motion (SKIN_MOTION m), so fast cloth rebuilds every few steps, not every step. Listed pairs are
+        kept when their distance at the build, less what their two elements moved since, is within reach; those
+        get the exact test.
+        """
+        step = x - x_prev
+        step -= step.mean(axis=0)
+        motion = np.sqrt(np.einsum("ij,ij->i", step, step))
+        largest = float(motion.max())
+        if self._list is not None:
+            moved = self._moved(x)
+        if self._list is None or 2.0 * float(moved.max()) + 2.0 * largest > self._list["skin"]:
+            self._build(x, self._skin_for(largest))
+            moved = np.zeros(len(x))
+        reach = self.thickness + self._pair_bound(motion)
+        near = np.nonzero(self._list["dist"] - self._pair_bound(moved) <= reach)[0]
+        k = len(self._list["vt"][0])
+        (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
+        a, b = near[near < k], near[near >= k] - k
+        return (v[a], t[a]), (e1[b], e2[b]), reach[near]
+
+    # ------------------------------------------------------------------ response
