@@ -119,3 +119,13 @@ def test_readme_scripting_example_does_what_the_readme_says(addon):
             path = bpy.path.abspath(obj.modifiers["SoftSim Cache"].filepath)
             assert os.path.dirname(os.path.normpath(path)) == os.path.normpath(folder)
             assert os.path.getsize(path) > 0
+
+
+def test_readme_is_a_user_guide():
+    """The README stays short enough to read and free of work history; measured tables live in docs/benchmarks.md."""
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    assert len(text) <= 20000, len(text)
+    assert not re.search(r"\bsession \d|\bissue \d|\bseed 00\d", text, re.IGNORECASE)
+    for link in re.findall(r"\]\(((?:docs/)[^)#]+)\)", text):
+        assert os.path.exists(os.path.join(os.path.dirname(README), link)), link
