@@ -1,5 +1,6 @@
-"""`make bench`: run every benchmark and print its tables in Markdown (also written to bench_out/bench.md;
-with --only, to bench_out/bench_<names>.md).
+"""`make bench`: run every benchmark, print its tables in Markdown and write them, under a header naming the
+machine, the versions and the command, to docs/benchmarks.md (with --only, to bench_out/bench_<names>.md, so a
+partial run never replaces the full report).
 
 Benchmarks: bench/bench_cloth.py (always), bench/bench_solid.py, bench/bench_kernels.py,
 bench/bench_tetrahedralize.py and bench/bench_scenarios.py (each when it exists), bench/bench_acceptance.py.
@@ -8,10 +9,12 @@ Usage: python bench/run.py [--sizes 21 64 128] [--frames 100] [--repeat 1]
 (--sizes, --frames and --repeat apply to the cloth benchmark.)
 """
 import argparse
+import datetime
 import importlib
 import inspect
 import math
 import os
+import platform
 import sys
 import time
 
@@ -21,7 +24,106 @@ for path in (ROOT, BENCH):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-OUT = os.path.join(ROOT, "bench_out", "bench.md")
+OUT = os.path.join(ROOT, "docs", "benchmarks.md")
+PARTIAL_OUT = os.path.join(ROOT, "bench_out", "bench_{names}.md")
+
+INTERPRETATION = """\
+How to read these tables:
+
+- Every figure comes from the one run described above, on that machine. "Speed" is a ratio of times taken in
+  the same run against Blender's own solver on the same mesh (> 1: Soft Sim is faster), so it carries over to
+  other machines far better than milliseconds do; on a shared machine repeated runs vary, so compare ratios
+  within one report, not across reports.
+- Quality figures (strain, volume error, penetration, motion error, self-crossings) sit next to speed on the
+  same row: a faster row that stretches more, loses volume or crosses itself is not a better choice. Pick the
+  fastest row whose quality figures are good enough for the shot.
+- Defaults are marked as such; other rows show what changing Substeps, Iterations or the solver costs and buys.
+"""
+
+
+def _cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else whatever ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _memory_gib():
+    """Total memory in GiB, or None where neither /proc/meminfo nor sysconf tells."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20  # kB
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _version(module_name: str) -> str:
+    try:
+        return importlib.import_module(module_name).__version__
+    except Exception as error:  # a missing package is reported in the header, not fatal
+        return f"not available ({type(error).__name__})"
+
+
+def machine_info(argv=None) -> dict:
+    """What the report's header states about this run: date, machine, versions and the command (strings)."""
+    try:
+        import bpy
+
+        blender = bpy.app.version_string
+    except Exception as error:
+        blender = f"not available ({type(error).__name__})"
+    memory = _memory_gib()
+    args = sys.argv[1:] if argv is None else list(argv)
+    return {
+        "date": datetime.date.today().isoformat(),
+        "cpu": _cpu_model(),
+        "cores": str(os.cpu_count() or "unknown"),
+        "memory": f"{memory:.1f} GiB" if memory else "unknown",
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "blender": blender,
+        "numpy": _version("numpy"),
+        "scipy": _version("scipy"),
+        "command": " ".join(["python bench/run.py", *args]),
+    }
+
+
+def render_report(info: dict, sections: list, seconds: float = None) -> str:
+    """The benchmark report as Markdown: a header from ``info`` (``machine_info``'s keys), how to read the tables,
+    then ``sections`` in order (each a Markdown string starting with its own "## " heading, as the section_*
+    functions return). Pure: no clock, no files, so it can be tested with made-up tables."""
+    header = [
+        "# Soft Sim benchmarks",
+        "",
+        "Written by `make bench` (`bench/run.py`); rerun it to replace this file with your machine's figures.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| date | {info.get('date', 'unknown')} |",
+        f"| CPU | {info.get('cpu', 'unknown')}, {info.get('cores', '?')} cores |",
+        f"| memory | {info.get('memory', 'unknown')} |",
+        f"| system | {info.get('os', 'unknown')}, Python {info.get('python', '?')} |",
+        f"| Blender (bpy) | {info.get('blender', 'unknown')} |",
+        f"| numpy / scipy | {info.get('numpy', '?')} / {info.get('scipy', '?')} |",
+        f"| command | `{info.get('command', 'python bench/run.py')}` |",
+    ]
+    if seconds is not None:
+        header.append(f"| run time | {seconds:.0f} s |")
+    body = [text.strip() for text in sections if text and text.strip()]
+    if not body:
+        body = ["(no benchmark produced a table)"]
+    return "\n".join(header) + "\n\n" + INTERPRETATION + "\n" + "\n\n".join(body) + "\n"
 
 
 def table(rows) -> str:
@@ -105,7 +207,7 @@ SECTIONS = {"cloth": section_cloth, "tetrahedralize": section_tetrahedralize, "s
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Run Soft Sim's benchmarks; Markdown to stdout and bench_out/bench.md")
+    parser = argparse.ArgumentParser(description="Run Soft Sim's benchmarks; Markdown to stdout and docs/benchmarks.md")
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help="cloth grid resolutions n (default 21 64 128)")
     parser.add_argument("--frames", type=int, default=None, help="cloth frames (default 100)")
     parser.add_argument("--repeat", type=int, default=1, help="cloth: time each run this many times, keep the fastest")
@@ -123,9 +225,9 @@ def main(argv=None):
         if text:
             sections.append(text)
             print(text + "\n", flush=True)
-    report = "# Soft Sim benchmarks\n\n" + "\n\n".join(sections) + "\n"
+    report = render_report(machine_info(argv), sections, time.perf_counter() - start)
     # A partial run (--only) writes beside the full report instead of replacing it.
-    out = OUT if not args.only else OUT.replace("bench.md", "bench_" + "_".join(args.only) + ".md")
+    out = OUT if not args.only else PARTIAL_OUT.format(names="_".join(args.only))
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         f.write(report)
