@@ -39,7 +39,7 @@ from solvers.builder import both_quad_splits, grid_quads  # noqa: E402
 from solvers.geometry.intersections import count_self_intersections, deepest_face_penetration  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------
-# Everything the lead may want to tune lives here.
+# Every tunable setting of the bench lives here.
 SIZES = (21, 64, 128)
 FRAMES = 100
 FPS = 24

@@ -199,7 +199,7 @@ def test_install_enable_and_bake(built_zips, tmp_path):
 
         assert bpy.ops.softsim.bake() == {"FINISHED"}
 
-        # The file is found through the modifier that plays it (API.md), never by guessing its name.
+        # The file is found through the modifier that plays it (docs/api.md), never by guessing its name.
         modifier = obj.modifiers["SoftSim Cache"]
         assert modifier.type == "MESH_CACHE"
         pc2 = Path(bpy.path.abspath(modifier.filepath))

@@ -1,4 +1,4 @@
-"""The PropertyGroups of the public contract (API.md): ``Object.softsim`` and ``Scene.softsim``."""
+"""The PropertyGroups of the public contract (docs/api.md): ``Object.softsim`` and ``Scene.softsim``."""
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
@@ -95,7 +95,7 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         update=_settings_changed,
         name="Stiffness", default=DEFAULTS["stiffness"], min=1e-6, soft_max=1.0e7,
         description="Cloth: stiffness of every edge spring in N/m. XPBD uses compliance = 1/stiffness; PBD treats edges as "
-        "hard constraints; Newton uses seed 004's spring energy with the same small-stretch stiffness",
+        "hard constraints; Newton uses a squared-length spring energy with the same small-stretch stiffness",
     )
     youngs_modulus: FloatProperty(
         update=_settings_changed,

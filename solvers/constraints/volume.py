@@ -1,4 +1,4 @@
-"""Tet volume constraints C = 6 (V - V0) (Müller, Ten Minute Physics lesson 10; seed 000)."""
+"""Tet volume constraints C = 6 (V - V0) (Müller's Ten Minute Physics, lesson 10)."""
 import numpy as np
 
 from ..colouring import ColourOrder, colour_order_pays
@@ -113,7 +113,7 @@ class TetVolumeColourSweep:
 def volume_constraint(p, six_rest_volume):
     """C = 6 (V - V0) (m,) and grad_C (m, 4, 3) [m^2] of tets with corners p (m, 4, 3).
 
-    The gradients of C = 6 V for a tet with corners x1..x4 (seed 000): with e_i = x_(i+1) - x1,
+    The gradients of C = 6 V for a tet with corners x1..x4 (Müller's Ten Minute Physics): with e_i = x_(i+1) - x1,
     grad_2 = e2 x e3, grad_3 = e3 x e1, grad_4 = e1 x e2 and grad_1 = -(grad_2 + grad_3 + grad_4), i.e.
     grad_1 = (x4 - x2) x (x3 - x2); and 6 V = e1 . grad_2 = det[e1 e2 e3]. Written out with component
     products because the batches of a Gauss-Seidel sweep are small and ``np.cross`` costs ~25 us per call.

@@ -1,4 +1,4 @@
-"""Lagged IPC friction against an analytic collider (Li et al. 2020, section 5; seed 004's course, "4_friction").
+"""Lagged IPC friction against an analytic collider (Li et al. 2020, section 5; Li's solid-sim-tutorial, "4_friction").
 
 For each particle in contact at the start of the step, with normal force lambda_i [N] (the barrier's
 push at x^n), tangent projector T_i = I - n_i n_i^T (normal n_i at x^n) and tangential slip
