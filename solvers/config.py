@@ -60,8 +60,9 @@ class SolverConfig:
     Default 0.01 s: at 0 a PBD/XPBD solid is nearly perfectly elastic (Blender's default ico sphere came
     back to 85% of its drop height) and a body that is not exactly symmetric bounces off sideways like a die: the
     default UV sphere and cube dropped onto friction 0.5 travelled 80 and 105 mm in 48 frames, 16 and 6 mm at 0.01 s
-    (pure engine). Cost: ~30% more per step of a solid (the default ico sphere in free flight, 30 substeps). Stiffness-proportional damping depends on scale: the default 1 kg, 1 m ball's lowest
-    mode (~2000 rad/s) is overdamped at 0.01 s, a 500 kg one of the same size (~90 rad/s) gets a damping ratio 0.45."""
+    (pure engine). Cost: ~30% more per step of a solid (the default ico sphere in free flight, 30 substeps).
+    Stiffness-proportional damping depends on scale: the default 1 kg, 1 m ball's lowest mode (~2000 rad/s) is
+    overdamped at 0.01 s, a 500 kg one of the same size (~90 rad/s) gets a damping ratio 0.45."""
     gravity: tuple = (0.0, 0.0, -9.81)
     """Gravitational acceleration [m/s^2]."""
     jacobi_relaxation: float = 0.2

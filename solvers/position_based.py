@@ -124,10 +124,10 @@ class PositionBasedSolver(ProjectedContactSolver):
     edge springs or volume constraints (a spring network is isotropic only on average: an ico sphere dropped
     pole-down tipped over). These are compliant in PBD too, so PBD and XPBD solids are the same material.
     A solid's tet constraints also get ``config.internal_damping`` (``TetStrainConstraints.set_damping``: damping of
-    strain rates, not of rigid motion). An edge of zero stiffness gets no constraint at all. A cloth (triangles, no tets) with ``config.bending_stiffness`` > 0 gets one
-    isometric bending constraint per interior edge (``constraints/bending.py``), compliant in PBD too. With
-    ``config.tether_stretch`` set,
-    pin tethers limit how far particles move from the pins (``constraints/tether.py``).
+    strain rates, not of rigid motion). An edge of zero stiffness gets no constraint at all. A cloth (triangles, no
+    tets) with ``config.bending_stiffness`` > 0 gets one isometric bending constraint per interior edge
+    (``constraints/bending.py``), compliant in PBD too. With ``config.tether_stretch`` set, pin tethers limit how far
+    particles move from the pins (``constraints/tether.py``).
     ``constraint_scheme`` picks the sweep: 'GAUSS_SEIDEL' projects one colour at a time; 'JACOBI'
     projects all constraints from the same positions, accumulates, and applies (see ``_jacobi``).
     Each iteration sweeps every set, then the tethers, then projects the collider contacts

@@ -97,7 +97,7 @@ def test_linux_zip_contents(built_zips):
     for forbidden in ("tests/", "bench/", "tools/", ".venv/", ".ci/", ".git/", "demo_out/", "bench_out/", "dist/"):
         assert not any(n.startswith(forbidden) for n in names), forbidden
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
-    assert "Makefile" not in names
+    assert "Makefile" not in names and "ruff.toml" not in names
     # --split-platforms writes the platform into the packaged manifest.
     assert packaged_manifest["build"]["generated"]["platforms"] == ["linux-x64"]
 

@@ -65,8 +65,8 @@ def test_hanging_spring_stretches_by_mg_over_k():
         solver.step(state, 0.05)
     stretch = -state.x[1, 2] - 1.0
     k = stiffness / 4.0
-    l = 1.0 + stretch
-    assert 2.0 * k * (l * l - 1.0) * l == pytest.approx(m * G, rel=1e-5)  # the exact equilibrium of that spring
+    length = 1.0 + stretch
+    assert 2.0 * k * (length * length - 1.0) * length == pytest.approx(m * G, rel=1e-5)  # the exact equilibrium of that spring
     assert stretch == pytest.approx(m * G / stiffness, rel=5e-3)  # and Hooke's at small strain
 
 
@@ -168,7 +168,7 @@ def test_block_on_a_slope_slides_with_coulomb_acceleration_or_sticks(theta_deg, 
     state = State.at_rest(model)
     h = 1.0 / 120.0
     along = []
-    for step in range(120):
+    for _ in range(120):
         solver.step(state, h, [ground])
         along.append(float(state.v.mean(axis=0) @ downhill))
     if slides:
@@ -241,7 +241,7 @@ def test_a_step_that_does_not_converge_is_retried_as_two_half_steps():
     sim = make_solver(model, SolverConfig(solver="NEWTON", stiffness=1e4, newton_max_iterations=4))
     reference = make_solver(model, SolverConfig(solver="NEWTON", stiffness=1e4, newton_tolerance=1e-6))
     state, compared = State.at_rest(model), 0
-    for frame in range(12):
+    for _ in range(12):
         start = state.copy()
         try:
             sim.step(start.copy(), 1.0 / 24)

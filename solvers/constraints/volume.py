@@ -78,9 +78,15 @@ class TetVolumeColourSweep:
             A[:, 0], A[:, 1], A[:, 2] = E[:, 1], E[:, 2], E[:, 0]  # grad_(k+2) = a_k x b_k
             B[:, 0], B[:, 1], B[:, 2] = E[:, 2], E[:, 0], E[:, 1]
             grad = G[:, 1:]
-            np.multiply(A[1], B[2], out=grad[0]); np.multiply(A[2], B[1], out=T[0, 1:]); grad[0] -= T[0, 1:]
-            np.multiply(A[2], B[0], out=grad[1]); np.multiply(A[0], B[2], out=T[1, 1:]); grad[1] -= T[1, 1:]
-            np.multiply(A[0], B[1], out=grad[2]); np.multiply(A[1], B[0], out=T[2, 1:]); grad[2] -= T[2, 1:]
+            np.multiply(A[1], B[2], out=grad[0])
+            np.multiply(A[2], B[1], out=T[0, 1:])
+            grad[0] -= T[0, 1:]
+            np.multiply(A[2], B[0], out=grad[1])
+            np.multiply(A[0], B[2], out=T[1, 1:])
+            grad[1] -= T[1, 1:]
+            np.multiply(A[0], B[1], out=grad[2])
+            np.multiply(A[1], B[0], out=T[2, 1:])
+            grad[2] -= T[2, 1:]
             np.add(G[:, 1], G[:, 2], out=G[:, 0])
             G[:, 0] += G[:, 3]
             np.negative(G[:, 0], out=G[:, 0])
