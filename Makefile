@@ -16,6 +16,7 @@ demo: $(STAMP)
 	$(PY) tools/demo.py
 
 test: $(STAMP)
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q tests
 
 build: $(STAMP)

@@ -1,4 +1,7 @@
-"""Soft Sim: cloth and soft-body simulation for Blender (XPBD / PBD in NumPy), baked to PC2 or shape keys.
+"""Soft Sim: cloth and soft-body simulation for Blender, baked to PC2 or shape keys.
+
+Seven solvers in NumPy and SciPy: mass-spring with explicit, symplectic or implicit Euler, PBD, XPBD, Projective
+Dynamics, and Newton's method on the incremental potential with IPC contact.
 
 This file only registers and unregisters; the engine is in solvers/, the Blender side in operators/ and ui/.
 """
@@ -13,7 +16,7 @@ _cli_commands = []  # handles from bpy.utils.register_cli_command, removed in un
 def register():
     ui.register()
     operators.register()
-    # `blender -b shot.blend -c softsim bake|free|info ...` (API.md, "Command line").
+    # `blender -b shot.blend -c softsim bake|free|info ...` (docs/api.md, "Command line").
     _cli_commands.append(bpy.utils.register_cli_command("softsim", cli.execute))
 
 

@@ -1,6 +1,6 @@
-"""Issue 12's acceptance scenes, baked in Blender through the public API with each solver's defaults.
+"""Acceptance scenes for solids, baked in Blender through the public API with each solver's defaults.
 
-What a user (and the issue's check) does: add a mesh, set ``role = 'SOLID'`` and a solver, leave every other setting
+What a user does: add a mesh, set ``role = 'SOLID'`` and a solver, leave every other setting
 at its default, add a ground, press Bake, read ``obj.evaluated_get(depsgraph).data`` frame by frame.
 - suzanne: Monkey (size 2, Subdivision 2 applied, voxel remesh 0.05 m, so it is closed) lowest point 1.5 m above a
   frictionless ground, 48 frames at 24 fps;
@@ -28,7 +28,7 @@ for path in (os.path.join(ROOT, "tools"), os.path.join(ROOT, "tests")):
 from blender_helpers import add_remeshed_suzanne  # noqa: E402
 from devenv import import_addon, isolate_blender_user_folders  # noqa: E402
 
-TITLE = "Acceptance scenes (issue 12), baked in Blender with defaults"
+TITLE = "Acceptance scenes, baked in Blender with defaults"
 SOLVERS = ["EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER", "PBD", "XPBD", "PROJECTIVE", "NEWTON"]
 SCENES = {"suzanne": dict(friction=0.0, drop=1.5), "ico": dict(friction=0.5, drop=1.0),
           "uv_sphere": dict(friction=0.5, drop=1.0), "cube": dict(friction=0.5, drop=1.0)}

@@ -39,7 +39,7 @@ from solvers.builder import both_quad_splits, grid_quads  # noqa: E402
 from solvers.collision.crossings import count_self_intersections, deepest_face_penetration  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------
-# Everything the lead may want to tune lives here.
+# Every tunable setting of the bench lives here.
 SIZES = (21, 64, 128)
 FRAMES = 100
 FPS = 24
@@ -382,18 +382,18 @@ def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, re
                   f"{1000.0 * reference['gap']:.1f} mm ({reference['seconds']:.0f} s)", file=sys.stderr, flush=True)
         runs = []  # (label, job, label of the peer it is compared with)
         if blender:
-            runs.append((BUILTIN, lambda: run_blender_cloth(n, frames), BUILTIN))
+            runs.append((BUILTIN, lambda n=n: run_blender_cloth(n, frames), BUILTIN))
         for spec in configs:
             if n <= spec.get("max_n", n):
-                runs.append((spec["label"], lambda spec=spec: run_xpbd(n, frames, spec), BUILTIN))
+                runs.append((spec["label"], lambda spec=spec, n=n: run_xpbd(n, frames, spec), BUILTIN))
         for spec in bake_configs:
             if n > spec.get("max_n", n):
                 continue
             if "builtin" in spec:
-                runs.append((spec["label"], lambda spec=spec: run_blender_cloth(n, frames, spec["builtin"]), spec["label"]))
+                runs.append((spec["label"], lambda spec=spec, n=n: run_blender_cloth(n, frames, spec["builtin"]), spec["label"]))
             else:
                 peer = SELF_COLLISION_PEER if spec["softsim"].get("use_self_collision") else BUILTIN
-                runs.append((spec["label"], lambda spec=spec: run_softsim_bake(n, frames, spec["softsim"]), peer))
+                runs.append((spec["label"], lambda spec=spec, n=n: run_softsim_bake(n, frames, spec["softsim"]), peer))
         peers = {}
         for label, job, peer in runs:
             result = job()
@@ -504,7 +504,10 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    picked = (lambda specs: None if not args.only else [c for c in specs if any(c["label"].startswith(o) for o in args.only)])
+
+    def picked(specs):
+        return None if not args.only else [c for c in specs if any(c["label"].startswith(o) for o in args.only)]
+
     rows = run(args.sizes, args.frames, configs=picked(XPBD_CONFIGS), blender=not args.no_blender, repeat=args.repeat,
                reference_substeps=args.reference_substeps, bake_configs=picked(BAKE_CONFIGS))
     print(describe(args.frames))

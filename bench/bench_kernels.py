@@ -127,7 +127,7 @@ def run(n: int = 64, diagonals: bool = False, verbose: bool = True) -> list:
         sweep = solver.sweeps[0]
         updates = len(model.edge_indices)
         lams = sweep.new_multipliers()
-        seconds = best_seconds(lambda: sweep_once(solver, sweep, x, dt, lams), reset)
+        seconds = best_seconds(lambda solver=solver, sweep=sweep, lams=lams: sweep_once(solver, sweep, x, dt, lams), reset)
         batches = len(sweep.batches) + (sweep.tail is not None)
         rows.append(dict(kernel=label, updates=updates, batches=batches, seconds=seconds, kind="distance"))
 

@@ -1,7 +1,7 @@
-"""Scenario bench (issue 12): the scenes of tests/test_scenarios.py, run longer, one Markdown row per solver and scene.
+"""Scenario bench: the scenes of tests/test_scenarios.py, run longer, one Markdown row per solver and scene.
 
 Scenes (``tests/scenario_scenes.py``; meshes from Blender primitives through bpy):
-- drop: the issue's Suzanne (Monkey size 2, Subdivision 2, voxel remesh 0.05 m) as a SOLID, and the torus, the
+- drop: the voxel-remeshed Suzanne (Monkey size 2, Subdivision 2, voxel remesh 0.05 m) as a SOLID, and the torus, the
   long bar and the uneven cylinder as solids, dropped 1.5 m onto a frictionless ground, FRAMES frames;
 - friction: Blender's ico sphere (2 levels; pole down as Blender adds it, and tilted so that it lands on a vertex
   38 mm off its centre of mass, where it tips over in every solver, NEWTON too) and a mirror-symmetric tet cube dropped onto a ground with friction 0.5;
@@ -30,7 +30,7 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim
 import scenario_scenes as S  # noqa: E402
 from solvers import AVAILABLE_SOLVERS, SimulationDiverged, build_model  # noqa: E402
 
-TITLE = "Scenarios (issue 12)"
+TITLE = "Scenarios"
 FRAMES = 48
 VOXEL = 0.05
 SOLVERS = [s for s in AVAILABLE_SOLVERS if s != "EXPLICIT_EULER"]

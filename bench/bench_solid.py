@@ -192,8 +192,8 @@ def run(frames: int = FRAMES, cases=CASES, configs=None, blender: bool = True, v
     for subdivisions, resolution in cases:
         vertices, triangles = sphere_mesh(subdivisions)
         v0 = surface_volume(vertices, triangles)
-        jobs = [(label, lambda o=o: run_soft_body(subdivisions, frames, o)) for label, o in PEERS.items()] if blender else []
-        jobs += [(spec["label"], lambda spec=spec: run_softsim(vertices, triangles, resolution, frames, spec)) for spec in configs]
+        jobs = [(label, lambda o=o, subdivisions=subdivisions: run_soft_body(subdivisions, frames, o)) for label, o in PEERS.items()] if blender else []
+        jobs += [(spec["label"], lambda spec=spec, v=vertices, t=triangles, r=resolution: run_softsim(v, t, r, frames, spec)) for spec in configs]
         results = [(label, job()) for label, job in jobs]
         tets = next((r["tets"] for _, r in results if "tets" in r), float("nan"))
         peer = next((r["seconds"] for label, r in results if label == SOFT_BODY), None)
@@ -222,7 +222,8 @@ def _fmt(value, digits):
 
 def markdown(rows: list) -> str:
     lines = [
-        "| tets | surface vertices | method | total s | ms/frame | speed vs Soft Body | volume error % (final) | volume error % (worst) | penetration mm | Newton it./frame | build s |",
+        "| tets | surface vertices | method | total s | ms/frame | speed vs Soft Body | volume error % (final) "
+        "| volume error % (worst) | penetration mm | Newton it./frame | build s |",
         "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:

@@ -188,7 +188,7 @@ def section_kernels(args) -> str:
 
 
 def section_scenarios(args) -> str:
-    """The scenario table's long run (bench/bench_scenarios.py: every solver on the issue 12 scenes)."""
+    """The scenario table's long run (bench/bench_scenarios.py: every solver on the scenario scenes)."""
     if not os.path.exists(os.path.join(BENCH, "bench_scenarios.py")):
         return ""
     module = importlib.import_module("bench_scenarios")
@@ -196,7 +196,7 @@ def section_scenarios(args) -> str:
 
 
 def section_acceptance(args) -> str:
-    """Issue 12's acceptance scenes baked in Blender with every solver's defaults (bench/bench_acceptance.py)."""
+    """The acceptance scenes for solids, baked in Blender with every solver's defaults (bench/bench_acceptance.py)."""
     import bench_acceptance
 
     return f"## {bench_acceptance.TITLE}\n\n" + bench_acceptance.describe() + "\n\n" + bench_acceptance.markdown(bench_acceptance.run())

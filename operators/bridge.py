@@ -16,8 +16,10 @@ COLLIDER_ROLES = {"GROUND", "SPHERE"}
 _SOLVER_LABELS = {
     "EXPLICIT_EULER": ("Explicit Euler", "Mass-spring, forward Euler: simple, stable only for small substeps"),
     "SYMPLECTIC_EULER": ("Symplectic Euler", "Mass-spring, semi-implicit Euler: energy stays bounded, needs small substeps"),
-    "IMPLICIT_EULER": ("Implicit Euler", "Backward Euler with sparse linear solves (cloth: springs; solids: Neo-Hookean tets with a line search): stable at large steps, damps"),
-    "PBD": ("PBD", "Position Based Dynamics: cloth edges are hard constraints, so stiffness depends on iterations and resolution (solids: compliant Neo-Hookean tets, as XPBD)"),
+    "IMPLICIT_EULER": ("Implicit Euler", "Backward Euler with sparse linear solves (cloth: springs; solids: Neo-Hookean tets "
+                       "with a line search): stable at large steps, damps"),
+    "PBD": ("PBD", "Position Based Dynamics: cloth edges are hard constraints, so stiffness depends on iterations and resolution "
+            "(solids: compliant Neo-Hookean tets, as XPBD)"),
     "XPBD": ("XPBD", "Extended PBD: compliant constraints whose stiffness (N/m) does not depend on iterations"),
     "PROJECTIVE": ("Projective Dynamics", "Local projections and one prefactorized global solve"),
     "NEWTON": ("Newton (IPC)", "Implicit Euler as optimization with barrier contact"),

@@ -1,4 +1,4 @@
-"""The ``softsim`` command line for render farms (API.md, "Command line")::
+"""The ``softsim`` command line for render farms (docs/api.md, "Command line")::
 
     blender -b shot.blend -c softsim bake [--frames START-END] [--objects NAME ...] [--save]
     blender -b shot.blend -c softsim free [--objects NAME ...] [--save]

@@ -1,4 +1,4 @@
-"""Scene presets: the GAMES103 lab 2 cloth (seed 001), set up exactly as the lab does it."""
+"""Scene presets: the cloth of the GAMES103 cloth lab (lab 2), set up exactly as the lab does it."""
 import math
 
 import bpy

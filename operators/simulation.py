@@ -8,7 +8,8 @@ from ..solvers.newton import NewtonNotConverged
 from ..solvers.registry import REGISTRY
 from . import solid
 from .advice import explicit_stability_message
-from .bridge import InputError, build_body, check_transform, config_from_settings, frame_duration, make_body_solver, matrix_to_numpy, transform_points, world_matrix, world_to_local
+from .bridge import (InputError, build_body, check_transform, config_from_settings, frame_duration, make_body_solver,
+                     matrix_to_numpy, transform_points, world_matrix, world_to_local)
 
 
 class BodyRun:

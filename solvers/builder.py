@@ -64,7 +64,7 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
     triangles: (t, 3); tets: (k, 4), re-oriented here to positive volume; pinned: (n,) bool mask
     (pinned particles get ``inv_mass = 0``); total_mass [kg] is spread over the particles by
     ``mass_distribution``: 'ELEMENT' lumps it by element measure (``lumped_masses``), 'UNIFORM' puts the
-    same mass on every particle (Blender Cloth's vertex mass, seed 004's code).
+    same mass on every particle (Blender Cloth's vertex mass, and Li's solid-sim-tutorial).
     mass_weights: (n,) relative masses that replace the element lumping of 'ELEMENT' (a cage's share of its
     surface's volume, ``TetMesh.mass_weights``); ignored by 'UNIFORM'.
     quads: (q, 4) vertex loops of the mesh's quads, if it has any (their triangles must be among ``triangles``,

@@ -46,8 +46,8 @@ class SolverConfig:
     use_self_collision: bool = False
     """CLOTH (a body with faces and no tets) collides with itself, vertices keeping ``thickness`` from its faces
     (``solvers/self_collision.py``; PBD, XPBD, the mass-spring solvers and PROJECTIVE; not NEWTON). Off by default: on
-    the 64 x 64 lab cloth it costs about 16 times the XPBD substep it follows (see that module), far above the half a
-    step the issue allows for a default."""
+    the 64 x 64 lab cloth it costs about 16 times the XPBD substep it follows (see that module), far more than a default
+    setting may add to a step (half a step)."""
     thickness: float = 0.01
     """A body's self-collision distance [m] (>= 0): how far its vertices keep from its own faces."""
     damping: float = 0.1
@@ -57,11 +57,12 @@ class SolverConfig:
     material's stiffness (Rayleigh damping proportional to stiffness, Macklin et al. 2016 eq. 26), so a dropped body
     bounces less and stops vibrating sooner, while rigid motion is not damped at all. A mode of angular frequency w
     gets the damping ratio tau w / 2. 0 = none (an elastic body). Other solvers and cloth do not read it.
-    Default 0.01 s (issue 12): at 0 a PBD/XPBD solid is nearly perfectly elastic (Blender's default ico sphere came
+    Default 0.01 s: at 0 a PBD/XPBD solid is nearly perfectly elastic (Blender's default ico sphere came
     back to 85% of its drop height) and a body that is not exactly symmetric bounces off sideways like a die: the
     default UV sphere and cube dropped onto friction 0.5 travelled 80 and 105 mm in 48 frames, 16 and 6 mm at 0.01 s
-    (pure engine). Cost: ~30% more per step of a solid (the default ico sphere in free flight, 30 substeps). Stiffness-proportional damping depends on scale: the default 1 kg, 1 m ball's lowest
-    mode (~2000 rad/s) is overdamped at 0.01 s, a 500 kg one of the same size (~90 rad/s) gets a damping ratio 0.45."""
+    (pure engine). Cost: ~30% more per step of a solid (the default ico sphere in free flight, 30 substeps).
+    Stiffness-proportional damping depends on scale: the default 1 kg, 1 m ball's lowest mode (~2000 rad/s) is
+    overdamped at 0.01 s, a 500 kg one of the same size (~90 rad/s) gets a damping ratio 0.45."""
     gravity: tuple = (0.0, 0.0, -9.81)
     """Gravitational acceleration [m/s^2]."""
     jacobi_relaxation: float = 0.2
@@ -70,7 +71,7 @@ class SolverConfig:
     """PBD/XPBD pin tethers: a particle may move at most (1 + this) x its rest geodesic distance from its
     nearest pin (a strain limit, 0.01 = 1%); None turns tethers off."""
     newton_tolerance: float = 1e-2
-    """NEWTON stops when max |p| / dt < newton_tolerance [m/s] (seed 004's criterion)."""
+    """NEWTON stops when max |p| / dt < newton_tolerance [m/s] (the stopping rule of Li's solid-sim-tutorial)."""
     newton_max_iterations: int = 100
     """NEWTON iterations per step before the step fails with NewtonNotConverged."""
     max_speed: float = 1000.0

@@ -1,115 +1,54 @@
 """Mass-spring systems with force-based time integration: explicit, symplectic and implicit Euler.
 
-Which elastic model a body gets:
+Elastic model:
 
-* a cloth or rope (no tets), every integrator: a Hooke spring on every edge (GAMES201 lecture 2),
+* a cloth or rope (no tets), every integrator: a Hooke spring of k = ``config.stiffness`` [N/m] on every edge
+  (GAMES201 lecture 2), f_ij = -k (|x_i - x_j| - l_ij) (x_i - x_j) / |x_i - x_j|, and with
+  ``config.bending_stiffness`` > 0 the isometric bending force of ``solvers.energies.IsometricBending`` (Bergou et al.
+  2006), one hinge per interior edge (a constant sparse matrix for a flat rest sheet, ``bending_matrix``);
+* a solid (tets) in EXPLICIT_EULER and SYMPLECTIC_EULER: the same Hooke springs on its tet edges, stiffness from
+  Young's modulus (``material_arrays(...).edge_stiffness``; Poisson's ratio 1/4 whatever the config says): cheap per
+  substep, and exactly what the stability bound ``explicit_stable_substep`` covers;
+* a solid in IMPLICIT_EULER: no springs, NEWTON's stable Neo-Hookean energy per tet (``solvers.energies.NeoHookean``)
+  with the Lamé parameters of ``material_arrays(model, config).tet_mu / .tet_lambda`` [Pa]; lam carries the bulk
+  stiffness, so no volume energy is added.
 
-      f_ij = -k_ij (|x_i - x_j| - l_ij) (x_i - x_j) / |x_i - x_j|,    k_ij = config.stiffness [N/m]
-
-  and with ``config.bending_stiffness`` k_b > 0 the isometric bending force f = -dE/dx of
-  ``solvers.energies.IsometricBending`` (Bergou et al. 2006), one hinge per interior edge. For a flat rest sheet
-  E = 1/2 x^T (Q (x) I3) x with the constant sparse Q = sum_h c_h K_h K_h^T (``bending_matrix``), so f = -Q x; a
-  curved rest shape uses the energy's gradient;
-* a solid (tets) in EXPLICIT_EULER and SYMPLECTIC_EULER: the same Hooke springs on its tet edges, with the
-  stiffness ``solvers/material.py`` derives from Young's modulus (``material_arrays(...).edge_stiffness``; Poisson's
-  ratio 1/4 whatever ``config.poisson_ratio`` says), nothing else (cheap per substep, and their stability bound
-  ``explicit_stable_substep`` covers exactly these springs);
-* a solid in IMPLICIT_EULER: no springs, the stable Neo-Hookean energy NEWTON uses (``solvers.energies.NeoHookean``),
-  per tet t of rest volume V_t [m^3] and deformation gradient F_t = D_s D_m^-1,
-
-      E = sum_t V_t (Psi(F_t) - Psi(I)) [J],   Psi = mu'/2 (I_C - 3) + lam'/2 (J - alpha)^2 - mu'/2 log(I_C + 1) [Pa],
-      f = -dE/dx [N],
-
-  with the Lamé parameters mu, lam [Pa] of every tet from ``material_arrays(model, config).tet_mu / .tet_lambda``
-  (E and nu of the config; at small strain linear elasticity with exactly those mu and lam, any nu in (-1, 1/2)).
-  No volume energy is added: lam carries the bulk stiffness.
-
-Internal forces sum to zero. Gravity acts on free particles. With a = f / m (a = 0 for pinned particles,
-``inv_mass == 0``):
+Integrators, with a = f / m (0 for pinned particles) and gravity on free particles:
 
 * EXPLICIT_EULER (forward):    v+ = v + dt a(x),   x+ = x + dt v
 * SYMPLECTIC_EULER:            v+ = v + dt a(x),   x+ = x + dt v+
-* IMPLICIT_EULER (backward): x+ = x + dt v+ with v+ the minimiser of the incremental potential
+* IMPLICIT_EULER (backward):   x+ = x + dt v+, v+ the minimiser of the incremental potential
+  Phi(u) = 1/2 sum_free m |u - v - dt g|^2 + E(x + dt u) [J], found by Newton from u = 0. The first Newton step is
+  Baraff & Witkin 1998's linearised step [M + dt^2 K] v+ = M v + dt f(x). K = -df/dx is PSD: per spring
+  k [max(1 - l0/l, 0) (I - n n^T) + n n^T] (the clamp of Choi & Ko 2002), per tet the Neo-Hookean Hessian projected
+  to PSD, plus bending's. Pinned particles are not unknowns (their velocity moves to the right-hand side).
+  ``config.linear_solver``: 'CG' (block-Jacobi preconditioned) or 'JACOBI' (block Jacobi, weight 1 on springs, where
+  it always converges, and ``_jacobi_weight``'s Gershgorin-bounded weight on a solid, where weight 1 diverged). Both
+  stop at ``config.linear_tolerance`` times the step's initial residual (an inexact Newton step) or after
+  ``max(config.iterations, MIN_LINEAR_ITERATIONS)`` iterations.
 
-      Phi(u) = 1/2 sum_free m |u - v - dt g|^2 + E(x + dt u)      [J]
+  Every Newton step passes an Armijo backtracking line search on Phi; a shortened step is re-linearised (at most
+  NEWTON_ITERATIONS times) and a step with no decrease raises StepNotConverged (``advance_frame`` splits the step).
+  Why: on the voxel Suzanne dropped 1.5 m (tests/scenario_scenes.py, 2 substeps) the single linearization added
+  27.6 J in one step at landing and later diverged; with the line search the volume error stays at 0.00%.
 
-  (E the springs', bending's or Neo-Hookean energy), found by Newton from u = 0. Its first step is the classic
-  linearised backward Euler step (Baraff & Witkin 1998),
+  A solid's contacts are in the implicit solve (Baraff & Witkin 1998's constraint filter): a free particle that
+  would end the step inside a collider gets v . n = -d / dt, eliminated from the system, at most CONTACT_ROUNDS
+  rounds per linearization; a contact whose normal impulse comes out negative is released. Projected only after the
+  step, the ground crushed the contact layer of a stiff ico sphere (Neo-Hookean: +12.3% volume, 93% strain; in the
+  solve: +0.01%, 0.4%). A cloth's contacts are only projected after the step, as in the explicit integrators.
+  Friction is a second Newton phase on Phi plus IPC's lagged friction potential (Li et al. 2020), so the whole body
+  takes part in stopping the contact particles (taking friction off each contact particle after the solve added up
+  to +7 J on the voxel Suzanne and diverged).
 
-      [M + dt^2 K] v+ = M v + dt f(x),
+  An inexact solve must not create momentum: a uniform velocity correction cancels the residual's net force, so a
+  body without pins keeps exactly an exact solve's momentum (tangentially only, against a single contact normal; not
+  in the friction phase).
 
-  and in general, linearised at x + dt u: [M + dt^2 K] u' = M v + dt f(x + dt u) + dt^2 K u.
-  K = -df/dx, assembled from 3x3 blocks: one per spring,
-  K_e = k [ max(1 - l0/l, 0) (I - n n^T) + n n^T ],  n = (x_i - x_j) / l,
-  the clamp (Choi & Ko 2002) keeping K positive semi-definite; for a solid the Neo-Hookean Hessian projected to
-  PSD per tet (``NeoHookean.hessian(project=True)``, clamped in F space), so the system matrix is symmetric positive
-  definite. Bending adds its Hessian: the constant c K K^T (x) I3 per hinge for a flat rest sheet, the energy's
-  PSD-projected Hessian otherwise. Pinned particles are not unknowns: their (kinematic) velocity moves to the
-  right-hand side, b_F = M_F v_F + dt f_F - dt^2 K_FP v_P. ``config.linear_solver`` picks the solve:
-
-  'CG'      conjugate gradients preconditioned with the inverse 3x3 block diagonal;
-  'JACOBI'  block Jacobi, v <- v + w D^-1 (b - A v), D the 3x3 block diagonal of A. Point (scalar) Jacobi may
-            diverge here (A is not diagonally dominant for springs that are not axis-aligned); block Jacobi with
-            w = 1 always converges on springs because 2D - A = M + dt^2 * (the "signless" spring Laplacian) is
-            positive definite. A Neo-Hookean solid's K is not so (measured: it diverged), so for a solid
-            w = min(1, 1.9 / beta) with beta a block-Gershgorin bound on the largest eigenvalue of D^-1 A
-            (``_jacobi_weight``).
-
-  Both start from the current velocity and stop when ||b - A v|| <= config.linear_tolerance ||b - A v^n||,
-  a reduction of the step's own initial residual (an inexact Newton step: the system is itself a
-  linearization, so solving it far beyond its own accuracy buys nothing), or after
-  ``max(config.iterations, MIN_LINEAR_ITERATIONS)`` iterations (``config.iterations`` can only raise
-  that ceiling, it is never the stopping rule). StepStats reports the linear iterations used (summed over the
-  solves of the step), the true final residual relative to the initial one, the linearizations
-  (``newton_iterations``) and the line search's ``line_search_halvings``.
-
-  Line search: every Newton step u -> u' is accepted only if Phi(u + a (u' - u)) <= Phi(u) + ARMIJO a g.(u' - u)
-  (g = dPhi/du), halving a from 1. A full step (a = 1) ends the Newton loop, so a step whose first linearization
-  is good costs one linear solve as before; a shortened one is re-linearised where the line search stopped (at most
-  NEWTON_ITERATIONS times), and a step that finds no decrease (a < MIN_STEP) or never a full step raises
-  StepNotConverged, which ``advance_frame`` answers by splitting the step. Why (measured, voxel Suzanne,
-  tests/scenario_scenes.py, frictionless 1.5 m drop, 2 substeps): the single linearization raised Phi at landing
-  from 14.7 to 36.6 J (+27.6 J of energy in one step) and later from 2.6 J to 1.2e9 J (a tet at J = -6e4), then
-  SimulationDiverged; with the line search the drop runs at 0.00% volume error and 0.7% strain.
-
-  A solid's contacts are part of the implicit solve (Baraff & Witkin 1998's constraint filter; a cloth's are only
-  projected after the step, with friction there, as in the explicit integrators: in the solve they pressed the
-  two-layer stack of tests/test_self_collision.py to 3.6 mm at a 5 mm thickness): a free particle that would
-  end the step inside a collider (predicted from its velocity, then from the solve's result, at most
-  CONTACT_ROUNDS rounds per linearization) gets the constraint v . n = -d / dt (it lands on the surface, d >= 0
-  its distance at the start of the step), eliminated from the system; a contact whose normal impulse
-  J = n . (A v - b) [N s] comes out negative (the collider would pull) is released and the system solved again.
-  Why (measured, ico sphere pole-down 10 cm drop, friction 0.5, E = 1e5 Pa, nu 0.4, 2 substeps): with the contact
-  only projected after the step, the solve does not know the ground, so it lets the stiff body keep falling while
-  the projection stops just the penetrating particles: the contact layer is crushed between the ground and the
-  rest of the body (springs: +8.4% volume, 76% strain; Neo-Hookean: +12.3% / 93%). With contacts in the solve:
-  +0.01% volume, 0.4% strain.
-
-  Friction is a second Newton phase on Phi + D, started from the frictionless result, with the lagged friction
-  potential D(u) = sum_contacts friction * J_i * f0(|u_t,i|) (IPC, Li et al. 2020: J_i the normal impulse of the
-  frictionless phase, u_t the tangential velocity, f0 = |.| smoothed below FRICTION_SPEED), whose Hessian is
-  replaced by the majorizing friction J f0'(y)/y (I - n n^T) (PSD), at least FRICTION_LINEARIZATIONS of them.
-  So the rest of the body takes part in
-  stopping the contact particles. Why (measured, voxel Suzanne, friction 0.5, 0.2 m drop): taking up to
-  friction J / m_i off each contact particle's tangential velocity after the solve moved single particles by up
-  to dt * 2.1 m/s = 4.4 cm against their tets (lattice cell ~7 cm, slivers down to 0.005 of a regular tet's
-  volume): every step the solve dissipated energy and this friction added up to +7 J (inverted tets), and the
-  drop diverged at frame 15.
-
-  An inexact solve must not create momentum: for a body without pins the springs' and the Neo-Hookean K have zero
-  block row sums (they only pull particles relative to each other), so 1^T A v = 1^T M v and the total momentum
-  of the solution is 1^T b - 1^T r. Adding to every velocity the uniform delta = (sum of the residual's
-  3-vectors) / (total mass) makes the residual's net force zero, which gives exactly the momentum of an exact
-  solve (tests/test_scenarios.py checks it on an asymmetric solid). With contacts all along one normal (a ground)
-  only the tangential part of delta is added (it keeps every constraint; the normal momentum is the ground's);
-  not in the friction phase (friction takes tangential momentum).
-
-Every step ends as in position_based.py: contacts are projected out of the colliders
-(``resolve_contacts``; after an implicit step only what the solve's contacts missed), the projection is added
-to the velocity (v += dx_contact / dt, as in GAMES103 lab 1), and v is scaled by exp(-damping dt).
-
-Stability of the explicit integrators (seed 003: dt <= c sqrt(m/k)) is estimated by
-``explicit_stable_substep``; see there for the bound and its constant.
+Every step ends as in position_based.py: contacts projected out of the colliders (after an implicit step only what
+the solve missed), the projection added to the velocity (v += dx / dt, as in the GAMES103 cloth lab), and v scaled by
+exp(-damping dt). The explicit integrators' largest stable step (dt <= c sqrt(m/k), GAMES201 lecture 2) is
+``explicit_stable_substep``.
 """
 import math
 
@@ -145,11 +84,12 @@ ROUNDOFF = 1e-12
 its evaluation's round-off (near equilibrium the Newton step's true decrease is below it)."""
 
 FRICTION_SPEED = 1e-3
+"""IMPLICIT_EULER: eps_v [m/s] of the friction potential: below this tangential speed the Coulomb force ramps
+smoothly to 0 (IPC's f0, Li et al. 2020)."""
+
 FRICTION_LINEARIZATIONS = 2
 """IMPLICIT_EULER: the friction phase takes at least this many linearizations (each re-weights the friction Hessian
 friction J f0'(y)/y at the new tangential speed y; one left the ico sphere's drift at 9.9 mm, two give 1.8 mm)."""
-"""IMPLICIT_EULER: eps_v [m/s] of the friction potential: below this tangential speed the Coulomb force ramps
-smoothly to 0 (IPC's f0, Li et al. 2020)."""
 
 MIN_LINEAR_ITERATIONS = 1000
 """Ceiling on linear iterations per implicit step is max(config.iterations, MIN_LINEAR_ITERATIONS)."""
@@ -630,7 +570,7 @@ def explicit_stable_substep(model, stiffness, solver: str = "SYMPLECTIC_EULER", 
         dt_max = 2 / omega_max  =  c sqrt(m_eff / k_eff),  c = 2,
         k_eff / m_eff = max over free i of sum over springs (i, j) of k (1/m_i + [j free]/sqrt(m_i m_j))
 
-    (seed 003's dt <= c sqrt(m/k) with c = 2; see ``highest_frequency_bound``). Exact for one spring with a
+    (GAMES201 lecture 2's dt <= c sqrt(m/k) with c = 2; see ``highest_frequency_bound``). Exact for one spring with a
     pinned end; the true limit (largest eigenvalue at rest) is 1.35x higher on grid_cloth and 1.7x on a
     cube of 5 tets, which is how conservative the bound is there.
 

@@ -17,60 +17,31 @@ from .model import State, StepStats, measure_stats
 
 
 CONTACT_ITERATIONS = 2
-"""Fewest iterations of a step that has collider contacts (issue 12). With one sweep per step the ground stops each
-contact particle on its own after the sweep, so a constraint passes on only w_j / (w_i + w_j) of its correction and
-the ground's reaction follows the lumped masses of the contact layer: the tetrahedralized ico sphere left its first
-bounce spinning and rolled 41-43 cm on a ground with friction 0.5. A second sweep, which sees the contact particles
-already back on the ground, lets the elastic constraints carry the reaction into the body (measured, 24 frames:
-XPBD ico sphere 434 -> 49 mm, about the converged figure of 20 iterations, 48 mm; PBD 410 -> 90 mm; symmetric cube
-PBD 17.5 -> 6.8 mm, XPBD 8.5 -> 0.7 mm). Steps without contacts (free flight) keep ``config.iterations``, and so
-do cloths (no tets): a cloth has no rigid rotation for the lopsided reaction to start, and resting on a sphere it is
-in contact nearly every step, where a second sweep would double the cost of a default cloth step."""
+"""Fewest iterations of a solid's step that has collider contacts. With one sweep the ground stops each contact
+particle on its own, so the ground's reaction follows the lumped masses of the contact layer and a tetrahedralized
+ico sphere left its first bounce spinning; a second sweep, which sees the contact particles back on the ground, lets
+the elastic constraints carry the reaction into the body (ico sphere dropped on friction 0.5, 24 frames: XPBD drift
+434 -> 49 mm, about the 48 mm of 20 iterations). Steps without contacts keep ``config.iterations``, and so do cloths
+(no rigid rotation to start, and a cloth resting on a sphere is in contact nearly every step, where a second sweep
+would double the cost)."""
 
 SYMMETRIC_SWEEPS = True
-"""In every step of a solid, the last iteration sweeps the tet constraints twice from the same
-positions, colours first to last and last to first, and takes the mean (positions and multipliers; one sweep of two
-copies of the set, ``TetStrainColourSweep.symmetric_sweep``). Earlier iterations sweep once, the
-colour order alternating over iterations and steps (``_Sweep.alternate``).
+"""In every step of a solid, the last iteration sweeps the tet constraints twice from the same positions, colours
+first to last and last to first, and takes the mean (positions and multipliers;
+``TetStrainColourSweep.symmetric_sweep``). Earlier iterations sweep once, the colour order alternating over
+iterations and steps (``_Sweep.alternate``).
 
-Every step, not only those with collider contacts (issue 12, session 8): with one iteration per step in free flight,
-sweeps alternating forward and backward over consecutive steps are unstable on a tet mesh with slivers. The voxel-
-remeshed Suzanne (6054 surface vertices, all tet vertices, 105 interior ones at resolution 10: tet quality down to
-0.006, particle masses from 8e-8 to 8e-3 kg) dropped in Blender with the defaults grew a round-off perturbation
-1e4-fold per frame in free flight (angular momentum 1e-13 -> 1e-9 -> 5e-6 kg m^2/s over frames 5-7) and the bake
-stopped at frame 9 with a vertex at 1000 m/s. A fixed order is stable but biased (the small ico sphere below then
-rolls 84 mm instead of < 10); the symmetric sweep is both (same scene: no growth, 1e-13 at frame 13). Cost: the
-default ico sphere (4928 tets) in free flight 71 -> 92 ms per frame (30 substeps).
-
-Why (issue 12: the ico sphere, r 0.25 m, 302 tets, dropped 10 cm pole-down on a ground with friction 0.5, 24 frames,
-30 substeps, 2 iterations in contact steps). One Gauss-Seidel sweep leaves the colours it projects last satisfied
-and the earlier ones strained again by them, so the residual strain around the contact particles (the pole's 32 tets
-are in 32 colours) is lopsided in a direction set by the colour order, and so is the tangential slip those particles
-take in the step. Friction, applied once per step on that slip, is the only horizontal force on the body, and turns
-the lopsided slip into a horizontal impulse; the body, balanced on a vertex (an unstable rest), lands a little more
-tilted at each bounce. Measured drift (Newton 0.0 mm, which keeps the mesh's symmetry exactly): fixed colour order
-170 mm, PBD and XPBD alike; forward then backward within each iteration 172 mm (every iteration ends on the backward
-sweep: a fixed bias again); forward and backward alternating over the iterations of a step 131 mm (the last sweep of a
-contact step is always the backward one); alternating over steps 38 mm (the biases of consecutive steps cancel only
-as far as the state did not change in between; the horizontal speed after the bounces of frames 4, 10, 16, 21 grows
-8, 22, 61, 145 mm/s); alternating over steps at 10 iterations 12.8 mm.
-The mean of the two orders: a sweep is a product of per-colour updates, (I - A_C)...(I - A_1) forward and
-(I - A_1)...(I - A_C) backward; both are I - sum A_c to first order and their mean has every pair term A_i A_j with
-weight 1/2 for either order, so it does not depend on the colour order to second order, within the step itself:
-3.2 mm in PBD and XPBD (both contact iterations symmetric: 1.4 mm, first bounce 2.2 mm/s instead of 8.1 mm/s; at
-4 iterations 5.1 mm). Only the last iteration of a step is symmetric, as friction sees the state it leaves (and it is
-the cheaper choice: 302 tets at the cost of the single sweeps, 4928 tets 1.48x main's spring + volume step against
-1.65x for both). Without contacts the order cannot move the centre of mass (no horizontal external force), but see
-the stability note above.
-Limits: the rest on the pole stays unstable (at 48 frames this sphere rolls 208-234 mm with either sweep; Newton
-0.0 mm). The tilted landing of the same sphere, which does roll (Newton 33 mm), moves 56 -> 84 mm at 1 iteration,
-58 -> 54 mm at 10 (both contact iterations symmetric): that figure is not monotonic in the iteration count with either
-sweep (56, 72, 58 mm at 1, 4, 10 iterations alternating over steps).
-Blender's default ico sphere (r 1 m, 4928 tets, 1 kg, E 1e5) dropped 1 m pole down on friction 0.5 (bench_acceptance)
-drifts 170-234 mm in 48 frames, and that is not the solver's order (session 8): its tet mesh has no mirror symmetry,
-and converged references kick it sideways at the first impact too (NEWTON at 24 substeps 30 mm/s, XPBD at 240
-substeps 48 mm/s, default XPBD 57 mm/s); an undamped elastic ball then bounces on and rolls off its vertex. Only
-numerical damping strong enough to kill the bounce (NEWTON's one step per frame: 0 mm) keeps it in place."""
+Why: one Gauss-Seidel sweep leaves the colours it projects last satisfied and the earlier ones strained again, so
+the residual strain around contact particles, and the slip friction turns into a horizontal impulse, is lopsided in
+a direction set by the colour order. The two orders agree to first order and their mean is independent of the order
+to second order. Measured on an ico sphere (302 tets) dropped pole-down on friction 0.5 for 24 frames (NEWTON, which
+keeps the mesh's symmetry exactly: 0.0 mm): a fixed colour order drifts 170 mm, alternating over steps 38 mm, the
+symmetric last sweep 3.2 mm. It is applied in every step, not only with contacts, because alternating orders over
+steps of one iteration are unstable on sliver tets: the voxel-remeshed Suzanne (tet quality down to 0.006) grew a
+round-off perturbation 1e4-fold per frame in free flight until a vertex reached 1000 m/s; with the symmetric sweep
+it does not grow. Cost: Blender's default ico sphere (4928 tets) in free flight 71 -> 92 ms per frame.
+Limit: a body balanced on a vertex is still an unstable rest, and an undamped elastic ball still rolls off it
+(converged references kick it sideways at the first impact too)."""
 
 MIN_COLOUR_FRACTION = 1.0 / 8.0
 """Gauss-Seidel colours smaller than this fraction of the largest one are not worth a batch each: a
@@ -149,13 +120,13 @@ class PositionBasedSolver(ProjectedContactSolver):
     A cloth (no tets) gets distance constraints on its edges (compliance 1 / config.stiffness), hard in PBD. A solid
     (tets) gets one Neo-Hookean constraint pair per tet (``constraints/tet_strain.py``: element-based elasticity with
     the Lamé parameters of Young's modulus and Poisson's ratio, ``material_arrays(...).tet_mu / .tet_lambda``), and no
-    edge springs or volume constraints (issue 12: a spring network is isotropic only on average, and the ico sphere
-    dropped pole-down tipped over). These are compliant in PBD too, so PBD and XPBD solids are the same material.
+    edge springs or volume constraints (a spring network is isotropic only on average: an ico sphere dropped
+    pole-down tipped over). These are compliant in PBD too, so PBD and XPBD solids are the same material.
     A solid's tet constraints also get ``config.internal_damping`` (``TetStrainConstraints.set_damping``: damping of
-    strain rates, not of rigid motion). An edge of zero stiffness gets no constraint at all. A cloth (triangles, no tets) with ``config.bending_stiffness`` > 0 gets one
-    isometric bending constraint per interior edge (``constraints/bending.py``), compliant in PBD too. With
-    ``config.tether_stretch`` set,
-    pin tethers limit how far particles move from the pins (``constraints/tether.py``).
+    strain rates, not of rigid motion). An edge of zero stiffness gets no constraint at all. A cloth (triangles, no
+    tets) with ``config.bending_stiffness`` > 0 gets one isometric bending constraint per interior edge
+    (``constraints/bending.py``), compliant in PBD too. With ``config.tether_stretch`` set, pin tethers limit how far
+    particles move from the pins (``constraints/tether.py``).
     ``constraint_scheme`` picks the sweep: 'GAUSS_SEIDEL' projects one colour at a time; 'JACOBI'
     projects all constraints from the same positions, accumulates, and applies (see ``_jacobi``).
     Each iteration sweeps every set, then the tethers, then projects the collider contacts
@@ -171,8 +142,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         inv_mass = model.inv_mass
         material = material_arrays(model, config)
         sets = []
-        # A solid (tets) gets per-tet Neo-Hookean constraints and no edge springs or volume constraints (issue 12);
-        # a model without tets (cloth, rope) keeps its distance constraints.
+        # A solid (tets) gets per-tet Neo-Hookean constraints and no edge springs or volume constraints (isotropic
+        # elasticity); a model without tets (cloth, rope) keeps its distance constraints.
         edges = np.nonzero(material.edge_stiffness > 0.0)[0] if not model.tet_count else np.zeros(0, np.int64)
         if len(edges):
             sets.append(DistanceConstraints(model.edge_indices[edges], model.edge_rest_length[edges], inv_mass,

@@ -32,11 +32,18 @@ class SolverInfo:
 
 
 _TABLE = (
-    SolverInfo("EXPLICIT_EULER", 0, "mass_spring", "MassSpringSolver", ("stiffness", "bending_stiffness", "use_self_collision", "thickness"), 30, explicit=True),
-    SolverInfo("SYMPLECTIC_EULER", 1, "mass_spring", "MassSpringSolver", ("stiffness", "bending_stiffness", "use_self_collision", "thickness"), 30, explicit=True),
-    SolverInfo("IMPLICIT_EULER", 2, "mass_spring", "MassSpringSolver", ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "linear_solver", "linear_tolerance", "iterations"), 2),
-    SolverInfo("PBD", 3, "position_based", "PositionBasedSolver", ("bending_stiffness", "use_self_collision", "thickness", "constraint_scheme", "jacobi_relaxation", "iterations", "tether_stretch", "internal_damping"), 30),
-    SolverInfo("XPBD", 4, "position_based", "PositionBasedSolver", ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "constraint_scheme", "jacobi_relaxation", "iterations", "tether_stretch", "internal_damping"), 30),
+    SolverInfo("EXPLICIT_EULER", 0, "mass_spring", "MassSpringSolver",
+               ("stiffness", "bending_stiffness", "use_self_collision", "thickness"), 30, explicit=True),
+    SolverInfo("SYMPLECTIC_EULER", 1, "mass_spring", "MassSpringSolver",
+               ("stiffness", "bending_stiffness", "use_self_collision", "thickness"), 30, explicit=True),
+    SolverInfo("IMPLICIT_EULER", 2, "mass_spring", "MassSpringSolver",
+               ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "linear_solver", "linear_tolerance", "iterations"), 2),
+    SolverInfo("PBD", 3, "position_based", "PositionBasedSolver",
+               ("bending_stiffness", "use_self_collision", "thickness", "constraint_scheme", "jacobi_relaxation", "iterations",
+                "tether_stretch", "internal_damping"), 30),
+    SolverInfo("XPBD", 4, "position_based", "PositionBasedSolver",
+               ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "constraint_scheme", "jacobi_relaxation",
+                "iterations", "tether_stretch", "internal_damping"), 30),
     # 8 x 5 on the 64 x 64 lab cloth: about XPBD's cost with 11% worst strain at impact (2 x 5: 32-42%).
     SolverInfo("PROJECTIVE", 5, "projective", "ProjectiveSolver", ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "iterations"), 8,
                default_iterations=5),

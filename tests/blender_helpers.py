@@ -24,7 +24,7 @@ def evaluated_positions(obj, frame=None):
 
 
 def cache_file(obj):
-    """Absolute path of the PC2 file ``obj``'s bake plays, read from its 'SoftSim Cache' modifier (API.md:
+    """Absolute path of the PC2 file ``obj``'s bake plays, read from its 'SoftSim Cache' modifier (docs/api.md:
     readers find it there, never by guessing the name); None if it has no such modifier."""
     import bpy
 
@@ -41,7 +41,7 @@ def cache_listing(folder):
 
 
 def add_remeshed_suzanne(voxel_size=0.05, size=2.0):
-    """Issue 12's closed Suzanne: Add > Mesh > Monkey (``size``), Subdivision 2 and a voxel remesh at ``voxel_size``
+    """A dense closed Suzanne: Add > Mesh > Monkey (``size``), Subdivision 2 and a voxel remesh at ``voxel_size``
     m, both applied (6054 vertices at the defaults). Returns the new, active object, at the origin."""
     import bpy
 

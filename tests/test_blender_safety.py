@@ -1,4 +1,4 @@
-"""Issue 11 as a new user met it: linked duplicates, Show Tets, planted links, odd cache folders, bad settings
+"""What a new user runs into: linked duplicates, Show Tets, planted links, odd cache folders, bad settings
 stored as raw properties, zero scales, read-only folders, user shape keys, long names, failing shape-key
 bakes. Every case ends in the correct result or a clear error naming the object, with every earlier bake and
 every file outside the add-on's own intact."""

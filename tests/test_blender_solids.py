@@ -118,7 +118,7 @@ def test_embedded_dense_sphere_falls_and_rests_like_the_coarse_one(dropped):
     # higher), and the two tet meshes squash differently under their own weight, because XPBD's edge
     # stiffness is per edge [N/m] and the meshes have different edges (measured: the coarse sphere's
     # centroid sinks ~4 cm at rest, the cage's ~1.5 cm). At rest 10% of the radius bounds the difference. The
-    # bounce differs more: since the contacts act inside XPBD's sweep (issue 12) the cage bounces to 0.601 m and the
+    # bounce differs more: with the contacts acting inside XPBD's sweep the cage bounces to 0.601 m and the
     # coarse sphere to 0.555 m (5.8 cm apart at frame 21; 3.6 cm with the contacts projected after the sweep), so
     # the impact is bounded by 15% of the radius.
     assert np.abs(dense - coarse).max() < 0.075
@@ -269,10 +269,10 @@ def test_stability_estimate_of_a_solid_waits_for_its_tet_mesh(addon):
 
 
 def test_dense_suzanne_dropped_on_a_frictionless_ground_keeps_its_centre_and_volume(addon):
-    """Issue 12's scene: Monkey (size 2, Subdivision 2, voxel remesh 0.05 m: 6054 vertices, all of them tet vertices)
+    """The voxel-remeshed Suzanne: Monkey (size 2, Subdivision 2, voxel remesh 0.05 m: 6054 vertices, all of them tet vertices)
     1.5 m above a frictionless ground, XPBD with every default, 24 frames (it lands at frame 15), read as a user's
-    script reads a bake. Before session 8 this bake stopped at frame 9 with a vertex at 1000 m/s (the sweeps'
-    alternating order was unstable on its tets); once stable, it crushed the body at the impact (needle tets from the
+    script reads a bake. It guards two failures: the sweeps' alternating colour order was unstable on its tets (the
+    bake stopped at frame 9 with a vertex at 1000 m/s, position_based.SYMMETRIC_SWEEPS), and the tets crushed the body at the impact (needle tets from the
     dense skin to a coarse lattice: -4.3% volume). bench/bench_acceptance.py runs it for every solver, 48 frames."""
     scene = new_scene(frames=24)
     scene.objects["Ground"].softsim.friction = 0.0

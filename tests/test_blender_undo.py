@@ -1,4 +1,4 @@
-"""Undo and the cache files agree (issue 11, item 4): Ctrl+Z after Free, after a re-bake or after a first bake
+"""Undo and the cache files agree: Ctrl+Z after Free, after a re-bake or after a first bake
 gives every object the file its restored modifier names, and redo goes forward again. Replaced and freed files
 wait in ``<cache folder>/.softsim-trash/`` until the .blend is saved.
 

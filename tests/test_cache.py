@@ -1,4 +1,4 @@
-"""PC2 files: the exact layout of API.md, and a failed write never destroys an earlier cache."""
+"""PC2 files: the exact layout of docs/api.md, and a failed write never destroys an earlier cache."""
 import os
 import struct
 

@@ -218,7 +218,7 @@ def test_pin_tethers_hold_every_particle_within_its_limit_and_cut_the_sag_near_p
 
 
 def games103_lab_step(x, v, edges, rest_length, fixed, t=0.0333, iterations=32, damping=0.99, gravity=(0.0, 0.0, -9.8)):
-    """GAMES103 lab 2's Update() and Strain_Limiting() (seed 001), vectorized line by line, no collision."""
+    """The GAMES103 cloth lab's (lab 2) Update() and Strain_Limiting(), vectorized line by line, no collision."""
     x, v = x.copy(), v.copy()
     free = ~fixed
     v[free] = v[free] * damping + np.asarray(gravity) * t
@@ -247,7 +247,7 @@ def test_pbd_jacobi_is_the_games103_lab_strain_limiting():
     start = State(vertices + rng.normal(0.0, 0.05, vertices.shape), rng.normal(0.0, 0.5, vertices.shape))
     t = 0.0333
     expected_x, expected_v = games103_lab_step(start.x, start.v, model.edge_indices, model.edge_rest_length, model.pinned)
-    # The lab has no bending (bending_stiffness defaults to 1e-3 N m since issue 10).
+    # The lab has no bending (bending_stiffness defaults to 1e-3 N m).
     config = SolverConfig(solver="PBD", constraint_scheme="JACOBI", iterations=32, jacobi_relaxation=0.2, gravity=(0.0, 0.0, -9.8),
                           damping=0.0, bending_stiffness=0.0)
     state = start.copy()

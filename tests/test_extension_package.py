@@ -97,7 +97,7 @@ def test_linux_zip_contents(built_zips):
     for forbidden in ("tests/", "bench/", "tools/", ".venv/", ".ci/", ".git/", "demo_out/", "bench_out/", "dist/"):
         assert not any(n.startswith(forbidden) for n in names), forbidden
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
-    assert "Makefile" not in names
+    assert "Makefile" not in names and "ruff.toml" not in names
     # --split-platforms writes the platform into the packaged manifest.
     assert packaged_manifest["build"]["generated"]["platforms"] == ["linux-x64"]
 
@@ -199,7 +199,7 @@ def test_install_enable_and_bake(built_zips, tmp_path):
 
         assert bpy.ops.softsim.bake() == {"FINISHED"}
 
-        # The file is found through the modifier that plays it (API.md), never by guessing its name.
+        # The file is found through the modifier that plays it (docs/api.md), never by guessing its name.
         modifier = obj.modifiers["SoftSim Cache"]
         assert modifier.type == "MESH_CACHE"
         pc2 = Path(bpy.path.abspath(modifier.filepath))

@@ -1,4 +1,4 @@
-"""Faces against a sphere in every solver (issue 10 item 3): no point of any face gets deeper into the sphere than
+"""Faces against a sphere in every solver: no point of any face gets deeper into the sphere than
 the collider's thickness, and the face push does not make the cloth bounce.
 
 Scene: a coarse 6 x 6 cloth (0.2 m spacing) falling on a sphere of radius 0.15 m centred under the inside of a

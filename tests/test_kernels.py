@@ -302,10 +302,10 @@ def test_tet_strain_symmetric_sweep_is_the_mean_of_both_orders(gamma):
     dt = 1.0 / 240.0
     runs = []
     for reverse in (False, True):
-        x, lam = x0.copy(), [l.copy() for l in lams]
+        x, lam = x0.copy(), [lam_c.copy() for lam_c in lams]
         sweep.sweep(x, dt, lam, True, reverse=reverse)
         runs.append((x, lam))
-    x, lam = x0.copy(), [l.copy() for l in lams]
+    x, lam = x0.copy(), [lam_c.copy() for lam_c in lams]
     sweep.symmetric_sweep(x, dt, lam)
     assert np.max(np.abs(runs[0][0] - runs[1][0])) > 1e-3  # the two orders differ
     assert np.max(np.abs(x - 0.5 * (runs[0][0] + runs[1][0]))) < 1e-12

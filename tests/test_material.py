@@ -233,7 +233,8 @@ def test_a_hanging_solid_sags_the_same_at_double_the_tet_resolution(solver):
     Analytic reference: a hanging bar's tip drops rho g L^2 / (2 E) (slender bar, uniaxial stress). A cube clamped
     at the top is not slender, so only agreement within a factor 1.5 is asked. Measured (mm, analytic 1.226):
     IMPLICIT_EULER 1.122 / 1.142 and XPBD 1.147 / 1.151 (Neo-Hookean tets); on tet-edge springs they were 1.354 / 1.385
-    and 1.253 / 1.316 (springs only, nu = 1/4, E_springs = 1.25 E / (1 + nu) = 0.96 E). The old per-edge N/m (same k at both resolutions) gave 1.222 / 0.704 (IMPLICIT_EULER) and 1.115 / 0.788 (XPBD).
+    and 1.253 / 1.316 (springs only, nu = 1/4, E_springs = 1.25 E / (1 + nu) = 0.96 E). A per-edge stiffness in N/m
+    (same k at both resolutions) gives 1.222 / 0.704 (IMPLICIT_EULER) and 1.115 / 0.788 (XPBD).
     """
     settings, dt, steps = SAG_RUNS[solver]
     config = SolverConfig(youngs_modulus=E, poisson_ratio=0.3, **settings)

@@ -54,7 +54,7 @@ def test_free_fall_is_implicit_eulers_closed_form():
 
 
 def test_hanging_spring_stretches_by_mg_over_k():
-    """Static equilibrium of seed 004's spring with k = stiffness / 4: 2 k (s - 1) l = m g, ~ m g / stiffness."""
+    """Static equilibrium of the solid-sim-tutorial's spring with k = stiffness / 4: 2 k (s - 1) l = m g, ~ m g / stiffness."""
     stiffness, total_mass = 1.0e4, 2.0
     model = build_model(np.array([[0.0, 0.0, 0.0], [0.0, 0.0, -1.0]]), edges=[[0, 1]], pinned=[True, False],
                         total_mass=total_mass)
@@ -65,8 +65,8 @@ def test_hanging_spring_stretches_by_mg_over_k():
         solver.step(state, 0.05)
     stretch = -state.x[1, 2] - 1.0
     k = stiffness / 4.0
-    l = 1.0 + stretch
-    assert 2.0 * k * (l * l - 1.0) * l == pytest.approx(m * G, rel=1e-5)  # the exact equilibrium of seed 004's spring
+    length = 1.0 + stretch
+    assert 2.0 * k * (length * length - 1.0) * length == pytest.approx(m * G, rel=1e-5)  # the exact equilibrium of that spring
     assert stretch == pytest.approx(m * G / stiffness, rel=5e-3)  # and Hooke's at small strain
 
 
@@ -168,7 +168,7 @@ def test_block_on_a_slope_slides_with_coulomb_acceleration_or_sticks(theta_deg, 
     state = State.at_rest(model)
     h = 1.0 / 120.0
     along = []
-    for step in range(120):
+    for _ in range(120):
         solver.step(state, h, [ground])
         along.append(float(state.v.mean(axis=0) @ downhill))
     if slides:
@@ -206,7 +206,7 @@ def test_neo_hookean_cube_on_the_ground_sags_less_when_stiffer_and_keeps_volume_
 
 
 def test_newton_and_implicit_euler_agree_on_a_small_stiff_cloth_as_the_step_shrinks():
-    """Both discretize the same ODE (small strains: seed 004's spring = Hooke's); their gap closes ~ h."""
+    """Both discretize the same ODE (small strains: the squared-length spring = Hooke's); their gap closes ~ h."""
     def run(solver_name, h):
         model = stretched_cloth(5)
         extra = {"newton_tolerance": 1e-5, "newton_max_iterations": 200} if solver_name == "NEWTON" else {"linear_tolerance": 1e-10}
@@ -241,7 +241,7 @@ def test_a_step_that_does_not_converge_is_retried_as_two_half_steps():
     sim = make_solver(model, SolverConfig(solver="NEWTON", stiffness=1e4, newton_max_iterations=4))
     reference = make_solver(model, SolverConfig(solver="NEWTON", stiffness=1e4, newton_tolerance=1e-6))
     state, compared = State.at_rest(model), 0
-    for frame in range(12):
+    for _ in range(12):
         start = state.copy()
         try:
             sim.step(start.copy(), 1.0 / 24)

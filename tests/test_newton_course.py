@@ -1,7 +1,7 @@
-"""NEWTON against Minchen Li's course code (seed 004), re-written here densely, line by line, in 3D.
+"""NEWTON against Minchen Li's course code (solid-sim-tutorial, Li et al. 2020 IPC), re-written here densely, line by line, in 3D.
 
 The course's 2D scenes (a 1 m square of 5 x 5 nodes, edges along both grid axes and both diagonals,
-rho = 1000 kg/m^2, seed 004's spring with k = 1e5) are rebuilt in the vertical x-z plane with gravity along -z:
+rho = 1000 kg/m^2, the course's squared-length spring with k = 1e5) are rebuilt in the vertical x-z plane with gravity along -z:
 the Dirichlet-hung square, the square dropped on the ground, and the square on a slope with friction. The
 reference below is a plain transcription of the course's ``step_forward`` (inertia + h^2 (springs + gravity +
 barrier + friction), make_PD per spring, DBC rows set to the identity, CCD initial step 0.9 x the distance,

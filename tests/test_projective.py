@@ -154,8 +154,8 @@ def test_a_cloth_falling_on_a_sphere_and_the_ground_never_enters_them():
 def test_the_lab_cloth_at_the_add_on_defaults_runs_its_100_frames_without_diverging():
     """The GAMES103 lab scene of bench/bench_cloth.py (10 m cloth of 21 x 21 vertices at z = 3, two corners pinned,
     onto a sphere of radius 2.7 and the ground at z = -3; stiffness 1e4 N/m, bending at its default, 8 x 5): a
-    depth^2-weighted face push (each vertex taking nearly its deepest triangle's request) made it diverge after 33
-    frames (session 5, measured; reverted). Its energy must stay bounded: no vertex faster than the fall allows."""
+    depth^2-weighted face push (each vertex taking nearly its deepest triangle's request) diverges here after 33
+    frames. Its energy must stay bounded: no vertex faster than the fall allows."""
     n = 21
     v, e, t = grid_cloth(n, 10.0, height=3.0, diagonals=False)
     pinned = np.zeros(n * n, bool)

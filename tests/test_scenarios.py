@@ -1,4 +1,4 @@
-"""One scenario table, run against every solver the registry offers: invariants each must keep (issue 12).
+"""One scenario table, run against every solver the registry offers: invariants each must keep.
 
 Tolerances are stated once, in TOLERANCES; scenes and measurements live in ``scenario_scenes.py`` (shared with
 ``bench/bench_scenarios.py``, which runs the same scenes longer). Real meshes are built from Blender primitives
@@ -110,23 +110,24 @@ def test_real_mesh_dropped_on_a_frictionless_ground_keeps_its_horizontal_momentu
 # ---------------------------------------------------------------------------------------------- friction
 
 _ON_A_VERTEX = ("rests on one vertex, an unstable rest, and tips over: 102 mm at 24 frames with Internal Damping "
-                "0.01 s (the default since session 8); undamped it "
+                "0.01 s (the default); undamped it "
                 "bounces and passed this 24-frame window (3.2 mm) but had rolled 162 mm by frame 48")
 ICO_FRICTION_FAILS = {"PBD": _ON_A_VERTEX, "XPBD": _ON_A_VERTEX}
-"""Pole down (24 frames), measured before: PBD 109 mm, XPBD 85, implicit Euler 40 on tet-edge springs (the spring
-network tips the bouncing body, colliders.py note). Now implicit Euler runs the Neo-Hookean energy with contacts in its
-solve (1.8 mm), and PBD/XPBD per-tet Neo-Hookean constraints with an order-symmetric last contact iteration (3.2 mm;
+"""Pole down (24 frames). On tet-edge springs the spring network tips the bouncing body (PBD 109 mm, XPBD 85,
+implicit Euler 40; colliders.py note), so implicit Euler runs the Neo-Hookean energy with contacts in its solve
+(1.8 mm), and PBD/XPBD per-tet Neo-Hookean constraints with an order-symmetric last contact iteration (3.2 mm;
 solvers/position_based.py SYMMETRIC_SWEEPS). Tilted instead (bench/bench_scenarios.py), the ico sphere lands on
 a vertex 38 mm off its centre of mass and tips over in every solver, NEWTON too (3.3 cm): physical for that landing, so
 the table drops it pole down as Blender adds it. Even so it balances on a vertex, an unstable rest: over 48 frames
 PBD/XPBD roll 208 mm, and NEWTON at 8 substeps (r 1 m, 1 m drop) rests on its pole after the first bounce and rolls
 away from frame 32 on (128 mm at frame 48); only NEWTON's default single step per frame damps it to 0.0 mm.
-Session 8: PBD/XPBD solids got Internal Damping (default 0.01 s), which stops the bounces that kept this sphere in the
+PBD/XPBD solids have Internal Damping (default 0.01 s), which stops the bounces that kept this sphere in the
 air; resting on its vertex, it tips over within the 24 frames (marked above). The same damping takes Blender's default
 UV sphere and cube, dropped onto friction 0.5, from 80 / 105 mm to 16 / 6 mm (bench_acceptance's scenes)."""
 SYMMETRIC_CUBE_FRICTION_FAILS = {}
-"""PBD slid 1.7 cm (Gauss-Seidel order made the sweep's tangential motion of the contact layer one-sided) until
-contacts moved into its iterations (6.8 mm; solvers/position_based.py CONTACT_ITERATIONS)."""
+"""With contacts projected only after the iterations PBD slides 1.7 cm (Gauss-Seidel order makes the sweep's tangential
+motion of the contact layer one-sided); with contacts in its iterations 6.8 mm (solvers/position_based.py
+CONTACT_ITERATIONS)."""
 
 
 @pytest.mark.parametrize("solver", [known(s, SYMMETRIC_CUBE_FRICTION_FAILS) for s in AVAILABLE_SOLVERS if s != "EXPLICIT_EULER"])
@@ -165,7 +166,7 @@ def test_spinning_body_keeps_its_angular_momentum_and_never_gains_energy(meshes,
 
 @pytest.mark.parametrize("solver", POSITION_BASED)
 def test_dense_surface_solid_in_free_flight_stays_rigid(solver):
-    """The issue's Suzanne at a coarser voxel size (Monkey size 2, Subdivision 2, voxel remesh 0.08 m: 2324 surface
+    """The voxel-remeshed Suzanne at a coarser voxel size (Monkey size 2, Subdivision 2, voxel remesh 0.08 m: 2324 surface
     vertices, every one a tet vertex, over 114 interior ones at resolution 10, so the tets along the surface are
     slivers, quality down to ~0.01) falling freely for 10 frames with the solver's defaults. Its shape must not
     change: with the colour order alternating over steps and one sweep per step this mesh amplified round-off about

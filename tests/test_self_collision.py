@@ -299,9 +299,9 @@ def test_a_sheet_buckling_onto_the_ground_crosses_itself_in_neither_split_of_its
 def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere():
     """The 21 x 21 lab scene (10 m cloth pinned at two corners over a sphere of radius 2.7 m, ground 3 m below) in
     PROJECTIVE 8 x 5 with self-collision on (thickness 1 cm), with the settings as the add-on passes them (float32
-    properties): its long steps press the folds lying on the sphere together. The response used to push the lowest
-    layer into the sphere (13.2 mm by frame 59 on the float64 settings, measured), and the fail-safe's rigid zones,
-    firing in every substep from frame 60 on, carried it 154 mm in by frame 95. No vertex may end deeper than
+    properties): its long steps press the folds lying on the sphere together. Pushing the folds apart can
+    press the lowest layer into the sphere (a response that did: 13.2 mm by frame 59 on the float64 settings), and the
+    fail-safe's rigid zones, firing in every substep from frame 60 on, then carried it 154 mm in by frame 95. No vertex may end deeper than
     COLLIDER_SLACK * thickness, no face much deeper than thickness; and it never crosses itself."""
     from solvers import Sphere
     from solvers.collision.crossings import deepest_face_penetration

@@ -37,13 +37,13 @@ def test_gradients_match_central_differences(nu):
     C, g_D, g_H = tets.gradients(x)
     h = 1e-7
     for a in range(4):
-        for l in range(3):
+        for axis in range(3):
             xp, xm = x.copy(), x.copy()
-            xp[a, l] += h
-            xm[a, l] -= h
+            xp[a, axis] += h
+            xm[a, axis] -= h
             numeric = (tets.constraint(xp)[0] - tets.constraint(xm)[0]) / (2 * h)
-            assert numeric[0] == pytest.approx(g_D[0, a, l], rel=1e-5, abs=1e-6)
-            assert numeric[1] == pytest.approx(g_H[0, a, l], rel=1e-5, abs=1e-6)
+            assert numeric[0] == pytest.approx(g_D[0, a, axis], rel=1e-5, abs=1e-6)
+            assert numeric[1] == pytest.approx(g_H[0, a, axis], rel=1e-5, abs=1e-6)
 
 
 def test_rest_and_rigid_motion_give_no_correction():

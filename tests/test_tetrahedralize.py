@@ -365,7 +365,7 @@ def l_prism():
 def test_cage_carries_the_centre_of_mass_of_the_surface_not_of_its_tets():
     """A cage covers more than its surface, and not evenly (the thin wall of this L, thinner than the lattice, gets
     a cage several times its volume), so lumping the mass by cage tet volume moves the centre of mass: the body then
-    turns about the wrong point and, dropped on a frictionless ground, its surface's centroid drifts (issue 12:
+    turns about the wrong point and, dropped on a frictionless ground, its surface's centroid drifts (the voxel-remeshed
     Suzanne's cage at resolution 6, 141% of its volume, 37 mm). ``mass_weights`` spread the surface's own volume."""
     from solvers.builder import build_model
     from solvers.tetrahedralize import tetrahedralize_cage, volume_centroid
@@ -386,7 +386,7 @@ def test_cage_carries_the_centre_of_mass_of_the_surface_not_of_its_tets():
 
 def test_lattice_is_graded_down_to_a_dense_surface():
     """A 128 x 64 sphere (edges ~5 cm) at resolution 4 (h = 0.5 m): without grading every interior point is the
-    apex of hundreds of needle tets on the small surface triangles (issue 12's Suzanne: median quality 0.12,
+    apex of hundreds of needle tets on the small surface triangles (the voxel-remeshed Suzanne: median quality 0.12,
     masses 1e5 apart). The band of finer lattice points keeps the tets well shaped; a coarse surface gets none."""
     vertices, triangles = uv_sphere(1.0, 128, 64)
     tm = tetrahedralize(vertices, triangles, resolution=4)

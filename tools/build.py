@@ -60,7 +60,7 @@ TARGETS = (
 # Top-level paths that must never be shipped (checked in every zip after the build).
 FORBIDDEN_PREFIXES = (
     "tests/", "bench/", "tools/", ".venv/", "demo_out/", "bench_out/", "dist/", ".ci/", ".git/",
-    ".github/", ".pytest_cache/", "Makefile", "requirements-", ".gitignore",
+    ".github/", ".pytest_cache/", "Makefile", "requirements-", "ruff.toml", ".gitignore",
 )
 
 

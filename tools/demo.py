@@ -173,7 +173,8 @@ def main():
     bpy.ops.wm.save_mainfile()
 
     print()
-    print("| body | vertices | solver | substeps x iterations | frames | bake time [s] | ms/frame | max edge strain | deepest penetration [mm] | worst volume error |")
+    print("| body | vertices | solver | substeps x iterations | frames | bake time [s] | ms/frame | max edge strain "
+          "| deepest penetration [mm] | worst volume error |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, n, solver, steps, frames, seconds, strain, depth, volume in rows:
         print(f"| {name} | {n} | {solver} | {steps} | {frames} | {seconds:.2f} | {1000 * seconds / frames:.1f} | {100 * strain:.2f}% "

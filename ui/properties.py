@@ -1,4 +1,4 @@
-"""The PropertyGroups of the public contract (API.md): ``Object.softsim`` and ``Scene.softsim``."""
+"""The PropertyGroups of the public contract (docs/api.md): ``Object.softsim`` and ``Scene.softsim``."""
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
@@ -45,7 +45,8 @@ def _settings_changed(self, context):
 class SoftSimObjectSettings(bpy.types.PropertyGroup):
     role: EnumProperty(update=_settings_changed, name="Role", items=ROLE_ITEMS, default="NONE", description="What this object is in the Soft Sim simulation")
     # Dynamic items: only the solvers this version implements are offered; numbers stay fixed across versions.
-    solver: EnumProperty(update=_solver_changed, name="Solver", items=_solver_items, default=REGISTRY[DEFAULTS["solver"]].number, description="Time integrator used for this body")
+    solver: EnumProperty(update=_solver_changed, name="Solver", items=_solver_items, default=REGISTRY[DEFAULTS["solver"]].number,
+                         description="Time integrator used for this body")
     constraint_scheme: EnumProperty(
         update=_settings_changed,
         name="Sweep",
@@ -74,13 +75,15 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         description="Implicit Euler: the linear solve of each step stops when it has cut its starting residual to this "
         "fraction (0.001 = a thousand times smaller); smaller is more exact and slower",
     )
-    substeps: IntProperty(update=_settings_changed, name="Substeps", default=DEFAULTS["substeps"], min=1, max=MAX_SUBSTEPS, soft_max=100, description="Solver steps per scene frame; more is stiffer and more stable, and slower")
+    substeps: IntProperty(update=_settings_changed, name="Substeps", default=DEFAULTS["substeps"], min=1, max=MAX_SUBSTEPS, soft_max=100,
+                          description="Solver steps per scene frame; more is stiffer and more stable, and slower")
     iterations: IntProperty(
         update=_settings_changed, name="Iterations", default=DEFAULTS["iterations"], min=1, max=MAX_ITERATIONS, soft_max=100,
         description="PBD/XPBD: constraint sweeps per substep (PBD gets stiffer with more). Implicit Euler: raises the "
         "ceiling on linear-solver iterations above 1000 (the solve stops at Tolerance)",
     )
-    mass: FloatProperty(update=_settings_changed, name="Mass", default=1.0, min=1e-6, soft_max=1000.0, unit="MASS", description="Total mass of the body in kg, spread over its vertices by Mass Distribution")
+    mass: FloatProperty(update=_settings_changed, name="Mass", default=1.0, min=1e-6, soft_max=1000.0, unit="MASS",
+                        description="Total mass of the body in kg, spread over its vertices by Mass Distribution")
     mass_distribution: EnumProperty(
         update=_settings_changed,
         name="Mass Distribution",
@@ -95,7 +98,7 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         update=_settings_changed,
         name="Stiffness", default=DEFAULTS["stiffness"], min=1e-6, soft_max=1.0e7,
         description="Cloth: stiffness of every edge spring in N/m. XPBD uses compliance = 1/stiffness; PBD treats edges as "
-        "hard constraints; Newton uses seed 004's spring energy with the same small-stretch stiffness",
+        "hard constraints; Newton uses a squared-length spring energy with the same small-stretch stiffness",
     )
     youngs_modulus: FloatProperty(
         update=_settings_changed,
@@ -136,7 +139,8 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         update=_settings_changed, name="Volume Stiffness", default=1.0e4, min=1e-6, soft_max=1.0e8,
         description="Unused since Young's Modulus and Poisson's Ratio set a solid's material; kept so older scripts still run",
     )
-    damping: FloatProperty(update=_settings_changed, name="Damping", default=DEFAULTS["damping"], min=0.0, soft_max=10.0, description="Linear velocity damping in 1/s: velocities decay as exp(-damping * t); 0 means none")
+    damping: FloatProperty(update=_settings_changed, name="Damping", default=DEFAULTS["damping"], min=0.0, soft_max=10.0,
+                           description="Linear velocity damping in 1/s: velocities decay as exp(-damping * t); 0 means none")
     internal_damping: FloatProperty(
         update=_settings_changed,
         name="Internal Damping", default=DEFAULTS["internal_damping"], min=0.0, soft_max=0.05, precision=4,
@@ -160,7 +164,8 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         name="Max Stretch", default=0.01, min=0.0, soft_max=0.5, subtype="FACTOR",
         description="Pin tethers: how much farther than its rest distance a vertex may move from a pin (0.01 = 1%)",
     )
-    pin_group: StringProperty(update=_settings_changed, name="Pin Group", default="", description="Vertex group whose vertices with weight >= 0.5 are pinned and follow the object's animated transform")
+    pin_group: StringProperty(update=_settings_changed, name="Pin Group", default="",
+                              description="Vertex group whose vertices with weight >= 0.5 are pinned and follow the object's animated transform")
     output: EnumProperty(
         name="Output",
         items=[
@@ -201,7 +206,8 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     )
 
     # Bookkeeping written by the operators, shown in the panel.
-    tet_vertex_count: IntProperty(name="Tet Vertices", default=0, min=0, options={"HIDDEN"}, description="Vertices (simulated particles) of the last tet mesh built")
+    tet_vertex_count: IntProperty(name="Tet Vertices", default=0, min=0, options={"HIDDEN"},
+                                  description="Vertices (simulated particles) of the last tet mesh built")
     tet_count: IntProperty(name="Tets", default=0, min=0, options={"HIDDEN"}, description="Tetrahedra of the last tet mesh built")
     tet_coverage: FloatProperty(
         name="Volume Covered", default=0.0, min=0.0, subtype="PERCENTAGE", options={"HIDDEN"},
@@ -226,8 +232,10 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     cache_bake_id: StringProperty(default="", options={"HIDDEN"}, description="Random id of the last bake's PC2 file, so that undo can put that file back")
     baked_frame_start: IntProperty(default=0, options={"HIDDEN"}, description="First frame of the last bake")
     baked_frame_end: IntProperty(default=0, options={"HIDDEN"}, description="Last frame of the last bake (its shape keys are exactly those of these frames)")
-    muted_keys: StringProperty(default="", options={"HIDDEN"}, description="The user's shape keys muted while a bake or the live simulation shows (unmuted when freed)")
-    tets_of: StringProperty(default="", options={"HIDDEN"}, description="On a wireframe object Show Tets made: the name of the Solid it shows (Show Tets never touches other objects)")
+    muted_keys: StringProperty(default="", options={"HIDDEN"},
+                               description="The user's shape keys muted while a bake or the live simulation shows (unmuted when freed)")
+    tets_of: StringProperty(default="", options={"HIDDEN"},
+                            description="On a wireframe object Show Tets made: the name of the Solid it shows (Show Tets never touches other objects)")
     status: StringProperty(name="Status", default="", description="Last bake or live-simulation report")
 
 

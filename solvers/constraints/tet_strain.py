@@ -1,5 +1,5 @@
 """Neo-Hookean tet constraints for PBD/XPBD solids: element-based elasticity instead of edge springs + volume
-constraints (issue 12). After Macklin & Müller 2021, "A Constraint-based Formulation of Stable Neo-Hookean
+constraints, so the material is isotropic. After Macklin & Müller 2021, "A Constraint-based Formulation of Stable Neo-Hookean
 Materials", with their energy split into two constraints that vanish at rest.
 
 Per tet with rest corners X0..X3, rest edge matrix Dm = [X1 - X0, X2 - X0, X3 - X0] [m], rest volume
@@ -42,9 +42,9 @@ corners, w = 0, do not move).
 PBD. These constraints are ``always_compliant`` (as bending): PBD projects them with the same compliance as XPBD,
 so a PBD solid has the Young's modulus and Poisson's ratio it is given, and PBD and XPBD solids behave the same
 (every solid edge is in a tet, so no hard edge constraint is left). The alternative, hard C_D = C_H = 0, makes each
-tet rigid: a PBD solid would be a rigid body whose stiffness is set by the iteration count (as the old hard edge
-springs, which tipped the ico sphere over by 109 mm). The alpha = 0 system is also singular for a purely volumetric
-strain (both gradients along cof F). Not measured for lack of time; see the issue report.
+tet rigid: a PBD solid would be a rigid body whose stiffness is set by the iteration count (as hard edge springs,
+which tipped the ico sphere over by 109 mm). The alpha = 0 system is also singular for a purely volumetric strain
+(both gradients along cof F); that alternative has not been measured.
 
 Multipliers are (m, 2) per tet (lambda_D, lambda_H): ``multiplier_shape = (2,)``.
 """

@@ -94,7 +94,7 @@ class PinTethers:
         for sweep in range(passes):
             far_past = False
             if sweep == 0 or self._small:
-                for (particle, pin, limit), (gather, pin_at, far, p, d, length) in zip(self.slots, self._fast):
+                for (particle, _pin, limit), (gather, pin_at, far, p, d, length) in zip(self.slots, self._fast):
                     np.take(flat, gather, out=p, mode="clip")
                     if isinstance(pin_at, int):
                         anchor = x[pin_at][:, None]  # (3, 1): one pin for the whole slot

@@ -1,4 +1,4 @@
-"""Tet volume constraints C = 6 (V - V0) (Müller, Ten Minute Physics lesson 10; seed 000)."""
+"""Tet volume constraints C = 6 (V - V0) (Müller's Ten Minute Physics, lesson 10)."""
 import numpy as np
 
 from ..colouring import ColourOrder, colour_order_pays
@@ -78,9 +78,15 @@ class TetVolumeColourSweep:
             A[:, 0], A[:, 1], A[:, 2] = E[:, 1], E[:, 2], E[:, 0]  # grad_(k+2) = a_k x b_k
             B[:, 0], B[:, 1], B[:, 2] = E[:, 2], E[:, 0], E[:, 1]
             grad = G[:, 1:]
-            np.multiply(A[1], B[2], out=grad[0]); np.multiply(A[2], B[1], out=T[0, 1:]); grad[0] -= T[0, 1:]
-            np.multiply(A[2], B[0], out=grad[1]); np.multiply(A[0], B[2], out=T[1, 1:]); grad[1] -= T[1, 1:]
-            np.multiply(A[0], B[1], out=grad[2]); np.multiply(A[1], B[0], out=T[2, 1:]); grad[2] -= T[2, 1:]
+            np.multiply(A[1], B[2], out=grad[0])
+            np.multiply(A[2], B[1], out=T[0, 1:])
+            grad[0] -= T[0, 1:]
+            np.multiply(A[2], B[0], out=grad[1])
+            np.multiply(A[0], B[2], out=T[1, 1:])
+            grad[1] -= T[1, 1:]
+            np.multiply(A[0], B[1], out=grad[2])
+            np.multiply(A[1], B[0], out=T[2, 1:])
+            grad[2] -= T[2, 1:]
             np.add(G[:, 1], G[:, 2], out=G[:, 0])
             G[:, 0] += G[:, 3]
             np.negative(G[:, 0], out=G[:, 0])
@@ -113,7 +119,7 @@ class TetVolumeColourSweep:
 def volume_constraint(p, six_rest_volume):
     """C = 6 (V - V0) (m,) and grad_C (m, 4, 3) [m^2] of tets with corners p (m, 4, 3).
 
-    The gradients of C = 6 V for a tet with corners x1..x4 (seed 000): with e_i = x_(i+1) - x1,
+    The gradients of C = 6 V for a tet with corners x1..x4 (Müller's Ten Minute Physics): with e_i = x_(i+1) - x1,
     grad_2 = e2 x e3, grad_3 = e3 x e1, grad_4 = e1 x e2 and grad_1 = -(grad_2 + grad_3 + grad_4), i.e.
     grad_1 = (x4 - x2) x (x3 - x2); and 6 V = e1 . grad_2 = det[e1 e2 e3]. Written out with component
     products because the batches of a Gauss-Seidel sweep are small and ``np.cross`` costs ~25 us per call.

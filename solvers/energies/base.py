@@ -9,7 +9,7 @@ An energy is bound to a Model's arrays when it is built and is then evaluated at
   columns. ``rows`` and ``cols`` are the same arrays at every call (the term's stencil), so the Newton solver
   maps them to its sparse matrix once; only ``blocks`` change. With ``project`` each element's Hessian is
   projected to the nearest positive semi-definite one (negative eigenvalues clamped to 0), so that the sum
-  stays PSD whatever the configuration (Teran et al. 2005; seed 004's "make_PD").
+  stays PSD whatever the configuration (Teran et al. 2005; the "make_PD" of Li's solid-sim-tutorial).
 - ``max_step(x, dx)``  the largest alpha in (0, 1] such that x + alpha dx crosses nothing this term must
   never cross (a collider, an inverted element); 1 for terms without such a set.
 """

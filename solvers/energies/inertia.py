@@ -1,4 +1,4 @@
-"""Inertia and gravity: the parts of the incremental potential that every body has (seed 004, lecture 2)."""
+"""Inertia and gravity: the parts of the incremental potential that every body has (Li's solid-sim-tutorial, lecture 2)."""
 import numpy as np
 
 from .base import BlockHessian, Energy
@@ -7,7 +7,7 @@ from .base import BlockHessian, Energy
 class Inertia(Energy):
     """E = 1/2 sum_i m_i |x_i - x_tilde_i|^2  [kg m^2]: the kinetic term of implicit Euler as optimization.
 
-    Divided by h^2 it is the 1/(2 h^2) |x - x_tilde|_M^2 of seed 004; the Newton solver keeps E in that
+    Divided by h^2 it is the 1/(2 h^2) |x - x_tilde|_M^2 of Li's solid-sim-tutorial; the Newton solver keeps E in that
     scaled form (h^2 times the potential energies), so this term carries no 1/h^2. mass: (n,) [kg];
     x_tilde: (n, 3) [m] predicted positions x^n + h v^n, set again at every step.
     """

@@ -1,4 +1,4 @@
-"""Edge springs: Hooke's law and seed 004's squared-length spring, with analytically projected Hessians.
+"""Edge springs: Hooke's law and the squared-length spring of Li's solid-sim-tutorial, with analytically projected Hessians.
 
 Both act on d = x_i - x_j of every edge; the 6x6 element Hessian is [[H, -H], [-H, H]] with H the 3x3
 Hessian in d, whose eigenvalues are twice those of H, so clamping H's eigenvalues is the exact PSD
@@ -48,7 +48,7 @@ class _EdgeEnergy(Energy):
 
 
 class HookeSprings(_EdgeEnergy):
-    """E = sum_e 1/2 k_e (|x_i - x_j| - L_e)^2  [J], k [N/m] (GAMES201 / seed 003's spring).
+    """E = sum_e 1/2 k_e (|x_i - x_j| - L_e)^2  [J], k [N/m] (the mass-spring system of GAMES201 lecture 2).
 
     H in d: k n n^T + k (1 - L/l) (I - n n^T); the across-term is negative for a compressed spring and is
     clamped at 0 by the projection (Choi and Ko 2002). A zero-length spring has no direction: its
@@ -71,12 +71,12 @@ class HookeSprings(_EdgeEnergy):
 
 
 class SquaredLengthSprings(_EdgeEnergy):
-    """Seed 004's spring: E = sum_e L_e^2 1/2 k_e (|x_i - x_j|^2 / L_e^2 - 1)^2  [J].
+    """The spring of Li's solid-sim-tutorial: E = sum_e L_e^2 1/2 k_e (|x_i - x_j|^2 / L_e^2 - 1)^2  [J].
 
     With s = |d|^2 / L^2: dE/dd = 2 k (s - 1) d and H = 2 k [(s - 1) I + 2 d d^T / L^2], i.e. along
     n: 2 k (3 s - 1), across: 2 k (s - 1) (negative when compressed; clamped by the projection, as the
     course's make_PD does numerically). For a small stretch eps the energy is 2 k L^2 eps^2, a Hooke
-    spring of stiffness 4 k: the Newton solver uses k = stiffness / 4 (API.md).
+    spring of stiffness 4 k: the Newton solver uses k = stiffness / 4 (docs/api.md).
     """
 
     def value(self, x):

@@ -93,7 +93,7 @@ def _mass_weights(points, tets, tree, lo, hi, spacing, centroid):
     spread over the corners of the cage tet holding it by its barycentric coordinates: linear functions are spread
     exactly, so this puts the mass where the surface's volume is, up to the sampling (a wall thinner than two
     cells is over- or under-counted). The first moment is then matched exactly (``_match_first_moment``).
-    Why (issue 12): Suzanne's cage at resolution 6 covers 141% of its volume, and lumped by cage tet volume its
+    Why: Suzanne's cage at resolution 6 covers 141% of its volume, and lumped by cage tet volume its
     centre of mass sat 37 mm from the surface's; dropped on a frictionless ground its surface drifted 40 mm as it
     turned. Vertices below _MASS_FLOOR of the mean get it. None if no sample is inside."""
     axes = [np.arange(lo[i] + 0.5 * spacing, hi[i], spacing) for i in range(3)]

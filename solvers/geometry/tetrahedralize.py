@@ -15,7 +15,7 @@ robust inside tests and a crystalline interior):
    are kept ``_KEEP * h`` away from the input vertices and from each other.
 3b. Where the surface is much finer than the lattice (a voxel-remeshed or sculpted mesh: every one of its
    vertices is a tet vertex), the coarse interior points would each be the apex of hundreds of needle tets on
-   small surface triangles, with particle masses 1e5 apart (issue 12: Suzanne, 6054 surface vertices over 105
+   small surface triangles, with particle masses 1e5 apart (voxel-remeshed Suzanne: 6054 surface vertices over 105
    interior points, median tet quality 0.12; position-based solvers crushed it at impact, inverting hundreds of
    tets). So the lattice is graded down towards the surface: BCC lattices of spacing h/2, h/4, ... (down to
    about the surface's edge length) each fill a band between _NEAR and 2 _NEAR times their spacing from the

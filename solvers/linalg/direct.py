@@ -11,7 +11,7 @@ BAND_MEMORY_LIMIT = 16 * 2**20
 """Largest banded Cholesky factor tried [bytes]. Past the last-level cache the banded solve streams its factor from
 memory and SuperLU's sparser factor wins. Measured on the 2-core bench machine (32 MB L3), PD's matrix of the lab
 cloth, three right-hand sides: 64x64, band 4.2 MB: banded 0.46 ms vs SuperLU 0.58 ms; 96x96, 14 MB: 1.46 vs 1.94 ms;
-128x128, 33 MB: 30.6 vs 12.0 ms (session 7, a busy machine)."""
+128x128, 33 MB: 30.6 vs 12.0 ms (that one on a busy machine)."""
 
 BAND_MIN_UNKNOWNS = 2000
 """Below this many unknowns both solves take tens of microseconds (21x21 cloth, 439 unknowns: 0.035 vs 0.037 ms; a

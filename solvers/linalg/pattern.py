@@ -4,7 +4,7 @@ Newton assembles its Hessian from every energy's blocks at every iteration; the 
 columns never change (each energy's stencil is fixed), so the map from those COO triplets to the slots of
 the reduced block matrix is computed once here. Pinned particles (Dirichlet conditions) are not unknowns:
 blocks in a pinned row or column are dropped, which is exactly the elimination of prescribed DOFs when the
-step direction of a pinned particle is 0 (seed 004's "set the row and column to the identity" without
+step direction of a pinned particle is 0 (Li's solid-sim-tutorial "sets the row and column to the identity", here without
 keeping the trivial rows).
 """
 import numpy as np

@@ -52,7 +52,7 @@ def _row_norm(z: np.ndarray) -> np.ndarray:
 
 
 class EdgeSprings:
-    """Hooke springs E = sum_e k_e/2 (|x_i - x_j| - L_e)^2 (seed 002), as PD constraints.
+    """Hooke springs E = sum_e k_e/2 (|x_i - x_j| - L_e)^2 (Bouaziz et al. 2014), as PD constraints.
 
     A_e x = x_i - x_j, p_e = L_e (x_i - x_j)/|x_i - x_j| (the closest vector of length L_e), w_e = k_e [N/m].
     edges (e, 2) int, rest_length (e,) [m], stiffness (e,) or scalar [N/m], rest_positions (n, 3) [m] (a spring
