@@ -83,6 +83,8 @@ class BakeJob:
             self.scene.frame_set(self.frame_start)
             depsgraph = context.evaluated_depsgraph_get()
             self.runs = [BodyRun(o, self.scene, depsgraph) for o in objects]
+            self.previous_colliders = scene_colliders(self.scene, depsgraph)
+            """The colliders as read at the last frame: each frame's colliders move from these poses."""
         except BaseException:
             self.abort()
             raise
@@ -111,7 +113,9 @@ class BakeJob:
         self.frame += 1
         self.scene.frame_set(self.frame)
         depsgraph = self.context.evaluated_depsgraph_get()
-        colliders = scene_colliders(self.scene, depsgraph)
+        current = scene_colliders(self.scene, depsgraph)
+        colliders = solvers.frame_colliders(self.previous_colliders, current)  # moving through the frame
+        self.previous_colliders = current
         prepared = [run.prepare(self.scene.objects[run.name], depsgraph, self.frame) for run in self.runs]
         return self.frame, prepared, colliders
 

@@ -20,6 +20,7 @@ class LiveRun:
 
 
 _runs = {}  # (scene name, object name) -> LiveRun; never holds bpy objects
+_colliders = {}  # scene name -> (frame, colliders read at that frame): the poses the next frame's colliders move from
 _suspended = 0
 
 
@@ -92,11 +93,14 @@ def on_frame_change_post(scene, depsgraph):
         return
     frame = scene.frame_current
     try:
-        colliders = scene_colliders(scene, depsgraph)
+        current = scene_colliders(scene, depsgraph)
     except InputError as error:
         for obj in bodies:
             obj.softsim.status = f"Error: {error}"
         return
+    previous_frame, previous = _colliders.get(scene.name, (None, None))
+    colliders = solvers.frame_colliders(previous if previous_frame == frame - 1 else None, current)
+    _colliders[scene.name] = (frame, current)
     for obj in bodies:
         try:
             _update_body(obj, scene, depsgraph, frame, colliders)

@@ -24,7 +24,8 @@ def advance_frame(solver, state: State, frame_dt: float, substeps: int, collider
     pinned rows (``inv_mass == 0``) are used: pinned particles move linearly to them over the substeps
     and carry the matching velocity. colliders: at their pose at the frame's end, each with ``start`` its pose at
     the frame's start if it moves (``collision.frame_colliders``); they move linearly over the substeps like the
-    pins: substep k sees each collider from fraction (k - 1) / substeps to k / substeps (``Collider.over``). A step that raises StepNotConverged (NEWTON on a hard frame) is retried
+    pins: substep k sees each collider from fraction (k - 1) / substeps to k / substeps (``Collider.over``).
+    A step that raises StepNotConverged (NEWTON on a hard frame) is retried
     from its start as two half steps, recursively down to 1 / 2**MAX_STEP_SPLITS of the substep: a smaller step
     makes the incremental potential more convex (the inertia term grows as 1/dt^2), so Newton converges where a
     full step did not. Returns the last step's StepStats, with the Newton counters summed, the smallest collider

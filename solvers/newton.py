@@ -44,7 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import Solver
-from .collision.barrier import ColliderBarrier, barrier_derivative, barrier_terms
+from .collision.barrier import ColliderBarrier, barrier_derivative
 from .collision.face_barrier import FaceColliderFriction, face_triangles, move_faces_out
 from .collision.friction import ColliderFriction
 from .energies import (

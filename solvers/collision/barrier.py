@@ -1,19 +1,21 @@
-"""IPC log-barrier contact against an analytic collider (ground plane or sphere), with its CCD step bound.
+"""IPC log-barrier contact: the scalar barrier, and its energy against a collider's surface, with its CCD step bound.
 
-Seed 004 / Minchen Li's course ("3_contact"), per particle i with distance d_i to the collider's surface
-and s = d / d_hat:
+Li's solid-sim-tutorial ("3_contact") and Li et al. 2020, "Incremental Potential Contact": per contact with distance
+d to the collider's surface and s = d / d_hat,
 
-    b(d) = kappa_i d_hat / 2 (s - 1) ln s    for 0 < d < d_hat,   0 for d >= d_hat,   +inf for d <= 0
+    b(d) = kappa d_hat / 2 (s - 1) ln s    for 0 < d < d_hat,   0 for d >= d_hat,   +inf for d <= 0
 
-    b'(d)  = kappa_i / 2 (ln s + (s - 1) / s)          (< 0: it pushes outward)
-    b''(d) = kappa_i / (2 d_hat) (s + 1) / s^2         (> 0)
+    b'(d)  = kappa / 2 (ln s + (s - 1) / s)          (< 0: it pushes outward)
+    b''(d) = kappa / (2 d_hat) (s + 1) / s^2         (> 0)
 
-kappa_i [N] is a force scale (the course's contact area times its kappa); d_hat [m] is the barrier's reach
-(the NEWTON solver uses the collider's ``thickness``, at least ``MIN_BARRIER_REACH``). The barrier grows without bound as d -> 0, and ``max_step`` never lets a line search
-reach d = 0, so a particle never touches the collider (Li et al. 2020, "Incremental Potential Contact").
+kappa [N] is a force scale (the course's contact area times its kappa); d_hat [m] is the barrier's reach (the NEWTON
+solver uses the collider's ``thickness``, at least ``MIN_BARRIER_REACH``). The barrier grows without bound as d -> 0,
+and ``max_step`` never lets a line search reach d = 0, so nothing ever touches the collider. ``barrier_terms`` is the
+one place the formula is written; the face barrier (``face_barrier.py``) uses it too.
 
-Gradient b'(d) n with n the outward unit normal. Hessian b'' n n^T + b' grad(n): zero for a plane; for a
-sphere grad(n) = (I - n n^T) / |x - c|, which is negative times b' < 0 and is clamped to 0 by the projection.
+Gradient b'(d) n with n the outward unit normal. Hessian b'' n n^T + b' grad(n): the second part is zero for a plane;
+for a sphere grad(n) = (I - n n^T) / |x - c| (``Collider.normal_gradient``), negative times b' < 0, so the PSD
+projection clamps it to 0.
 """
 import numpy as np
 

@@ -1,0 +1,114 @@
+"""Colliders that move through the frame: interpolated over the substeps, seen continuously by the contact tests,
+dragging what rests on them through friction (solvers/collision/colliders.py, solvers/frame.py)."""
+import numpy as np
+import pytest
+
+from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, frame_colliders, make_solver
+from solvers.builder import grid_cloth
+
+FPS = 24.0
+PIN_HEIGHT = 2.2
+RADIUS = 0.3
+
+
+def hanging_curtain():
+    """A 2 x 2 m curtain (21 x 21) in the plane y = 0, its top row pinned at z = 2.2 m."""
+    v, e, t = grid_cloth(21, 2.0)
+    x = np.stack([v[:, 0], np.zeros(len(v)), v[:, 1] + PIN_HEIGHT - 1.0], 1)
+    return build_model(x, e, t, pinned=x[:, 2] > PIN_HEIGHT - 1e-9)
+
+
+def sphere_at(frame):
+    """A 0.3 m sphere at mid height moving at 6 m/s along +y from y = -0.8 m through the curtain; it stops at
+    y = 0.5 m (frame 6). After that abrupt stop the curtain's hem flies on like a whip: with PROJECTIVE it swings
+    above the pins by frame 8 (physically plausible at 6 m/s: v^2 / 2g = 1.8 m), so the checks cover the push."""
+    return Sphere([0.0, min(-0.8 + 6.0 * frame / FPS, 0.5), PIN_HEIGHT - 1.0], RADIUS, name="ball")
+
+
+@pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE", "NEWTON"])
+def test_a_fast_sphere_pushes_a_curtain_ahead_of_itself(solver):
+    model = hanging_curtain()
+    body = make_solver(model, SolverConfig(solver=solver))
+    state = State.at_rest(model)
+    previous = [sphere_at(0)]
+    for frame in range(1, 7):
+        sphere = sphere_at(frame)
+        advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(previous, [sphere]))
+        previous = [sphere]
+        x = state.x
+        gap = np.linalg.norm(x - sphere.center, axis=1).min() - RADIUS
+        assert gap > -1e-3, f"frame {frame}: a vertex {-1000 * gap:.1f} mm inside the sphere"
+        assert x[:, 1].min() > -0.3, f"frame {frame}: the curtain went behind the sphere to y = {x[:, 1].min():.2f} m"
+        assert x[:, 2].max() < PIN_HEIGHT + 0.01, f"frame {frame}: thrown to z = {x[:, 2].max():.2f} m, above its pins"
+    assert state.x[:, 1].max() > 0.5, "the curtain was not pushed ahead"
+
+
+@pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE", "NEWTON"])
+def test_a_rising_ground_lifts_a_resting_cloth(solver):
+    """A cloth lying on a ground that rises at 2 m/s stays on top of it and rises with it."""
+    v, e, t = grid_cloth(11, 1.0, height=0.011)
+    model = build_model(v, e, t)
+    body = make_solver(model, SolverConfig(solver=solver))
+    state = State.at_rest(model)
+    previous = [GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, name="floor")]
+    for frame in range(1, 13):
+        ground = GroundPlane([0.0, 0.0, 2.0 * frame / FPS], [0.0, 0.0, 1.0], thickness=0.01, name="floor")
+        advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(previous, [ground]))
+        previous = [ground]
+        below = ground.point[2] - state.x[:, 2].min()
+        assert below < 1e-3, f"frame {frame}: {1000 * below:.1f} mm below the rising ground"
+    assert state.x[:, 2].mean() - ground.point[2] < 0.05
+
+
+def test_friction_drags_a_cloth_along_a_sliding_ground():
+    """Slip is measured against the collider: a ground sliding sideways at 1 m/s under a cloth carries it along."""
+    v, e, t = grid_cloth(11, 1.0, height=0.0)
+    model = build_model(v, e, t)
+    body = make_solver(model, SolverConfig(solver="XPBD"))
+    state = State.at_rest(model)
+    previous = [GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], friction=0.8, name="belt")]
+    for frame in range(1, 25):
+        ground = GroundPlane([1.0 * frame / FPS, 0.0, 0.0], [0.0, 0.0, 1.0], friction=0.8, name="belt")
+        advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(previous, [ground]))
+        previous = [ground]
+    assert state.x[:, 0].mean() > 0.5, f"the cloth moved only {state.x[:, 0].mean():.2f} m with the ground"
+
+
+def test_sphere_time_of_impact_is_the_first_touch_of_the_relative_motion():
+    rng = np.random.default_rng(3)
+    start = Sphere(np.zeros(3), 0.5)
+    end = Sphere(rng.normal(size=3) * 0.4, 0.5)
+    moving = end.moving_from(start)
+    x = rng.normal(size=(400, 3)) * 1.5
+    x = x[np.linalg.norm(x, axis=1) > 0.6]
+    dx = rng.normal(size=x.shape)
+    toi = moving.time_of_impact(x, dx)
+    s = np.linspace(0.0, 1.0, 4001)
+    centre = start.center + s[:, None] * (end.center - start.center)
+    distance = np.linalg.norm(x[None] + s[:, None, None] * dx[None] - centre[:, None], axis=2)  # (samples, points)
+    touched = (distance <= 0.5).any(axis=0)
+    first = np.where(touched, s[np.argmax(distance <= 0.5, axis=0)], np.inf)
+    assert np.all(np.isfinite(toi[touched]))
+    np.testing.assert_allclose(toi[touched], first[touched], atol=3e-4)
+    assert np.all((toi[~touched] > 1.0 - 3e-4))
+
+
+def test_a_point_the_sphere_swept_past_goes_out_ahead_of_it():
+    """A sphere that moved past a point's centre within the step pushes it out on the side it came from."""
+    start, end = Sphere([0.0, -0.5, 0.0], 0.3), Sphere([0.0, 0.1, 0.0], 0.3)
+    moving = end.moving_from(start)
+    x = np.array([[0.0, 0.0, 0.0]])
+    d, n = moving.contact(x, x.copy())
+    assert d[0] < 0.0 and n[0, 1] > 0.99  # pushed along +y, the sphere's motion, not back through its centre
+    d_static, n_static = end.distance_and_normal(x)
+    assert n_static[0, 1] < -0.99  # the end pose alone would have pushed it backwards
+
+
+def test_over_interpolates_a_collider_over_the_substeps():
+    start, end = GroundPlane([0.0, 0.0, 0.0], [0, 0, 1]), GroundPlane([0.0, 0.0, 1.0], [0, 0, 1])
+    moving = end.moving_from(start)
+    step = moving.over(0.25, 0.5)
+    np.testing.assert_allclose(step.point, [0.0, 0.0, 0.5])
+    np.testing.assert_allclose(step.start.point, [0.0, 0.0, 0.25])
+    np.testing.assert_allclose(step.motion(np.zeros((2, 3))), [[0.0, 0.0, 0.25]] * 2)
+    assert end.moving_from(end).start is None  # a collider that did not move is static
