@@ -8,14 +8,52 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import solvers
+from ..solvers.config import DEFAULTS
 from ..solvers.registry import REGISTRY
 
-BODY_ROLES = {"CLOTH", "SOLID"}
-COLLIDER_ROLES = {"GROUND", "SPHERE"}
+
+@dataclass(frozen=True)
+class Role:
+    """One entry of the Role menu: what an object is in the simulation."""
+
+    name: str
+    number: int
+    """Stable enum number stored in .blend files (never reuse or renumber one)."""
+    label: str
+    description: str
+    kind: str
+    """'BODY' (simulated by a solver), 'COLLIDER' or 'NONE'."""
+    own: tuple = ()
+    """Settings this role reads whatever the solver (a body's common ones are in BODY_SETTINGS)."""
+    skips: tuple = ()
+    """Settings of its solver's ``registry`` tuple that this role does not read."""
+
+
+# The one table of roles: the Role menu (ui/properties.py), the panels, the bake and check_settings all read it.
+ROLES = (
+    Role("NONE", 0, "None", "Not part of the Soft Sim simulation", "NONE"),
+    Role("CLOTH", 1, "Cloth", "Simulate the mesh's own vertices, edges and faces (cloth, ropes, shells)", "BODY",
+         skips=("internal_damping",)),
+    # A solid's springs and tets come from Young's modulus and Poisson's ratio; bending and self-collision are cloth's.
+    Role("SOLID", 2, "Solid", "Tetrahedralize the closed mesh and simulate it as a volume", "BODY",
+         own=("youngs_modulus", "poisson_ratio"), skips=("stiffness", "bending_stiffness", "use_self_collision", "thickness")),
+    Role("GROUND", 3, "Ground", "Collider: the infinite plane through the object's origin, normal along its local +Z", "COLLIDER",
+         own=("friction", "thickness")),
+    Role("SPHERE", 4, "Sphere", "Collider: a sphere at the object's origin, radius half its largest dimension", "COLLIDER",
+         own=("friction", "thickness")),
+)
+ROLE_BY_NAME = {role.name: role for role in ROLES}
+ROLE_ITEMS = [(role.name, role.label, role.description, role.number) for role in ROLES]
+"""EnumProperty items of the Role menu."""
+BODY_ROLES = frozenset(role.name for role in ROLES if role.kind == "BODY")
+COLLIDER_ROLES = frozenset(role.name for role in ROLES if role.kind == "COLLIDER")
+BODY_SETTINGS = ("substeps", "mass", "damping")
+"""Numbers every body reads, whatever its role and solver."""
 
 _SOLVER_LABELS = {
-    "EXPLICIT_EULER": ("Explicit Euler", "Mass-spring, forward Euler: simple, stable only for small substeps"),
-    "SYMPLECTIC_EULER": ("Symplectic Euler", "Mass-spring, semi-implicit Euler: energy stays bounded, needs small substeps"),
+    "EXPLICIT_EULER": ("Explicit Euler", "Mass-spring, forward Euler: simple, stable only for small substeps (cloth only)"),
+    "SYMPLECTIC_EULER": ("Symplectic Euler",
+                         "Mass-spring, semi-implicit Euler: energy stays bounded, needs small substeps (cloth only)"),
     "IMPLICIT_EULER": ("Implicit Euler", "Backward Euler with sparse linear solves (cloth: springs; solids: Neo-Hookean tets "
                        "with a line search): stable at large steps, damps"),
     "PBD": ("PBD", "Position Based Dynamics: cloth edges are hard constraints, so stiffness depends on iterations and resolution "
@@ -24,13 +62,88 @@ _SOLVER_LABELS = {
     "PROJECTIVE": ("Projective Dynamics", "Local projections and one prefactorized global solve"),
     "NEWTON": ("Newton (IPC)", "Implicit Euler as optimization with barrier contact"),
 }
-# Kept alive at module level: Blender does not copy the strings of dynamic enum items.
-_SOLVER_ITEMS = [(info.name, *_SOLVER_LABELS[info.name], info.number) for info in REGISTRY.values() if info.available]
+# One list per role, built once and kept alive at module level: Blender does not copy the strings of dynamic enum
+# items, and each item keeps its solver's fixed number, so a stored choice means the same solver in every menu.
+_SOLVER_ITEMS = {
+    role.name: [(info.name, *_SOLVER_LABELS[info.name], info.number) for info in REGISTRY.values()
+                if info.available and (role.kind != "BODY" or role.name in info.roles)]
+    for role in ROLES
+}
 
 
-def solver_enum_items():
-    """EnumProperty items for the solvers this version implements; numbers are stable across versions."""
-    return _SOLVER_ITEMS
+def solver_enum_items(role: str = "CLOTH"):
+    """EnumProperty items of the solvers this version implements that serve ``role`` (a role that is no body, such
+    as a collider's, lists every solver: its Solver setting is kept, not read); numbers are stable across versions."""
+    return _SOLVER_ITEMS.get(role, _SOLVER_ITEMS["NONE"])
+
+
+def solver_label(name: str) -> str:
+    return _SOLVER_LABELS[name][0] if name in _SOLVER_LABELS else name
+
+
+def stored_solver(settings) -> str:
+    """The solver name ``settings`` holds, even where the Solver menu cannot show it.
+
+    A stored solver that does not serve the object's role (an old file, or ``obj.softsim["solver"] = 1`` on a
+    Solid) reads as '' through the menu property; its stored number still names it. Returns '' for a number no
+    solver has.
+    """
+    if settings.solver:
+        return settings.solver
+    number = settings.get("solver")
+    if number is None:
+        return REGISTRY[DEFAULTS["solver"]].name
+    return next((info.name for info in REGISTRY.values() if info.number == number), "")
+
+
+def check_solver(settings) -> None:
+    """Raise InputError naming the object if its stored solver is unknown or does not serve its role."""
+    role = ROLE_BY_NAME.get(settings.role)
+    if role is None or role.kind != "BODY":
+        return
+    name = stored_solver(settings)
+    info = REGISTRY.get(name)
+    serving = ", ".join(solver_label(item[0]) for item in _SOLVER_ITEMS[role.name])
+    where = "pick one in Properties > Physics > Soft Sim > Solver"
+    if info is None or not info.available:
+        raise InputError(f"'{settings.id_data.name}': its stored solver (softsim.solver = {settings.get('solver')!r}) is not one "
+                         f"this version has; {role.label} bodies are served by {serving}: {where}")
+    if role.name not in info.roles:
+        raise InputError(f"'{settings.id_data.name}': the solver {solver_label(name)} does not serve {role.label.lower()}s "
+                         f"(Role {role.label}); {role.label.lower()}s are served by {serving}: {where}")
+
+
+def settings_offered(settings) -> set:
+    """Names of the settings the object's role and solver read, where a toggle may still switch some off: the body
+    panel shows exactly these (``settings_read`` is the subset read now). The solver's ``registry`` tuple is the one
+    source of what a body reads beyond its role's own settings."""
+    role = ROLE_BY_NAME.get(settings.role)
+    if role is None or role.kind == "NONE":
+        return set()
+    if role.kind == "COLLIDER":
+        return set(role.own)
+    info = REGISTRY.get(stored_solver(settings))
+    reads = set(BODY_SETTINGS) | set(role.own) | (set(info.settings) - set(role.skips) if info is not None else set())
+    if role.name == "SOLID":
+        reads.add("embedded_resolution" if settings.use_embedded else "tet_resolution")
+    if not settings.pin_group:
+        reads.discard("tether_stretch")  # tethers run from the pins
+    return reads
+
+
+def settings_read(settings) -> set:
+    """``settings_offered`` less those a toggle switches off: the settings a bake of this object reads now, which
+    ``check_settings`` checks and ``config_from_settings`` passes on (every other one stays at its default)."""
+    reads = settings_offered(settings)
+    if settings.role not in BODY_ROLES:
+        return reads
+    if not settings.use_tethers:
+        reads.discard("tether_stretch")
+    if not settings.use_self_collision:
+        reads.discard("thickness")
+    if settings.constraint_scheme != "JACOBI":
+        reads.discard("jacobi_relaxation")
+    return reads
 
 
 class InputError(Exception):
@@ -181,55 +294,45 @@ def _check_setting(settings, name: str) -> None:
 
 
 def check_settings(settings) -> None:
-    """Check every setting the object's role and solver read; raise InputError naming the object and the setting."""
-    role = settings.role
-    names = ["substeps", "mass", "damping"]
-    if role in COLLIDER_ROLES:
-        names = ["friction", "thickness"]
-    else:
-        info = REGISTRY.get(settings.solver)
-        reads = set(info.settings) if info is not None else set()
-        if role == "SOLID":
-            names += ["youngs_modulus", "poisson_ratio", "embedded_resolution" if settings.use_embedded else "tet_resolution"]
-            reads.discard("stiffness")  # a solid's springs come from Young's modulus
-        if "tether_stretch" in reads and not (settings.use_tethers and settings.pin_group):
-            reads.discard("tether_stretch")
-        if "thickness" in reads and not (role == "CLOTH" and settings.use_self_collision):
-            reads.discard("thickness")
-        if "internal_damping" in reads and role != "SOLID":
-            reads.discard("internal_damping")
-        if "jacobi_relaxation" in reads and settings.constraint_scheme != "JACOBI":
-            reads.discard("jacobi_relaxation")
-        names += [name for name in _CHECKED if name in reads]
-    for name in names:
-        _check_setting(settings, name)
+    """Check the object's solver against its role, and every setting its role and solver read (``settings_read``);
+    raise InputError naming the object and the setting."""
+    check_solver(settings)
+    reads = settings_read(settings)
+    for name in _CHECKED:
+        if name in reads:
+            _check_setting(settings, name)
 
 
 def config_from_settings(settings, scene) -> "solvers.SolverConfig":
-    """The one place Blender properties become a SolverConfig; raises InputError naming the object and the setting."""
+    """The one place Blender properties become a SolverConfig; raises InputError naming the object and the setting.
+
+    Only the settings the body reads (``settings_read``) are passed on; every other field keeps SolverConfig's
+    default, so a setting its solver or role does not read cannot change a bake, whatever a script stored in it.
+    """
     check_settings(settings)
+    reads = settings_read(settings)
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
-    return solvers.SolverConfig(
-        solver=settings.solver,
-        constraint_scheme=settings.constraint_scheme,
-        linear_solver=settings.linear_solver,
-        linear_tolerance=settings.linear_tolerance,
-        substeps=settings.substeps,
-        iterations=settings.iterations,
-        stiffness=settings.stiffness,
-        youngs_modulus=settings.youngs_modulus,
-        poisson_ratio=settings.poisson_ratio,
-        bending_stiffness=settings.bending_stiffness,
-        use_self_collision=bool(settings.use_self_collision),  # solvers apply it to cloth with faces only; not NEWTON
-        thickness=settings.thickness,
-        damping=settings.damping,
-        internal_damping=settings.internal_damping,  # read by PBD/XPBD tet sets only (solids)
-        gravity=gravity,
-        jacobi_relaxation=settings.jacobi_relaxation,
-        tether_stretch=settings.tether_stretch if settings.use_tethers and settings.pin_group else None,
-        newton_tolerance=settings.newton_tolerance,
-        newton_max_iterations=settings.newton_max_iterations,
-    )
+    values = {
+        "constraint_scheme": settings.constraint_scheme,
+        "linear_solver": settings.linear_solver,
+        "linear_tolerance": settings.linear_tolerance,
+        "substeps": settings.substeps,
+        "iterations": settings.iterations,
+        "stiffness": settings.stiffness,
+        "youngs_modulus": settings.youngs_modulus,
+        "poisson_ratio": settings.poisson_ratio,
+        "bending_stiffness": settings.bending_stiffness,
+        "use_self_collision": bool(settings.use_self_collision),  # solvers apply it to cloth with faces only
+        "thickness": settings.thickness,
+        "damping": settings.damping,
+        "internal_damping": settings.internal_damping,
+        "jacobi_relaxation": settings.jacobi_relaxation,
+        "tether_stretch": settings.tether_stretch,  # read only with Pin Tethers on and a pin group (settings_read)
+        "newton_tolerance": settings.newton_tolerance,
+        "newton_max_iterations": settings.newton_max_iterations,
+    }
+    return solvers.SolverConfig(solver=stored_solver(settings), gravity=gravity,
+                                **{name: value for name, value in values.items() if name in reads})
 
 
 def frame_duration(scene) -> float:

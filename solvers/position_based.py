@@ -123,8 +123,8 @@ class PositionBasedSolver(ProjectedContactSolver):
     edge springs or volume constraints (a spring network is isotropic only on average: an ico sphere dropped
     pole-down tipped over). These are compliant in PBD too, so PBD and XPBD solids are the same material.
     A solid's tet constraints also get ``config.internal_damping`` (``TetStrainConstraints.set_damping``: damping of
-    strain rates, not of rigid motion). An edge of zero stiffness gets no constraint at all. A cloth (triangles, no
-    tets) with ``config.bending_stiffness`` > 0 gets one isometric bending constraint per interior edge
+    strain rates, not of rigid motion). An XPBD edge of zero stiffness gets no constraint at all. A cloth (triangles,
+    no tets) with ``config.bending_stiffness`` > 0 gets one isometric bending constraint per interior edge
     (``constraints/bending.py``), compliant in PBD too. With ``config.tether_stretch`` set, pin tethers limit how far
     particles move from the pins (``constraints/tether.py``).
     ``constraint_scheme`` picks the sweep: 'GAUSS_SEIDEL' projects one colour at a time; 'JACOBI'
@@ -142,12 +142,19 @@ class PositionBasedSolver(ProjectedContactSolver):
         inv_mass = model.inv_mass
         material = material_arrays(model, config)
         sets = []
-        # A solid (tets) gets per-tet Neo-Hookean constraints and no edge springs or volume constraints (isotropic
-        # elasticity); a model without tets (cloth, rope) keeps its distance constraints.
-        edges = np.nonzero(material.edge_stiffness > 0.0)[0] if not model.tet_count else np.zeros(0, np.int64)
+        # A solid (tets) gets per-tet Neo-Hookean constraints and no edge springs or volume constraints;
+        # a model without tets (cloth, rope) keeps its distance constraints.
+        # PBD's edges are hard whatever config.stiffness holds (it is no PBD setting: registry), so every edge gets
+        # one; XPBD leaves out an edge of zero stiffness (infinite compliance).
+        if model.tet_count:
+            edges = np.zeros(0, np.int64)
+        elif self.compliant:
+            edges = np.nonzero(material.edge_stiffness > 0.0)[0]
+        else:
+            edges = np.arange(model.edge_count)
         if len(edges):
-            sets.append(DistanceConstraints(model.edge_indices[edges], model.edge_rest_length[edges], inv_mass,
-                                            1.0 / material.edge_stiffness[edges]))
+            compliance = 1.0 / material.edge_stiffness[edges] if self.compliant else 0.0
+            sets.append(DistanceConstraints(model.edge_indices[edges], model.edge_rest_length[edges], inv_mass, compliance))
         if model.tet_count:
             tets = TetStrainConstraints.from_model(model.rest_positions, model.tet_indices, inv_mass,
                                                    material.tet_mu, material.tet_lambda)

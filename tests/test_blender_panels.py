@@ -75,7 +75,7 @@ def test_body_panels_draw_every_solver(addon, solver):
     assert "internal_damping" not in names  # a cloth has no internal damping
 
 
-@pytest.mark.parametrize("solver", AVAILABLE_SOLVERS)
+@pytest.mark.parametrize("solver", [name for name in AVAILABLE_SOLVERS if "SOLID" in REGISTRY[name].roles])
 def test_solid_panel_shows_the_material_and_internal_damping_where_the_solver_reads_it(addon, solver):
     """Every solver's solid is the Young's modulus / Poisson's ratio material (PBD's too: its tet constraints are
     compliant); Internal Damping only where the solver implements it (PBD, XPBD)."""
@@ -92,3 +92,42 @@ def test_collider_panel_shows_its_settings(addon):
     log = draw_all(addon, sphere, scene)
     assert ("prop", "thickness") in log and ("prop", "friction") in log
     assert any(kind == "label" and "Radius 2.700 m" in text for kind, text in log)
+
+
+@pytest.mark.parametrize("role", ["CLOTH", "SOLID"])
+def test_the_panel_shows_exactly_the_numbers_the_bake_checks(addon, role):
+    """One source of rules: every number the bake checks for a role and solver is on the panel, and no other."""
+    from soft_sim.operators.bridge import _CHECKED, settings_offered
+
+    scene, cloth, sphere = lab_scene(frames=3)
+    body = cloth if role == "CLOTH" else sphere
+    body.softsim.role = role
+    for solver in [name for name in AVAILABLE_SOLVERS if role in REGISTRY[name].roles]:
+        body.softsim.solver = solver
+        body.softsim.constraint_scheme = "JACOBI"
+        shown = {name for kind, name in draw_all(addon, body, scene) if kind in ("prop", "prop_search")}
+        checked = settings_offered(body.softsim) & set(_CHECKED)
+        assert shown & set(_CHECKED) == checked, solver
+
+
+def test_the_solver_menu_of_a_solid_offers_only_the_solvers_serving_solids(addon):
+    scene, cloth, sphere = lab_scene(frames=3)
+    sphere.softsim.role = "SOLID"
+    # A dynamic enum lists its items only through its callback (bl_rna's enum_items is empty without a context).
+    solid_menu = [item[0] for item in addon.ui.properties._solver_items(sphere.softsim, bpy.context)]
+    cloth_menu = [item[0] for item in addon.ui.properties._solver_items(cloth.softsim, bpy.context)]
+    assert solid_menu == ["IMPLICIT_EULER", "PBD", "XPBD", "PROJECTIVE", "NEWTON"]
+    assert cloth_menu == list(AVAILABLE_SOLVERS)
+    for name in ("EXPLICIT_EULER", "SYMPLECTIC_EULER"):
+        with pytest.raises(TypeError, match="not found"):
+            sphere.softsim.solver = name
+        cloth.softsim.solver = name
+        assert cloth.softsim.solver == name
+
+
+def test_a_solid_holding_a_solver_that_does_not_serve_solids_draws_why(addon):
+    scene, cloth, sphere = lab_scene(frames=3)
+    sphere.softsim.role = "SOLID"
+    sphere.softsim["solver"] = REGISTRY["SYMPLECTIC_EULER"].number  # as an older file stored it
+    log = draw_all(addon, sphere, scene)
+    assert any(kind == "label" and "Symplectic Euler does not serve solids" in text for kind, text in log)

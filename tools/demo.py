@@ -7,6 +7,7 @@ Output: demo_out/soft_sim_demo.blend, demo_out/softsim_cache/*.pc2, demo_out/pre
 demo_out/compare_drape.png and demo_out/compare_fold.png (left Soft Sim, right built-in Cloth; rows are frames).
 """
 import os
+import re
 import shutil
 import sys
 import time
@@ -20,6 +21,14 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
 OUT = os.path.join(ROOT, "demo_out")
+CACHE_DIR = os.path.join(OUT, "softsim_cache")
+"""The demo's Cache Folder (//softsim_cache next to its .blend); tools/compare.py bakes into it too."""
+BLEND_NAME = "soft_sim_demo.blend"
+# The demo's own files in CACHE_DIR: every cache written from its .blend (``<blend>_<object>_<hash>.pc2``, see
+# operators/output/pc2_cache.py), compare.py's Soft Sim cloths (unsaved scenes: "untitled"), and Soft Sim's undo trash
+# and a crashed bake's staging leftovers. Each bake's file carries a fresh token, so a rerun would otherwise add a set.
+OWN_CACHE_FILE = re.compile(r"(soft_sim_demo_.+|untitled_Soft_Sim_.+)\.pc2")
+OWN_LEFTOVER = re.compile(r"\.softsim-trash|\.softsim-.+\.(staged|pc2\.tmp)")
 FRAMES = 120
 FINE_N = 64
 
@@ -142,14 +151,34 @@ def render_previews(scene, frames):
     return paths
 
 
+def clear_own_caches(folder=CACHE_DIR) -> list:
+    """Remove what earlier runs of the demo wrote to ``folder`` (``OWN_CACHE_FILE``, ``OWN_LEFTOVER``); any other
+    file there is the user's and stays. Returns the names removed."""
+    if not os.path.isdir(folder):
+        return []
+    removed = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if OWN_CACHE_FILE.fullmatch(name) and (os.path.isfile(path) or os.path.islink(path)):
+            os.remove(path)  # a link itself, never what it points to
+        elif OWN_LEFTOVER.fullmatch(name):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+        else:
+            continue
+        removed.append(name)
+    return removed
+
+
 def main():
     addon = import_addon()
     addon.register()
     os.makedirs(OUT, exist_ok=True)
-    # Every bake's cache file carries a fresh token, so a rerun would pile up files: start from an empty folder.
-    shutil.rmtree(os.path.join(OUT, "softsim_cache"), ignore_errors=True)
+    clear_own_caches()
     scene, bodies = build_scene(addon)
-    blend = os.path.join(OUT, "soft_sim_demo.blend")
+    blend = os.path.join(OUT, BLEND_NAME)
     bpy.ops.wm.save_as_mainfile(filepath=blend)  # the relative cache folder needs a saved file
     rows = []
     for cloth, sphere in bodies:
@@ -180,7 +209,7 @@ def main():
         print(f"| {name} | {n} | {solver} | {steps} | {frames} | {seconds:.2f} | {1000 * seconds / frames:.1f} | {100 * strain:.2f}% "
               f"| {1000 * depth:.3f} | {volume} |")
     print()
-    print(f"Saved {os.path.relpath(blend, ROOT)} with caches in {os.path.relpath(os.path.join(OUT, 'softsim_cache'), ROOT)}/")
+    print(f"Saved {os.path.relpath(blend, ROOT)} with caches in {os.path.relpath(CACHE_DIR, ROOT)}/")
     print("Previews: " + ", ".join(os.path.relpath(p, ROOT) for p in paths))
 
     print()

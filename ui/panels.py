@@ -4,6 +4,7 @@ import os
 
 import bpy
 
+from ..operators.bridge import BODY_ROLES, COLLIDER_ROLES, InputError, check_solver, settings_offered, settings_read
 from ..operators.output import cache_file_of
 from ..operators.simulation import explicit_stability_estimate
 from ..solvers.registry import REGISTRY
@@ -28,9 +29,9 @@ class PHYSICS_PT_softsim(SoftSimPanel, bpy.types.Panel):
         obj = context.object
         settings = obj.softsim
         layout.prop(settings, "role")
-        if settings.role in {"CLOTH", "SOLID"} and obj.type != "MESH":
+        if settings.role in BODY_ROLES and obj.type != "MESH":
             layout.label(text=f"{obj.name} is not a mesh: Cloth and Solid need a mesh", icon="ERROR")
-        if settings.role in {"GROUND", "SPHERE"}:
+        if settings.role in COLLIDER_ROLES:
             col = layout.column()
             col.prop(settings, "thickness")
             col.prop(settings, "friction")
@@ -75,7 +76,7 @@ class BodyPanel(SoftSimPanel):
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and context.object.softsim.role in {"CLOTH", "SOLID"}
+        return context.object is not None and context.object.softsim.role in BODY_ROLES
 
 
 class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
@@ -88,14 +89,21 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
         obj = context.object
         settings = obj.softsim
         baked = settings.is_baked
-        info = REGISTRY[settings.solver]
-        reads = set(info.settings)
         col = layout.column()
         col.enabled = not baked
         col.prop(settings, "solver")
+        info = REGISTRY.get(settings.solver)
+        if info is None:  # a stored solver that does not serve this role (an old file, a script): say which do
+            try:
+                check_solver(settings)
+            except InputError as error:
+                col.label(text=str(error), icon="ERROR")
+            return
+        # The same rules as the bake's check (operators/bridge.py): shown = offered, greyed out = offered but not read.
+        reads, active = settings_offered(settings), settings_read(settings)
         if "constraint_scheme" in reads:
             col.prop(settings, "constraint_scheme")
-            if settings.constraint_scheme == "JACOBI":
+            if "jacobi_relaxation" in active:
                 col.prop(settings, "jacobi_relaxation")
         if "linear_solver" in reads:
             col.prop(settings, "linear_solver")
@@ -113,33 +121,33 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
         col.separator()
         col.prop(settings, "mass")
         col.prop(settings, "mass_distribution")
-        if settings.role == "SOLID":
-            # Every solver's solid is this material (PBD's tet constraints are compliant too: position_based.py).
+        # Every solver's solid is this material (PBD's tet constraints are compliant too: position_based.py).
+        if "youngs_modulus" in reads:
             col.prop(settings, "youngs_modulus", text="Young's Modulus (Pa)")
+        if "poisson_ratio" in reads:
             col.prop(settings, "poisson_ratio")
-            if "internal_damping" in reads:
-                col.prop(settings, "internal_damping", text="Internal Damping (s)")
-        else:
-            if "stiffness" in reads:
-                col.prop(settings, "stiffness", text="Stiffness (N/m)")
-            if "bending_stiffness" in reads:
-                col.prop(settings, "bending_stiffness", text="Bending (N m)")
-            if "use_self_collision" in reads and settings.role == "CLOTH":
-                col.prop(settings, "use_self_collision", text="Self Collision")
-                if "thickness" in reads:
-                    sub = col.column()
-                    sub.active = settings.use_self_collision
-                    sub.prop(settings, "thickness", text="Thickness (m)")
+        if "internal_damping" in reads:
+            col.prop(settings, "internal_damping", text="Internal Damping (s)")
+        if "stiffness" in reads:
+            col.prop(settings, "stiffness", text="Stiffness (N/m)")
+        if "bending_stiffness" in reads:
+            col.prop(settings, "bending_stiffness", text="Bending (N m)")
+        if "use_self_collision" in reads:
+            col.prop(settings, "use_self_collision", text="Self Collision")
+            if "thickness" in reads:
+                sub = col.column()
+                sub.active = "thickness" in active
+                sub.prop(settings, "thickness", text="Thickness (m)")
         col.prop(settings, "damping", text="Damping (1/s)")
         if obj.type == "MESH":
             col.prop_search(settings, "pin_group", obj, "vertex_groups", text="Pin Group")
             if settings.pin_group and settings.pin_group not in obj.vertex_groups:
                 col.label(text=f"No vertex group '{settings.pin_group}'", icon="ERROR")
-            if settings.pin_group and "tether_stretch" in reads:
+            if "tether_stretch" in reads:
                 row = col.row(heading="Pin Tethers")
                 row.prop(settings, "use_tethers", text="")
                 sub = row.row()
-                sub.active = settings.use_tethers
+                sub.active = "tether_stretch" in active
                 sub.prop(settings, "tether_stretch")
         col.prop(settings, "output")
         if settings.status:

@@ -3,21 +3,14 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
 from ..operators import live
-from ..operators.bridge import MAX_ITERATIONS, MAX_SUBSTEPS, solver_enum_items
+from ..operators.bridge import MAX_ITERATIONS, MAX_SUBSTEPS, ROLE_ITEMS, solver_enum_items
 from ..solvers.config import DEFAULTS
 from ..solvers.registry import REGISTRY
 
-ROLE_ITEMS = [
-    ("NONE", "None", "Not part of the Soft Sim simulation", 0),
-    ("CLOTH", "Cloth", "Simulate the mesh's own vertices, edges and faces (cloth, ropes, shells)", 1),
-    ("SOLID", "Solid", "Tetrahedralize the closed mesh and simulate it as a volume", 2),
-    ("GROUND", "Ground", "Collider: the infinite plane through the object's origin, normal along its local +Z", 3),
-    ("SPHERE", "Sphere", "Collider: a sphere at the object's origin, radius half its largest dimension", 4),
-]
-
 
 def _solver_items(self, context):
-    return solver_enum_items()
+    """The solvers serving this object's role (``registry.SolverInfo.roles``)."""
+    return solver_enum_items(self.role)
 
 
 def _solver_changed(self, context):
@@ -44,7 +37,8 @@ def _settings_changed(self, context):
 
 class SoftSimObjectSettings(bpy.types.PropertyGroup):
     role: EnumProperty(update=_settings_changed, name="Role", items=ROLE_ITEMS, default="NONE", description="What this object is in the Soft Sim simulation")
-    # Dynamic items: only the solvers this version implements are offered; numbers stay fixed across versions.
+    # Dynamic items: only the solvers this version implements that serve the object's role are offered; numbers stay
+    # fixed across versions. A stored solver that does not serve the role reads as '' (the panel and the bake say why).
     solver: EnumProperty(update=_solver_changed, name="Solver", items=_solver_items, default=REGISTRY[DEFAULTS["solver"]].number,
                          description="Time integrator used for this body")
     constraint_scheme: EnumProperty(
@@ -109,8 +103,7 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     poisson_ratio: FloatProperty(
         update=_settings_changed,
         name="Poisson's Ratio", default=DEFAULTS["poisson_ratio"], min=0.0, max=0.499, precision=3,
-        description="Solid: compressibility, from 0 (compresses freely) to nearly 0.5 (keeps its volume). "
-        "PBD, XPBD, Explicit and Symplectic Euler (tet-edge springs) cannot go below 0.25",
+        description="Solid: compressibility, from 0 (compresses freely) to nearly 0.5 (keeps its volume)",
     )
     bending_stiffness: FloatProperty(
         update=_settings_changed,

@@ -21,6 +21,37 @@ from .names import CACHE_MODIFIER, OutputError
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def _umask_at_import() -> int:
+    # Setting a mask is the only portable way to read it; 0o077 for that instant, so a file another thread creates
+    # meanwhile comes out more private, never more open.
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+_IMPORT_UMASK = _umask_at_import()
+
+
+def current_umask() -> int:
+    """The process's file-creation mask, read without changing it where the system reports it (Linux
+    /proc/self/status), else as it was when the add-on was imported."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return _IMPORT_UMASK
+
+
+def plain_file_mode() -> int:
+    """The permission bits a plainly created file gets (0o666 less the umask; 0o644 at umask 0o022). A cache file
+    is written through a private temporary file (mode 0600), which would keep a render farm's other accounts from
+    reading it; Blender's own caches follow the umask."""
+    return 0o666 & ~current_umask()
+
+
 def cache_folder(scene) -> str:
     """Absolute cache folder of the scene; raises OutputError if it cannot be resolved.
 

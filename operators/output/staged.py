@@ -13,7 +13,7 @@ from .. import trash
 from .names import CACHE_MODIFIER, STAGED_KEY_PREFIX, OutputError, bake_key_name
 from .pc2_cache import (CacheRelease, _blend_relative, _move_first, _same_file, _strerror, _written_here, blend_identity,
                         cache_file_name, cache_file_of, cache_folder, check_modifier_name, detach_cache, new_cache_token,
-                        other_users, our_cache_modifier)
+                        other_users, our_cache_modifier, plain_file_mode)
 from .shape_keys import (_ensure_basis, _mute_user_keys, _set_key_positions, check_shape_key_bake, remove_live,
                          remove_shape_key_bake)
 
@@ -117,6 +117,8 @@ class StagedCache:
             self.stage_dir = tempfile.mkdtemp(prefix=".softsim-", suffix=".staged", dir=folder)
             self.staged = os.path.join(self.stage_dir, "bake.pc2")
             write_pc2(self.staged, frames_local, frame_start)
+            # Still inside the private staging folder: given the mode a plainly created file would have.
+            os.chmod(self.staged, plain_file_mode())
         except BaseException as error:
             self.discard(obj)
             if isinstance(error, OSError):
