@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test build bench clean
+.PHONY: demo test test-lts build bench clean
 
 $(STAMP): requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,20 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q tests
+
+# The same tests on the oldest Blender the manifest supports (4.2 LTS), in a second venv from requirements-lts.txt.
+VENV_LTS := .venv-lts
+PY_LTS := $(VENV_LTS)/bin/python
+STAMP_LTS := $(VENV_LTS)/.installed
+
+$(STAMP_LTS): requirements-lts.txt
+	test -x $(PY_LTS) || $(PYTHON) -m venv $(VENV_LTS)
+	$(PY_LTS) -m pip install --quiet --upgrade pip
+	$(PY_LTS) -m pip install --quiet -r requirements-lts.txt
+	touch $(STAMP_LTS)
+
+test-lts: $(STAMP_LTS)
+	$(PY_LTS) -m pytest -q tests
 
 build: $(STAMP)
 	$(PY) tools/build.py

@@ -26,3 +26,34 @@ def addon():
     yield module
     bpy.ops.wm.read_homefile(use_empty=True)
     module.unregister()
+
+
+# ------------------------------------------------------------------ exit status under Blender 4.2
+
+_exit_status = None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Under bpy older than 5.0, leave with pytest's own exit status before the interpreter shuts down.
+
+    bpy 4.2 (the oldest Blender the manifest supports, ``make test-lts``) crashes with a segmentation fault while
+    Python finalizes after a test run that imported it, so the process would exit with 139 whatever the tests did
+    and CI could not tell a green run from a red one. By now every report is written (this hook runs last, after
+    the terminal summary); the streams are flushed and the process ends at once with pytest's status. bpy 5.x exits
+    cleanly and keeps the normal shutdown, and a run that never imported bpy is left alone.
+    """
+    bpy = sys.modules.get("bpy")
+    if _exit_status is None or bpy is None or tuple(bpy.app.version) >= (5, 0, 0):
+        return
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    os._exit(_exit_status)
