@@ -104,7 +104,7 @@ def point_triangle_closest(p, a, b, c):
     bary[:, 1] b + bary[:, 2] c; ``interior`` is False where it lies on an edge or a corner (``closest_weights``).
     """
     v, w, _, _ = closest_weights(p.T, a.T, b.T, c.T)
-    bary = np.stack([1.0 - v - w, v, w], axis=1)
+    bary = np.stack([np.maximum(1.0 - v - w, 0.0), v, w], axis=1)  # 1 - v - w rounds to -1e-17 on edge BC
     return bary, (v > 0.0) & (w > 0.0) & (v + w < 1.0)
 
 
