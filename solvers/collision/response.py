@@ -1,5 +1,7 @@
 """The position-level contact response shared by PBD/XPBD, Projective Dynamics and the mass-spring integrators.
 
+- ``point_contacts``: the contact set of point-collider pairs (particle, collider, contact plane), the one detection
+  that the two responses below consume;
 - ``ContactConstraints``: collider contacts as inequality constraints inside a position-based solve (PBD/XPBD
   project them every iteration).
 - ``resolve_contacts``: particles projected out of every collider at the end of a step, with friction.
@@ -11,11 +13,46 @@ Friction is position-level (Macklin et al. 2014, "Unified particle physics", sec
 (``Collider.motion``), so a moving collider drags what rests on it. Contact planes come from ``Collider.contact``,
 which sees the step continuously: a particle a fast collider swept past is pushed out on the side it came from.
 """
+from dataclasses import dataclass
+
 import numpy as np
 
 
 def _dot(u, v):
     return np.einsum("ij,ij->i", u, v)
+
+
+@dataclass
+class PointContacts:
+    """The point-collider contacts of one collider: particle ``i`` must stay on the side n . x >= offset of its
+    contact plane (``Collider.contact``; thickness and sphere pads included)."""
+
+    collider: object
+    particles: np.ndarray
+    """Particle indices (k,) int."""
+    normal: np.ndarray
+    """Unit normals of the contact planes (k, 3)."""
+    offset: np.ndarray
+    """n . x on the contact plane [m] (k,)."""
+    distance: np.ndarray
+    """Signed distance beyond the plane at detection [m] (k,): negative inside."""
+
+
+def point_contacts(x, x_prev, inv_mass, colliders, pad2=None, margin=0.0) -> list:
+    """The contact set of point-collider pairs: every free particle (inv_mass > 0) closer than ``margin`` [m] (scalar
+    or (n,)) to a collider at positions x (n, 3), with the contact plane seen over the step from x_prev (n, 3).
+    margin 0: the particles inside. Returns [PointContacts] for the colliders with any."""
+    free = inv_mass > 0.0
+    found = []
+    for collider in colliders:
+        hit = np.nonzero((collider.distance(x, pad2) < margin) & free)[0]
+        if len(hit) == 0:
+            continue
+        near = x[hit]
+        d, n = collider.contact(near, x_prev[hit], None if pad2 is None else pad2[hit])
+        normal = np.array(n)
+        found.append(PointContacts(collider, hit, normal, _dot(near, normal) - d, np.asarray(d)))
+    return found
 
 
 def _remove_slip(x, x_prev, rows, normal, budget, collider):
@@ -41,18 +78,13 @@ def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, co
     inside their iterations (``ContactConstraints``) and the mass-spring implicit solve keeps a solid's contacts in
     its linear system, leaving this as the safety net.
     """
-    free = inv_mass > 0.0
     contacts = 0
-    for collider in colliders:
-        hit = np.nonzero((collider.distance(x, pad2) < 0.0) & free)[0]
-        if len(hit) == 0:
-            continue
-        contacts += len(hit)
-        d, normal = collider.contact(x[hit], x_prev[hit], None if pad2 is None else pad2[hit])
-        depth = np.maximum(-d, 0.0)
-        x[hit] += depth[:, None] * normal
-        if collider.friction > 0.0:
-            _remove_slip(x, x_prev, hit, normal, collider.friction * depth, collider)
+    for c in point_contacts(x, x_prev, inv_mass, colliders, pad2):
+        contacts += len(c.particles)
+        depth = np.maximum(-c.distance, 0.0)
+        x[c.particles] += depth[:, None] * c.normal
+        if c.collider.friction > 0.0:
+            _remove_slip(x, x_prev, c.particles, c.normal, c.collider.friction * depth, c.collider)
     return contacts
 
 
@@ -69,24 +101,16 @@ class ContactConstraints:
     """
 
     def __init__(self, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders, pad2=None):
-        free = inv_mass > 0.0
         moved = x - x_prev
         step = np.sqrt(_dot(moved, moved))
         self.sets = []
         for collider in colliders:
-            reach = step
+            margin = step
             if collider.start is not None:  # the collider's own motion over the step counts too
                 travel = collider.motion(x)
-                reach = step + np.sqrt(_dot(travel, travel))
-            hit = np.nonzero((collider.distance(x, pad2) < reach) & free)[0]
-            if len(hit) == 0:
-                continue
-            near = x[hit]
-            d, n = collider.contact(near, x_prev[hit], None if pad2 is None else pad2[hit])
-            normal = np.array(n)
-            # offset: n . x on the contact plane (thickness included).
-            offset = _dot(near, normal) - d
-            self.sets.append((collider, hit, normal, offset, np.zeros(len(hit))))
+                margin = step + np.sqrt(_dot(travel, travel))
+            for c in point_contacts(x, x_prev, inv_mass, [collider], pad2, margin):
+                self.sets.append((collider, c.particles, c.normal, c.offset, np.zeros(len(c.particles))))
 
     def __bool__(self):
         return bool(self.sets)
