@@ -12,7 +12,7 @@ def test_choosing_projective_moves_untouched_substeps_and_iterations_to_its_defa
     _, cloth, _ = lab_scene(frames=3)
     s = cloth.softsim
     s.solver = "PROJECTIVE"
-    assert (s.substeps, s.iterations) == (8, 5)
+    assert (s.substeps, s.iterations) == (16, 2)
     s.solver = "XPBD"
     assert (s.substeps, s.iterations) == (30, 1)
 
