@@ -75,7 +75,7 @@ XPBD_CONFIGS = [
     dict(label="Implicit Euler (CG) 2 substeps, quad edges", solver="IMPLICIT_EULER", linear_solver="CG", substeps=2,
          iterations=1, diagonals=False, max_n=64),
     # Projective Dynamics (Anderson-accelerated): one prefactorized matrix per step size.
-    dict(label="Projective 8x5 (add-on defaults for PD), quad edges", solver="PROJECTIVE", substeps=8, iterations=5,
+    dict(label="Projective 8x5, quad edges", solver="PROJECTIVE", substeps=8, iterations=5,
          diagonals=False),
     dict(label="Projective 2x5, quad edges", solver="PROJECTIVE", substeps=2, iterations=5, diagonals=False),
     dict(label="Projective 24x5, quad edges", solver="PROJECTIVE", substeps=24, iterations=5, diagonals=False),
