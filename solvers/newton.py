@@ -228,11 +228,12 @@ class NewtonSolver(Solver):
         self.inertia.x_tilde = x_tilde
         x[~self.free] = x_tilde[~self.free]  # Dirichlet: pinned particles on their targets
         h2 = dt * dt
-        frictions = self._frictions(colliders, self._barriers(ends), x_start, dt)
+        posed = self._barriers(ends)
+        frictions = self._frictions(colliders, posed, x_start, dt)
         self.log = StepLog([], [], [])
         iterations, halvings = 0, 0
 
-        barriers = [b for b, _ in self._barriers(ends)]
+        barriers = [b for b, _ in posed]
         terms = self.potentials + barriers + frictions
         energy = self._value(x, terms, h2)
         p = self._direction(x, terms, h2)

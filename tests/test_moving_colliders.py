@@ -112,3 +112,19 @@ def test_over_interpolates_a_collider_over_the_substeps():
     np.testing.assert_allclose(step.start.point, [0.0, 0.0, 0.25])
     np.testing.assert_allclose(step.motion(np.zeros((2, 3))), [[0.0, 0.0, 0.25]] * 2)
     assert end.moving_from(end).start is None  # a collider that did not move is static
+
+
+def test_face_barrier_ccd_follows_a_sphere_moving_into_a_still_triangle():
+    """The face barrier's step bound keeps a still triangle clear of a sphere that moves onto it over the step."""
+    from solvers.collision.face_barrier import FaceColliderBarrier
+
+    x = np.array([[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 1.0, 0.0]])
+    triangles = np.array([[0, 1, 2]])
+    moving = Sphere([0.0, 0.0, -0.2], 0.1).moving_from(Sphere([0.0, 0.0, -1.0], 0.1))
+    alpha = FaceColliderBarrier(moving, triangles, 1.0, 0.01).max_step(x, np.zeros_like(x))
+    assert alpha == 1.0  # the surface ends 0.1 m short of the face: nothing to stop
+    # One that would pass through the face within the step is stopped short of it.
+    closer = Sphere([0.0, 0.0, 0.5], 0.1).moving_from(Sphere([0.0, 0.0, -1.0], 0.1))
+    alpha = FaceColliderBarrier(closer, triangles, 1.0, 0.01).max_step(x, np.zeros_like(x))
+    touch = 0.9 / 1.5  # the surface reaches the face after 0.9 m of the centre's 1.5 m
+    assert 0.5 * touch < alpha < touch

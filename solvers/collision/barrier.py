@@ -83,10 +83,8 @@ class ColliderBarrier(Energy):
             blocks += db[:, None, None] * self.collider.normal_gradient(x)
         return BlockHessian(self._rows, self._rows, blocks)
 
-    def max_step(self, x, dx, sweep=None):
+    def max_step(self, x, dx):
         """Largest alpha <= 1 with x + alpha dx at least (1 - CCD_SAFETY) of the way from the surface (the course's
-        rule), the collider moving over the same alpha as ``sweep`` does (a collider whose ``start`` is this
-        barrier's pose), or standing still."""
-        moving = self.collider if sweep is None else sweep
-        hit = moving.time_of_impact(x[self.mask], dx[self.mask])
+        rule; ``Collider.time_of_impact``, which also follows a collider that moves over the step)."""
+        hit = self.collider.time_of_impact(x[self.mask], dx[self.mask])
         return float(min(1.0, CCD_SAFETY * hit.min())) if len(hit) else 1.0

@@ -118,23 +118,22 @@ class FaceColliderBarrier(Energy):
         rows, cols = element_stencil(self.triangles[near])
         return BlockHessian(rows, cols, blocks.reshape(-1, 3, 3))
 
-    def max_step(self, x, dx, sweep=None):
+    def max_step(self, x, dx):
         """Largest alpha <= 1 keeping every face at least (1 - CCD_SAFETY) of its distance from the sphere, the sphere
-        moving over the same alpha as ``sweep`` does (a Sphere whose ``start`` is this barrier's pose), or still."""
+        moving over the same alpha from its ``start`` pose if it has one."""
         if len(self.triangles) == 0:
             return 1.0
-        c0, r0 = self.collider.center, self.collider.radius
-        shift, grow = np.zeros(3), 0.0
-        if sweep is not None and sweep.start is not None:
-            c0, r0 = sweep.start.center, sweep.start.radius
-            shift, grow = sweep.center - c0, sweep.radius - r0
+        sphere = self.collider
+        start = sphere if sphere.start is None else sphere.start
+        c0, r0 = start.center, start.radius
+        shift, grow = sphere.center - c0, sphere.radius - r0
         relative = dx - shift
         move = np.sqrt(np.einsum("ij,ij->i", relative, relative))
         # Per unit alpha a face's distance to the surface drops by at most its corners' largest move relative to the
         # sphere's centre, plus the radius's growth.
         tri_move = move[self.triangles].max(axis=1) + abs(grow)
         # Only triangles whose whole move could bring them within reach of the surface can limit the step.
-        near, d0, _, _ = face_distances(x, self.triangles, self.collider, float(tri_move.max()))
+        near, d0, _, _ = face_distances(x, self.triangles, start, float(tri_move.max()))
         limit = CCD_SAFETY * d0
         risky = np.nonzero(tri_move[near] > limit)[0]
         if len(risky) == 0:
