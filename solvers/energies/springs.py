@@ -18,8 +18,8 @@ class _EdgeEnergy(Energy):
         self.rest_length = np.asarray(rest_length, float)
         self.k = np.broadcast_to(np.asarray(k, float), self.rest_length.shape).copy()
         # Blocks per edge in the order (i, i), (j, j), (i, j), (j, i): +H, +H, -H, -H.
-        self._rows = np.concatenate([self.i, self.j, self.i, self.j])
-        self._cols = np.concatenate([self.i, self.j, self.j, self.i])
+        self.rows = np.concatenate([self.i, self.j, self.i, self.j])
+        self.cols = np.concatenate([self.i, self.j, self.j, self.i])
         self.particle_count = 0 if len(self.edges) == 0 else int(self.edges.max()) + 1
 
     def _d(self, x):
@@ -44,7 +44,7 @@ class _EdgeEnergy(Energy):
         along, across = self._eigenvalues(length)
         if project:
             along, across = np.maximum(along, 0.0), np.maximum(across, 0.0)
-        return BlockHessian(self._rows, self._cols, self._blocks(n, along, across))
+        return BlockHessian(self.rows, self.cols, self._blocks(n, along, across))
 
 
 class HookeSprings(_EdgeEnergy):
