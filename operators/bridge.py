@@ -23,7 +23,7 @@ _SOLVER_LABELS = {
     "NEWTON": ("Newton (IPC)", "Implicit Euler as optimization with barrier contact"),
 }
 # Kept alive at module level: Blender does not copy the strings of dynamic enum items.
-_SOLVER_ITEMS = [(info.name, *_SOLVER_LABELS[info.name], info.number) for info in REGISTRY.values() if info.available]
+_SOLVER_ITEMS = [(info.name, *_SOLVER_LABELS[info.name], info.number) for info in REGISTRY.values()]
 
 
 def solver_enum_items():
