@@ -258,32 +258,6 @@ def takes_part(obj, depsgraph) -> bool:
     return depsgraph.view_layer.objects.get(obj.name) == obj and obj.evaluated_get(depsgraph).is_evaluated
 
 
-def build_body(obj, matrix_world, scene):
-    """(Model, BodyInput, to_mesh) for a CLOTH or SOLID object at its current transform; raises InputError.
-
-    ``to_mesh`` maps simulated particle positions (particle_count, 3) to the mesh's own vertices
-    (vertex_count, 3), both world space: the identity for cloth, tet embedding for solids.
-    """
-    check_settings(obj.softsim)  # before the mesh is read or tetrahedralized
-    check_transform(obj.name, matrix_world)
-    body = read_body(obj, matrix_world)
-    role = obj.softsim.role
-    try:
-        if role == "CLOTH":
-            model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned,
-                                        total_mass=obj.softsim.mass, mass_distribution=obj.softsim.mass_distribution,
-                                        quads=body.quads)
-            return model, body, identity_mapping
-        if role == "SOLID":
-            from .solid import build_solid  # solid imports this module (InputError)
-
-            model, to_mesh = build_solid(obj, body, obj.softsim)
-            return model, body, to_mesh
-        raise InputError(f"'{obj.name}': role {role!r} is not a body; use Cloth or Solid")
-    except solvers.ModelError as error:
-        raise InputError(f"'{obj.name}': {error}") from error
-
-
 def make_body_solver(obj, model, scene):
     config = config_from_settings(obj.softsim, scene)
     try:
