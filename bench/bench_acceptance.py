@@ -67,7 +67,7 @@ def bake(scene_name, solver, frames=48, **settings):
     import bpy
     from blender_helpers import evaluated_positions
 
-    from soft_sim.solvers.tetrahedralize import mesh_volume, volume_centroid
+    from soft_sim.solvers.geometry import mesh_volume, volume_centroid
 
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene

@@ -2,7 +2,7 @@
 
 A sphere of radius 1 (Blender's ico sphere, one subdivision level per row) starts with its lowest point
 1 m above the ground plane z = 0 and falls for FRAMES frames at 24 fps, gravity -9.81. Soft Sim
-tetrahedralizes the surface as role Solid does (``solvers.tetrahedralize`` at the row's resolution, the
+tetrahedralizes the surface as role Solid does (``solvers.geometry.tetrahedralize`` at the row's resolution, the
 mesh's vertices are the first particles), builds the model with ``build_model`` and advances it with
 ``advance_frame`` against a ``GroundPlane`` (thickness 0, friction 0.2, the add-on's defaults otherwise).
 The peer is Blender's Soft Body on the same surface mesh: goal off, edge springs on, the rest at its
@@ -34,7 +34,7 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim
 
 from blender_quiet import SilenceStdout  # noqa: E402
 from solvers import GroundPlane, SimulationDiverged, SolverConfig, State, advance_frame, build_model, make_solver  # noqa: E402
-from solvers.tetrahedralize import interpolate_embedded, tetrahedralize  # noqa: E402
+from solvers.geometry import interpolate_embedded, tetrahedralize  # noqa: E402
 
 TITLE = "Solid"
 FRAMES = 100

@@ -1,4 +1,4 @@
-"""Benchmark: solvers.tetrahedralize against TetGen (PyPI ``tetgen``, a bench-only peer) on icospheres.
+"""Benchmark: solvers.geometry.tetrahedralize against TetGen (PyPI ``tetgen``, a bench-only peer) on icospheres.
 
 Run ``python bench/bench_tetrahedralize.py``; a bench runner calls ``run()`` for the rows.
 Coverage = total tet volume / volume enclosed by the surface; quality = 6*sqrt(2)*V / l_rms^3 (1 = regular).
@@ -11,7 +11,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from solvers.tetrahedralize import mesh_volume, tet_quality, tetrahedralize  # noqa: E402
+from solvers.geometry import mesh_volume, tet_quality, tetrahedralize  # noqa: E402
 from solvers.model import tet_volumes  # noqa: E402
 
 SIZES = (1000, 10000, 50000)

@@ -2,6 +2,7 @@
 import bpy
 
 from . import bake, live, presets, tetrahedralize, trash
+from .output import undo
 
 classes = bake.classes + presets.classes + tetrahedralize.classes
 
@@ -12,9 +13,11 @@ def register():
     bpy.types.VIEW3D_MT_add.append(presets.menu_add)
     live.register()
     trash.register()
+    undo.register()
 
 
 def unregister():
+    undo.unregister()
     trash.unregister()
     live.unregister()
     bpy.types.VIEW3D_MT_add.remove(presets.menu_add)

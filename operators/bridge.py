@@ -66,7 +66,7 @@ _SOLVER_LABELS = {
 # items, and each item keeps its solver's fixed number, so a stored choice means the same solver in every menu.
 _SOLVER_ITEMS = {
     role.name: [(info.name, *_SOLVER_LABELS[info.name], info.number) for info in REGISTRY.values()
-                if info.available and (role.kind != "BODY" or role.name in info.roles)]
+                if (role.kind != "BODY" or role.name in info.roles)]
     for role in ROLES
 }
 
@@ -105,7 +105,7 @@ def check_solver(settings) -> None:
     info = REGISTRY.get(name)
     serving = ", ".join(solver_label(item[0]) for item in _SOLVER_ITEMS[role.name])
     where = "pick one in Properties > Physics > Soft Sim > Solver"
-    if info is None or not info.available:
+    if info is None:
         raise InputError(f"'{settings.id_data.name}': its stored solver (softsim.solver = {settings.get('solver')!r}) is not one "
                          f"this version has; {role.label} bodies are served by {serving}: {where}")
     if role.name not in info.roles:
@@ -361,32 +361,6 @@ def takes_part(obj, depsgraph) -> bool:
     for Blender's own Cloth and Collision: not when it sits only in excluded collections or is disabled in
     viewports (the monitor icon, on it or its collection); hiding it (H, the eye) or from renders changes nothing."""
     return depsgraph.view_layer.objects.get(obj.name) == obj and obj.evaluated_get(depsgraph).is_evaluated
-
-
-def build_body(obj, matrix_world, scene):
-    """(Model, BodyInput, to_mesh) for a CLOTH or SOLID object at its current transform; raises InputError.
-
-    ``to_mesh`` maps simulated particle positions (particle_count, 3) to the mesh's own vertices
-    (vertex_count, 3), both world space: the identity for cloth, tet embedding for solids.
-    """
-    check_settings(obj.softsim)  # before the mesh is read or tetrahedralized
-    check_transform(obj.name, matrix_world)
-    body = read_body(obj, matrix_world)
-    role = obj.softsim.role
-    try:
-        if role == "CLOTH":
-            model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned,
-                                        total_mass=obj.softsim.mass, mass_distribution=obj.softsim.mass_distribution,
-                                        quads=body.quads)
-            return model, body, identity_mapping
-        if role == "SOLID":
-            from .solid import build_solid  # solid imports this module (InputError)
-
-            model, to_mesh = build_solid(obj, body, obj.softsim)
-            return model, body, to_mesh
-        raise InputError(f"'{obj.name}': role {role!r} is not a body; use Cloth or Solid")
-    except solvers.ModelError as error:
-        raise InputError(f"'{obj.name}': {error}") from error
 
 
 def make_body_solver(obj, model, scene):

@@ -8,8 +8,32 @@ from ..solvers.newton import NewtonNotConverged
 from ..solvers.registry import REGISTRY
 from . import solid
 from .advice import explicit_stability_message
-from .bridge import (InputError, build_body, check_transform, config_from_settings, frame_duration, make_body_solver,
-                     matrix_to_numpy, transform_points, world_matrix, world_to_local)
+from .bridge import (InputError, check_settings, check_transform, config_from_settings, frame_duration, identity_mapping, make_body_solver,
+                     matrix_to_numpy, read_body, transform_points, world_matrix, world_to_local)
+
+
+def build_body(obj, matrix_world, scene):
+    """(Model, BodyInput, to_mesh) for a CLOTH or SOLID object at its current transform; raises InputError.
+
+    ``to_mesh`` maps simulated particle positions (particle_count, 3) to the mesh's own vertices
+    (vertex_count, 3), both world space: the identity for cloth, tet embedding for solids.
+    """
+    check_settings(obj.softsim)  # before the mesh is read or tetrahedralized
+    check_transform(obj.name, matrix_world)
+    body = read_body(obj, matrix_world)
+    role = obj.softsim.role
+    try:
+        if role == "CLOTH":
+            model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned,
+                                        total_mass=obj.softsim.mass, mass_distribution=obj.softsim.mass_distribution,
+                                        quads=body.quads)
+            return model, body, identity_mapping
+        if role == "SOLID":
+            model, to_mesh = solid.build_solid(obj, body, obj.softsim)
+            return model, body, to_mesh
+        raise InputError(f"'{obj.name}': role {role!r} is not a body; use Cloth or Solid")
+    except solvers.ModelError as error:
+        raise InputError(f"'{obj.name}': {error}") from error
 
 
 class BodyRun:

@@ -16,7 +16,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import solvers
-from ..solvers.tetrahedralize import (
+from ..solvers.geometry import (
     TetrahedralizeError,
     interpolate_embedded,
     mesh_volume,

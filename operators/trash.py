@@ -3,9 +3,10 @@
 Blender's undo brings back an object's modifier and settings, never a file. So Soft Sim never deletes or
 overwrites a cache file it owns while Blender runs: it moves the file into
 ``<cache folder>/.softsim-trash/<session>/`` and remembers which bake it holds (``Object.softsim.
-cache_bake_id``, a new random id per bake). After every undo and redo, ``sync()`` puts back, for every
-object, the file of the bake its (restored) settings name, and moves a file this session wrote from this
-.blend into the trash when nothing plays it any more (an undone first bake), so that redo finds it again.
+cache_bake_id``, a new random id per bake). After every undo and redo, ``sync()`` (called by the handler in
+``output/undo.py``, which knows the objects) puts back, for every object, the file of the bake its (restored)
+settings name, and moves a file this session wrote from this .blend into the trash when nothing plays it any more
+(an undone first bake), so that redo finds it again. This module knows files only, never objects or modifiers.
 
 The trash is emptied (``purge()``) when the .blend is saved, another file is opened and when Blender quits;
 undo past those points no longer finds the files (README, "Caches"). Each Blender session has a folder of
@@ -104,30 +105,13 @@ def restore(path: str, bake_id: str, blend: str = "") -> bool:
     return True
 
 
-def _players():
-    """{cache path: set of bake ids the objects playing it want (None for a modifier that is not a bake's)}."""
-    from .output import cache_file_of, our_cache_modifier
+def sync(players: dict, blend: str) -> list:
+    """After undo or redo: give every object the file of the bake its settings name. Returns problems.
 
-    players = {}
-    for obj in bpy.data.objects:
-        ours = our_cache_modifier(obj)
-        for modifier in obj.modifiers:
-            if modifier.type != "MESH_CACHE" or not modifier.filepath:
-                continue
-            if modifier == ours:
-                path, wanted = cache_file_of(obj), obj.softsim.cache_bake_id
-            else:
-                path, wanted = bpy.path.abspath(modifier.filepath, library=obj.library), None
-            players.setdefault(norm(path), set()).add(wanted)
-    return players
-
-
-def sync() -> list:
-    """After undo or redo: give every object the file of the bake its settings name. Returns problems."""
-    from .output import blend_identity
-
+    ``players``: {``norm``-ed cache path: set of the bake ids the objects playing it want, None for a Mesh Cache
+    modifier that is not a bake's}, for every file some object plays (``output.undo.cache_players``); ``blend``:
+    the open .blend's identity (``output.blend_identity``), whose undone bakes' files go to the trash."""
     problems = []
-    players = _players()
     for path, wanted in players.items():
         bake_ids = wanted - {None}
         if len(bake_ids) != 1:
@@ -137,11 +121,11 @@ def sync() -> list:
         if here is not None and here[0] == bake_id and os.path.lexists(path):
             continue
         try:
-            restore(path, bake_id, blend_identity())
+            restore(path, bake_id, blend)
         except OSError as error:
             problems.append(f"could not put back {path}: {error}")
-    for path, (bake_id, blend) in list(_occupant.items()):
-        if path in players or blend != blend_identity():
+    for path, (bake_id, written_from) in list(_occupant.items()):
+        if path in players or blend != written_from:
             continue
         if not os.path.lexists(path):
             del _occupant[path]
@@ -176,12 +160,6 @@ def trashed_files() -> list:
 
 
 @persistent
-def on_undo_redo(*_args):
-    for problem in sync():
-        print(f"Soft Sim: after undo/redo, {problem}")
-
-
-@persistent
 def on_save_post(*_args):
     purge()
 
@@ -192,7 +170,7 @@ def on_load_post(*_args):
     _occupant.clear()  # another file: its undo history starts afresh
 
 
-_handlers = (("undo_post", on_undo_redo), ("redo_post", on_undo_redo), ("save_post", on_save_post), ("load_post", on_load_post))
+_handlers = (("save_post", on_save_post), ("load_post", on_load_post))
 
 
 def register():

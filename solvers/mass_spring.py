@@ -3,7 +3,7 @@
 Elastic model:
 
 * a cloth or rope (no tets), every integrator: a Hooke spring of k = ``config.stiffness`` [N/m] on every edge
-  (GAMES201 lecture 2), f_ij = -k (|x_i - x_j| - l_ij) (x_i - x_j) / |x_i - x_j|, and with
+  (``solvers.energies.HookeSprings``, GAMES201 lecture 2), f_ij = -k (|x_i - x_j| - l_ij) (x_i - x_j) / |x_i - x_j|, and with
   ``config.bending_stiffness`` > 0 the isometric bending force of ``solvers.energies.IsometricBending`` (Bergou et al.
   2006), one hinge per interior edge (a constant sparse matrix for a flat rest sheet, ``bending_matrix``);
 * a solid (tets) in EXPLICIT_EULER and SYMPLECTIC_EULER: the same Hooke springs on its tet edges, stiffness from
@@ -58,7 +58,9 @@ import scipy.sparse as sp
 from .base import ProjectedContactSolver
 from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
 from .energies.bending import IsometricBending, hinges_from_triangles
+from .energies.friction import mollified_slip, mollified_slip_terms
 from .energies.neo_hookean import NeoHookean
+from .energies.springs import HookeSprings
 from .material import material_arrays
 from .frame import StepNotConverged
 from .model import State, StepStats, measure_stats
@@ -75,17 +77,17 @@ Witkin's single step, the others happen only when the line search had to shorten
 ARMIJO = 1e-4
 """IMPLICIT_EULER: sufficient-decrease constant c of the backtracking line search, Phi(u + a d) <= Phi(u) + c a g.d."""
 
-MIN_STEP = 1.0 / 1024
-"""IMPLICIT_EULER: a step shorter than this fraction of the Newton step raises StepNotConverged (the frame then
-splits the step, ``solvers.frame.advance_frame``)."""
+MIN_LINE_SEARCH_STEP = 1.0 / 1024
+"""IMPLICIT_EULER: a line search that halves the step length below this fraction of the Newton step raises
+StepNotConverged (the frame then splits the step, ``solvers.frame.advance_frame``)."""
 
 ROUNDOFF = 1e-12
 """IMPLICIT_EULER: the line search accepts an increase of Phi up to ROUNDOFF (|Phi| + the elastic energy's scale),
 its evaluation's round-off (near equilibrium the Newton step's true decrease is below it)."""
 
-FRICTION_SPEED = 1e-3
+FRICTION_SLIP_SPEED = 1e-3
 """IMPLICIT_EULER: eps_v [m/s] of the friction potential: below this tangential speed the Coulomb force ramps
-smoothly to 0 (IPC's f0, Li et al. 2020)."""
+smoothly to 0 (IPC's f0, Li et al. 2020; ``solvers.energies.friction.mollified_slip``)."""
 
 FRICTION_LINEARIZATIONS = 2
 """IMPLICIT_EULER: the friction phase takes at least this many linearizations (each re-weights the friction Hessian
@@ -128,47 +130,28 @@ class MassSpringSolver(ProjectedContactSolver):
             spring = np.zeros(model.edge_count, bool)
         else:
             spring = np.ones(model.edge_count, bool)
-        edges = model.edge_indices[spring]
-        e_count = len(edges)
-        self.i, self.j = edges[:, 0], edges[:, 1]
-        self.rest_length = model.edge_rest_length[spring]
-        self.k = material.edge_stiffness[spring]
+        self.springs = HookeSprings(model.edge_indices[spring], model.edge_rest_length[spring],
+                                    material.edge_stiffness[spring])
+        """Hooke springs of a cloth's or an explicitly integrated solid's edges (none for a solid in IMPLICIT_EULER)."""
         self.gravity = np.asarray(config.gravity, float)
         self.free = model.inv_mass > 0.0
         self.free_col = self.free[:, None].astype(float)
-        # scatter @ (e, 3) per-spring vectors: +row to particle i, -row to particle j.
-        self.scatter = sp.csr_matrix(
-            (np.concatenate([np.ones(e_count), -np.ones(e_count)]),
-             (np.concatenate([self.i, self.j]), np.tile(np.arange(e_count), 2))),
-            shape=(n, e_count),
-        )
         self.has_pins = bool(np.any(~self.free))
         self.bending = cloth_bending(model, config.bending_stiffness)
         self.bending_matrix = None
         if self.bending is not None and self.bending.is_constant_hessian:
             self.bending_matrix = bending_matrix(self.bending, n)  # f = -Q x, one sparse product per step
+        self.energies = [e for e in (self.springs, self.elastic, self.bending) if e is not None]
+        """The elastic energy terms, in the order of their Hessian blocks in the implicit system."""
         if self.method == "IMPLICIT_EULER":
             self._prepare_implicit()
 
     # ------------------------------------------------------------------ forces
 
-    def _springs(self, x):
-        """Unit directions n (e, 3), lengths l (e,) and the spring force on particle i, f_e (e, 3)."""
-        d = x.take(self.i, axis=0) - x.take(self.j, axis=0)
-        length = np.sqrt(np.einsum("ij,ij->i", d, d))
-        # A spring of zero length has no direction: it pushes nowhere (and the clamp zeroes its K_e).
-        n = d / np.where(length > 1e-12, length, 1.0)[:, None]
-        f = (-self.k * (length - self.rest_length))[:, None] * n
-        return n, length, f
-
     def forces(self, x: np.ndarray) -> np.ndarray:
-        """Total force [N] on every particle at positions ``x``: springs (cloth), bending (cloth), Neo-Hookean
-        elasticity (solid, f = -dE/dx) and gravity on free particles, (n, 3)."""
-        return self._forces_from(x, self._springs(x)[2])
-
-    def _forces_from(self, x, fe):
-        """``forces`` with the springs' forces on particle i, fe (e, 3), already computed."""
-        f = self.scatter @ fe + (self.model.mass[:, None] * self.gravity) * self.free_col
+        """Total force [N] on every particle at positions ``x``: springs (f = -dE/dx of ``HookeSprings``), bending
+        (cloth), Neo-Hookean elasticity (solid) and gravity on free particles, (n, 3)."""
+        f = (self.model.mass[:, None] * self.gravity) * self.free_col - self.springs.gradient(x)
         if self.bending_matrix is not None:
             f -= self.bending_matrix @ x
         elif self.bending is not None:
@@ -179,13 +162,8 @@ class MassSpringSolver(ProjectedContactSolver):
 
     def energy(self, state: State) -> float:
         """Kinetic + spring + bending + Neo-Hookean + gravitational energy [J] (reference z = 0)."""
-        _, length, _ = self._springs(state.x)
         kinetic = 0.5 * float(np.sum(self.model.mass * np.einsum("ij,ij->i", state.v, state.v)))
-        elastic = 0.5 * float(np.sum(self.k * (length - self.rest_length) ** 2))
-        if self.elastic is not None:
-            elastic += self.elastic.value(state.x)
-        if self.bending is not None:
-            elastic += self.bending.value(state.x)
+        elastic = self._elastic_energy(state.x)
         potential = -float(np.sum((self.model.mass * self.free) * (state.x @ self.gravity)))
         return kinetic + elastic + potential
 
@@ -226,44 +204,28 @@ class MassSpringSolver(ProjectedContactSolver):
         Blocks touching a pinned particle are dropped (the (free, pinned) ones reach the right-hand side
         through ``_pinned_load``).
         """
-        empty = np.zeros(0, np.int64)
-        # Each energy's blocks come in its own stencil order (its rows, cols): elasticity, then bending.
-        self.energy_stencils = [(e.rows, e.cols) for e in (self.elastic, self.bending) if e is not None]
-        self.pattern = BlockPattern(
-            np.concatenate([self.i, self.j, self.i, self.j] + [r for r, _ in self.energy_stencils] + [empty]),
-            np.concatenate([self.i, self.j, self.j, self.i] + [c for _, c in self.energy_stencils] + [empty]), self.free,
-        )
+        # Each energy's blocks come in its own stencil order (its rows, cols): springs, elasticity, bending.
+        self.energy_stencils = [(e.rows, e.cols) for e in self.energies]
+        self.pattern = BlockPattern(np.concatenate([r for r, _ in self.energy_stencils]),
+                                    np.concatenate([c for _, c in self.energy_stencils]), self.free)
         self.free_index = self.pattern.free_index
         self.nf = self.pattern.free_count
         self.mass_free = self.model.mass[self.free_index]
         self.max_linear_iterations = max(int(self.config.iterations), MIN_LINEAR_ITERATIONS)
         # Size [J] of the elastic energy's terms (k L^2 per spring, (mu + lam) V per tet): the round-off of Phi.
-        self.energy_scale = float(np.sum(self.k * self.rest_length**2))
+        self.energy_scale = float(np.sum(self.springs.k * self.springs.rest_length**2))
         if self.elastic is not None:
             self.energy_scale += float(np.sum(self.elastic.rest_volume * (self.elastic.mu + self.elastic.lam)))
 
-    def _stiffness_blocks(self, n, length):
-        """K_e = k [max(1 - l0/l, 0) (I - n n^T) + n n^T] for every spring, shape (e, 3, 3)."""
-        nn = n[:, :, None] * n[:, None, :]
-        # A spring of zero length is fully compressed: the clamp gives it no stiffness at all.
-        ok = length > 1e-12
-        stretch = np.where(ok, np.clip(1.0 - self.rest_length / np.where(ok, length, 1.0), 0.0, None), 0.0)
-        eye = np.eye(3)[None]
-        return self.k[:, None, None] * (stretch[:, None, None] * (eye - nn) + nn)
-
     def _energy_blocks(self, x):
-        """The PSD-projected Hessian blocks of the Neo-Hookean tets and of the bending hinges, one array per energy
-        in ``energy_stencils`` order. A flat rest sheet's bending returns the same constant blocks every call."""
-        return [e.hessian(x, project=True).blocks for e in (self.elastic, self.bending) if e is not None]
+        """The PSD-projected Hessian blocks of the springs (K_e = k [max(1 - l0/l, 0) (I - n n^T) + n n^T], the
+        clamp of the module docstring), of the Neo-Hookean tets and of the bending hinges, one array per energy in
+        ``energy_stencils`` order. A flat rest sheet's bending returns the same constant blocks every call."""
+        return [e.hessian(x, project=True).blocks for e in self.energies]
 
     def _elastic_energy(self, x):
         """Spring + Neo-Hookean + bending energy [J] at positions ``x`` (no kinetic, no gravity)."""
-        _, length, _ = self._springs(x)
-        energy = 0.5 * float(np.sum(self.k * (length - self.rest_length) ** 2))
-        for term in (self.elastic, self.bending):
-            if term is not None:
-                energy += term.value(x)
-        return energy
+        return float(sum(term.value(x) for term in self.energies))
 
     def _incremental_potential(self, x, u, v0, dt):
         """Phi(u) = 1/2 sum_F m |u - v0 - dt g|^2 + E(x + dt u) [J], the implicit Euler step's incremental potential
@@ -297,126 +259,16 @@ class MassSpringSolver(ProjectedContactSolver):
         """Backward Euler velocity of the free particles, written into ``v``: Newton on the incremental potential
         (``_incremental_potential``) from u = 0, every linearization solved with the colliders' contacts as
         normal-velocity constraints and every step checked by backtracking; then, if a contact has friction, Newton
-        again on the potential plus the contacts' friction potential (module docstring). Returns (linear iterations,
-        final relative residual, linearizations, line-search halvings); raises StepNotConverged when a phase does
-        not end in a full Newton step within NEWTON_ITERATIONS linearizations."""
+        again on the potential plus the contacts' friction potential (module docstring; ``_ImplicitStep``). Returns
+        (linear iterations, final relative residual, linearizations, line-search halvings); raises StepNotConverged
+        when a phase does not end in a full Newton step within NEWTON_ITERATIONS linearizations."""
         if self.nf == 0:
             return 0, 0.0, 0, 0
-        free = self.free_index
-        v0 = v[free].copy()
-        pinned = ~self.free
-        v_pinned = np.where(pinned[:, None], v, 0.0)  # the pins' kinematic velocity
-        normal, distance, friction, target = self._contact_candidates(x[free], colliders, dt)
-        candidate = np.isfinite(distance)
-        contact = np.zeros(self.nf, bool)
-        solve = block_cg if self.config.linear_solver == "CG" else block_jacobi
-        tol, ceiling = self.config.linear_tolerance, self.max_linear_iterations
-        u = np.zeros_like(x)  # the linearization point is x + dt u (u = 0: Baraff and Witkin's single step)
-        v_free = v0.copy()  # warm start of the linear solves
-        predicted = v0 + dt * self.gravity
-        counts = dict(iterations=0, linearizations=0, halvings=0)
-        residual = 0.0
-        impulse = np.zeros((self.nf, 3))
-        sliding = None  # (contact mask, mu J [N s]) of the friction phase
-
-        def friction_terms(w):
-            """Friction potential D [J], gradient (nf, 3) and PSD Hessian blocks (nf, 3, 3) at free velocities w."""
-            mask, muJ = sliding
-            vt = w - np.einsum("ij,ij->i", w, normal)[:, None] * normal
-            y = np.linalg.norm(vt, axis=1)
-            eps = FRICTION_SPEED
-            slow = y < eps
-            f0 = np.where(slow, -y**3 / (3 * eps**2) + y**2 / eps + eps / 3, y)
-            f1_over_y = np.where(slow, 2.0 / eps - y / eps**2, 1.0 / np.where(slow, 1.0, y))
-            T = np.eye(3)[None] - normal[:, :, None] * normal[:, None, :]
-            H = (muJ * mask * f1_over_y)[:, None, None] * T
-            return float(np.sum(muJ * mask * f0)), (muJ * mask * f1_over_y)[:, None] * vt, H
-
-        def potential(w):
-            value = self._incremental_potential(x, w, v0, dt)
-            return value + friction_terms(w[free])[0] if sliding is not None else value
-
-        def solve_contacts(A, diagonal, b, v_start):
-            v_new, its, res, imp = self._constrained_solve(A, diagonal, b, v_start, contact, normal, target, solve,
-                                                           tol, ceiling, momentum=sliding is None)
-            counts["iterations"] += its
-            return v_new, res, imp
-
-        for phase in ("contacts", "friction"):
-            if phase == "friction":
-                J = np.maximum(np.einsum("ij,ij->i", impulse, normal), 0.0)
-                mask = contact & (friction > 0.0) & (J > 0.0)
-                if not mask.any():
-                    break
-                sliding = (mask, friction * J)  # lagged: the normal impulses of the frictionless solve
-            phi = potential(u)
-            for linearization in range(NEWTON_ITERATIONS):
-                counts["linearizations"] += 1
-                xk = x + dt * u
-                n_dir, length, fe = self._springs(xk)
-                Ke = self._stiffness_blocks(n_dir, length)
-                f = self._forces_from(xk, fe)
-                energy_blocks = self._energy_blocks(xk)
-                data = dt**2 * self.pattern.assemble(np.concatenate([Ke, Ke, -Ke, -Ke] + energy_blocks))
-                data[self.pattern.diagonal_slot] += self.mass_free[:, None, None] * np.eye(3)
-                u_free = u[free]
-                gradient = -dt * f  # dPhi/du: M (u - v0) - dt f(x + dt u) on free rows, -dt f on pinned ones
-                gradient[free] += self.mass_free[:, None] * (u_free - v0)
-                # [M + dt^2 K] u' = M v0 + dt f + dt^2 K u - dt^2 K_FP (pins' remaining motion), K u = (A u - M u) / dt^2.
-                A = self.pattern.matrix(data)
-                b = self.mass_free[:, None] * v0 + dt * f[free] + (A @ u_free.ravel()).reshape(-1, 3) \
-                    - self.mass_free[:, None] * u_free
-                if self.has_pins:
-                    b -= dt**2 * self._pinned_load(Ke, energy_blocks, v_pinned - np.where(pinned[:, None], u, 0.0))[free]
-                if sliding is not None:
-                    _, g_friction, H = friction_terms(u_free)
-                    gradient[free] += g_friction
-                    data[self.pattern.diagonal_slot] += H
-                    A = self.pattern.matrix(data)
-                    b += np.einsum("kab,kb->ka", H, u_free) - g_friction
-                diagonal = self.pattern.diagonal_blocks(data)
-                # Contacts: particles that would end the step inside a collider. Predicted from the velocity before
-                # the solve, then corrected from its result: add new penetrators, drop contacts the collider would
-                # have to pull (negative normal impulse). A few rounds; what is left the projection after the step
-                # handles.
-                for round_ in range(CONTACT_ROUNDS):
-                    approach = np.einsum("ij,ij->i", predicted, normal)
-                    add = candidate & ~contact & (distance + dt * approach < 0.0)
-                    if round_ > 0 and not add.any():
-                        break
-                    contact |= add
-                    v_free, residual, impulse = solve_contacts(A, diagonal, b, v_free)
-                    pulling = contact & (np.einsum("ij,ij->i", impulse, normal) < 0.0)
-                    if pulling.any():
-                        contact &= ~pulling
-                        v_free, residual, impulse = solve_contacts(A, diagonal, b, v_free)
-                    if not candidate.any():
-                        break
-                    predicted = v_free
-                # Backtracking (Armijo) on the potential along u -> (v_free, pins' velocity).
-                direction = v_pinned - np.where(pinned[:, None], u, 0.0)
-                direction[free] = v_free - u_free
-                slope = float(np.sum(gradient * direction))
-                alpha = 1.0
-                while True:
-                    trial = u + alpha * direction
-                    phi_trial = potential(trial)
-                    if phi_trial <= phi + ARMIJO * alpha * min(slope, 0.0) + ROUNDOFF * (abs(phi) + self.energy_scale):
-                        break
-                    alpha *= 0.5
-                    counts["halvings"] += 1
-                    if alpha < MIN_STEP:
-                        raise StepNotConverged(f"implicit Euler: no decrease of the incremental potential along the "
-                                               f"Newton step ({phase} phase); smaller substeps needed")
-                u, phi = trial, phi_trial
-                if alpha == 1.0 and (sliding is None or linearization >= FRICTION_LINEARIZATIONS - 1):
-                    break
-            else:
-                raise StepNotConverged(
-                    f"implicit Euler: {NEWTON_ITERATIONS} linearizations did not end in a full Newton step "
-                    f"({phase} phase, last step length {alpha:g}); smaller substeps needed")
-        v[free] = u[free]
-        return counts["iterations"], residual, counts["linearizations"], counts["halvings"]
+        step = _ImplicitStep(self, x, v, dt, colliders)
+        step.contact_phase()
+        step.friction_phase()
+        v[self.free_index] = step.u[self.free_index]
+        return step.iterations, step.residual, step.linearizations, step.halvings
 
     def _constrained_solve(self, A, diagonal, b, v_free, contact, normal, target, solve, tol, ceiling, momentum=True):
         """Solve A v = b with v . n_i = target_i at the ``contact`` particles (Baraff and Witkin 1998's filter, as an
@@ -461,16 +313,164 @@ class MassSpringSolver(ProjectedContactSolver):
         impulse = np.where(contact[:, None], -r, 0.0)
         return v_new, iterations, residual, impulse
 
-    def _pinned_load(self, Ke, energy_blocks, v):
+    def _pinned_load(self, energy_blocks, v):
         """K v_P: the stiffness matrix times the velocities of the pinned particles only, (n, 3)."""
         vp = v * (~self.free)[:, None]
-        y = np.einsum("eab,eb->ea", Ke, vp[self.i] - vp[self.j])
-        load = self.scatter @ y
+        load = np.zeros_like(v)
         for blocks, (rows, cols) in zip(energy_blocks, self.energy_stencils):
             per_block = np.einsum("kab,kb->ka", blocks, vp[cols])
             for axis in range(3):
                 load[:, axis] += np.bincount(rows, per_block[:, axis], minlength=len(v))
         return load
+
+
+class _ImplicitStep:
+    """One IMPLICIT_EULER step of a ``MassSpringSolver``: the state its two Newton phases share.
+
+    ``contact_phase`` minimises the incremental potential Phi(u) with the contacts as normal-velocity constraints;
+    ``friction_phase`` then minimises Phi + D from that result, D the lagged friction potential of the contacts
+    (module docstring). Both run ``_newton``: linearize at x + dt u, solve with contact rounds, backtrack.
+    u (n, 3) [m/s] is the step's velocity (free and pinned rows); x (n, 3) [m] the positions at the step's start.
+    """
+
+    def __init__(self, solver, x, v, dt, colliders):
+        self.solver, self.x, self.dt = solver, x, dt
+        free = solver.free_index
+        self.v0 = v[free].copy()
+        self.pinned = ~solver.free
+        self.v_pinned = np.where(self.pinned[:, None], v, 0.0)  # the pins' kinematic velocity
+        self.normal, self.distance, self.friction, self.target = solver._contact_candidates(x[free], colliders, dt)
+        self.candidate = np.isfinite(self.distance)
+        self.contact = np.zeros(solver.nf, bool)
+        self.solve = block_cg if solver.config.linear_solver == "CG" else block_jacobi
+        self.u = np.zeros_like(x)  # the linearization point is x + dt u (u = 0: Baraff and Witkin's single step)
+        self.v_free = self.v0.copy()  # warm start of the linear solves
+        self.predicted = self.v0 + dt * solver.gravity
+        self.iterations = self.linearizations = self.halvings = 0
+        self.residual = 0.0
+        self.impulse = np.zeros((solver.nf, 3))
+        self.sliding = None  # (contact mask (nf,), mu J [N s] (nf,)) in the friction phase
+
+    def contact_phase(self):
+        """Newton on Phi with the colliders' contacts as constraints (no friction)."""
+        self._newton("contacts")
+
+    def friction_phase(self):
+        """Newton on Phi + D from the contact phase's result; nothing if no contact has friction and a positive
+        normal impulse. J, the normal impulses [N s] of the frictionless solve, stay fixed (lagged)."""
+        J = np.maximum(np.einsum("ij,ij->i", self.impulse, self.normal), 0.0)
+        mask = self.contact & (self.friction > 0.0) & (J > 0.0)
+        if not mask.any():
+            return
+        self.sliding = (mask, self.friction * J)
+        self.tangent = np.eye(3)[None] - self.normal[:, :, None] * self.normal[:, None, :]  # I - n n^T, (nf, 3, 3)
+        self._newton("friction")
+
+    def _friction_terms(self, w):
+        """Friction potential D [J], gradient (nf, 3) and PSD Hessian blocks (nf, 3, 3) at free velocities w: per
+        contact mu J f0(|w_t|), mu J f1(y)/y w_t and the majorizing mu J f1(y)/y (I - n n^T) (module docstring)."""
+        mask, muJ = self.sliding
+        vt = w - np.einsum("ij,ij->i", w, self.normal)[:, None] * self.normal
+        y = np.linalg.norm(vt, axis=1)
+        weight = muJ * mask
+        f1_over_y = mollified_slip_terms(y, FRICTION_SLIP_SPEED)[0]
+        H = (weight * f1_over_y)[:, None, None] * self.tangent
+        return float(np.sum(weight * mollified_slip(y, FRICTION_SLIP_SPEED))), (weight * f1_over_y)[:, None] * vt, H
+
+    def _potential(self, w):
+        """Phi(w), plus D(w) in the friction phase [J]."""
+        value = self.solver._incremental_potential(self.x, w, self.v0, self.dt)
+        return value + self._friction_terms(w[self.solver.free_index])[0] if self.sliding is not None else value
+
+    def _newton(self, phase):
+        """Linearize, solve with contacts, backtrack, until a full step (at least FRICTION_LINEARIZATIONS of them
+        in the friction phase); StepNotConverged after NEWTON_ITERATIONS linearizations or a too short step."""
+        phi = self._potential(self.u)
+        for linearization in range(NEWTON_ITERATIONS):
+            gradient, A, b, diagonal = self._linearize()
+            self._contact_rounds(A, diagonal, b)
+            alpha, phi = self._line_search(gradient, phi, phase)
+            if alpha == 1.0 and (self.sliding is None or linearization >= FRICTION_LINEARIZATIONS - 1):
+                return
+        raise StepNotConverged(
+            f"implicit Euler: {NEWTON_ITERATIONS} linearizations did not end in a full Newton step "
+            f"({phase} phase, last step length {alpha:g}); smaller substeps needed")
+
+    def _linearize(self):
+        """The Newton system at x + dt u: (gradient dPhi/du (n, 3), A = M + dt^2 K (+ the friction Hessian) on the
+        free rows (BSR), right-hand side b (nf, 3) of A u' = b, A's diagonal blocks (nf, 3, 3))."""
+        solver, dt, u, free = self.solver, self.dt, self.u, self.solver.free_index
+        self.linearizations += 1
+        xk = self.x + dt * u
+        f = solver.forces(xk)
+        energy_blocks = solver._energy_blocks(xk)
+        data = dt**2 * solver.pattern.assemble(np.concatenate(energy_blocks))
+        data[solver.pattern.diagonal_slot] += solver.mass_free[:, None, None] * np.eye(3)
+        u_free = u[free]
+        gradient = -dt * f  # dPhi/du: M (u - v0) - dt f(x + dt u) on free rows, -dt f on pinned ones
+        gradient[free] += solver.mass_free[:, None] * (u_free - self.v0)
+        # [M + dt^2 K] u' = M v0 + dt f + dt^2 K u - dt^2 K_FP (pins' remaining motion), K u = (A u - M u) / dt^2.
+        A = solver.pattern.matrix(data)
+        b = solver.mass_free[:, None] * self.v0 + dt * f[free] + (A @ u_free.ravel()).reshape(-1, 3) \
+            - solver.mass_free[:, None] * u_free
+        if solver.has_pins:
+            b -= dt**2 * solver._pinned_load(energy_blocks, self.v_pinned - np.where(self.pinned[:, None], u, 0.0))[free]
+        if self.sliding is not None:
+            _, g_friction, H = self._friction_terms(u_free)
+            gradient[free] += g_friction
+            data[solver.pattern.diagonal_slot] += H
+            A = solver.pattern.matrix(data)
+            b += np.einsum("kab,kb->ka", H, u_free) - g_friction
+        return gradient, A, b, solver.pattern.diagonal_blocks(data)
+
+    def _solve_contacts(self, A, diagonal, b):
+        """Solve A v = b under the current contact set from the last solution; updates v_free, residual, impulse."""
+        solver = self.solver
+        self.v_free, its, self.residual, self.impulse = solver._constrained_solve(
+            A, diagonal, b, self.v_free, self.contact, self.normal, self.target, self.solve,
+            solver.config.linear_tolerance, solver.max_linear_iterations, momentum=self.sliding is None)
+        self.iterations += its
+
+    def _contact_rounds(self, A, diagonal, b):
+        """Contacts: particles that would end the step inside a collider. Predicted from the velocity before the
+        solve, then corrected from its result: add new penetrators, drop contacts the collider would have to pull
+        (negative normal impulse). At most CONTACT_ROUNDS rounds; what is left the projection after the step
+        handles."""
+        for round_ in range(CONTACT_ROUNDS):
+            approach = np.einsum("ij,ij->i", self.predicted, self.normal)
+            add = self.candidate & ~self.contact & (self.distance + self.dt * approach < 0.0)
+            if round_ > 0 and not add.any():
+                break
+            self.contact |= add
+            self._solve_contacts(A, diagonal, b)
+            pulling = self.contact & (np.einsum("ij,ij->i", self.impulse, self.normal) < 0.0)
+            if pulling.any():
+                self.contact &= ~pulling
+                self._solve_contacts(A, diagonal, b)
+            if not self.candidate.any():
+                break
+            self.predicted = self.v_free
+
+    def _line_search(self, gradient, phi, phase):
+        """Backtracking (Armijo) on the potential along u -> (v_free, pins' velocity); moves u. Returns (step length
+        alpha, potential at the new u [J]); StepNotConverged if alpha falls below MIN_LINE_SEARCH_STEP."""
+        solver, u = self.solver, self.u
+        direction = self.v_pinned - np.where(self.pinned[:, None], u, 0.0)
+        direction[solver.free_index] = self.v_free - u[solver.free_index]
+        slope = float(np.sum(gradient * direction))
+        alpha = 1.0
+        while True:
+            trial = u + alpha * direction
+            phi_trial = self._potential(trial)
+            if phi_trial <= phi + ARMIJO * alpha * min(slope, 0.0) + ROUNDOFF * (abs(phi) + solver.energy_scale):
+                break
+            alpha *= 0.5
+            self.halvings += 1
+            if alpha < MIN_LINE_SEARCH_STEP:
+                raise StepNotConverged(f"implicit Euler: no decrease of the incremental potential along the "
+                                       f"Newton step ({phase} phase); smaller substeps needed")
+        self.u = trial
+        return alpha, phi_trial
 
 
 def _jacobi_weight(A, D) -> float:

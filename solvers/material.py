@@ -7,7 +7,7 @@ without tets (cloth, ropes) keeps ``config.stiffness`` [N/m] on every edge.
 In explicit and symplectic Euler a solid is simulated by springs along its tet edges; implicit Euler and NEWTON use
 the Neo-Hookean energy of each tet, PBD/XPBD per-tet Neo-Hookean constraints (``constraints/tet_strain.py``) and
 PROJECTIVE its strain and volume constraints, all from ``tet_mu`` and ``tet_lambda``. ``material_arrays`` gives them
-their stiffness (the volume constraints below are kept for tests and comparisons; no solver uses them now):
+their stiffness:
 
 Springs. Edge e of rest length L_e, shared by tets of total rest volume V_e (the sum of the rest volumes of
 the tets containing it), gets
@@ -31,17 +31,10 @@ tests: sum_e k_e L_e^2 = c mu sum_e V_e = c mu 6 V_total. Nothing here depends o
 springs of a solid give the same stiffness at every resolution (the isotropy and affinity assumptions hold
 on average over a well-shaped tet mesh, not exactly on any one mesh).
 
-Volume constraints. They add the rest of lambda, lambda_extra = max(lambda - mu, 0). For a tet with volume
-change dV, linear elasticity stores lambda_extra / 2 (tr eps)^2 V0 = lambda_extra dV^2 / (2 V0), and the
-constraint stores 1/2 k_v C^2 = 18 k_v dV^2, so
-
-    k_v = lambda_extra / (36 V0)      [N/m^5 = Pa / m^3],  XPBD compliance 1 / k_v.
-
-For nu < 1/4 (lambda < mu) there is nothing left for the volume constraints (k_v = 0: no constraint) and the
-springs alone are already stiffer in compression than asked: their bulk modulus is (5/3) mu instead of
-lambda + (2/3) mu. That is a limit of springs; only an energy-based solver (``solvers/energies``) can do
-nu < 1/4 right. Explicit and symplectic Euler (springs only) always simulate nu = 1/4 with the
-requested mu; ``tet_mu`` and ``tet_lambda`` carry the full Lamé parameters for the energy-based solvers.
+A spring network's bulk modulus is (5/3) mu whatever lambda + (2/3) mu was asked: for nu < 1/4 it is too stiff in
+compression, for nu > 1/4 too soft. That is a limit of springs; only an energy-based solver (``solvers/energies``)
+gets nu right. Explicit and symplectic Euler (springs only) always simulate nu = 1/4 with the requested mu;
+``tet_mu`` and ``tet_lambda`` carry the full Lamé parameters for the energy-based solvers.
 """
 from dataclasses import dataclass
 
@@ -78,8 +71,6 @@ class Material:
     """Shear modulus of every tet [Pa], shape (tet_count,); empty without tets."""
     tet_lambda: np.ndarray
     """Lamé's first parameter of every tet [Pa], shape (tet_count,); empty without tets."""
-    tet_volume_stiffness: np.ndarray
-    """Stiffness k_v of every tet's constraint C = 6 (V - V0) [N/m^5], shape (tet_count,); 0 = no constraint."""
 
 
 def edge_volumes(model) -> np.ndarray:
@@ -112,23 +103,16 @@ def material_arrays(model, config) -> Material:
     """Per-element stiffness of ``model`` under ``config``.
 
     Without tets: ``config.stiffness`` on every edge, no tet arrays. With tets: springs k_e = (5/2) mu V_e / L_e^2
-    (an edge in no tet gets 0), volume constraints k_v = max(lambda - mu, 0) / (36 V0) (0 for a tet of zero
-    rest volume), with (mu, lambda) from ``config.youngs_modulus`` and ``config.poisson_ratio``.
+    (an edge in no tet gets 0) and (mu, lambda) per tet, from ``config.youngs_modulus`` and ``config.poisson_ratio``.
     """
     if model.tet_count == 0:
         empty = np.zeros(0)
-        return Material(np.full(model.edge_count, float(config.stiffness)), empty, empty.copy(), empty.copy())
+        return Material(np.full(model.edge_count, float(config.stiffness)), empty, empty.copy())
     mu, lam = lame_parameters(config.youngs_modulus, config.poisson_ratio)
     mu, lam = float(mu), float(lam)
     edge_stiffness = SPRING_FACTOR * mu * edge_volumes(model) / model.edge_rest_length**2
-    rest_volume = np.asarray(model.tet_rest_volume, np.float64)
-    lambda_extra = max(lam - mu, 0.0)
-    volume_stiffness = np.zeros(model.tet_count)
-    positive = rest_volume > 0.0
-    volume_stiffness[positive] = lambda_extra / (36.0 * rest_volume[positive])
     return Material(
         edge_stiffness=edge_stiffness,
         tet_mu=np.full(model.tet_count, mu),
         tet_lambda=np.full(model.tet_count, lam),
-        tet_volume_stiffness=volume_stiffness,
     )

@@ -10,7 +10,7 @@ from solvers import REGISTRY, GroundPlane, SolverConfig, State, advance_frame, b
 from solvers.mass_spring import substeps_needed
 from solvers.material import material_arrays
 from solvers.model import tet_volumes
-from solvers.tetrahedralize import tetrahedralize
+from solvers.geometry import tetrahedralize
 
 FPS = 24
 G = np.array([0.0, 0.0, -9.81])

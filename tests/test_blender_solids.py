@@ -159,7 +159,7 @@ def test_open_mesh_is_refused_naming_its_boundary_edges(addon):
 
 def test_tetrahedralize_reports_and_shows_the_tets_without_touching_the_mesh(addon):
     from soft_sim.solvers.builder import tet_edges
-    from soft_sim.solvers.tetrahedralize import tetrahedralize
+    from soft_sim.solvers.geometry import tetrahedralize
 
     new_scene(frames=3)
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, segments=16, ring_count=8, location=(0.5, 0.0, 1.0))

@@ -190,3 +190,25 @@ def test_stencil_is_fixed(name):
     a = energy.hessian(x)
     b = energy.hessian(x + 1e-3 * RNG.normal(size=x.shape))
     assert np.array_equal(a.rows, b.rows) and np.array_equal(a.cols, b.cols)
+
+
+def test_hooke_projected_hessian_is_the_clamped_spring_stiffness():
+    """The projected Hooke Hessian is, per spring, K_e = k [max(1 - L/l, 0) (I - n n^T) + n n^T] (Choi and Ko 2002's
+    clamp, which implicit Euler's mass-spring system is built from) at blocks (i, i), (j, j) and -K_e at (i, j),
+    (j, i): a compressed spring keeps only its stiffness along n, a stretched one also k (1 - L/l) across."""
+    x, edges, _ = cloth_patch()
+    rest = np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
+    k = RNG.uniform(10, 100, len(edges))
+    springs = HookeSprings(edges, rest, k)
+    x = x * RNG.uniform(0.7, 1.3, x.shape)
+    d = x[edges[:, 0]] - x[edges[:, 1]]
+    length = np.linalg.norm(d, axis=1)
+    assert np.any(length < rest) and np.any(length > rest)  # both sides of the clamp are exercised
+    n = d / length[:, None]
+    nn = n[:, :, None] * n[:, None, :]
+    K = k[:, None, None] * (np.maximum(1.0 - rest / length, 0.0)[:, None, None] * (np.eye(3) - nn) + nn)
+    H = springs.hessian(x, project=True)
+    assert H.blocks.shape == (4 * len(edges), 3, 3)
+    assert np.allclose(H.blocks, np.concatenate([K, K, -K, -K]), rtol=1e-12, atol=0.0)
+    assert np.array_equal(H.rows, np.concatenate([edges[:, 0], edges[:, 1], edges[:, 0], edges[:, 1]]))
+    assert np.array_equal(H.cols, np.concatenate([edges[:, 0], edges[:, 1], edges[:, 1], edges[:, 0]]))

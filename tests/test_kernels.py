@@ -212,35 +212,6 @@ def jittered_tet_block():
     return rng, points, model, inv_mass
 
 
-@pytest.mark.parametrize("compliant", [True, False])
-def test_tet_volume_colour_sweep_equals_the_batch_kernel(compliant):
-    """Volume constraints: the colour-ordered sweep against ``corrections`` applied colour after colour."""
-    from solvers.constraints import TetVolumeConstraints
-
-    rng, points, model, inv_mass = jittered_tet_block()
-    tets = TetVolumeConstraints(model.tet_indices, model.tet_rest_volume, inv_mass,
-                                rng.uniform(1e-6, 1e-4, model.tet_count))
-    colours = colour_constraints(tets.indices, len(points))
-    x0 = points * np.array([1.2, 0.9, 1.0]) + rng.normal(scale=0.03, size=points.shape)  # every tet off its volume
-    dt = 1.0 / 240.0
-    lams = [rng.normal(scale=1e-4, size=len(c)) for c in colours]
-
-    expected, expected_lams = x0.copy(), [lam.copy() for lam in lams]
-    for group, lam in zip(colours, expected_lams):
-        batch = tets.subset(group)
-        dx, dlam = batch.corrections(expected, batch.alpha(dt) if compliant else 0.0, lam)
-        expected[batch.flat_indices] += dx.reshape(-1, 3)
-        lam += dlam
-
-    x, got_lams = x0.copy(), [lam.copy() for lam in lams]
-    tets.colour_sweep(colours, len(points)).sweep(x, dt, got_lams, compliant)
-    assert np.max(np.abs(x - x0)) > 1e-3
-    assert np.max(np.abs(x - expected)) < 1e-12
-    for got, want in zip(got_lams, expected_lams):
-        assert np.allclose(got, want, rtol=1e-10, atol=1e-15)
-    assert np.array_equal(x[:5], x0[:5])
-
-
 @pytest.mark.parametrize("gamma", [0.0, 2.5])  # internal damping off and on (set_damping)
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("lam", [3e4, -1e3])  # nu > 0 (two rows) and nu < 0 (no hydrostatic row)

@@ -36,7 +36,7 @@ def test_solid_force_is_minus_the_neo_hookean_gradient():
     model = skewed_solid()
     config = SolverConfig(solver="IMPLICIT_EULER", youngs_modulus=2e5, poisson_ratio=0.35, gravity=(0.0, 0.0, 0.0))
     solver = MassSpringSolver(model, config)
-    assert len(solver.k) == 0  # no springs: every edge of a solid lies in a tet
+    assert len(solver.springs.k) == 0  # no springs: every edge of a solid lies in a tet
     x = model.rest_positions + np.random.default_rng(1).normal(scale=0.02, size=model.rest_positions.shape)
     mu, lam = lame_parameters(2e5, 0.35)
     energy = NeoHookean(model.rest_positions, model.tet_indices, mu, lam)
@@ -131,11 +131,11 @@ def test_explicit_integrators_keep_edge_springs_for_a_solid(method):
     config = SolverConfig(solver=method, youngs_modulus=2e5, poisson_ratio=0.35, gravity=(0.0, 0.0, 0.0))
     solver = MassSpringSolver(model, config)
     assert solver.elastic is None
-    assert np.array_equal(solver.k, material_arrays(model, config).edge_stiffness)
+    assert np.array_equal(solver.springs.k, material_arrays(model, config).edge_stiffness)
     x = model.rest_positions + np.random.default_rng(1).normal(scale=0.02, size=model.rest_positions.shape)
     d = x[model.edge_indices[:, 0]] - x[model.edge_indices[:, 1]]
     length = np.linalg.norm(d, axis=1)
-    fe = (-solver.k * (length - model.edge_rest_length) / length)[:, None] * d
+    fe = (-solver.springs.k * (length - model.edge_rest_length) / length)[:, None] * d
     expected = np.zeros_like(x)
     np.add.at(expected, model.edge_indices[:, 0], fe)
     np.add.at(expected, model.edge_indices[:, 1], -fe)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from solvers import SolverConfig, State, build_model, grid_cloth, make_solver
-from solvers.constraints import DistanceConstraints, TetStrainConstraints, TetVolumeConstraints
+from solvers.constraints import DistanceConstraints, TetStrainConstraints
 from solvers.mass_spring import explicit_stable_substep, highest_frequency_bound, substeps_needed
 from solvers.material import SPRING_FACTOR, edge_volumes, lame_parameters, material_arrays
-from solvers.tetrahedralize import tetrahedralize
+from solvers.geometry import tetrahedralize
 
 G = 9.81
 DENSITY = 1000.0  # [kg/m^3]
@@ -60,7 +60,7 @@ def test_a_cloth_keeps_config_stiffness_on_every_edge():
     material = material_arrays(model, SolverConfig(stiffness=1234.0, youngs_modulus=7.0e6))
     assert material.edge_stiffness.shape == (model.edge_count,)
     assert np.all(material.edge_stiffness == 1234.0)
-    assert len(material.tet_mu) == len(material.tet_lambda) == len(material.tet_volume_stiffness) == 0
+    assert len(material.tet_mu) == len(material.tet_lambda) == 0
 
 
 def test_edge_volumes_sum_the_tets_around_each_edge():
@@ -75,7 +75,7 @@ def test_edge_volumes_sum_the_tets_around_each_edge():
 
 
 @pytest.mark.parametrize("nu", [0.0, 0.2, 0.25, 0.3, 0.45])
-def test_a_solid_springs_carry_mu_and_the_volume_terms_the_rest_of_lambda(nu):
+def test_a_solid_springs_carry_mu_and_its_tets_the_lame_parameters(nu):
     model = hanging_cube(4)
     config = SolverConfig(youngs_modulus=3.0e5, poisson_ratio=nu, stiffness=1.0)  # stiffness: ignored by a solid
     material = material_arrays(model, config)
@@ -85,12 +85,6 @@ def test_a_solid_springs_carry_mu_and_the_volume_terms_the_rest_of_lambda(nu):
     assert np.sum(material.edge_stiffness * model.edge_rest_length**2) == pytest.approx(SPRING_FACTOR * mu * 6.0 * volume, rel=1e-12)
     assert np.all(material.edge_stiffness > 0.0)
     assert np.allclose(material.tet_mu, mu) and np.allclose(material.tet_lambda, lam)
-    # 1/2 k_v (6 dV)^2 = 1/2 (lambda - mu) dV^2 / V0 per tet, and nothing left for nu <= 1/4.
-    lambda_extra = 36.0 * material.tet_volume_stiffness * model.tet_rest_volume
-    if nu <= 0.25:
-        assert np.all(material.tet_volume_stiffness == 0.0)
-    else:
-        assert np.allclose(lambda_extra, lam - mu, rtol=1e-12)
 
 
 def test_a_solid_stiffness_per_unit_volume_does_not_grow_with_resolution():
@@ -133,12 +127,12 @@ def test_mass_spring_uses_the_material_edge_stiffness():
     model = hanging_cube(3)
     for solver in ("EXPLICIT_EULER", "SYMPLECTIC_EULER"):
         config = SolverConfig(solver=solver, youngs_modulus=2.0e5, poisson_ratio=0.3)
-        assert np.array_equal(make_solver(model, config).k, material_arrays(model, config).edge_stiffness)
+        assert np.array_equal(make_solver(model, config).springs.k, material_arrays(model, config).edge_stiffness)
     config = SolverConfig(solver="IMPLICIT_EULER", youngs_modulus=2.0e5, poisson_ratio=0.3)
     implicit = make_solver(model, config)
-    assert len(implicit.k) == 0 and implicit.elastic is not None
+    assert len(implicit.springs.k) == 0 and implicit.elastic is not None
     cloth = cloth_model()
-    assert np.all(make_solver(cloth, SolverConfig(solver="IMPLICIT_EULER", stiffness=77.0)).k == 77.0)
+    assert np.all(make_solver(cloth, SolverConfig(solver="IMPLICIT_EULER", stiffness=77.0)).springs.k == 77.0)
 
 
 def test_constraints_take_a_scalar_or_per_constraint_compliance():
@@ -164,14 +158,21 @@ def test_constraints_take_a_scalar_or_per_constraint_compliance():
     assert np.array_equal(part.compliance, varied[select]) and scalar.subset(select).compliance == 1e-4
     full = edges.corrections(x, edges.alpha(1e-2), lam)[1]
     assert np.allclose(part.corrections(x, part.alpha(1e-2), lam[select])[1], full[select], rtol=1e-12)
+    # Tet constraints: per-tet Lamé parameters give per-tet compliances, sliced along with their tets; scalars
+    # and arrays of the same value correct alike.
     k = model.tet_count
-    tets = TetVolumeConstraints(model.tet_indices, model.tet_rest_volume, model.inv_mass, np.linspace(1.0, 2.0, k))
-    assert np.array_equal(tets.subset(select[select < k]).compliance, np.linspace(1.0, 2.0, k)[select[select < k]])
-    one = TetVolumeConstraints(model.tet_indices, model.tet_rest_volume, model.inv_mass, 1.5)
-    dx_a, _ = one.corrections(x, one.alpha(1e-2), np.zeros(k))
-    dx_b, _ = TetVolumeConstraints(model.tet_indices, model.tet_rest_volume, model.inv_mass, np.full(k, 1.5)).corrections(
-        x, np.full(k, 1.5 / 1e-4), np.zeros(k))
-    assert np.allclose(dx_a, dx_b, rtol=1e-12, atol=0.0)
+    mu = np.linspace(1.0e5, 2.0e5, k)
+    tets = TetStrainConstraints.from_model(model.rest_positions, model.tet_indices, model.inv_mass, mu, 3.0e5)
+    assert len(tets) == k
+    tet_select = select[select < k]
+    assert np.array_equal(tets.subset(tet_select).compliance, tets.compliance[tet_select])
+    assert np.allclose(tets.compliance[:, 0], 1.0 / (mu * tets.rest_volume), rtol=1e-12)
+    one = TetStrainConstraints.from_model(model.rest_positions, model.tet_indices, model.inv_mass, 1.5e5, 3.0e5)
+    same = TetStrainConstraints.from_model(model.rest_positions, model.tet_indices, model.inv_mass, np.full(k, 1.5e5),
+                                           np.full(k, 3.0e5))
+    dx_a, _ = one.corrections(x, one.alpha(1e-2), np.zeros((k, 2)))
+    dx_b, _ = same.corrections(x, same.alpha(1e-2), np.zeros((k, 2)))
+    assert np.abs(dx_a).max() > 0.0 and np.allclose(dx_a, dx_b, rtol=1e-12, atol=0.0)
     with pytest.raises(ValueError):
         DistanceConstraints(model.edge_indices, model.edge_rest_length, model.inv_mass, np.ones(m - 1))
     with pytest.raises(ValueError):

@@ -7,7 +7,7 @@ import pytest
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.model import tet_volumes
 from solvers.newton import NewtonNotConverged
-from solvers.tetrahedralize import tetrahedralize
+from solvers.geometry import tetrahedralize
 
 G = 9.81
 

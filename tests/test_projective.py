@@ -16,7 +16,7 @@ from solvers.projective import ProjectiveSolver
 from solvers.projective.constraints import TetStrain, project_unit_product, rotation_svd
 from solvers.projective.solver import ACCELERATIONS
 from solvers.material import lame_parameters
-from solvers.tetrahedralize import tetrahedralize
+from solvers.geometry import tetrahedralize
 
 G = 9.81
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from solvers.model import tet_volumes
-from solvers.tetrahedralize import (
+from solvers.geometry import (
     TetrahedralizeError,
     check_closed_manifold,
     embed_points,
@@ -312,7 +312,7 @@ def test_tet_mesh_builds_a_model(filled):
 
 
 def test_cage_holds_every_vertex_of_a_dense_sphere_with_convex_weights():
-    from solvers.tetrahedralize import interpolate_embedded, tetrahedralize_cage
+    from solvers.geometry import interpolate_embedded, tetrahedralize_cage
 
     vertices, triangles = uv_sphere(1.0, 64, 32)
     cage = tetrahedralize_cage(vertices, triangles, resolution=6)
@@ -331,7 +331,7 @@ def test_cage_holds_every_vertex_of_a_dense_sphere_with_convex_weights():
 
 def test_solid_sphere_dropped_on_ground_keeps_its_volume_and_stays_above():
     from solvers import GroundPlane, SolverConfig, State, advance_frame, build_model, make_solver
-    from solvers.tetrahedralize import tetrahedralize
+    from solvers.geometry import tetrahedralize
 
     vertices, triangles = uv_sphere(0.5, 24, 12, centre=(0.0, 0.0, 1.0))
     tet = tetrahedralize(vertices, triangles, resolution=6)
@@ -368,7 +368,7 @@ def test_cage_carries_the_centre_of_mass_of_the_surface_not_of_its_tets():
     turns about the wrong point and, dropped on a frictionless ground, its surface's centroid drifts (the voxel-remeshed
     Suzanne's cage at resolution 6, 141% of its volume, 37 mm). ``mass_weights`` spread the surface's own volume."""
     from solvers.builder import build_model
-    from solvers.tetrahedralize import tetrahedralize_cage, volume_centroid
+    from solvers.geometry import tetrahedralize_cage, volume_centroid
 
     vertices, triangles = l_prism()
     centroid = volume_centroid(vertices, triangles)

@@ -128,10 +128,6 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         name="Max Iterations", default=DEFAULTS["newton_max_iterations"], min=1, max=MAX_ITERATIONS, soft_max=500,
         description="Newton: iterations allowed per step; if a step needs more, the bake stops and says what to change",
     )
-    volume_stiffness: FloatProperty(
-        update=_settings_changed, name="Volume Stiffness", default=1.0e4, min=1e-6, soft_max=1.0e8,
-        description="Unused since Young's Modulus and Poisson's Ratio set a solid's material; kept so older scripts still run",
-    )
     damping: FloatProperty(update=_settings_changed, name="Damping", default=DEFAULTS["damping"], min=0.0, soft_max=10.0,
                            description="Linear velocity damping in 1/s: velocities decay as exp(-damping * t); 0 means none")
     internal_damping: FloatProperty(

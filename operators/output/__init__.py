@@ -4,7 +4,7 @@ Every bake is staged first (PC2 files under temporary names, shape keys under te
 shown), then swapped in; replaced and freed PC2 files go to the trash (``operators/trash.py``) so that undo finds
 them. Modules: ``names`` (what we name in a user's file, OutputError), ``shape_keys`` (live key, shape-key bakes),
 ``pc2_cache`` (cache folder and files, Mesh Cache modifier, releasing files), ``staged`` (a bake's staged
-results), ``free`` (Free Bake).
+results), ``free`` (Free Bake), ``undo`` (cache files follow undo and redo).
 """
 from .free import free_bake, release_bakes
 from .names import OutputError, is_bake_key

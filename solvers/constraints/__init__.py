@@ -10,6 +10,5 @@ from .bending import BendingConstraints
 from .distance import DistanceConstraints
 from .tet_strain import TetStrainConstraints
 from .tether import PinTethers
-from .volume import TetVolumeConstraints
 
-__all__ = ["BendingConstraints", "DistanceConstraints", "PinTethers", "TetStrainConstraints", "TetVolumeConstraints"]
+__all__ = ["BendingConstraints", "DistanceConstraints", "PinTethers", "TetStrainConstraints"]

@@ -221,7 +221,7 @@ _COFACTOR_INDEX = _cofactor_index()
 class TetStrainColourSweep:
     """A Gauss-Seidel sweep of a TetStrainConstraints set, colour by colour, on contiguous slices.
 
-    As ``volume.TetVolumeColourSweep``: each colour's four corners are one contiguous (3, 4, m) view of the
+    Each colour's four corners are one contiguous (3, 4, m) view of the
     structure-of-arrays state in that colour's particle order (``colouring.ColourOrder``), and the update of
     ``TetStrainConstraints.corrections`` (the same formulas, to round-off) runs as ~40 whole-array operations per
     colour instead of gathers, scatters, einsums and batched matmuls on (m, 4, 3) rows: a tet set has as many colours

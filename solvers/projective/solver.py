@@ -69,7 +69,7 @@ ANDERSON_WINDOW = 5
 
 
 @dataclass
-class StepLog:
+class ProjectiveLog:
     """Per-iteration record of the last step, for tests and diagnostics."""
 
     residuals: list = field(default_factory=list)
@@ -128,7 +128,7 @@ class ProjectiveSolver(ProjectedContactSolver):
         self._factors = {}
         self.rho = {}
         """Chebyshev's estimated spectral radius per step length h."""
-        self.log = StepLog()
+        self.log = ProjectiveLog()
 
     # ------------------------------------------------------------------ the two half-steps
 
@@ -206,7 +206,7 @@ class ProjectiveSolver(ProjectedContactSolver):
         accelerator = Plain() if probing or iterations == 1 else self._accelerator(h)
         accelerator.start()
         with_energy = self.log_energy or accelerator.needs_energy
-        self.log = StepLog()
+        self.log = ProjectiveLog()
         self.accelerator = accelerator
 
         x[:] = y  # pinned rows stay on their targets; free rows start at y (Bouaziz et al.'s initial guess)
