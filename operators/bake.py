@@ -83,8 +83,8 @@ class BakeJob:
             self.scene.frame_set(self.frame_start)
             depsgraph = context.evaluated_depsgraph_get()
             self.runs = [BodyRun(o, self.scene, depsgraph) for o in objects]
+            # The colliders as read at the last frame: each frame's colliders move from these poses.
             self.previous_colliders = scene_colliders(self.scene, depsgraph)
-            """The colliders as read at the last frame: each frame's colliders move from these poses."""
         except BaseException:
             self.abort()
             raise
