@@ -4,7 +4,9 @@ on the same meshes, baked in the same Blender session, rendered with Workbench a
 Scenes (both simulators get the same mesh, pins and colliders):
 - "drape": the 64 x 64 GAMES103 lab scene, a 10 m cloth pinned at two corners 3 m above a sphere of radius 2.7;
 - "fold": a 4 m 32 x 32 cloth held nearly upright with its lower edge just above the ground, let go: it buckles
-  and piles up on its own folds (self-collision on in both).
+  and piles up on its own folds (self-collision on in both);
+- "curtain": a 2 m 21 x 21 curtain hanging from its pinned top row, a 0.3 m sphere keyed through it at 5.4 m/s
+  (frames 1-7), then still: the sphere must push the curtain ahead of itself.
 Run alone: ``python tools/compare.py [drape|fold ...]`` writes demo_out/compare_<scene>.png and prints the figures.
 Left column: Soft Sim (the add-on's defaults for a new CLOTH body); right: built-in Cloth. Rows: frames.
 """
@@ -114,6 +116,22 @@ def build_fold(scene):
         cloth = _grid(f"{side} Fold Cloth", FOLD_N, 4.0, (x, 0.0, 0.05 + 2.0 * np.sin(tilt)), rotation=(tilt, 0.0, 0.0))
         colliders = [(_ground(f"{side} Fold Ground", 0.0, (x, 0.0), size=5.5), "GROUND")]
         pairs.append((cloth, colliders))
+    return pairs
+
+
+def build_curtain(scene):
+    """Two curtains 4 m apart, each with a sphere keyed (linear) from 0.8 m in front of it to 0.5 m behind it."""
+    pairs = []
+    bpy.context.preferences.edit.keyframe_new_interpolation_type = "LINEAR"
+    for side, x in (("Soft Sim", -2.0), ("Built-in", 2.0)):
+        cloth = _grid(f"{side} Curtain Cloth", 21, 2.0, (x, 0.0, 1.2), rotation=(np.pi / 2, 0.0, 0.0))
+        top = [v.index for v in cloth.data.vertices if v.co.y > 1.0 - 1e-6]
+        cloth.vertex_groups.new(name="Pins").add(top, 1.0, "REPLACE")
+        sphere = _sphere(f"{side} Curtain Sphere", 0.3, (x, -0.8, 1.2))
+        sphere.keyframe_insert("location", frame=1)
+        sphere.location.y = 0.5
+        sphere.keyframe_insert("location", frame=7)
+        pairs.append((cloth, [(sphere, "SPHERE")]))
     return pairs
 
 
@@ -248,6 +266,9 @@ SCENES = {
     # Folding onto itself is what self-collision is for: on in both.
     "fold": ("fold onto itself (32x32, self-collision on)", build_fold, (12, 24, 48), 48,
              ((0.0, -20.0, 4.0), (0.0, 0.0, 1.5)), True),
+    # A collider that moves fast through a cloth: both at their defaults.
+    "curtain": ("keyed sphere through a curtain (21x21, defaults)", build_curtain, (4, 7, 24), 24,
+                ((7.0, -9.0, 3.5), (0.0, 0.3, 1.2)), None),
 }
 
 

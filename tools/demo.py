@@ -4,7 +4,7 @@ with its PC2 caches, render preview PNGs (Workbench) and print a summary table.
 Then renders Soft Sim's default cloth next to Blender's built-in Cloth on the same meshes (``tools/compare.py``).
 
 Output: demo_out/soft_sim_demo.blend, demo_out/softsim_cache/*.pc2, demo_out/preview_*.png,
-demo_out/compare_drape.png and demo_out/compare_fold.png (left Soft Sim, right built-in Cloth; rows are frames).
+demo_out/compare_drape.png, compare_fold.png and compare_curtain.png (left Soft Sim, right built-in Cloth; rows are frames).
 """
 import os
 import re
