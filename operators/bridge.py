@@ -41,6 +41,8 @@ ROLES = (
          own=("friction", "thickness")),
     Role("SPHERE", 4, "Sphere", "Collider: a sphere at the object's origin, radius half its largest dimension", "COLLIDER",
          own=("friction", "thickness")),
+    Role("MESH", 5, "Mesh Collider", "Collider: the object's evaluated mesh (modifiers, armature and shape keys applied), "
+         "open or closed; bodies keep Thickness from its faces on both sides", "COLLIDER", own=("friction", "thickness")),
 )
 ROLE_BY_NAME = {role.name: role for role in ROLES}
 ROLE_ITEMS = [(role.name, role.label, role.description, role.number) for role in ROLES]
@@ -372,7 +374,7 @@ def make_body_solver(obj, model, scene):
 
 
 def collider_from_object(obj_eval, settings):
-    """A solvers collider for an evaluated GROUND or SPHERE object."""
+    """A solvers collider for an evaluated GROUND, SPHERE or MESH object."""
     check_settings(settings)
     m = matrix_to_numpy(obj_eval.matrix_world)
     if settings.role == "GROUND":
@@ -380,12 +382,36 @@ def collider_from_object(obj_eval, settings):
         if np.linalg.norm(normal) < 1e-12:
             raise InputError(f"'{obj_eval.name}': the ground's scale is zero, so it has no normal")
         return solvers.GroundPlane(m[:3, 3], normal, settings.thickness, settings.friction, obj_eval.name)
+    if settings.role == "MESH":
+        vertices, triangles = read_collider_mesh(obj_eval)
+        return solvers.MeshCollider(transform_points(m, vertices), triangles, settings.thickness, settings.friction,
+                                    obj_eval.name)
     radius = 0.5 * max(obj_eval.dimensions)
     return solvers.Sphere(m[:3, 3], radius, settings.thickness, settings.friction, obj_eval.name)
 
 
+def read_collider_mesh(obj_eval):
+    """(local vertex positions (m, 3), triangles (t, 3)) of an evaluated object's mesh, modifiers applied; raises
+    InputError naming the object when it is not a mesh or has no faces."""
+    if obj_eval.type != "MESH":
+        raise InputError(f"'{obj_eval.name}' is a {obj_eval.type.lower()}, not a mesh: a Mesh Collider must be a mesh "
+                         f"object (convert it with Object > Convert > Mesh, or set its Role to None)")
+    mesh = obj_eval.to_mesh()
+    try:
+        vertices = read_mesh_positions(mesh)
+        mesh.calc_loop_triangles()
+        triangles = np.empty(3 * len(mesh.loop_triangles), np.int32)
+        mesh.loop_triangles.foreach_get("vertices", triangles)
+    finally:
+        obj_eval.to_mesh_clear()
+    if len(triangles) == 0:
+        raise InputError(f"'{obj_eval.name}' has no faces, so it cannot be a Mesh Collider: give it faces or use a "
+                         f"Ground or Sphere collider")
+    return vertices.astype(float), triangles.reshape(-1, 3).astype(np.int64)
+
+
 def scene_colliders(scene, depsgraph) -> list:
-    """Colliders of every GROUND/SPHERE object taking part (``takes_part``), evaluated at the current frame."""
+    """Colliders of every GROUND/SPHERE/MESH object taking part (``takes_part``), evaluated at the current frame."""
     result = []
     for obj in scene.objects:
         if obj.softsim.role in COLLIDER_ROLES and takes_part(obj, depsgraph):

@@ -3,6 +3,7 @@
 One package for everything that keeps bodies apart (docs/design.md, "Contact pipeline"):
 
 - ``colliders``: the collider protocol and the analytic shapes (``GroundPlane``, ``Sphere``), moving through a frame;
+- ``mesh_collider``: any triangle mesh as a collider (``MeshCollider``);
 - ``primitives``: point-triangle and segment-segment closest points and distances, with their gradients;
 - ``crossings``: exact edge-triangle crossing tests (quality figures, the self-collision fail-safe);
 - ``response``: the position-level contact response (PBD/XPBD, Projective Dynamics, mass-spring);
@@ -13,9 +14,10 @@ One package for everything that keeps bodies apart (docs/design.md, "Contact pip
 Solvers reach colliders only through the protocol of ``colliders.Collider``: no solver tests a collider's type.
 """
 from .colliders import Collider, GroundPlane, Sphere, deepest_penetration, frame_colliders
+from .mesh_collider import MeshCollider
 from .response import ContactConstraints, resolve_collider_contacts, resolve_contacts
 
 __all__ = [
-    "Collider", "ContactConstraints", "GroundPlane", "Sphere", "deepest_penetration", "frame_colliders",
+    "Collider", "ContactConstraints", "GroundPlane", "MeshCollider", "Sphere", "deepest_penetration", "frame_colliders",
     "resolve_collider_contacts", "resolve_contacts",
 ]

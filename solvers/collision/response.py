@@ -45,7 +45,7 @@ def point_contacts(x, x_prev, inv_mass, colliders, pad2=None, margin=0.0) -> lis
     free = inv_mass > 0.0
     found = []
     for collider in colliders:
-        hit = np.nonzero((collider.distance(x, pad2) < margin) & free)[0]
+        hit = np.nonzero((collider.contact_distance(x, x_prev, pad2) < margin) & free)[0]
         if len(hit) == 0:
             continue
         near = x[hit]

@@ -1,0 +1,333 @@
+"""Any triangle mesh as a collider (``MeshCollider``), open or closed, moving and deforming through the frame.
+
+Bodies keep ``thickness`` from its triangles on both sides of the surface. What a vertex-only test misses is
+covered too: the collider's corners and edges pressing into a body's faces (``resolve_faces``: corner against
+triangle and edge against edge, position-level, as ``faces.py`` does for spheres).
+
+Distances: for a point x the exact unsigned distance to the nearest triangle (``primitives.point_triangle_distance``
+on the candidates of a k-d tree over the triangle centroids: every triangle whose centroid lies within the nearest
+centroid's distance plus the largest centroid-to-corner radius), computed for points within
+``thickness + SEARCH_MARGIN`` of the surface; farther points report ``inf`` (nothing acts on them). The side a point
+is on comes from where it was at the step's start (``contact``), so a body that a thin or fast collider went through
+is put back on its own side; ``distance_and_normal`` alone (no history) points away from the nearest surface point.
+
+Motion: the collider's vertices move linearly between its pose at the step's start (``start``) and its own pose; the
+k-d tree is built once per pose read from Blender (once per frame) and shared by the interpolated substep poses, its
+query widened by how far any centroid travels between them. CCD (``time_of_impact``) tests every point against the
+triangles its swept segment can reach (``ccd.point_triangle_ccd`` on the relative motion).
+"""
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .colliders import Collider
+from .crossings import triangle_edges
+from .primitives import _cross, closest_points_segments, point_triangle_closest
+
+SEARCH_MARGIN = 0.25
+"""[m] Points farther than thickness + this from the surface get distance inf: contact, barriers and friction only ever
+act within a step's motion of the surface, and CCD (``time_of_impact``) covers longer motions."""
+FACE_PASSES = 4
+"""Jacobi passes of ``resolve_faces`` per call (as ``faces.FACE_PASSES``)."""
+
+
+def _dot(u, v):
+    return np.einsum("ij,ij->i", u, v)
+
+
+class _Shared:
+    """What every pose of one collider shares: its topology, and the broad phase of the pose it was built on."""
+
+    def __init__(self, vertices, triangles):
+        self.triangles = triangles
+        self.edges = triangle_edges(triangles)
+        self.tree = None
+        self.tree_vertices = None
+        self.body_edges = (None, None)
+        """(a body's triangles array, its edges): the last body ``resolve_faces`` saw (solvers pass the same array)."""
+        self.travel = 0.0
+        """[m] The most a centroid moves between the tree's pose and any pose that queries it."""
+
+    def tree_for(self, vertices):
+        if self.tree is None:
+            self.tree_vertices = vertices
+            self.tree = cKDTree(vertices[self.triangles].mean(axis=1))
+        return self.tree
+
+
+@dataclass
+class MeshCollider(Collider):
+    """A triangle mesh in world space; bodies stay ``thickness`` away from it on both sides."""
+
+    vertices: np.ndarray
+    """Vertex positions [m], shape (m, 3), world space."""
+    triangles: np.ndarray
+    """Vertex indices, shape (t, 3) int."""
+    thickness: float = 0.0
+    friction: float = 0.0
+    name: str = ""
+    start: object = None
+    """The mesh at the start of its motion (same triangles), or None (``Collider.start``)."""
+    shared: object = field(default=None, repr=False, compare=False)
+
+    reaches_between_corners = True
+
+    def __post_init__(self):
+        self.vertices = np.ascontiguousarray(self.vertices, float).reshape(-1, 3)
+        self.triangles = np.ascontiguousarray(self.triangles, np.int64).reshape(-1, 3)
+        if self.shared is None:
+            self.shared = _Shared(self.vertices, self.triangles)
+        corners = self.vertices[self.triangles]
+        self.centroids = corners.mean(axis=1)
+        self.radius = float(np.sqrt(((corners - self.centroids[:, None]) ** 2).sum(axis=2).max())) if len(corners) else 0.0
+        normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]) if len(corners) else np.zeros((0, 3))
+        length = np.sqrt(_dot(normal, normal))
+        self.face_normals = normal / np.where(length > 0.0, length, 1.0)[:, None]
+
+    # ----------------------------------------------------------------- motion
+
+    def pose_differs(self, other) -> bool:
+        return self.vertices.shape != other.vertices.shape or not np.array_equal(self.vertices, other.vertices)
+
+    def moving_from(self, previous):
+        moving = super().moving_from(previous if previous is not None and previous.vertices.shape == self.vertices.shape
+                                     else None)
+        if moving.start is not None:
+            # One tree for the frame: built on this pose, queried from every pose in between.
+            moving.start = replace(moving.start, shared=moving.shared)
+            shift = moving.start.centroids - moving.centroids
+            moving.shared.travel = max(moving.shared.travel, float(np.sqrt(_dot(shift, shift).max())) if len(shift) else 0.0)
+        return moving
+
+    def interpolate(self, other, s: float):
+        return replace(other, vertices=self.vertices + s * (other.vertices - self.vertices), start=None, shared=other.shared)
+
+    # ----------------------------------------------------------------- nearest triangles
+
+    def _pairs(self, x, reach):
+        """Candidate (point, triangle) pairs (k,), (k,): triangles whose centroid lies within reach (n,) [m] plus the
+        largest triangle radius (and the centroids' travel since the tree's pose) of the point. One k-d tree join."""
+        empty = np.zeros(0, np.int64)
+        if len(x) == 0 or len(self.triangles) == 0:
+            return empty, empty
+        tree = self.shared.tree_for(self.vertices)
+        radius = np.asarray(reach, float) + self.radius + self.shared.travel
+        found = cKDTree(x).sparse_distance_matrix(tree, float(np.max(radius)), output_type="ndarray")
+        points, tris = found["i"].astype(np.int64), found["j"].astype(np.int64)
+        keep = found["v"] <= np.broadcast_to(radius, (len(x),))[points]
+        return points[keep], tris[keep]
+
+    def _closest(self, x):
+        """For every point within thickness + SEARCH_MARGIN: its nearest triangle. Returns (rows (k,), triangle (k,),
+        bary (k, 3), closest point (k, 3), unsigned distance (k,), interior (k,) bool)."""
+        if len(self.triangles) == 0 or len(x) == 0:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
+        tree = self.shared.tree_for(self.vertices)
+        nearest, _ = tree.query(x)
+        # The nearest centroid bounds the distance from above; every triangle that can be nearer has its centroid
+        # within that bound plus the largest radius.
+        limit = self.thickness + SEARCH_MARGIN
+        near = np.flatnonzero(nearest - self.radius - self.shared.travel <= limit)
+        if len(near) == 0:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
+        rows, tris = self._pairs(x[near], np.minimum(nearest[near], limit + self.radius) + self.radius)
+        corners = self.vertices[self.triangles[tris]]
+        p = x[near][rows]
+        bary, interior = point_triangle_closest(p, corners[:, 0], corners[:, 1], corners[:, 2])
+        q = np.einsum("kj,kjd->kd", bary, corners)
+        d = np.sqrt(_dot(p - q, p - q))
+        order = np.lexsort((d, rows))
+        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
+        keep = d[first] <= limit
+        first = first[keep]
+        return near[rows[first]], tris[first], bary[first], q[first], d[first], interior[first]
+
+    # ----------------------------------------------------------------- the protocol
+
+    def surface_distance(self, x):
+        d = np.full(len(x), np.inf)
+        n = np.zeros((len(x), 3))
+        n[:, 2] = 1.0
+        rows, _, _, q, dist, _ = self._closest(x)
+        d[rows] = dist
+        r = x[rows] - q
+        n[rows] = r / np.where(dist > 0.0, dist, 1.0)[:, None]
+        return d, n
+
+    def distance_and_normal(self, x, pad2=None):
+        d, n = self.surface_distance(x)
+        return d - self.thickness, n
+
+    def distance(self, x, pad2=None):
+        return self.distance_and_normal(x)[0]
+
+    def contact(self, x, x_prev, pad2=None):
+        """The contact plane on the side each point came from: the nearest surface point q at the end pose; the side
+        s = sign((x_prev - q0) . N0) at the start pose (q0 the same surface point, N0 its face normal then). Inside a
+        triangle's prism the plane's normal is s N; beside it, the direction from q to the point, unless the point
+        crossed over (then s N)."""
+        d = np.full(len(x), np.inf)
+        n = np.zeros((len(x), 3))
+        n[:, 2] = 1.0
+        rows, tris, bary, q, dist, interior = self._closest(x)
+        if len(rows) == 0:
+            return d, n
+        start = self if self.start is None else self.start
+        q0 = np.einsum("kj,kjd->kd", bary, start.vertices[self.triangles[tris]])
+        side = np.where(_dot(x_prev[rows] - q0, start.face_normals[tris]) < 0.0, -1.0, 1.0)
+        face = side[:, None] * self.face_normals[tris]
+        r = x[rows] - q
+        away = r / np.where(dist > 0.0, dist, 1.0)[:, None]
+        use_face = interior | (dist <= 0.0) | (_dot(away, face) < 0.0)
+        normal = np.where(use_face[:, None], face, away)
+        n[rows] = normal
+        d[rows] = _dot(r, normal) - self.thickness
+        return d, n
+
+    def contact_distance(self, x, x_prev, pad2=None):
+        return self.contact(x, x_prev)[0]
+
+    def motion(self, x):
+        out = np.zeros_like(x)
+        if self.start is None:
+            return out
+        rows, tris, bary, _, _, _ = self._closest(x)
+        moved = self.vertices[self.triangles[tris]] - self.start.vertices[self.triangles[tris]]
+        out[rows] = np.einsum("kj,kjd->kd", bary, moved)
+        return out
+
+    def time_of_impact(self, x, dx):
+        """First s >= 0 (inf: none within the step, s <= 1) at which x + s dx comes within thickness of a triangle
+        moving from ``start`` to here (``ccd.point_triangle_ccd`` on candidate pairs)."""
+        from .ccd import point_triangle_ccd
+
+        toi = np.full(len(x), np.inf)
+        start = self if self.start is None else self.start
+        if len(x) == 0 or len(self.triangles) == 0:
+            return toi
+        reach = np.sqrt(_dot(dx, dx)) + self.thickness
+        rows, tris = self._pairs(x, reach)
+        if len(rows) == 0:
+            return toi
+        a0, a1 = start.vertices[self.triangles[tris]], self.vertices[self.triangles[tris]]
+        hit = point_triangle_ccd(x[rows], a0[:, 0], a0[:, 1], a0[:, 2], x[rows] + dx[rows], a1[:, 0], a1[:, 1], a1[:, 2])
+        np.minimum.at(toi, rows, hit)
+        return toi
+
+    # ----------------------------------------------------------------- corners and edges against a body's faces
+
+    def resolve_faces(self, x, x_prev, inv_mass, triangles, passes=None) -> int:
+        """Push a body's triangles (t, 3) off the collider's corners and its edges off the collider's edges, in place
+        on x, to ``thickness`` on the side they came from (x_prev); returns the pairs found in the first pass.
+
+        Corner c against body triangle (x_a, x_b, x_c) with closest point q = sum_k b_k x_k: gap g = s n . (c - q) for
+        the face normal n and the side s at the step's start; a triangle nearer than thickness moves by
+        dx_k = -b_k w_k / (sum_j b_j^2 w_j) (thickness - g) s n (w = inv_mass; pinned corners do not move). Edge
+        against edge: the same with the closest points of the two segments and the side of their common normal. All
+        pairs of a pass are applied at once, each particle taking the mean of its corrections (Jacobi)."""
+        if len(triangles) == 0 or len(self.triangles) == 0:
+            return 0
+        start = self if self.start is None else self.start
+        known, edges = self.shared.body_edges
+        if known is not triangles:
+            edges = triangle_edges(triangles)
+            self.shared.body_edges = (triangles, edges)
+        found = 0
+        for k in range(FACE_PASSES if passes is None else passes):
+            moved = self._push_corners(x, x_prev, inv_mass, triangles, start) + self._push_edges(x, x_prev, inv_mass, edges, start)
+            if k == 0:
+                found = moved
+            if moved == 0:
+                break
+        return found
+
+    def _push_corners(self, x, x_prev, inv_mass, triangles, start):
+        corners = np.unique(self.triangles)
+        c = self.vertices[corners]
+        body = x[triangles]
+        centroid = body.mean(axis=1)
+        radius = np.sqrt(((body - centroid[:, None]) ** 2).sum(axis=2).max(axis=1))
+        pairs = cKDTree(c).sparse_distance_matrix(cKDTree(centroid), self.thickness + float(radius.max()),
+                                                  output_type="ndarray")
+        ci, ti = pairs["i"].astype(np.int64), pairs["j"].astype(np.int64)
+        if len(ci) == 0:
+            return 0
+        tri = triangles[ti]
+        a, b, cc = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
+        p = c[ci]
+        bary, interior = point_triangle_closest(p, a, b, cc)
+        q = bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * cc
+        normal = _cross(b - a, cc - a)
+        normal /= np.maximum(np.sqrt(_dot(normal, normal)), 1e-300)[:, None]
+        # Side at the step's start: the corner where it was against the triangle where it was.
+        pa, pb, pc = x_prev[tri[:, 0]], x_prev[tri[:, 1]], x_prev[tri[:, 2]]
+        q_prev = bary[:, :1] * pa + bary[:, 1:2] * pb + bary[:, 2:] * pc
+        n_prev = _cross(pb - pa, pc - pa)
+        side = np.where(_dot(start.vertices[corners][ci] - q_prev, n_prev) < 0.0, -1.0, 1.0)
+        facing = side[:, None] * normal
+        r = p - q
+        dist = np.sqrt(_dot(r, r))
+        # Inside the triangle's prism the gap is along the face normal; beside it, the distance to the closest point
+        # on its border, if the corner is on its own side (beyond the plane it is the neighbouring face's business).
+        gap = np.where(interior, _dot(r, facing), dist)
+        direction = np.where(interior[:, None], -facing, -r / np.maximum(dist, 1e-300)[:, None])
+        depth = np.where(interior | (_dot(r, facing) >= 0.0), self.thickness - gap, 0.0)
+        return self._apply(x, inv_mass, tri, bary, direction, depth)
+
+    def _push_edges(self, x, x_prev, inv_mass, edges, start):
+        mine = self.shared.edges
+        p1, q1 = self.vertices[mine[:, 0]], self.vertices[mine[:, 1]]
+        body_mid = 0.5 * (x[edges[:, 0]] + x[edges[:, 1]])
+        body_half = 0.5 * np.sqrt(_dot(x[edges[:, 1]] - x[edges[:, 0]], x[edges[:, 1]] - x[edges[:, 0]]))
+        mid = 0.5 * (p1 + q1)
+        half = 0.5 * np.sqrt(_dot(q1 - p1, q1 - p1))
+        pairs = cKDTree(mid).sparse_distance_matrix(cKDTree(body_mid), self.thickness + float(half.max() + body_half.max()),
+                                                    output_type="ndarray")
+        ei, bi = pairs["i"].astype(np.int64), pairs["j"].astype(np.int64)
+        if len(ei) == 0:
+            return 0
+        body = edges[bi]
+        a, b = x[body[:, 0]], x[body[:, 1]]
+        s, t, interior = closest_points_segments(p1[ei], q1[ei], a, b)
+        keep = interior
+        if not keep.any():
+            return 0
+        ei, body, s, t, a, b = ei[keep], body[keep], s[keep], t[keep], a[keep], b[keep]
+        d1, d2 = q1[ei] - p1[ei], b - a
+        normal = _cross(d1, d2)
+        length = np.sqrt(_dot(normal, normal))
+        ok = length > 1e-12 * np.sqrt(_dot(d1, d1) * _dot(d2, d2))
+        if not ok.any():
+            return 0
+        ei, body, s, t, a, b, normal, length = ei[ok], body[ok], s[ok], t[ok], a[ok], b[ok], normal[ok], length[ok]
+        normal /= length[:, None]
+        # Side: the collider edge's point against the body edge's point at the step's start, along the same normal.
+        sp, sq = start.vertices[mine[ei, 0]], start.vertices[mine[ei, 1]]
+        pa, pb = x_prev[body[:, 0]], x_prev[body[:, 1]]
+        side = np.where(_dot((sp + s[:, None] * (sq - sp)) - (pa + t[:, None] * (pb - pa)), normal) < 0.0, -1.0, 1.0)
+        collider_point = p1[ei] + s[:, None] * (q1[ei] - p1[ei])
+        body_point = a + t[:, None] * (b - a)
+        gap = side * _dot(collider_point - body_point, normal)
+        weights = np.stack([1.0 - t, t], axis=1)
+        return self._apply(x, inv_mass, body, weights, -(side[:, None] * normal), self.thickness - gap)
+
+    @staticmethod
+    def _apply(x, inv_mass, stencil, weights, direction, depth):
+        """Move the body points sum_k weights_k x_stencil_k of the pairs with depth > 0 by depth along direction
+        (mass-weighted over the stencil, Jacobi mean per particle); returns the pairs moved."""
+        hit = depth > 0.0
+        w = inv_mass[stencil] * weights
+        norm = np.einsum("kj,kj->k", weights, w)
+        hit &= norm > 0.0
+        if not hit.any():
+            return 0
+        stencil, w, norm, direction, depth = stencil[hit], w[hit], norm[hit], direction[hit], depth[hit]
+        coef = w / norm[:, None]  # (k, s)
+        flat = stencil.ravel()
+        count = np.maximum(np.bincount(flat, (coef > 0.0).ravel(), minlength=len(x)), 1.0)
+        for axis in range(3):
+            x[:, axis] += np.bincount(flat, (coef * (depth * direction[:, axis])[:, None]).ravel(), minlength=len(x)) / count
+        return int(len(depth))
