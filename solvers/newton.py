@@ -31,7 +31,7 @@ relative to the collider's motion over the step. A collider that moved into the 
 particles inside, where the barrier is infinite: before the solve, such particles are moved out to half the reach on
 the side they came from relative to the collider's motion (``Collider.contact`` with the particle held still: a
 sphere that swept past a particle pushes it out ahead of itself, not through its centre), and faces likewise
-(``move_faces_out``). From there every iterate keeps a positive distance. This is a position-level start, not IPC's
+(``Collider.move_faces_out``). From there every iterate keeps a positive distance. This is a position-level start, not IPC's
 treatment of a moving obstacle (the obstacle's pose as a Dirichlet unknown reached within the solve), so the push at
 the start of a step is not part of the minimization.
 
@@ -45,7 +45,7 @@ import scipy.sparse as sp
 
 from .base import Solver
 from .collision.barrier import ColliderBarrier, barrier_derivative
-from .collision.face_barrier import FaceColliderFriction, face_triangles, move_faces_out
+from .collision.face_barrier import face_triangles
 from .collision.friction import ColliderFriction
 from .energies import (
     Gravity,
@@ -156,9 +156,9 @@ class NewtonSolver(Solver):
             collider = colliders[k]
             if collider.friction <= 0.0:
                 continue
-            if getattr(barrier, "coupled", False):
-                frictions.append(FaceColliderFriction(collider, self.face_triangles, x_start, barrier,
-                                                      FRICTION_SLIP_SPEED * dt))
+            if getattr(barrier, "coupled", False):  # faces: their own lagged friction, where the barrier has one
+                if hasattr(barrier, "lagged_friction"):
+                    frictions.append(barrier.lagged_friction(collider, x_start, FRICTION_SLIP_SPEED * dt))
                 continue
             d, _ = barrier.collider.surface_distance(x_start)
             contact = self.free & (d < barrier.d_hat)
@@ -222,7 +222,9 @@ class NewtonSolver(Solver):
         config = self.config
         ends = [c.at_fraction(1.0) for c in colliders]
         _move_out_of_colliders(x, self.free, colliders)
-        move_faces_out(x, self.face_triangles, self.model.inv_mass, ends, barrier_reach)
+        if len(self.face_triangles):
+            for collider in ends:
+                collider.move_faces_out(x, self.model.inv_mass, self.face_triangles, barrier_reach(collider))
         x_start = x.copy()
         x_tilde = x + dt * v
         self.inertia.x_tilde = x_tilde

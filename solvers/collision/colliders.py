@@ -113,6 +113,10 @@ class Collider:
         """NEWTON's barrier between the collider and the triangles (an Energy), or None where vertices suffice."""
         return None
 
+    def move_faces_out(self, x, inv_mass, triangles, reach: float) -> None:
+        """Before a NEWTON step: faces at or inside the collider move out to half the barrier reach [m], in place (a
+        barrier needs a positive start distance). Nothing where vertices suffice."""
+
 
 @dataclass
 class GroundPlane(Collider):
@@ -274,6 +278,11 @@ class Sphere(Collider):
         from .face_barrier import FaceColliderBarrier
 
         return FaceColliderBarrier(self, triangles, kappa, d_hat)
+
+    def move_faces_out(self, x, inv_mass, triangles, reach):
+        from .face_barrier import move_sphere_faces_out
+
+        move_sphere_faces_out(x, triangles, inv_mass, self, reach)
 
 
 def _first_root(r0, dr, rho):

@@ -29,7 +29,7 @@ contact at the step's start, with its b, n and normal force lambda = -B'(d) held
 u = T sum_k b_k (x_k - x^n_k), T = I - n n^T, energy mu lambda f0(|u|) as ``friction.py``; gradient b_k (per-point
 gradient), Hessian (b b^T) (x) (per-point Hessian), PSD.
 
-Faces of a body in NEWTON are pushed out before a step where they start inside the sphere (``move_faces_out``), as
+Faces of a body in NEWTON are pushed out before a step where they start inside the sphere (``move_sphere_faces_out``), as
 ``newton._move_out_of_colliders`` does for vertices: a barrier needs a positive start distance.
 """
 import numpy as np
@@ -56,14 +56,6 @@ def face_distances(x, triangles, sphere, reach):
     dist = np.sqrt(np.einsum("ij,ij->i", r, r))
     normal = np.where((dist > 1e-12)[:, None], r / np.where(dist > 1e-12, dist, 1.0)[:, None], np.array([0.0, 0.0, 1.0]))
     return near, dist - sphere.radius, bary, normal
-
-
-def face_distances_within(barrier, x, reach):
-    """``face_distances`` of a FaceColliderBarrier's triangles that come within ``reach`` [m] of its sphere (inside
-    too): (indices (k,) into its triangles, distances (k,), weights (k, 3), normals (k, 3))."""
-    near, d, bary, normal = face_distances(x, barrier.triangles, barrier.collider, reach)
-    keep = d < reach
-    return near[keep], d[keep], bary[keep], normal[keep]
 
 
 def face_triangles(triangles, free):
@@ -117,6 +109,10 @@ class FaceColliderBarrier(Energy):
         blocks = weight[:, :, :, None, None] * nn[:, None, None, :, :]
         rows, cols = element_stencil(self.triangles[near])
         return BlockHessian(rows, cols, blocks.reshape(-1, 3, 3))
+
+    def lagged_friction(self, collider, x_start, eps):
+        """The step's lagged friction of these faces (``FaceColliderFriction``), contacts taken at x_start."""
+        return FaceColliderFriction(collider, self.triangles, x_start, self, eps)
 
     def max_step(self, x, dx):
         """Largest alpha <= 1 keeping every face at least (1 - CCD_SAFETY) of its distance from the sphere, the sphere
@@ -203,17 +199,13 @@ class FaceColliderFriction(Energy):
         return BlockHessian(rows, cols, blocks.reshape(-1, 3, 3))
 
 
-def move_faces_out(x, triangles, inv_mass, colliders, reach_of):
-    """Faces that start a NEWTON step at or inside a collider that reaches between corners move out to half their
-    barrier reach, in place: the position-level face push (``Collider.resolve_faces``) with the collider thickened to
-    reach / 2, on the faces closer than 1e-3 reach; reach_of(collider) gives the barrier reach d_hat [m]."""
+def move_sphere_faces_out(x, triangles, inv_mass, sphere, reach):
+    """Faces that start a NEWTON step at or inside the sphere move out to half the barrier reach (d_hat [m]), in
+    place: the position-level face push with the sphere thickened to reach / 2, when a face is closer than
+    1e-3 reach."""
     if len(triangles) == 0:
         return
-    for collider in colliders:
-        if not collider.reaches_between_corners:
-            continue
-        reach = reach_of(collider)
-        near, d, _, _ = face_distances(x, triangles, collider, 1e-3 * reach)
-        if np.any(d <= 1e-3 * reach):
-            pushed = replace(collider, thickness=0.5 * reach, friction=0.0, start=None)
-            pushed.resolve_faces(x, x, inv_mass, triangles, passes=8)
+    near, d, _, _ = face_distances(x, triangles, sphere, 1e-3 * reach)
+    if np.any(d <= 1e-3 * reach):
+        pushed = replace(sphere, thickness=0.5 * reach, friction=0.0, start=None)
+        pushed.resolve_faces(x, x, inv_mass, triangles, passes=8)

@@ -219,6 +219,21 @@ class MeshCollider(Collider):
 
     # ----------------------------------------------------------------- corners and edges against a body's faces
 
+    def _body_edges(self, triangles):
+        known, edges = self.shared.body_edges
+        if known is not triangles:
+            edges = triangle_edges(triangles)
+            self.shared.body_edges = (triangles, edges)
+        return edges
+
+    def face_barrier(self, triangles, kappa, d_hat):
+        from .mesh_barrier import MeshContactBarrier
+
+        return MeshContactBarrier(self, triangles, self._body_edges(triangles), kappa, d_hat)
+
+    def move_faces_out(self, x, inv_mass, triangles, reach):
+        replace(self, thickness=0.5 * reach, friction=0.0, start=None).resolve_faces(x, x, inv_mass, triangles, passes=8)
+
     def resolve_faces(self, x, x_prev, inv_mass, triangles, passes=None) -> int:
         """Push a body's triangles (t, 3) off the collider's corners and its edges off the collider's edges, in place
         on x, to ``thickness`` on the side they came from (x_prev); returns the pairs found in the first pass.
@@ -231,10 +246,7 @@ class MeshCollider(Collider):
         if len(triangles) == 0 or len(self.triangles) == 0:
             return 0
         start = self if self.start is None else self.start
-        known, edges = self.shared.body_edges
-        if known is not triangles:
-            edges = triangle_edges(triangles)
-            self.shared.body_edges = (triangles, edges)
+        edges = self._body_edges(triangles)
         found = 0
         for k in range(FACE_PASSES if passes is None else passes):
             moved = self._push_corners(x, x_prev, inv_mass, triangles, start) + self._push_edges(x, x_prev, inv_mass, edges, start)
