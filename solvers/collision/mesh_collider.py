@@ -4,6 +4,10 @@ Bodies keep ``thickness`` from its triangles on both sides of the surface. What 
 covered too: the collider's corners and edges pressing into a body's faces (``resolve_faces``: corner against
 triangle and edge against edge, position-level, as ``faces.py`` does for spheres).
 
+Sides: which side of the surface a point belongs on is read from where it was at the step's start against its own
+nearest triangle, relative to that triangle's normal, so a mesh must be consistently oriented (Blender's Recalculate
+Normals); a closed mesh keeps bodies outside when its normals point out.
+
 Distances: for a point x the exact unsigned distance to the nearest triangle (``primitives.point_triangle_distance``
 on the candidates of a k-d tree over the triangle centroids: every triangle whose centroid lies within the nearest
 centroid's distance plus the largest centroid-to-corner radius), computed for points within
@@ -165,10 +169,11 @@ class MeshCollider(Collider):
         return self.distance_and_normal(x)[0]
 
     def contact(self, x, x_prev, pad2=None):
-        """The contact plane on the side each point came from: the nearest surface point q at the end pose; the side
-        s = sign((x_prev - q0) . N0) at the start pose (q0 the same surface point, N0 its face normal then). Inside a
-        triangle's prism the plane's normal is s N; beside it, the direction from q to the point, unless the point
-        crossed over (then s N)."""
+        """The contact plane on the side each point came from. The side s is where x_prev lay against its own nearest
+        triangle at the start pose: s = sign((x_prev - q0) . N0), a label that means "the normal side" or "the
+        other side" of a consistently oriented mesh (the outside of a closed mesh whose normals point out). At the end
+        pose, with q the nearest surface point of x: inside that triangle's prism the plane's normal is s N; beside
+        it, the direction from q to the point, unless that points to the other side (then s N)."""
         d = np.full(len(x), np.inf)
         n = np.zeros((len(x), 3))
         n[:, 2] = 1.0
@@ -176,8 +181,9 @@ class MeshCollider(Collider):
         if len(rows) == 0:
             return d, n
         start = self if self.start is None else self.start
-        q0 = np.einsum("kj,kjd->kd", bary, start.vertices[self.triangles[tris]])
-        side = np.where(_dot(x_prev[rows] - q0, start.face_normals[tris]) < 0.0, -1.0, 1.0)
+        side = np.ones(len(rows))
+        before, tri_before, _, q_before, _, _ = start._closest(x_prev[rows])
+        side[before] = np.where(_dot(x_prev[rows][before] - q_before, start.face_normals[tri_before]) < 0.0, -1.0, 1.0)
         face = side[:, None] * self.face_normals[tris]
         r = x[rows] - q
         away = r / np.where(dist > 0.0, dist, 1.0)[:, None]
