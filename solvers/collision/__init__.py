@@ -12,10 +12,11 @@ One package for everything that keeps bodies apart (docs/design.md, "Contact pip
 
 Solvers reach colliders only through the protocol of ``colliders.Collider``: no solver tests a collider's type.
 """
+from .ccd import edge_edge_ccd, point_triangle_ccd
 from .colliders import Collider, GroundPlane, Sphere, deepest_penetration, frame_colliders
 from .response import ContactConstraints, resolve_collider_contacts, resolve_contacts
 
 __all__ = [
-    "Collider", "ContactConstraints", "GroundPlane", "Sphere", "deepest_penetration", "frame_colliders",
+    "Collider", "ContactConstraints", "GroundPlane", "Sphere", "deepest_penetration", "edge_edge_ccd", "frame_colliders", "point_triangle_ccd",
     "resolve_collider_contacts", "resolve_contacts",
 ]
