@@ -146,3 +146,22 @@ def test_no_relative_motion_and_empty_input():
     empty = np.zeros((0, 3))
     assert point_triangle_ccd(*[empty] * 8).shape == (0,)
     assert edge_edge_ccd(*[empty] * 8).shape == (0,)
+
+
+@pytest.mark.parametrize("which", ["point-triangle", "edge-edge"])
+def test_distance_hessians_match_finite_differences(which):
+    """The closed-form gradients and Hessians of the squared distances (primitives.py) against central differences
+    of the gradient, on random pairs (all distance types occur); ipctk checks them too (test_ccd_reference.py)."""
+    from solvers.collision.primitives import edge_edge_distance_squared, point_triangle_distance_squared
+    f = point_triangle_distance_squared if which == "point-triangle" else edge_edge_distance_squared
+    x = np.random.default_rng(9).normal(size=(4, 200, 3))
+    d2, grad, hess = f(*x)
+    h = 1e-6
+    flat = x.transpose(1, 0, 2).reshape(-1, 12)
+    for j in range(12):  # 12 coordinates, each vectorized over all pairs
+        step = np.zeros(12)
+        step[j] = h
+        up = f(*(flat + step).reshape(-1, 4, 3).transpose(1, 0, 2))
+        down = f(*(flat - step).reshape(-1, 4, 3).transpose(1, 0, 2))
+        assert np.allclose((up[0] - down[0]) / (2 * h), grad[:, j], atol=1e-6)
+        assert np.allclose((up[1] - down[1]) / (2 * h), hess[:, :, j], atol=1e-4, rtol=1e-4)
