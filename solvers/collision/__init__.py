@@ -4,7 +4,8 @@ One package for everything that keeps bodies apart (docs/design.md, "Contact pip
 
 - ``colliders``: the collider protocol and the analytic shapes (``GroundPlane``, ``Sphere``), moving through a frame;
 - ``mesh_collider``: any triangle mesh as a collider (``MeshCollider``);
-- ``primitives``: point-triangle and segment-segment closest points and distances, with their gradients;
+- ``primitives``: point-triangle and segment-segment closest points and distances, with their gradients and Hessians;
+- ``ccd``: continuous collision detection (additive CCD) for point-triangle and edge-edge pairs;
 - ``crossings``: exact edge-triangle crossing tests (quality figures, the self-collision fail-safe);
 - ``response``: the position-level contact response (PBD/XPBD, Projective Dynamics, mass-spring);
 - ``faces``: triangles against spheres (the face push and the sphere pads);
@@ -13,11 +14,12 @@ One package for everything that keeps bodies apart (docs/design.md, "Contact pip
 
 Solvers reach colliders only through the protocol of ``colliders.Collider``: no solver tests a collider's type.
 """
+from .ccd import edge_edge_ccd, point_triangle_ccd
 from .colliders import Collider, GroundPlane, Sphere, deepest_penetration, frame_colliders
 from .mesh_collider import MeshCollider
 from .response import ContactConstraints, resolve_collider_contacts, resolve_contacts
 
 __all__ = [
-    "Collider", "ContactConstraints", "GroundPlane", "MeshCollider", "Sphere", "deepest_penetration", "frame_colliders",
-    "resolve_collider_contacts", "resolve_contacts",
+    "Collider", "ContactConstraints", "GroundPlane", "MeshCollider", "Sphere", "deepest_penetration", "edge_edge_ccd", "frame_colliders",
+    "point_triangle_ccd", "resolve_collider_contacts", "resolve_contacts",
 ]

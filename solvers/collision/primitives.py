@@ -146,3 +146,200 @@ def segment_distance(p1, q1, p2, q2):
     unit = r / np.where(d > 0.0, d, 1.0)[:, None]
     weights = np.stack([1.0 - s, s, -(1.0 - t), -t], axis=1)
     return d, weights[:, :, None] * unit[:, None]
+
+
+# Squared distances with exact gradients and Hessians (IPC's distance-type dispatch).
+#
+# Li et al. 2020 ("Incremental Potential Contact") and the IPC Toolkit pick, per pair, which two features are
+# closest (point-point, point-edge, point-plane for a point and a triangle; point-point, point-edge, line-line for
+# two edges) and differentiate that type's closed-form squared distance, smooth inside its region:
+#
+#   point-point   |r|^2                                  r = x_i - x_j
+#   point-line    |r|^2 - (r.e)^2 / |e|^2                r = point - e0, e = e1 - e0
+#   point-plane   (r.(e1 x e2))^2 / |e1 x e2|^2          r = p - t0, e1 = t1 - t0, e2 = t2 - t0
+#   line-line     the same formula                       r = ea0 - eb0, e1 = ea1 - ea0, e2 = eb1 - eb0
+#
+# Each formula is differentiated in its own difference vectors u = (r, e, ...), which are fixed linear combinations
+# u = (C kron I3) x of the 12 coordinates x of the four points, so grad_x = (C kron I3)^T grad_u and
+# H_x = (C kron I3)^T H_u (C kron I3). The type codes are the IPC Toolkit's enum values.
+
+POINT_TRIANGLE_TYPES = ("P_T0", "P_T1", "P_T2", "P_E0", "P_E1", "P_E2", "P_T")
+"""Point-triangle distance types, by code: closest to a corner, to an edge (0: t0 t1, 1: t1 t2, 2: t2 t0), inside."""
+
+EDGE_EDGE_TYPES = ("EA0_EB0", "EA0_EB1", "EA1_EB0", "EA1_EB1", "EA_EB0", "EA_EB1", "EA0_EB", "EA1_EB", "EA_EB")
+"""Edge-edge distance types, by code: which endpoint (0, 1) or interior (no digit) of edges A and B is closest."""
+
+# the difference vectors u of each type as rows of coefficients on the four points
+_PT_COEFFS = (
+    [[1, -1, 0, 0]], [[1, 0, -1, 0]], [[1, 0, 0, -1]],
+    [[1, -1, 0, 0], [0, -1, 1, 0]], [[1, 0, -1, 0], [0, 0, -1, 1]], [[1, 0, 0, -1], [0, 1, 0, -1]],
+    [[1, -1, 0, 0], [0, -1, 1, 0], [0, -1, 0, 1]],
+)
+_EE_COEFFS = (
+    [[1, 0, -1, 0]], [[1, 0, 0, -1]], [[0, 1, -1, 0]], [[0, 1, 0, -1]],
+    [[-1, 0, 1, 0], [-1, 1, 0, 0]], [[-1, 0, 0, 1], [-1, 1, 0, 0]],
+    [[1, 0, -1, 0], [0, 0, -1, 1]], [[0, 1, -1, 0], [0, 0, -1, 1]],
+    [[1, 0, -1, 0], [-1, 1, 0, 0], [0, 0, -1, 1]],
+)
+
+EDGE_EDGE_PARALLEL_THRESHOLD = 2.5e-16
+"""Edges count as parallel (and avoid the line-line formula) where sin^2 of their angle is below this."""
+
+
+def _skew(v):
+    """(k, 3, 3) matrices [v]x with [v]x u = v x u."""
+    z = np.zeros(len(v))
+    return np.stack([np.stack([z, -v[:, 2], v[:, 1]], 1), np.stack([v[:, 2], z, -v[:, 0]], 1),
+                     np.stack([-v[:, 1], v[:, 0], z], 1)], 1)
+
+
+def _outer(u, v):
+    return u[:, :, None] * v[:, None, :]
+
+
+def _point_point_u(r):
+    """|r|^2, gradient (k, 3), Hessian (k, 3, 3) in r."""
+    k = len(r)
+    return _dot(r, r), 2.0 * r, np.broadcast_to(2.0 * np.eye(3), (k, 3, 3))
+
+
+def _point_line_u(r, e):
+    """|r|^2 - (r.e)^2 / |e|^2, gradient (k, 6), Hessian (k, 6, 6) in (r, e)."""
+    s, q = _dot(r, e), _dot(e, e)
+    sq, sq2 = (s / q)[:, None], (s * s / (q * q))[:, None]
+    f = _dot(r, r) - s * sq[:, 0]
+    grad = np.concatenate([2.0 * r - 2.0 * sq * e, -2.0 * sq * r + 2.0 * sq2 * e], axis=1)
+    eye = np.eye(3)
+    q_ = q[:, None, None]
+    ee, er = _outer(e, e), _outer(e, r)
+    h_rr = 2.0 * eye - 2.0 * ee / q_
+    h_re = -2.0 * (er + s[:, None, None] * eye) / q_ + 4.0 * s[:, None, None] * ee / q_ ** 2
+    h_ee = (-2.0 * _outer(r, r) / q_ + 4.0 * s[:, None, None] * (er + er.transpose(0, 2, 1)) / q_ ** 2
+            + 2.0 * (s * s)[:, None, None] * eye / q_ ** 2 - 8.0 * (s * s)[:, None, None] * ee / q_ ** 3)
+    hess = np.block([[h_rr, h_re], [h_re.transpose(0, 2, 1), h_ee]])
+    return f, grad, hess
+
+
+def _point_plane_u(r, e1, e2):
+    """(r.(e1 x e2))^2 / |e1 x e2|^2, gradient (k, 9), Hessian (k, 9, 9) in (r, e1, e2): f = g^2 / h with the
+    triple product g = r.n and h = |n|^2, n = e1 x e2."""
+    n = _cross(e1, e2)
+    g, h = _dot(r, n), _dot(n, n)
+    zero = np.zeros_like(r)
+    dg = np.concatenate([n, _cross(e2, r), _cross(r, e1)], axis=1)
+    dh = np.concatenate([zero, 2.0 * _cross(e2, n), 2.0 * _cross(n, e1)], axis=1)
+    z3 = np.zeros((len(r), 3, 3))
+    s_e1, s_e2, s_r, s_n = _skew(e1), _skew(e2), _skew(r), _skew(n)
+    ddg = np.block([[z3, -s_e2, s_e1], [s_e2, z3, -s_r], [-s_e1, s_r, z3]])
+    jac_n = np.concatenate([z3, -s_e2, s_e1], axis=2)  # dn / d(r, e1, e2), (k, 3, 9)
+    ddh = 2.0 * np.einsum("kai,kaj->kij", jac_n, jac_n) + np.block([[z3, z3, z3], [z3, z3, -2.0 * s_n],
+                                                                     [z3, 2.0 * s_n, z3]])
+    g_, h_ = g[:, None], h[:, None]
+    f = g * g / h
+    grad = 2.0 * g_ / h_ * dg - (g_ / h_) ** 2 * dh
+    g3, h3 = g[:, None, None], h[:, None, None]
+    gh = _outer(dg, dh)
+    hess = (2.0 / h3 * _outer(dg, dg) + 2.0 * g3 / h3 * ddg - 2.0 * g3 / h3 ** 2 * (gh + gh.transpose(0, 2, 1))
+            + 2.0 * g3 ** 2 / h3 ** 3 * _outer(dh, dh) - (g3 / h3) ** 2 * ddh)
+    return f, grad, hess
+
+
+_U_FORMULAS = {1: _point_point_u, 2: _point_line_u, 3: _point_plane_u}
+
+
+def _dispatch(x, types, coeff_table):
+    """Squared distance (k,), gradient (k, 12), Hessian (k, 12, 12) of the four points x (4, k, 3), each pair by the
+    formula of its type code (``coeff_table[code]``: the rows of C), vectorized per type."""
+    k = x.shape[1]
+    d2, grad, hess = np.zeros(k), np.zeros((k, 12)), np.zeros((k, 12, 12))
+    for code, coeffs in enumerate(coeff_table):
+        rows = np.flatnonzero(types == code)
+        if not len(rows):
+            continue
+        c = np.asarray(coeffs, float)
+        u = np.einsum("mi,ikj->mkj", c, x[:, rows])
+        f, g, h = _U_FORMULAS[len(c)](*u)
+        jac = np.kron(c, np.eye(3))  # (3m, 12)
+        d2[rows] = f
+        grad[rows] = g @ jac
+        hess[rows] = np.einsum("ai,kab,bj->kij", jac, h, jac)
+    return d2, grad, hess
+
+
+def point_triangle_distance_type(p, a, b, c):
+    """Codes (k,) of ``POINT_TRIANGLE_TYPES``: which feature of each triangle (a, b, c) is closest to p (all (k, 3)).
+
+    The IPC Toolkit's rule: for each edge in turn, the point's coordinates along the edge and along the in-plane
+    normal pointing away from the triangle; the first edge whose span holds the point from outside wins, then the
+    corners, else the interior."""
+    normal = _cross(b - a, c - a)
+    along, out = [], []
+    for start, end in ((a, b), (b, c), (c, a)):
+        edge, rel = end - start, p - start
+        side = _cross(edge, normal)
+        along.append(_dot(edge, rel) / np.maximum(_dot(edge, edge), 1e-300))
+        out.append(_dot(side, rel))
+    types = np.full(len(p), 6)
+    choices = [
+        (along[2] <= 0.0) & (along[1] >= 1.0), (along[1] <= 0.0) & (along[0] >= 1.0),
+        (along[0] <= 0.0) & (along[2] >= 1.0),
+    ]  # P_T2, P_T1, P_T0, lowest priority first
+    for code, mask in zip((2, 1, 0), choices):
+        types[mask] = code
+    for code in (5, 4, 3):  # P_E2, P_E1, P_E0: the first edge wins, so it is written last
+        i = code - 3
+        types[(along[i] > 0.0) & (along[i] < 1.0) & (out[i] >= 0.0)] = code
+    return types
+
+
+def _edge_edge_parallel_type(ea0, ea1, eb0, eb1):
+    ea = ea1 - ea0
+    length2 = np.maximum(_dot(ea, ea), 1e-300)
+    alpha, beta = _dot(eb0 - ea0, ea) / length2, _dot(eb1 - ea0, ea) / length2
+    beta_in = (beta >= 0.0) & (beta <= 1.0)
+    # closest feature of A (0, 1: endpoints, 2: interior) and of B, by where B's endpoints project on A's line
+    eac = np.where(alpha < 0.0, np.where(beta_in, 2, 0), np.where(alpha > 1.0, np.where(beta_in, 2, 1), 2))
+    ebc = np.where(alpha < 0.0, np.where(beta <= alpha, 0, np.where(beta <= 1.0, 1, 2)),
+                   np.where(alpha > 1.0, np.where(beta >= alpha, 0, np.where(beta >= 0.0, 1, 2)), 0))
+    return np.where(ebc < 2, 2 * eac + ebc, 6 + eac)
+
+
+def edge_edge_distance_type(ea0, ea1, eb0, eb1):
+    """Codes (k,) of ``EDGE_EDGE_TYPES``: which features of edges A (ea0 ea1) and B (eb0 eb1) are closest (all
+    (k, 3)). The IPC Toolkit's rule (Sunday's segment-segment distance, parallel edges by projection); a zero-length
+    edge is taken as a point against the other edge's line (EA0_EB or EA_EB0), as the toolkit does."""
+    u, v, w = ea1 - ea0, eb1 - eb0, ea0 - eb0
+    a, b, c, d, e = _dot(u, u), _dot(u, v), _dot(v, v), _dot(u, w), _dot(v, w)
+    big_d = a * c - b * b
+    s_num = b * e - c * d
+    low, high = s_num <= 0.0, s_num >= big_d
+    t_num = np.where(low, e, np.where(high, e + b, a * e - b * d))
+    t_den = np.where(low | high, c, big_d)
+    default = np.where(low, 6, np.where(high, 7, 8))
+    at_b0 = np.where(-d <= 0.0, 0, np.where(-d >= a, 2, 4))
+    at_b1 = np.where(b - d <= 0.0, 1, np.where(b - d >= a, 3, 5))
+    types = np.where(t_num <= 0.0, at_b0, np.where(t_num >= t_den, at_b1, default))
+    cross = _cross(u, v)
+    parallel = _dot(cross, cross) < EDGE_EDGE_PARALLEL_THRESHOLD * a * c
+    if np.any(parallel):
+        types[parallel] = _edge_edge_parallel_type(ea0[parallel], ea1[parallel], eb0[parallel], eb1[parallel])
+    types[c == 0.0] = 4
+    types[a == 0.0] = 6
+    types[(a == 0.0) & (c == 0.0)] = 0
+    return types
+
+
+def point_triangle_distance_squared(p, a, b, c):
+    """Squared distances (k,) [m^2] of points p to triangles (a, b, c) (all (k, 3)), their gradients (k, 12) and
+    Hessians (k, 12, 12) with respect to (p, a, b, c) flattened point by point, each the exact derivative of the
+    closed form of the pair's distance type (``point_triangle_distance_type``; the IPC Toolkit's AUTO type)."""
+    x = np.stack([np.asarray(v, float) for v in (p, a, b, c)])
+    return _dispatch(x, point_triangle_distance_type(*x), _PT_COEFFS)
+
+
+def edge_edge_distance_squared(a, b, c, d):
+    """Squared distances (k,) [m^2] between edges (a, b) and (c, d) (all (k, 3)), their gradients (k, 12) and
+    Hessians (k, 12, 12) with respect to (a, b, c, d), each the exact derivative of the closed form of the pair's
+    distance type (``edge_edge_distance_type``; the IPC Toolkit's AUTO type; not mollified)."""
+    x = np.stack([np.asarray(v, float) for v in (a, b, c, d)])
+    return _dispatch(x, edge_edge_distance_type(*x), _EE_COEFFS)
