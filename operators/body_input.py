@@ -14,6 +14,8 @@ place, no user shape key moving it) reads its original mesh, exactly as the eval
 """
 from contextlib import contextmanager
 
+import numpy as np
+
 from .output.names import CACHE_MODIFIER, LIVE_KEY, STAGED_KEY_PREFIX
 from .output.shape_keys import _bake_blocks, _muted_by_us
 
@@ -58,8 +60,8 @@ def _animated_paths(id_data) -> set:
 
 def feeding_shape_keys(obj) -> list:
     """The user's shape keys that move the mesh Soft Sim reads: not Soft Sim's own, not the reference key, not muted
-    by the user (a key Soft Sim muted to show its result counts as the user left it), and at a non-zero value or
-    animated or driven."""
+    by the user (a key Soft Sim muted to show its result counts as the user left it), at a non-zero value or
+    animated or driven, and moving some vertex away from its relative key."""
     keys = obj.data.shape_keys if obj.type == "MESH" else None
     if keys is None:
         return []
@@ -70,9 +72,20 @@ def feeding_shape_keys(obj) -> list:
         if block == keys.reference_key or block.name in ours or (block.mute and block.name not in muted_by_us):
             continue
         path = f'key_blocks["{block.name}"]'
-        if block.value != 0.0 or any(p.startswith(path) for p in animated):
+        if (block.value != 0.0 or any(p.startswith(path) for p in animated)) and _moves(block):
             result.append(block)
     return result
+
+
+def _moves(block) -> bool:
+    """Does the shape key move any vertex away from its relative key? (A key just added is a copy: it does not.)"""
+    relative = block.relative_key if block.relative_key is not None else block.id_data.reference_key
+    if relative == block:
+        return False
+    own, base = (np.empty(len(block.data) * 3, np.float32) for _ in range(2))
+    block.data.foreach_get("co", own)
+    relative.data.foreach_get("co", base)
+    return not np.array_equal(own, base)
 
 
 def is_fed(obj) -> bool:

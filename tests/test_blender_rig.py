@@ -212,3 +212,32 @@ def test_a_body_fed_by_nothing_reads_its_original_mesh(addon, tmp_path):
     assert bpy.ops.softsim.bake() == {"FINISHED"}
     frames, _, _ = read_pc2(cache_file(cape))
     assert np.array_equal(frames[0], original_positions(cape).astype(np.float32))
+
+
+def test_live_playback_follows_an_animated_shape_key_feeding_the_pins(addon, tmp_path):
+    scene, cape, _ = rig_scene(tmp_path, frames=6)
+    cape.modifiers.remove(cape.modifiers["Armature"])
+    cape.shape_key_add(name="Basis", from_mix=False)
+    lift = cape.shape_key_add(name="Lift", from_mix=False)
+    co = np.empty(len(lift.data) * 3, np.float32)
+    lift.data.foreach_get("co", co)
+    co[2::3] += 1.0  # every vertex 1 m up at value 1
+    lift.data.foreach_set("co", co)
+    for frame, value in ((1, 0.0), (5, 1.0)):
+        lift.value = value
+        lift.keyframe_insert("value", frame=frame)
+    collar = np.arange(COLUMNS)
+    base = original_positions(cape)
+    for frame in range(1, 6):
+        scene.frame_set(frame)
+        assert "Error" not in cape.softsim.status, cape.softsim.status
+        value = lift.value
+        if frame > 1:  # the live key shows the simulation; the user's key is muted while it does
+            live = np.empty(len(cape.data.vertices) * 3, np.float32)
+            cape.data.shape_keys.key_blocks["SoftSim Live"].data.foreach_get("co", live)
+            live = live.reshape(-1, 3)
+            assert np.allclose(live[collar, 2], base[collar, 2] + value, atol=1e-4), frame
+            assert np.allclose(evaluated_positions(cape), live, atol=1e-6)
+    assert lift.value == pytest.approx(1.0) and live[collar, 2].min() > 2.99  # the collar rose with the key
+    scene.frame_set(1)
+    assert cape.data.shape_keys.key_blocks.keys() == ["Basis", "Lift"] and not lift.mute
