@@ -241,3 +241,29 @@ def test_live_playback_follows_an_animated_shape_key_feeding_the_pins(addon, tmp
     assert lift.value == pytest.approx(1.0) and live[collar, 2].min() > 2.99  # the collar rose with the key
     scene.frame_set(1)
     assert cape.data.shape_keys.key_blocks.keys() == ["Basis", "Lift"] and not lift.mute
+
+
+def test_a_solid_weighted_to_a_bone_follows_the_rig(addon, tmp_path):
+    scene, cape, rig = rig_scene(tmp_path, frames=25)
+    bpy.data.objects.remove(cape)
+    bpy.ops.mesh.primitive_ico_sphere_add(subdivisions=1, radius=0.3, location=(0.0, 0.0, 1.5))
+    ball = bpy.context.object
+    ball.name = "Ball"
+    top = [v.index for v in ball.data.vertices if v.co.z > 0.25]
+    ball.vertex_groups.new(name="Collar").add(top, 1.0, "REPLACE")
+    ball.modifiers.new("Armature", "ARMATURE").object = rig
+    ball.softsim.role, ball.softsim.solver, ball.softsim.pin_group = "SOLID", "XPBD", "Collar"
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    frames, _, _ = read_pc2(cache_file(ball))
+    rigged = rigged_positions(ball, 25)
+    assert frames.shape[1] == len(rigged) == len(ball.data.vertices)
+    group = ball.vertex_groups["Collar"].index
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    ball.modifiers["SoftSim Cache"].show_viewport = False
+    mesh = ball.evaluated_get(depsgraph).to_mesh()
+    pinned = [v.index for v in mesh.vertices if any(g.group == group and g.weight >= 0.5 for g in v.groups)]
+    ball.evaluated_get(depsgraph).to_mesh_clear()
+    ball.modifiers["SoftSim Cache"].show_viewport = True
+    assert pinned == top
+    assert rigged[pinned, 0].mean() > 0.99  # the rig moved the pinned top 1 m
+    assert np.abs(evaluated_positions(ball, 25)[pinned] - rigged[pinned]).max() <= 1e-3
