@@ -12,7 +12,7 @@ from bpy.props import BoolProperty
 
 from .. import solvers
 from ..solvers.frame import StepNotConverged
-from . import live
+from . import body_input, live
 from .bridge import BODY_ROLES, InputError, scene_colliders, takes_part
 from .output import (OutputError, StagedCache, StagedShapeKeys, check_cache_writable, check_modifier_name, check_shape_key_bake,
                      check_shape_keys_editable, free_bake, has_our_keys, release_bakes, remove_created_folders, remove_live)
@@ -72,6 +72,9 @@ class BakeJob:
                     if obj.mode == "EDIT" and has_our_keys(obj):  # the new bake would remove them
                         check_shape_keys_editable(obj, "bake")
                 else:
+                    refused = body_input.check_shape_key_input(obj)
+                    if refused:
+                        raise InputError(refused)
                     check_shape_key_bake(obj, self.frame_start, self.frame_end)
                 if obj.mode == "EDIT":
                     obj.update_from_editmode()  # bake the mesh as it is now, edits included

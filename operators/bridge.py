@@ -10,6 +10,7 @@ import numpy as np
 from .. import solvers
 from ..solvers.config import DEFAULTS
 from ..solvers.registry import REGISTRY
+from . import body_input
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,8 @@ class BodyInput:
     """(q, 4) int64: the mesh's quads, corners in loop order (both splits matter to self-collision)."""
     pinned: np.ndarray
     """(n,) bool: vertices in the pin group with weight >= 0.5."""
+    evaluated: bool = False
+    """Read from the evaluated mesh (something above Soft Sim's place feeds it): its pins follow that mesh."""
 
 
 def matrix_to_numpy(matrix) -> np.ndarray:
@@ -187,22 +190,45 @@ def read_mesh_positions(mesh) -> np.ndarray:
     return buf.reshape(-1, 3).astype(np.float64)
 
 
-def pin_mask(obj, group_name: str) -> np.ndarray:
-    """(n,) bool of vertices with weight >= 0.5 in the vertex group ``group_name``; all False if no group named."""
-    n = len(obj.data.vertices)
-    mask = np.zeros(n, bool)
-    if not group_name:
-        return mask
-    group = obj.vertex_groups.get(group_name)
-    if group is None:
-        raise InputError(f"'{obj.name}': the pin group '{group_name}' does not exist; pick one of its vertex groups or clear Pin Group")
-    index = group.index
+def _group_mask(mesh, index: int) -> np.ndarray:
+    """(n,) bool of ``mesh``'s vertices with weight >= 0.5 in the vertex group of index ``index``."""
+    mask = np.zeros(len(mesh.vertices), bool)
     # One-time read at model build (not per frame): Blender offers no vectorized vertex-group access.
-    for v in obj.data.vertices:
+    for v in mesh.vertices:
         for g in v.groups:
             if g.group == index and g.weight >= 0.5:
                 mask[v.index] = True
     return mask
+
+
+def pin_mask(obj, group_name: str, evaluated=None, mesh=None) -> np.ndarray:
+    """(n,) bool of vertices with weight >= 0.5 in the vertex group ``group_name``; all False if no group named.
+
+    ``evaluated``, ``mesh``: the evaluated object and its mesh when the body reads its evaluated mesh
+    (``body_input``): the weights are then the evaluated mesh's (modifiers that keep or interpolate vertex groups,
+    Armature, Subdivision, Mirror..., carry them), or the original mesh's when a modifier dropped them but kept the
+    vertex count; raises InputError if the group is lost (dropped, with another vertex count).
+    """
+    mesh = obj.data if mesh is None else mesh
+    if not group_name:
+        return np.zeros(len(mesh.vertices), bool)
+    group = obj.vertex_groups.get(group_name)
+    if group is None:
+        raise InputError(f"'{obj.name}': the pin group '{group_name}' does not exist; pick one of its vertex groups or clear Pin Group")
+    if evaluated is None:
+        return _group_mask(mesh, group.index)
+    own = evaluated.vertex_groups.get(group_name)
+    mask = _group_mask(mesh, own.index) if own is not None else np.zeros(len(mesh.vertices), bool)
+    if mask.any():
+        return mask
+    original = _group_mask(obj.data, group.index)
+    if not original.any():
+        return mask  # an empty group pins nothing, evaluated or not
+    if len(obj.data.vertices) == len(mesh.vertices):
+        return original
+    raise InputError(f"'{obj.name}': the pin group '{group_name}' is lost by the modifiers above Soft Sim's place in the stack "
+                     f"(its evaluated mesh has {len(mesh.vertices)} vertices, none in '{group_name}'): use modifiers that keep "
+                     "vertex groups above it, move the 'SoftSim Cache' modifier above the one that drops them, or clear Pin Group")
 
 
 def read_quads(mesh) -> np.ndarray:
@@ -240,15 +266,33 @@ def read_triangles(mesh, world_positions, quads=None) -> np.ndarray:
     return np.concatenate([tris[sizes[owner] != 4], split.reshape(-1, 3)])
 
 
-def read_body(obj, matrix_world) -> BodyInput:
-    """Read ``obj``'s original mesh (no modifiers, no shape keys applied) as a BodyInput; raise InputError."""
+def read_body(obj, matrix_world, depsgraph=None) -> BodyInput:
+    """Read ``obj``'s mesh as Soft Sim simulates it (``body_input``) as a BodyInput; raise InputError.
+
+    With ``depsgraph`` (the view layer's, at the current frame) a body fed by modifiers or shape keys above Soft
+    Sim's place reads its evaluated mesh; without one (panels drawing, which must not change flags), or when nothing
+    feeds it, its original mesh.
+    """
     if obj.type != "MESH":
         raise InputError(f"'{obj.name}' is a {obj.type.lower()}, not a mesh: Cloth and Solid need a mesh object (convert it, or set Role to None)")
-    mesh = obj.data
+    if depsgraph is None or not body_input.is_fed(obj):
+        return _body_from_mesh(obj, obj.data, matrix_world, lambda: pin_mask(obj, obj.softsim.pin_group), False)
+    fed_by = body_input.what_feeds(obj)
+    with body_input.evaluated_input(obj, depsgraph) as evaluated:
+        mesh = evaluated.to_mesh()
+        try:
+            return _body_from_mesh(obj, mesh, matrix_world, lambda: pin_mask(obj, obj.softsim.pin_group, evaluated, mesh), True, fed_by)
+        finally:
+            evaluated.to_mesh_clear()
+
+
+def _body_from_mesh(obj, mesh, matrix_world, pinned, evaluated: bool, fed_by: str = "") -> BodyInput:
+    """BodyInput of ``mesh`` (``obj``'s own or its evaluated one); ``pinned``: the pin mask, or a function making it."""
+    where = f" as {fed_by} above Soft Sim's place in the stack make{'s' if ',' not in fed_by else ''} it" if evaluated else ""
     if len(mesh.vertices) == 0:
-        raise InputError(f"'{obj.name}' has no vertices")
+        raise InputError(f"'{obj.name}' has no vertices{where}")
     if len(mesh.edges) == 0:
-        raise InputError(f"'{obj.name}' has no edges, so nothing holds its vertices together: add edges or faces")
+        raise InputError(f"'{obj.name}' has no edges{where}, so nothing holds its vertices together: add edges or faces")
     local = read_mesh_positions(mesh)
     edges = np.empty(len(mesh.edges) * 2, np.int32)
     mesh.edges.foreach_get("vertices", edges)
@@ -261,8 +305,16 @@ def read_body(obj, matrix_world) -> BodyInput:
         edges=edges.reshape(-1, 2).astype(np.int64),
         triangles=read_triangles(mesh, world, quads),
         quads=quads,
-        pinned=pin_mask(obj, obj.softsim.pin_group),
+        pinned=pinned() if callable(pinned) else pinned,
+        evaluated=evaluated,
     )
+
+
+def read_input_positions(obj, depsgraph) -> np.ndarray:
+    """Object-space positions (n, 3) float64 of the evaluated mesh a fed body simulates (``body_input``), at the
+    depsgraph's frame: where its pinned vertices go."""
+    with body_input.evaluated_input(obj, depsgraph) as evaluated:
+        return read_mesh_positions(evaluated.data)
 
 
 MAX_SUBSTEPS = 1000

@@ -7,6 +7,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .. import solvers
+from . import body_input
 from .bridge import BODY_ROLES, InputError, scene_colliders, takes_part
 from .output import remove_live, show_live
 from .simulation import BodyRun
@@ -14,9 +15,21 @@ from .simulation import BodyRun
 
 class LiveRun:
     def __init__(self, obj, scene, depsgraph, frame: int):
+        check_live_display(obj)
         self.body = BodyRun(obj, scene, depsgraph)
         self.frames = {frame: self.body.rest_local()}
         self.last_frame = frame
+
+
+def check_live_display(obj) -> None:
+    """Raise InputError if live playback cannot show ``obj``'s simulation: it shows it as a shape key, and shape keys
+    come before every modifier, so enabled modifiers above Soft Sim's place (an Armature...) would move the
+    simulated result a second time. Such a body reads its evaluated mesh as a bake does; a PC2 bake shows it."""
+    fed_by = body_input.feeding_modifiers(obj)
+    if fed_by:
+        names = ", ".join(f"'{m.name}'" for m in fed_by)
+        raise InputError(f"'{obj.name}': live playback shows a simulation as a shape key, which the modifier{'s' if len(fed_by) > 1 else ''} "
+                         f"{names} above Soft Sim would move again: bake it (Output PC2 Cache) to see it")
 
 
 _runs = {}  # (scene name, object name) -> LiveRun; never holds bpy objects
@@ -75,7 +88,7 @@ def _update_body(obj, scene, depsgraph, frame: int, colliders) -> None:
         show_live(obj, run.frames[frame])
     elif frame == run.last_frame + 1:
         try:
-            positions = run.body.advance(obj, depsgraph, colliders)
+            positions = run.body.advance(obj, depsgraph, colliders, frame)
         except solvers.SimulationDiverged as error:
             raise InputError(f"{error}. {run.body.stability_advice(error)}") from error
         run.frames[frame] = positions

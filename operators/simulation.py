@@ -9,28 +9,31 @@ from ..solvers.registry import REGISTRY
 from . import solid
 from .advice import explicit_stability_message
 from .bridge import (InputError, check_settings, check_transform, config_from_settings, frame_duration, identity_mapping, make_body_solver,
-                     matrix_to_numpy, read_body, transform_points, world_matrix, world_to_local)
+                     matrix_to_numpy, read_body, read_input_positions, transform_points, world_matrix, world_to_local)
 
 
-def build_body(obj, matrix_world, scene):
-    """(Model, BodyInput, to_mesh) for a CLOTH or SOLID object at its current transform; raises InputError.
+def build_body(obj, matrix_world, scene, depsgraph=None):
+    """(Model, BodyInput, to_mesh, mesh_particles) for a CLOTH or SOLID object at its current transform; raises
+    InputError. ``depsgraph``: read the mesh as Soft Sim's place in the stack makes it (``bridge.read_body``).
 
     ``to_mesh`` maps simulated particle positions (particle_count, 3) to the mesh's own vertices
-    (vertex_count, 3), both world space: the identity for cloth, tet embedding for solids.
+    (vertex_count, 3), both world space: the identity for cloth, tet embedding for solids. The first
+    ``mesh_particles`` particles are the mesh's first vertices, in order (all of them for cloth, the surface
+    vertices the tetrahedralizer kept for a solid, none for an embedded cage).
     """
     check_settings(obj.softsim)  # before the mesh is read or tetrahedralized
     check_transform(obj.name, matrix_world)
-    body = read_body(obj, matrix_world)
+    body = read_body(obj, matrix_world, depsgraph)
     role = obj.softsim.role
     try:
         if role == "CLOTH":
             model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned,
                                         total_mass=obj.softsim.mass, mass_distribution=obj.softsim.mass_distribution,
                                         quads=body.quads)
-            return model, body, identity_mapping
+            return model, body, identity_mapping, len(body.world_positions)
         if role == "SOLID":
-            model, to_mesh = solid.build_solid(obj, body, obj.softsim)
-            return model, body, to_mesh
+            model, to_mesh, surface_count = solid.build_solid(obj, body, obj.softsim)
+            return model, body, to_mesh, surface_count
         raise InputError(f"'{obj.name}': role {role!r} is not a body; use Cloth or Solid")
     except solvers.ModelError as error:
         raise InputError(f"'{obj.name}': {error}") from error
@@ -46,7 +49,7 @@ class BodyRun:
     def __init__(self, obj, scene, depsgraph):
         self.name = obj.name
         matrix = world_matrix(obj, depsgraph)
-        self.model, body, self.to_mesh = build_body(obj, matrix, scene)
+        self.model, body, self.to_mesh, self.mesh_particles = build_body(obj, matrix, scene, depsgraph)
         self.solver = make_body_solver(obj, self.model, scene)
         self.state = solvers.State.at_rest(self.model)
         self.local_rest = body.local_positions
@@ -54,6 +57,9 @@ class BodyRun:
         # particles) follow the object's animated transform.
         self.particle_local_rest = world_to_local(matrix, self.model.rest_positions)
         self.has_pins = bool(self.model.pinned.any())
+        # A body fed by modifiers or shape keys above Soft Sim (an Armature...) reads its evaluated mesh every
+        # frame: pinned mesh vertices go where that mesh puts them, and a change of its vertex count stops the run.
+        self.evaluated = body.evaluated
         self.frame_dt = frame_duration(scene)
         self.stats = solvers.measure_stats(self.model, self.state.x)
 
@@ -65,10 +71,25 @@ class BodyRun:
         return self.compute(self.prepare(obj, depsgraph, frame), colliders)
 
     def prepare(self, obj, depsgraph, frame=None):
-        """What a frame needs from Blender (the object's transform at the frame's end), read on the main thread."""
+        """What a frame needs from Blender, read on the main thread: the object's transform at the frame's end and
+        the pin targets, world space (particle_count, 3) or None: the particles' rest positions carried by the
+        transform, and for a fed body the mesh vertices' evaluated positions (``bridge.read_input_positions``)."""
         matrix = world_matrix(obj, depsgraph)
         check_transform(self.name, matrix, frame)
-        targets = transform_points(matrix, self.particle_local_rest) if self.has_pins else None
+        mesh_local = None
+        if self.evaluated:
+            mesh_local = read_input_positions(obj, depsgraph)
+            if len(mesh_local) != len(self.local_rest):
+                when = f" at frame {frame}" if frame is not None else ""
+                raise InputError(f"'{self.name}': the modifiers above Soft Sim's place in the stack changed its vertex count{when} "
+                                 f"({len(self.local_rest)} at the start, {len(mesh_local)} now), and a simulation keeps its vertices: "
+                                 "keep the modifiers above the 'SoftSim Cache' modifier from changing the vertex count over the frames")
+        targets = None
+        if self.has_pins:
+            targets = transform_points(matrix, self.particle_local_rest)
+            if mesh_local is not None:
+                k = self.mesh_particles
+                targets[:k] = transform_points(matrix, mesh_local[:k])
         return matrix, targets
 
     def compute(self, prepared, colliders) -> np.ndarray:
@@ -128,7 +149,7 @@ def explicit_stability_estimate(obj, scene):
         if s.role == "SOLID" and not solid.has_tet_mesh(obj, matrix_to_numpy(obj.matrix_world)):
             return None
         try:
-            model, _, _ = build_body(obj, matrix_to_numpy(obj.matrix_world), scene)
+            model, _, _, _ = build_body(obj, matrix_to_numpy(obj.matrix_world), scene)
         except InputError:
             return None
         if len(_estimates) > 64:

@@ -109,10 +109,11 @@ def mesh_mapping(tet):
 
 
 def build_solid(obj, body, settings):
-    """(Model, to_mesh) for an object with role SOLID; raises InputError naming the object.
+    """(Model, to_mesh, surface_count) for an object with role SOLID; raises InputError naming the object.
 
     body: bridge.BodyInput read at the current transform, settings: ``obj.softsim``. The model's
-    particles are the tet vertices in world space; ``to_mesh`` maps them to the mesh's vertices.
+    particles are the tet vertices in world space; ``to_mesh`` maps them to the mesh's vertices; the first
+    ``surface_count`` particles are the mesh's first vertices (0 for a cage).
     Mass (``settings.mass``) is lumped by tet volume (a cage: by the share of the mesh's own volume each cage vertex
     carries, ``TetMesh.mass_weights``), or spread evenly with Mass Distribution Uniform.
     """
@@ -122,7 +123,7 @@ def build_solid(obj, body, settings):
                                     mass_distribution=settings.mass_distribution, mass_weights=tet.mass_weights)
     except solvers.ModelError as error:
         raise InputError(f"'{obj.name}': {error}") from error
-    return model, mesh_mapping(tet)
+    return model, mesh_mapping(tet), tet.surface_count
 
 
 def figures(tet, body) -> dict:

@@ -98,8 +98,9 @@ class SOFTSIM_OT_tetrahedralize(bpy.types.Operator):
                 raise InputError("no active object: select the Solid to tetrahedralize")
             if obj.softsim.role != "SOLID":
                 raise InputError(f"'{obj.name}' has role {obj.softsim.role.title()}: set Role to Solid to tetrahedralize it")
-            matrix = matrix_to_numpy(obj.evaluated_get(context.evaluated_depsgraph_get()).matrix_world)
-            body = read_body(obj, matrix)
+            depsgraph = context.evaluated_depsgraph_get()
+            matrix = matrix_to_numpy(obj.evaluated_get(depsgraph).matrix_world)
+            body = read_body(obj, matrix, depsgraph)  # the mesh a bake tetrahedralizes: the tet mesh is cached for it
             tet = tet_mesh_for(obj, body, obj.softsim)
         except InputError as error:
             self.report({"ERROR"}, str(error))

@@ -259,17 +259,6 @@ class CacheRelease:
         self.moved = []
 
 
-def _move_first(obj, modifier) -> None:
-    index = list(obj.modifiers).index(modifier)
-    if index == 0:
-        return
-    if hasattr(obj.modifiers, "move"):  # Blender 4.3+
-        obj.modifiers.move(index, 0)
-    else:
-        with bpy.context.temp_override(object=obj):
-            bpy.ops.object.modifier_move_to_index(modifier=modifier.name, index=0)
-
-
 def detach_cache(obj) -> None:
     """Remove the bake's Mesh Cache modifier and its bookkeeping (its file was released before)."""
     modifier = our_cache_modifier(obj)

@@ -11,7 +11,7 @@ import numpy as np
 from ...solvers.cache import write_pc2
 from .. import trash
 from .names import CACHE_MODIFIER, STAGED_KEY_PREFIX, OutputError, bake_key_name
-from .pc2_cache import (CacheRelease, _blend_relative, _move_first, _same_file, _strerror, _written_here, blend_identity,
+from .pc2_cache import (CacheRelease, _blend_relative, _same_file, _strerror, _written_here, blend_identity,
                         cache_file_name, cache_file_of, cache_folder, check_modifier_name, detach_cache, new_cache_token,
                         other_users, our_cache_modifier, plain_file_mode)
 from .shape_keys import (_ensure_basis, _mute_user_keys, _set_key_positions, check_shape_key_bake, remove_live,
@@ -176,6 +176,8 @@ class StagedCache:
         remove_shape_key_bake(obj)
         modifier = our_cache_modifier(obj)
         if modifier is None:
+            # At the end of the stack, after the modifiers the bake read its input through (body_input); a modifier
+            # already there keeps its index, wherever the user moved it.
             modifier = obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
         modifier.cache_format = "PC2"
         modifier.filepath = _blend_relative(self.path)
@@ -187,7 +189,6 @@ class StagedCache:
         modifier.up_axis = "POS_Z"
         modifier.frame_start = float(self.frame_start)
         modifier.frame_scale = 1.0
-        _move_first(obj, modifier)
         obj.softsim.cache_token = self.token
         obj.softsim.cache_file = os.path.basename(self.path)
         obj.softsim.cache_blend = blend_identity()
