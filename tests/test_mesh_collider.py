@@ -55,7 +55,7 @@ def test_contact_keeps_the_side_a_point_came_from():
     np.testing.assert_allclose(d[0], -0.11, atol=1e-12)
 
 
-@pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE", "IMPLICIT_EULER"])
+@pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE", "IMPLICIT_EULER", "NEWTON"])
 def test_a_cloth_dropped_on_a_box_rests_on_it_with_no_corner_or_edge_through_it(solver):
     """A 2.6 m cloth (21 x 21) dropped 0.4 m onto a 2 x 2 x 0.5 m box on a ground: nothing inside the box, no box edge
     through the cloth at any frame, and its centre rests on the top within thickness + 5 cm."""
@@ -79,7 +79,7 @@ def test_a_cloth_dropped_on_a_box_rests_on_it_with_no_corner_or_edge_through_it(
     assert 0.5 <= centre[2] < 0.5 + 0.01 + 0.05, f"the centre rests at z = {centre[2]:.3f} m"
 
 
-@pytest.mark.parametrize("solver", ["XPBD"])
+@pytest.mark.parametrize("solver", ["XPBD", "NEWTON"])
 def test_a_box_moving_through_a_curtain_pushes_it_with_no_corner_or_edge_through_it(solver):
     """A 0.6 m box mesh animated at 2 m/s through a 2 x 2 m curtain (21 x 21) pinned along its top: the curtain is
     pushed at least 0.5 m, no vertex gets inside the box and no box edge through the curtain at any frame."""

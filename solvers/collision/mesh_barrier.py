@@ -120,7 +120,7 @@ class MeshContactBarrier(Energy):
         g = np.zeros_like(x)
         for stencil, d, grad, _ in self._terms(x):
             first = barrier_terms(np.maximum(d, 1e-300), self.d_hat, self.kappa)[1]
-            g += scatter(stencil, (first[:, None] * grad).reshape(len(d), -1, 3), len(x))
+            g += scatter(stencil, (first[:, None] * grad).reshape(len(d), stencil.shape[1], 3), len(x))
         return g
 
     def hessian(self, x, project=True):
