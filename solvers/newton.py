@@ -223,7 +223,7 @@ class NewtonSolver(Solver):
         ends = [c.at_fraction(1.0) for c in colliders]
         _move_out_of_colliders(x, self.free, colliders)
         if len(self.face_triangles):
-            for collider in ends:
+            for collider in colliders:  # moving: a face is put back on the side the collider came from
                 collider.move_faces_out(x, self.model.inv_mass, self.face_triangles, barrier_reach(collider))
         x_start = x.copy()
         x_tilde = x + dt * v

@@ -18,6 +18,8 @@ from scipy.spatial import cKDTree
 
 from ..energies.base import BlockHessian, Energy, element_stencil, scatter
 from .barrier import CCD_SAFETY, barrier_terms
+from .ccd import edge_edge_ccd, point_triangle_ccd
+from .primitives import edge_edge_distance_squared, point_triangle_distance, point_triangle_distance_squared, segment_distance
 
 
 def _pairs_within(points_a, radius_a, points_b, radius_b, reach):
@@ -58,9 +60,7 @@ class MeshContactBarrier(Energy):
     coupled = True
 
     def __init__(self, collider, triangles, edges, kappa: float, d_hat: float):
-        from .primitives import edge_edge_distance_squared, point_triangle_distance_squared
-
-        self._pt, self._ee = point_triangle_distance_squared, edge_edge_distance_squared
+        self._pt, self._ee = point_triangle_distance_squared, edge_edge_distance_squared  # with derivatives
         self.collider = collider
         self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
         self.edges = np.asarray(edges, np.int64).reshape(-1, 2)
@@ -68,6 +68,7 @@ class MeshContactBarrier(Energy):
         self.d_hat = float(d_hat)
         self.corners = np.unique(collider.triangles)
         self.collider_edges = collider.shared.edges
+        self._cached = None
 
     # ------------------------------------------------------------------ the contact set
 
@@ -83,34 +84,47 @@ class MeshContactBarrier(Energy):
         ee = _pairs_within(mine_centre, mine_radius, edge_centre, edge_radius, reach)
         return pt, ee
 
-    def _terms(self, x):
-        """Per pair: (body particles (k, s), distance d (k,), gradient of d over the body's coordinates (k, 3s),
-        Hessian of d over them (k, 3s, 3s)) for the point-triangle (s = 3) and edge-edge (s = 2) pairs within d_hat."""
+    def _near(self, x):
+        """The pairs closer than d_hat at x: ((collider corner (k,), body triangle (k,)) and (collider edge (m,),
+        body edge (m,))), filtered on the exact distance (no derivatives), with their distances."""
         (ci, ti), (ei, bi) = self._contacts(x, self.d_hat)
         c = self.collider.vertices
-        out = []
+        tri = self.triangles[ti]
+        d_pt, _ = point_triangle_distance(c[self.corners[ci]], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]])
+        mine, body = self.collider_edges[ei], self.edges[bi]
+        d_ee, _ = segment_distance(c[mine[:, 0]], c[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])
+        pt, ee = d_pt < self.d_hat, d_ee < self.d_hat
+        return (ci[pt], ti[pt], d_pt[pt]), (ei[ee], bi[ee], d_ee[ee])
+
+    def _terms(self, x):
+        """Per pair: (body particles (k, s), distance d (k,), gradient of d over the body's coordinates (k, 3s),
+        Hessian of d over them (k, 3s, 3s)) for the point-triangle (s = 3) and edge-edge (s = 2) pairs within d_hat.
+        Kept for the last x (NEWTON asks for the gradient and the Hessian at the same iterate)."""
+        if self._cached is not None and np.array_equal(self._cached[0], x):
+            return self._cached[1]
+        (ci, ti, _), (ei, bi, _) = self._near(x)
+        c = self.collider.vertices
         tri = self.triangles[ti]
         D, g, H = self._pt(c[self.corners[ci]], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]])
-        out.append((tri, D, g[:, 3:], H[:, 3:, 3:]))
+        pairs = [(tri, D, g[:, 3:], H[:, 3:, 3:])]
         mine, body = self.collider_edges[ei], self.edges[bi]
         D, g, H = self._ee(c[mine[:, 0]], c[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])
-        out.append((body, D, g[:, 6:], H[:, 6:, 6:]))
+        pairs.append((body, D, g[:, 6:], H[:, 6:, 6:]))
         result = []
-        for stencil, D, g, H in out:
+        for stencil, D, g, H in pairs:
             d = np.sqrt(np.maximum(D, 0.0))
-            near = d < self.d_hat
-            d, g, H, stencil = d[near], g[near], H[near], stencil[near]
             safe = np.maximum(d, 1e-300)
             grad = g / (2.0 * safe)[:, None]
             hess = H / (2.0 * safe)[:, None, None] - g[:, :, None] * g[:, None, :] / (4.0 * safe**3)[:, None, None]
             result.append((stencil, d, grad, hess))
+        self._cached = (x.copy(), result)
         return result
 
     # ------------------------------------------------------------------ energy
 
     def value(self, x):
         total = 0.0
-        for _, d, _, _ in self._terms(x):
+        for _, _, d in self._near(x):
             if np.any(d <= 0.0):
                 return float("inf")
             total += float(np.sum(barrier_terms(d, self.d_hat, self.kappa)[0]))
@@ -142,8 +156,6 @@ class MeshContactBarrier(Energy):
     def max_step(self, x, dx):
         """Largest alpha <= 1 with every corner-triangle and edge-edge pair kept at (1 - CCD_SAFETY) of its start
         distance at least (the collider stands still within NEWTON's step)."""
-        from .ccd import edge_edge_ccd, point_triangle_ccd
-
         move = float(np.sqrt(np.einsum("ij,ij->i", dx, dx).max())) if len(dx) else 0.0
         (ci, ti), (ei, bi) = self._contacts(x, move)
         c = self.collider.vertices

@@ -25,8 +25,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .ccd import point_triangle_ccd
 from .colliders import Collider
 from .crossings import triangle_edges
+from .mesh_barrier import MeshContactBarrier
 from .primitives import _cross, closest_points_segments, point_triangle_closest
 
 SEARCH_MARGIN = 0.25
@@ -208,8 +210,6 @@ class MeshCollider(Collider):
     def time_of_impact(self, x, dx):
         """First s >= 0 (inf: none within the step, s <= 1) at which x + s dx comes within thickness of a triangle
         moving from ``start`` to here (``ccd.point_triangle_ccd`` on candidate pairs)."""
-        from .ccd import point_triangle_ccd
-
         toi = np.full(len(x), np.inf)
         start = self if self.start is None else self.start
         if len(x) == 0 or len(self.triangles) == 0:
@@ -233,12 +233,11 @@ class MeshCollider(Collider):
         return edges
 
     def face_barrier(self, triangles, kappa, d_hat):
-        from .mesh_barrier import MeshContactBarrier
-
         return MeshContactBarrier(self, triangles, self._body_edges(triangles), kappa, d_hat)
 
     def move_faces_out(self, x, inv_mass, triangles, reach):
-        replace(self, thickness=0.5 * reach, friction=0.0, start=None).resolve_faces(x, x, inv_mass, triangles, passes=8)
+        # The side of each pair is read at the collider's start pose with the body held still (x_prev = x).
+        replace(self, thickness=0.5 * reach, friction=0.0).resolve_faces(x, x, inv_mass, triangles, passes=8)
 
     def resolve_faces(self, x, x_prev, inv_mass, triangles, passes=None) -> int:
         """Push a body's triangles (t, 3) off the collider's corners and its edges off the collider's edges, in place

@@ -262,7 +262,7 @@ def _dispatch(x, types, coeff_table):
         jac = np.kron(c, np.eye(3))  # (3m, 12)
         d2[rows] = f
         grad[rows] = g @ jac
-        hess[rows] = np.einsum("ai,kab,bj->kij", jac, h, jac)
+        hess[rows] = jac.T @ (h @ jac)  # batched matmul: einsum's three-operand contraction is ~50x slower here
     return d2, grad, hess
 
 
