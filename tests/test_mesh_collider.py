@@ -108,3 +108,20 @@ def test_a_box_moving_through_a_curtain_pushes_it_with_no_corner_or_edge_through
         cuts = segments_cross_triangles(P[i], Q[i], x[t[j, 0]], x[t[j, 1]], x[t[j, 2]])
         assert not cuts.any(), f"frame {frame}: {int(cuts.sum())} box edge/curtain triangle crossings"
     assert state.x[:, 1].max() > 0.5, f"the curtain was pushed only to y = {state.x[:, 1].max():.2f} m"
+
+
+@pytest.mark.parametrize("friction", [0.0, 0.5])
+def test_friction_holds_a_cloth_edge_sliding_along_the_rim_of_a_box(friction):
+    """A cloth edge pressed 5 mm into a box's top rim (thickness 10 mm) while sliding 10 mm along it: the edge push
+    takes off up to friction * depth of the slip (as the sphere's face push does), none without friction."""
+    vertices, triangles = box()
+    collider = MeshCollider(vertices, triangles, thickness=0.01, friction=friction)
+    x = np.array([[0.0, 0.95, 0.505], [0.0, 1.05, 0.505], [0.1, 0.9, 0.6]])  # the first edge crosses the rim y = 1
+    x_prev = x - [0.01, 0.0, 0.0]
+    moved = x.copy()
+    collider.resolve_faces(moved, x_prev, np.ones(3), np.array([[0, 1, 2]]), passes=1)
+    slide = moved[:2, 0].mean() - x_prev[:2, 0].mean()
+    lift = moved[:2, 2].mean() - x[:2, 2].mean()
+    assert lift > 0.004  # pushed up off the rim
+    np.testing.assert_allclose(slide, 0.01 - min(0.01, friction * 0.005), atol=5e-4)
+

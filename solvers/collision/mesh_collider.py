@@ -283,7 +283,8 @@ class MeshCollider(Collider):
         pa, pb, pc = x_prev[tri[:, 0]], x_prev[tri[:, 1]], x_prev[tri[:, 2]]
         q_prev = bary[:, :1] * pa + bary[:, 1:2] * pb + bary[:, 2:] * pc
         n_prev = _cross(pb - pa, pc - pa)
-        side = np.where(_dot(start.vertices[corners][ci] - q_prev, n_prev) < 0.0, -1.0, 1.0)
+        corner_start = start.vertices[corners][ci]
+        side = np.where(_dot(corner_start - q_prev, n_prev) < 0.0, -1.0, 1.0)
         facing = side[:, None] * normal
         r = p - q
         dist = np.sqrt(_dot(r, r))
@@ -292,7 +293,7 @@ class MeshCollider(Collider):
         gap = np.where(interior, _dot(r, facing), dist)
         direction = np.where(interior[:, None], -facing, -r / np.maximum(dist, 1e-300)[:, None])
         depth = np.where(interior | (_dot(r, facing) >= 0.0), self.thickness - gap, 0.0)
-        return self._apply(x, inv_mass, tri, bary, direction, depth)
+        return self._apply(x, inv_mass, tri, bary, direction, depth, (q - q_prev) - (p - corner_start))
 
     def _push_edges(self, x, x_prev, inv_mass, edges, start):
         mine = self.shared.edges
@@ -329,12 +330,14 @@ class MeshCollider(Collider):
         body_point = a + t[:, None] * (b - a)
         gap = side * _dot(collider_point - body_point, normal)
         weights = np.stack([1.0 - t, t], axis=1)
-        return self._apply(x, inv_mass, body, weights, -(side[:, None] * normal), self.thickness - gap)
+        slip = (body_point - (pa + t[:, None] * (pb - pa))) - (collider_point - (sp + s[:, None] * (sq - sp)))
+        return self._apply(x, inv_mass, body, weights, -(side[:, None] * normal), self.thickness - gap, slip)
 
-    @staticmethod
-    def _apply(x, inv_mass, stencil, weights, direction, depth):
-        """Move the body points sum_k weights_k x_stencil_k of the pairs with depth > 0 by depth along direction
-        (mass-weighted over the stencil, Jacobi mean per particle); returns the pairs moved."""
+    def _apply(self, x, inv_mass, stencil, weights, direction, depth, slip):
+        """Move the body points sum_k weights_k x_stencil_k of the pairs with depth > 0 by depth [m] along direction,
+        less the friction on their slip (k, 3) [m] (the body point's motion over the step relative to the collider's
+        point): its part across direction is taken off up to ``friction * depth``, as ``faces.py`` does for spheres.
+        Mass-weighted over the stencil, Jacobi mean per particle, in place on x; returns the pairs moved."""
         hit = depth > 0.0
         w = inv_mass[stencil] * weights
         norm = np.einsum("kj,kj->k", weights, w)
@@ -342,9 +345,14 @@ class MeshCollider(Collider):
         if not hit.any():
             return 0
         stencil, w, norm, direction, depth = stencil[hit], w[hit], norm[hit], direction[hit], depth[hit]
+        delta = depth[:, None] * direction
+        if self.friction > 0.0:
+            across = slip[hit] - _dot(slip[hit], direction)[:, None] * direction
+            slide = np.sqrt(_dot(across, across))
+            delta -= np.minimum(1.0, self.friction * depth / np.maximum(slide, 1e-15))[:, None] * across
         coef = w / norm[:, None]  # (k, s)
         flat = stencil.ravel()
         count = np.maximum(np.bincount(flat, (coef > 0.0).ravel(), minlength=len(x)), 1.0)
         for axis in range(3):
-            x[:, axis] += np.bincount(flat, (coef * (depth * direction[:, axis])[:, None]).ravel(), minlength=len(x)) / count
+            x[:, axis] += np.bincount(flat, (coef * delta[:, axis, None]).ravel(), minlength=len(x)) / count
         return int(len(depth))
