@@ -125,3 +125,30 @@ def test_friction_holds_a_cloth_edge_sliding_along_the_rim_of_a_box(friction):
     assert lift > 0.004  # pushed up off the rim
     np.testing.assert_allclose(slide, 0.01 - min(0.01, friction * 0.005), atol=5e-4)
 
+
+
+def test_the_broad_phase_finds_every_triangle_and_edge_within_reach_of_large_faces():
+    """The k-d tree joins over the pieces of large triangles and edges (``samples.Samples``) miss no pair that a brute
+    force over all pairs finds within reach: 2 m faces, points and body edges up to 0.5 m away."""
+    from solvers.collision.primitives import point_triangle_distance, segment_distance
+
+    vertices, triangles = box()
+    collider = MeshCollider(vertices, triangles, thickness=0.01)
+    assert collider.shared.triangle_pieces.divisions.max() > 1  # the faces were cut
+    rng = np.random.default_rng(0)
+    x = rng.uniform([-1.5, -1.5, -0.5], [1.5, 1.5, 1.0], size=(2000, 3))
+    reach = rng.uniform(0.0, 0.5, len(x))
+    rows, tris = collider._pairs(x, reach)
+    p, t = np.repeat(np.arange(len(x)), len(triangles)), np.tile(np.arange(len(triangles)), len(x))
+    d, _ = point_triangle_distance(x[p], *(vertices[triangles[t, k]] for k in range(3)))
+    within = d <= reach[p]
+    assert set(zip(p[within], t[within])) <= set(zip(rows, tris))
+
+    edges = np.stack([np.arange(0, 2000, 2), np.arange(1, 2000, 2)], axis=1)
+    x[edges[:, 1]] = x[edges[:, 0]] + rng.normal(0.0, 0.05, (len(edges), 3))
+    mine, body = collider.edge_pairs(x, edges, 0.1)
+    box_edges = collider.shared.edges
+    a, b = np.repeat(np.arange(len(box_edges)), len(edges)), np.tile(np.arange(len(edges)), len(box_edges))
+    d, _ = segment_distance(vertices[box_edges[a, 0]], vertices[box_edges[a, 1]], x[edges[b, 0]], x[edges[b, 1]])
+    assert (d <= 0.1).sum() > 10
+    assert set(zip(a[d <= 0.1], b[d <= 0.1])) <= set(zip(mine, body))

@@ -6,8 +6,7 @@ any collider (the ``Collider`` base class; no solver tests a collider's type):
 - ``distance(x, pad2)`` and ``distance_and_normal(x, pad2)``: signed distance beyond the thickness (n,) [m] and the
   outward unit normal (n, 3) at points x (n, 3); ``surface_distance(x)`` the same without the thickness;
 - ``contact(x, x_prev, pad2)``: the contact plane of points that moved from x_prev to x over the step, seen
-  continuously (a point the collider swept past is pushed back out on the side it came from), and
-  ``contact_distance`` its signed distance alone (to find the contacts);
+  continuously (a point the collider swept past is pushed back out on the side it came from);
 - ``time_of_impact(x, dx)``: the first s >= 0 at which points x + s dx reach the surface (thickness not counted)
   while the collider moves from ``start`` (s = 0) to its pose (s = 1), both motions extended linearly past 1 (CCD);
 - ``motion(x)``: how far the collider's surface under x moves over the step (n, 3) [m], for friction;
@@ -90,11 +89,6 @@ class Collider:
         """Signed distance (n,) and normal (n, 3) of the contact plane n . x >= n . x - d for points that moved from
         x_prev to x over the step: ``distance_and_normal`` at the end pose, where that is the side they came from."""
         return self.distance_and_normal(x, pad2)
-
-    def contact_distance(self, x: np.ndarray, x_prev: np.ndarray, pad2=None) -> np.ndarray:
-        """The signed distance (n,) of ``contact`` alone, for finding contacts: ``distance`` where the surface has an
-        inside (analytic shapes); a mesh, which may be open, tells the side from x_prev."""
-        return self.distance(x, pad2)
 
     def normal_gradient(self, x: np.ndarray) -> np.ndarray:
         """d n / d x (n, 3, 3) of the outward normal at x; zero for a plane."""

@@ -9,15 +9,16 @@ nearest triangle, relative to that triangle's normal, so a mesh must be consiste
 Normals); a closed mesh keeps bodies outside when its normals point out.
 
 Distances: for a point x the exact unsigned distance to the nearest triangle (``primitives.point_triangle_distance``
-on the candidates of a k-d tree over the triangle centroids: every triangle whose centroid lies within the nearest
-centroid's distance plus the largest centroid-to-corner radius), computed for points within
+on the candidates of a k-d tree over the centres of the triangles' pieces (``samples.Samples``: large triangles cut
+into pieces about 25 cm across, so one big face does not widen every query): every triangle with a piece whose centre
+lies within the nearest centre's distance plus the largest piece radius), computed for points within
 ``thickness + SEARCH_MARGIN`` of the surface; farther points report ``inf`` (nothing acts on them). The side a point
 is on comes from where it was at the step's start (``contact``), so a body that a thin or fast collider went through
 is put back on its own side; ``distance_and_normal`` alone (no history) points away from the nearest surface point.
 
 Motion: the collider's vertices move linearly between its pose at the step's start (``start``) and its own pose; the
 k-d tree is built once per pose read from Blender (once per frame) and shared by the interpolated substep poses, its
-query widened by how far any centroid travels between them. CCD (``time_of_impact``) tests every point against the
+query widened by how far any vertex travels between them. CCD (``time_of_impact``) tests every point against the
 triangles its swept segment can reach (``ccd.point_triangle_ccd`` on the relative motion).
 """
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,7 @@ from .colliders import Collider
 from .crossings import triangle_edges
 from .mesh_barrier import MeshContactBarrier
 from .primitives import _cross, closest_points_segments, point_triangle_closest
+from .samples import Samples
 
 SEARCH_MARGIN = 0.25
 """[m] Points farther than thickness + this from the surface get distance inf: contact, barriers and friction only ever
@@ -43,22 +45,25 @@ def _dot(u, v):
 
 
 class _Shared:
-    """What every pose of one collider shares: its topology, and the broad phase of the pose it was built on."""
+    """What every pose of one collider shares: its topology, the broad phase's pieces (``samples.Samples``) and the
+    k-d tree of the pose it was built on."""
 
     def __init__(self, vertices, triangles):
         self.triangles = triangles
         self.edges = triangle_edges(triangles)
+        self.triangle_pieces = Samples(vertices, triangles)
+        self.edge_pieces = Samples(vertices, self.edges)
         self.tree = None
-        self.tree_vertices = None
+        self.sides = None
+        """(the start pose's vertex array, x_prev, sides): the last ``MeshCollider._sides`` answer."""
         self.body_edges = (None, None)
         """(a body's triangles array, its edges): the last body ``resolve_faces`` saw (solvers pass the same array)."""
         self.travel = 0.0
-        """[m] The most a centroid moves between the tree's pose and any pose that queries it."""
+        """[m] The most a vertex (so a piece's centre) moves between the tree's pose and any pose that queries it."""
 
     def tree_for(self, vertices):
         if self.tree is None:
-            self.tree_vertices = vertices
-            self.tree = cKDTree(vertices[self.triangles].mean(axis=1))
+            self.tree = cKDTree(self.triangle_pieces.centres(vertices))
         return self.tree
 
 
@@ -85,8 +90,8 @@ class MeshCollider(Collider):
         if self.shared is None:
             self.shared = _Shared(self.vertices, self.triangles)
         corners = self.vertices[self.triangles]
-        self.centroids = corners.mean(axis=1)
-        self.radius = float(np.sqrt(((corners - self.centroids[:, None]) ** 2).sum(axis=2).max())) if len(corners) else 0.0
+        self.radius = self.shared.triangle_pieces.radius(self.vertices)
+        """[m] The largest radius of the broad phase's triangle pieces at this pose."""
         normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]) if len(corners) else np.zeros((0, 3))
         length = np.sqrt(_dot(normal, normal))
         self.face_normals = normal / np.where(length > 0.0, length, 1.0)[:, None]
@@ -102,7 +107,7 @@ class MeshCollider(Collider):
         if moving.start is not None:
             # One tree for the frame: built on this pose, queried from every pose in between.
             moving.start = replace(moving.start, shared=moving.shared)
-            shift = moving.start.centroids - moving.centroids
+            shift = moving.start.vertices - moving.vertices
             moving.shared.travel = max(moving.shared.travel, float(np.sqrt(_dot(shift, shift).max())) if len(shift) else 0.0)
         return moving
 
@@ -112,17 +117,25 @@ class MeshCollider(Collider):
     # ----------------------------------------------------------------- nearest triangles
 
     def _pairs(self, x, reach):
-        """Candidate (point, triangle) pairs (k,), (k,): triangles whose centroid lies within reach (n,) [m] plus the
-        largest triangle radius (and the centroids' travel since the tree's pose) of the point. One k-d tree join."""
+        """Candidate (point, triangle) pairs (k,), (k,), each once: every triangle with a point of it within reach (n,)
+        [m] of the point. One k-d tree join with the broad phase's pieces, widened by the largest piece radius and
+        the travel since the tree's pose."""
         empty = np.zeros(0, np.int64)
         if len(x) == 0 or len(self.triangles) == 0:
             return empty, empty
         tree = self.shared.tree_for(self.vertices)
-        radius = np.asarray(reach, float) + self.radius + self.shared.travel
-        found = cKDTree(x).sparse_distance_matrix(tree, float(np.max(radius)), output_type="ndarray")
-        points, tris = found["i"].astype(np.int64), found["j"].astype(np.int64)
-        keep = found["v"] <= np.broadcast_to(radius, (len(x),))[points]
-        return points[keep], tris[keep]
+        radius = np.broadcast_to(np.asarray(reach, float) + self.radius + self.shared.travel, (len(x),))
+        # Points joined in classes of similar radius (within a factor 2): one far point must not widen every query.
+        size_class = np.floor(np.log2(radius / max(float(radius.min()), 1e-9))).astype(np.int64)
+        keys = []
+        for c in np.unique(size_class):
+            rows = np.flatnonzero(size_class == c)
+            found = cKDTree(x[rows]).sparse_distance_matrix(tree, float(radius[rows].max()), output_type="ndarray")
+            points, pieces = rows[found["i"].astype(np.int64)], found["j"].astype(np.int64)
+            keep = found["v"] <= radius[points]
+            keys.append(points[keep] * len(self.triangles) + self.shared.triangle_pieces.owner[pieces[keep]])
+        key = np.unique(np.concatenate(keys))
+        return key // len(self.triangles), key % len(self.triangles)
 
     def _closest(self, x):
         """For every point within thickness + SEARCH_MARGIN: its nearest triangle. Returns (rows (k,), triangle (k,),
@@ -132,14 +145,15 @@ class MeshCollider(Collider):
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
         tree = self.shared.tree_for(self.vertices)
         nearest, _ = tree.query(x)
-        # The nearest centroid bounds the distance from above; every triangle that can be nearer has its centroid
-        # within that bound plus the largest radius.
+        # The nearest piece's centre lies on the surface, so it bounds the distance from above (plus the travel since
+        # the tree's pose); every triangle that can be nearer has a piece whose centre lies within that bound plus the
+        # largest piece radius (``_pairs`` adds it).
         limit = self.thickness + SEARCH_MARGIN
         near = np.flatnonzero(nearest - self.radius - self.shared.travel <= limit)
         if len(near) == 0:
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
-        rows, tris = self._pairs(x[near], np.minimum(nearest[near], limit + self.radius) + self.radius)
+        rows, tris = self._pairs(x[near], np.minimum(nearest[near] + self.shared.travel, limit) + self.radius)
         corners = self.vertices[self.triangles[tris]]
         p = x[near][rows]
         bary, interior = point_triangle_closest(p, corners[:, 0], corners[:, 1], corners[:, 2])
@@ -182,10 +196,7 @@ class MeshCollider(Collider):
         rows, tris, bary, q, dist, interior = self._closest(x)
         if len(rows) == 0:
             return d, n
-        start = self if self.start is None else self.start
-        side = np.ones(len(rows))
-        before, tri_before, _, q_before, _, _ = start._closest(x_prev[rows])
-        side[before] = np.where(_dot(x_prev[rows][before] - q_before, start.face_normals[tri_before]) < 0.0, -1.0, 1.0)
+        side = self._sides(x_prev)[rows]
         face = side[:, None] * self.face_normals[tris]
         r = x[rows] - q
         away = r / np.where(dist > 0.0, dist, 1.0)[:, None]
@@ -195,8 +206,19 @@ class MeshCollider(Collider):
         d[rows] = _dot(r, normal) - self.thickness
         return d, n
 
-    def contact_distance(self, x, x_prev, pad2=None):
-        return self.contact(x, x_prev)[0]
+    def _sides(self, x_prev):
+        """The side (n,) (+1: the normal side, -1: the other; +1 where no triangle is near) each point of x_prev lies on
+        at the start pose, against its own nearest triangle there. Kept for the last x_prev: a step asks for the
+        contacts of the same start positions several times."""
+        start = self if self.start is None else self.start
+        known = self.shared.sides
+        if known is not None and known[0] is start.vertices and np.array_equal(known[1], x_prev):
+            return known[2]
+        side = np.ones(len(x_prev))
+        rows, tris, _, q, _, _ = start._closest(x_prev)
+        side[rows] = np.where(_dot(x_prev[rows] - q, start.face_normals[tris]) < 0.0, -1.0, 1.0)
+        self.shared.sides = (start.vertices, x_prev.copy(), side)
+        return side
 
     def motion(self, x):
         out = np.zeros_like(x)
@@ -261,6 +283,22 @@ class MeshCollider(Collider):
                 break
         return found
 
+    def edge_pairs(self, x, edges, reach: float):
+        """Candidate pairs (collider edge (k,), body edge (k,)), each once, of the collider's edges and a body's edges
+        (e, 2) at x that may come within reach [m]: the body edges' midpoints joined with the collider edges' pieces
+        (``samples.Samples``) in one k-d tree join."""
+        empty = np.zeros(0, np.int64)
+        if len(edges) == 0 or len(self.shared.edges) == 0:
+            return empty, empty
+        a, b = x[edges[:, 0]], x[edges[:, 1]]
+        half = 0.5 * np.sqrt(_dot(b - a, b - a))
+        pieces = self.shared.edge_pieces
+        found = cKDTree(pieces.centres(self.vertices)).sparse_distance_matrix(
+            cKDTree(0.5 * (a + b)), reach + pieces.radius(self.vertices) + float(half.max()), output_type="ndarray")
+        count = len(edges)
+        key = np.unique(pieces.owner[found["i"].astype(np.int64)] * count + found["j"].astype(np.int64))
+        return key // count, key % count
+
     def _push_corners(self, x, x_prev, inv_mass, triangles, start):
         corners = np.unique(self.triangles)
         c = self.vertices[corners]
@@ -298,13 +336,7 @@ class MeshCollider(Collider):
     def _push_edges(self, x, x_prev, inv_mass, edges, start):
         mine = self.shared.edges
         p1, q1 = self.vertices[mine[:, 0]], self.vertices[mine[:, 1]]
-        body_mid = 0.5 * (x[edges[:, 0]] + x[edges[:, 1]])
-        body_half = 0.5 * np.sqrt(_dot(x[edges[:, 1]] - x[edges[:, 0]], x[edges[:, 1]] - x[edges[:, 0]]))
-        mid = 0.5 * (p1 + q1)
-        half = 0.5 * np.sqrt(_dot(q1 - p1, q1 - p1))
-        pairs = cKDTree(mid).sparse_distance_matrix(cKDTree(body_mid), self.thickness + float(half.max() + body_half.max()),
-                                                    output_type="ndarray")
-        ei, bi = pairs["i"].astype(np.int64), pairs["j"].astype(np.int64)
+        ei, bi = self.edge_pairs(x, edges, self.thickness)
         if len(ei) == 0:
             return 0
         body = edges[bi]

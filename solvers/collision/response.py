@@ -45,12 +45,12 @@ def point_contacts(x, x_prev, inv_mass, colliders, pad2=None, margin=0.0) -> lis
     free = inv_mass > 0.0
     found = []
     for collider in colliders:
-        hit = np.nonzero((collider.contact_distance(x, x_prev, pad2) < margin) & free)[0]
+        d, n = collider.contact(x, x_prev, pad2)  # one query for every particle: the planes are per particle
+        hit = np.nonzero((d < margin) & free)[0]
         if len(hit) == 0:
             continue
-        near = x[hit]
-        d, n = collider.contact(near, x_prev[hit], None if pad2 is None else pad2[hit])
-        normal = np.array(n)
+        near, d = x[hit], d[hit]
+        normal = np.array(n[hit] if np.ndim(n) == 2 else n)
         found.append(PointContacts(collider, hit, normal, _dot(near, normal) - d, np.asarray(d)))
     return found
 
