@@ -74,6 +74,8 @@ MIN_BARRIER_REACH = 1e-3
 """Smallest barrier reach d_hat [m]: a collider thinner than this (thickness 0) acts as this thick for NEWTON."""
 MIN_STEP = 1e-12
 """A line search that has to halve alpha below this has stalled: the step fails."""
+MOVE_OUT_ROUNDS = 4
+"""Rounds of faces and vertices moved out of the colliders before a step (each can undo the other near a corner)."""
 
 
 class NewtonNotConverged(StepNotConverged):
@@ -221,10 +223,16 @@ class NewtonSolver(Solver):
         x, v = state.x, state.v
         config = self.config
         ends = [c.at_fraction(1.0) for c in colliders]
-        _move_out_of_colliders(x, self.free, colliders)
-        if len(self.face_triangles):
+        _move_out_of_colliders(x, x, self.free, colliders)
+        for _ in range(MOVE_OUT_ROUNDS if len(self.face_triangles) else 0):
+            before = x.copy()
             for collider in colliders:  # moving: a face is put back on the side the collider came from
                 collider.move_faces_out(x, self.model.inv_mass, self.face_triangles, barrier_reach(collider))
+            # A face pushed off a corner can take one of its vertices through the collider's surface: it goes back
+            # out on the side it was on before the face push, and the faces are tried again.
+            _move_out_of_colliders(x, before, self.free, colliders)
+            if np.array_equal(x, before):
+                break
         x_start = x.copy()
         x_tilde = x + dt * v
         self.inertia.x_tilde = x_tilde
@@ -299,17 +307,17 @@ def barrier_reach(collider) -> float:
     return max(float(collider.thickness), MIN_BARRIER_REACH)
 
 
-def _move_out_of_colliders(x, free, colliders):
+def _move_out_of_colliders(x, x_prev, free, colliders):
     """Free particles at or below a collider's surface (at its pose at the step's end) move out to half its barrier
-    reach, in place, along the normal of ``Collider.contact`` for the collider's motion over the step with the
-    particle held still (the side the collider came from).
+    reach, in place, along the normal of ``Collider.contact`` for the collider's motion over the step and the
+    particles' from x_prev (x_prev = x: held still, so the side the collider came from).
 
     IPC needs a start where every distance is positive; a body placed into a collider (or a collider
     animated into a body) would otherwise have an infinite barrier and no valid step.
     """
     for collider in colliders:
         d_hat = barrier_reach(collider)
-        d, normal = collider.contact(x, x)
+        d, normal = collider.contact(x, x_prev)
         d = d + collider.thickness
         inside = free & (d <= 1e-3 * d_hat)
         if inside.any():

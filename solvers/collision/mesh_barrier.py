@@ -79,10 +79,7 @@ class MeshContactBarrier(Energy):
         tri_centre, tri_radius = _spheres(x, self.triangles)
         corner = c[self.corners]
         pt = _pairs_within(corner, np.zeros(len(corner)), tri_centre, tri_radius, reach)
-        edge_centre, edge_radius = _spheres(x, self.edges)
-        mine_centre, mine_radius = _spheres(c, self.collider_edges)
-        ee = _pairs_within(mine_centre, mine_radius, edge_centre, edge_radius, reach)
-        return pt, ee
+        return pt, self.collider.edge_pairs(x, self.edges, reach)
 
     def _near(self, x):
         """The pairs closer than d_hat at x: ((collider corner (k,), body triangle (k,)) and (collider edge (m,),
