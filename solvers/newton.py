@@ -18,9 +18,9 @@ Where the projected Hessian models E poorly (a cloth folding on a collider, a fa
 stall: the residual stays above the tolerance while accepted steps lower E by a vanishing fraction of what the model
 predicts. An iterate reached by such a step (gain below STALL_RATIO of the model's decrease at the CCD-allowed step)
 is accepted when max|p| / h is within IPC's tolerance relative to the body's size, RELATIVE_TOLERANCE times its rest
-bounding-box diagonal per second (Li et al. 2020; 0.14 m/s for a 10 m cloth). Steps that converge never meet this
-rule first, so they end exactly where the course's rule ends them; a step that neither converges nor stalls within
-``newton_max_iterations`` still fails, and ``advance_frame`` splits it.
+bounding-box diagonal per second (Li et al. 2020; 0.14 m/s for a 10 m cloth). A step converging at Newton's rate
+does not stall, so it ends where the course's rule ends it (the course's trajectories are unchanged); a step that
+neither converges nor stalls within ``newton_max_iterations`` still fails, and ``advance_frame`` splits it.
 
 Elasticity: a body without tets (cloth, ropes) has the course's squared-length spring on every edge with
 k = stiffness / 4 (the same small-stretch stiffness as a Hooke spring of ``stiffness`` N/m), plus
