@@ -71,7 +71,8 @@ class SolverConfig:
     """PBD/XPBD pin tethers: a particle may move at most (1 + this) x its rest geodesic distance from its
     nearest pin (a strain limit, 0.01 = 1%); None turns tethers off."""
     newton_tolerance: float = 1e-2
-    """NEWTON stops when max |p| / dt < newton_tolerance [m/s] (the stopping rule of Li's solid-sim-tutorial)."""
+    """NEWTON stops when max |p| / dt < newton_tolerance [m/s] (the stopping rule of Li's solid-sim-tutorial); a step
+    whose iterations stall stops under IPC's size-relative tolerance instead (``newton.RELATIVE_TOLERANCE``)."""
     newton_max_iterations: int = 100
     """NEWTON iterations per step before the step fails with NewtonNotConverged."""
     max_speed: float = 1000.0
