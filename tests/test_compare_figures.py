@@ -44,3 +44,24 @@ def test_a_sheet_sunk_into_the_box_has_its_depth_and_the_box_edges_through_it(co
     depth, crossings = compare.box_figures(x, tris, LOW, HIGH)
     assert depth == pytest.approx(0.03)
     assert crossings >= 2
+
+
+def test_the_builtin_bake_is_timed_without_a_live_soft_sim_run_in_it(compare, monkeypatch, tmp_path):
+    """The built-in bake steps through every frame; an unbaked Soft Sim cloth in the scene would simulate live on each
+    of them and its cost would be counted as built-in Cloth's (both bakes then timed the same)."""
+    import bpy
+
+    seen = []
+    bake_builtin = compare._bake_builtin
+
+    def spying(scene, cloth, cache):
+        seen.extend(obj.name for obj in scene.objects if obj.softsim.role != "NONE")
+        return bake_builtin(scene, cloth, cache)
+
+    monkeypatch.setattr(compare, "_bake_builtin", spying)
+    scene, ours, builtin, figures = compare.bake_pair(lambda scene: compare.build_box(scene, with_box=False, n=5), 3,
+                                                      str(tmp_path), None)
+    assert seen == []
+    assert ours.softsim.role == "CLOTH" and ours.softsim.is_baked and builtin.modifiers["Cloth"].point_cache.is_baked
+    assert bpy.data.objects["Soft Sim Box Ground"].softsim.role == "GROUND"
+    assert figures["ours"]["seconds"] > 0.0 and figures["builtin"]["seconds"] > 0.0
