@@ -107,7 +107,7 @@ def markdown(result) -> str:
             f = row[key]
             speed = row["builtin"]["seconds"] / row["ours"]["seconds"] if key == "ours" else 1.0
             lines.append(f"| {row['scene']} | {label} | {f['seconds']:.2f} | {1000 * f['seconds'] / row['frames']:.1f} "
-                         f"| {speed:.2f}× | {f['max_strain_pct']:.1f} / {f['p99_strain_pct']:.1f} | {_f(f.get('box_depth_mm'))} "
+                         f"| {speed:.2g}× | {f['max_strain_pct']:.1f} / {f['p99_strain_pct']:.1f} | {_f(f.get('box_depth_mm'))} "
                          f"| {f.get('box_edge_crossings', '-')} | {_f(f.get('pin_error_mm'))} | {f['crossings']} |")
     lines += ["", f"Mesh collider cost (the box drape's cloth, {result['colliders'][0]['frames'] if result['colliders'] else '-'} "
               "frames, both at their defaults):", "",
@@ -117,7 +117,7 @@ def markdown(result) -> str:
     for row in result["colliders"]:
         ours, builtin = row["ours"], row["builtin"]
         lines.append(f"| {row['collider']} | {row['collider_triangles'] or '-'} | {1000 * ours['seconds'] / row['frames']:.1f} "
-                     f"| {1000 * builtin['seconds'] / row['frames']:.1f} | {builtin['seconds'] / ours['seconds']:.2f}× "
+                     f"| {1000 * builtin['seconds'] / row['frames']:.1f} | {builtin['seconds'] / ours['seconds']:.2g}× "
                      f"| {_f(ours.get('box_depth_mm'))} | {ours.get('box_edge_crossings', '-')} |")
     return "\n".join(lines)
 
