@@ -3,10 +3,12 @@ machine, the versions and the command, to docs/benchmarks.md (with --only, to be
 partial run never replaces the full report).
 
 Benchmarks: bench/bench_cloth.py (always), bench/bench_solid.py, bench/bench_kernels.py,
-bench/bench_tetrahedralize.py and bench/bench_scenarios.py (each when it exists), bench/bench_acceptance.py.
+bench/bench_tetrahedralize.py and bench/bench_scenarios.py (each when it exists), bench/bench_acceptance.py,
+bench/bench_shots.py.
 Usage: python bench/run.py [--sizes 21 64 128] [--frames 100] [--repeat 1]
-       [--only cloth|kernels|solid|tetrahedralize|scenarios|acceptance ...]
-(--sizes, --frames and --repeat apply to the cloth benchmark.)
+       [--only cloth|kernels|solid|tetrahedralize|scenarios|acceptance|shots ...] [--merge]
+(--sizes, --frames and --repeat apply to the cloth benchmark.) With --only and --merge the sections run replace their
+namesakes in docs/benchmarks.md (or are added at its end), every other table there kept as it is.
 """
 import argparse
 import datetime
@@ -99,10 +101,45 @@ def machine_info(argv=None) -> dict:
     }
 
 
-def render_report(info: dict, sections: list, seconds: float = None) -> str:
+def _heading_title(line: str) -> str:
+    """A "## " heading's title without its parenthesized run note: "## Cloth (2026-11-25, ...)" -> "Cloth"."""
+    return line[3:].split(" (", 1)[0].strip()
+
+
+def merge_sections(existing: str, info: dict, sections: list) -> str:
+    """``existing`` (a report) with each of ``sections`` replacing the "## " section of the same title (see
+    ``_heading_title``; up to the next "## " heading), or added at the end; every other line kept verbatim. The
+    header of ``existing`` describes another run, so each merged section's heading gets this run's date and a line
+    naming this run's machine, versions and command."""
+    lines = existing.rstrip("\n").split("\n")
+    for text in sections:
+        text = text.strip()
+        if not text:
+            continue
+        heading, _, body = text.partition("\n")
+        title = _heading_title(heading)
+        new = [f"## {heading[3:].strip()} ({info.get('date', 'unknown')})", "",
+               f"*One run of `{info.get('command', 'python bench/run.py')}` on {info.get('cpu', 'unknown')}, "
+               f"{info.get('cores', '?')} cores, {info.get('memory', 'unknown')}; Blender {info.get('blender', '?')}, "
+               f"numpy {info.get('numpy', '?')}, scipy {info.get('scipy', '?')}.*", body.rstrip("\n")]
+        starts = [i for i, line in enumerate(lines) if line.startswith("## ")]
+        match = next((i for i in starts if _heading_title(lines[i]) == title), None)
+        if match is None:
+            lines += [""] + new
+        else:
+            end = next((i for i in starts if i > match), len(lines))
+            lines[match:end] = new + ([""] if end < len(lines) else [])
+    return "\n".join(lines) + "\n"
+
+
+def render_report(info: dict, sections: list, seconds: float = None, existing: str = None) -> str:
     """The benchmark report as Markdown: a header from ``info`` (``machine_info``'s keys), how to read the tables,
     then ``sections`` in order (each a Markdown string starting with its own "## " heading, as the section_*
-    functions return). Pure: no clock, no files, so it can be tested with made-up tables."""
+    functions return). With ``existing`` (an earlier report's text) the sections are merged into it instead
+    (``merge_sections``): its header and its other tables stay. Pure: no clock, no files, so it can be tested with
+    made-up tables."""
+    if existing is not None:
+        return merge_sections(existing, info, sections)
     header = [
         "# Soft Sim benchmarks",
         "",
@@ -202,8 +239,15 @@ def section_acceptance(args) -> str:
     return f"## {bench_acceptance.TITLE}\n\n" + bench_acceptance.describe() + "\n\n" + bench_acceptance.markdown(bench_acceptance.run())
 
 
+def section_shots(args) -> str:
+    """The real shots against built-in Cloth and the mesh collider's cost (bench/bench_shots.py)."""
+    module = importlib.import_module("bench_shots")
+    return f"## {module.TITLE}\n\n" + module.describe() + "\n\n" + module.markdown(module.run())
+
+
 SECTIONS = {"cloth": section_cloth, "tetrahedralize": section_tetrahedralize, "solid": section_solid,
-            "kernels": section_kernels, "scenarios": section_scenarios, "acceptance": section_acceptance}
+            "kernels": section_kernels, "scenarios": section_scenarios, "acceptance": section_acceptance,
+            "shots": section_shots}
 
 
 def main(argv=None):
@@ -212,7 +256,11 @@ def main(argv=None):
     parser.add_argument("--frames", type=int, default=None, help="cloth frames (default 100)")
     parser.add_argument("--repeat", type=int, default=1, help="cloth: time each run this many times, keep the fastest")
     parser.add_argument("--only", nargs="+", choices=sorted(SECTIONS), default=None, help="run only these benchmarks")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --only: replace these benchmarks' sections in docs/benchmarks.md, keeping the rest")
     args = parser.parse_args(argv)
+    if args.merge and not args.only:
+        parser.error("--merge needs --only (a full run rewrites docs/benchmarks.md)")
     import bench_cloth
 
     args.sizes = args.sizes or list(bench_cloth.SIZES)
@@ -225,9 +273,13 @@ def main(argv=None):
         if text:
             sections.append(text)
             print(text + "\n", flush=True)
-    report = render_report(machine_info(argv), sections, time.perf_counter() - start)
-    # A partial run (--only) writes beside the full report instead of replacing it.
-    out = OUT if not args.only else PARTIAL_OUT.format(names="_".join(args.only))
+    existing = None
+    if args.merge and os.path.exists(OUT):
+        with open(OUT) as f:
+            existing = f.read()
+    report = render_report(machine_info(argv), sections, time.perf_counter() - start, existing=existing)
+    # A partial run (--only) writes beside the full report instead of replacing it, unless told to merge into it.
+    out = OUT if not args.only or args.merge else PARTIAL_OUT.format(names="_".join(args.only))
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         f.write(report)

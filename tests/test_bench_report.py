@@ -78,3 +78,37 @@ def test_make_bench_writes_docs_benchmarks_md(run, monkeypatch, tmp_path):
     run.main(["--only", "solid"])
     assert (tmp_path / "bench_solid.md").read_text().count("## ") == 1
     assert out.read_text() == written  # the partial run left the full report alone
+
+
+EXISTING = ("# Soft Sim benchmarks\n\nA curated header.\n\n## Cloth (2026-01-01, a dev machine)\n\nOld cloth table.\n\n"
+            "## Solid (2026-01-02)\n\nOld solid table.\n")
+
+
+def test_merging_replaces_a_section_of_the_same_title_and_keeps_every_other_line(run):
+    merged = run.render_report(INFO, [CLOTH], existing=EXISTING)
+    assert "Old cloth table." not in merged and CLOTH.split("\n", 1)[1] in merged
+    assert merged.startswith("# Soft Sim benchmarks\n\nA curated header.\n\n## Cloth (2031-02-03)\n")
+    assert merged.endswith("## Solid (2026-01-02)\n\nOld solid table.\n")  # the next section kept verbatim
+    assert merged.count("## ") == 2 and "| numpy / scipy |" not in merged  # no second header
+    note = merged.split("## Cloth (2031-02-03)\n\n", 1)[1].split("\n", 1)[0]
+    for value in ("python bench/run.py --sizes 21", "Made-up CPU 9000", "7 cores", "12.5 GiB", "5.0.1", "1.26.4"):
+        assert value in note, value
+    # Merging again replaces the merged section (its title is read without the date), and a new title is appended.
+    again = run.render_report(INFO, [CLOTH, SOLID.replace("## Solid", "## Shots")], existing=merged)
+    assert again.count("## Cloth") == 1 and again.count("A made-up scene.") == 1
+    assert again.index("## Cloth") < again.index("## Solid (2026-01-02)") < again.index("## Shots (2031-02-03)")
+    assert "Old solid table." in again
+
+
+def test_merge_writes_into_docs_benchmarks_md_keeping_the_rest(run, monkeypatch, tmp_path):
+    out = tmp_path / "benchmarks.md"
+    out.write_text(EXISTING)
+    monkeypatch.setattr(run, "OUT", str(out))
+    monkeypatch.setattr(run, "PARTIAL_OUT", str(tmp_path / "bench_{names}.md"))
+    monkeypatch.setattr(run, "SECTIONS", {"cloth": lambda args: CLOTH, "solid": lambda args: SOLID})
+    run.main(["--only", "solid", "--merge"])
+    written = out.read_text()
+    assert written.startswith(EXISTING.split("## Solid")[0]) and "Old solid table." not in written
+    assert "| 1258 | Newton | 19.9 |" in written and not (tmp_path / "bench_solid.md").exists()
+    with pytest.raises(SystemExit):
+        run.main(["--merge"])  # a full run rewrites the file: merging it is refused

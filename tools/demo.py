@@ -1,10 +1,13 @@
-"""`make demo`: bake the GAMES103 lab cloth, a finer XPBD cloth and a Newton (IPC) solid headless, save the .blend
-with its PC2 caches, render preview PNGs (Workbench) and print a summary table.
+"""`make demo`: the real shots first, then the lab reference, all baked headless and rendered with Workbench.
 
-Then renders Soft Sim's default cloth next to Blender's built-in Cloth on the same meshes (``tools/compare.py``).
+1. Real shots, Soft Sim's defaults next to Blender's built-in Cloth on the same meshes (``tools/compare.py``): a
+   cape on a moving rig, a cloth dropped onto a box (Mesh Collider), a keyed sphere pushed through a curtain.
+2. The lab reference: the GAMES103 lab preset as the lab specifies it (PBD, coarse, stretchy by design), a finer
+   XPBD cloth and a Newton (IPC) rubber torus, saved as a .blend with its PC2 caches, and the 64 x 64 lab drape
+   against built-in Cloth. (``python tools/compare.py fold`` renders the self-collision pile too; it takes minutes.)
 
-Output: demo_out/soft_sim_demo.blend, demo_out/softsim_cache/*.pc2, demo_out/preview_*.png,
-demo_out/compare_drape.png, compare_fold.png and compare_curtain.png (left Soft Sim, right built-in Cloth; rows are frames).
+Output (demo_out/): compare_cape.png, compare_box.png, compare_curtain.png (left Soft Sim, right built-in Cloth; rows
+are frames), lab_reference_*.png, compare_drape.png, soft_sim_demo.blend and softsim_cache/*.pc2.
 """
 import os
 import re
@@ -123,6 +126,11 @@ def measure(scene, cloth, sphere, ground_z):
     return strain, max(depth, 0.0)
 
 
+SHOTS = ("cape", "box", "curtain")
+"""tools/compare.py's scenes `make demo` leads with."""
+REFERENCE_COMPARISONS = ("drape",)
+
+
 def render_previews(scene, frames):
     scene.render.engine = "BLENDER_WORKBENCH"
     scene.display.shading.light = "STUDIO"
@@ -145,7 +153,7 @@ def render_previews(scene, frames):
     paths = []
     for frame in frames:
         scene.frame_set(frame)
-        scene.render.filepath = os.path.join(OUT, f"preview_{frame:03d}.png")
+        scene.render.filepath = os.path.join(OUT, f"lab_reference_{frame:03d}.png")
         bpy.ops.render.render(write_still=True)
         paths.append(scene.render.filepath)
     return paths
@@ -172,11 +180,43 @@ def clear_own_caches(folder=CACHE_DIR) -> list:
     return removed
 
 
+def print_comparisons(rows):
+    """The figures of tools/compare.py's ``render_all`` rows as a Markdown table, then each image's path."""
+    print("Bake = wall time of the bake in Blender; strain over all frames and edges; crossings = most intersecting")
+    print("edge-triangle pairs of the cloth with itself in any frame (self-collision off by default in both); face depth =")
+    print("deepest face point inside the sphere; box depth = deepest vertex inside the box, box edges = box edge / cloth")
+    print("triangle crossings in any frame; pin error = largest distance of a pinned vertex from where the rig puts it.")
+    print("| scene | simulator | bake s | max strain % | p99 strain % | self crossings | face depth mm | box depth mm "
+          "| box edges | pin error mm |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+    def figure(f, key, digits=1):
+        value = f.get(key)
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    for row in rows:
+        for label, key in ((f"Soft Sim ({row['ours']['solver']})", "ours"), ("built-in Cloth", "builtin")):
+            f = row[key]
+            print(f"| {row['scene']} | {label} | {f['seconds']:.1f} | {f['max_strain_pct']:.1f} | {f['p99_strain_pct']:.1f} "
+                  f"| {f['crossings']} | {figure(f, 'face_depth_mm')} | {figure(f, 'box_depth_mm')} "
+                  f"| {f.get('box_edge_crossings', '-')} | {figure(f, 'pin_error_mm', 2)} |")
+    for row in rows:
+        print(f"Image: {os.path.relpath(row['png'], ROOT)}")
+
+
 def main():
     addon = import_addon()
     addon.register()
     os.makedirs(OUT, exist_ok=True)
     clear_own_caches()
+    started = time.perf_counter()
+
+    print()
+    print("Real shots: Soft Sim's defaults (left) next to Blender's built-in Cloth (right) on the same meshes, pins")
+    print("and colliders (built-in: a Collision modifier on the box, ground and sphere; pinned through its pin group).")
+    shots = compare.render_all(OUT, SHOTS)
+    print_comparisons(shots)
+
     scene, bodies = build_scene(addon)
     blend = os.path.join(OUT, BLEND_NAME)
     bpy.ops.wm.save_as_mainfile(filepath=blend)  # the relative cache folder needs a saved file
@@ -184,9 +224,9 @@ def main():
     for cloth, sphere in bodies:
         for obj in scene.objects:
             obj.select_set(obj == cloth)
-        started = time.perf_counter()
+        bake_started = time.perf_counter()
         result = bpy.ops.softsim.bake(selected_only=True)
-        seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - bake_started
         if result != {"FINISHED"}:
             raise SystemExit(f"bake of {cloth.name} failed")
         s = cloth.softsim
@@ -202,31 +242,23 @@ def main():
     bpy.ops.wm.save_mainfile()
 
     print()
+    print("Lab reference: the GAMES103 lab preset as the lab specifies it (PBD on a coarse grid: it stretches and shows")
+    print("facets by design), a finer XPBD cloth and a Newton (IPC) rubber torus.")
     print("| body | vertices | solver | substeps x iterations | frames | bake time [s] | ms/frame | max edge strain "
           "| deepest penetration [mm] | worst volume error |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, n, solver, steps, frames, seconds, strain, depth, volume in rows:
         print(f"| {name} | {n} | {solver} | {steps} | {frames} | {seconds:.2f} | {1000 * seconds / frames:.1f} | {100 * strain:.2f}% "
               f"| {1000 * depth:.3f} | {volume} |")
-    print()
     print(f"Saved {os.path.relpath(blend, ROOT)} with caches in {os.path.relpath(CACHE_DIR, ROOT)}/")
-    print("Previews: " + ", ".join(os.path.relpath(p, ROOT) for p in paths))
+    print("Lab reference renders: " + ", ".join(os.path.relpath(p, ROOT) for p in paths))
 
     print()
-    print("Side by side with Blender's built-in Cloth (same mesh, pins and colliders; left Soft Sim, right built-in).")
-    print("Bake = wall time of the bake in Blender; strain over all frames and edges; crossings = most intersecting")
-    print("edge-triangle pairs of the cloth with itself in any frame; face depth = deepest face point inside the sphere.")
-    print("| scene | simulator | bake s | max strain % | p99 strain % | self crossings | face depth mm |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for row in compare.render_all(OUT):
-        for label, key in ((f"Soft Sim ({row['ours']['solver']})", "ours"), ("built-in Cloth", "builtin")):
-            f = row[key]
-            depth = "-" if f["face_depth_mm"] is None else f"{f['face_depth_mm']:.1f}"
-            print(f"| {row['scene']} | {label} | {f['seconds']:.1f} | {f['max_strain_pct']:.1f} | {f['p99_strain_pct']:.1f} "
-                  f"| {f['crossings']} | {depth} |")
-        print(f"Image: {os.path.relpath(row['png'], ROOT)}")
+    print("Lab drape against built-in Cloth (64x64, both at their defaults):")
+    print_comparisons(compare.render_all(OUT, REFERENCE_COMPARISONS))
+    print()
+    print(f"make demo took {time.perf_counter() - started:.0f} s")
     addon.unregister()
-
 
 if __name__ == "__main__":
     main()
