@@ -14,31 +14,11 @@ projected to PSD per pair (batched eigh). CCD (``max_step``): the largest alpha 
 (1 - CCD_SAFETY) of its distance, from ``ccd.point_triangle_ccd`` / ``edge_edge_ccd`` (the course's 0.9 rule).
 """
 import numpy as np
-from scipy.spatial import cKDTree
 
 from ..energies.base import BlockHessian, Energy, element_stencil, scatter
 from .barrier import CCD_SAFETY, barrier_terms
 from .ccd import edge_edge_ccd, point_triangle_ccd
 from .primitives import edge_edge_distance_squared, point_triangle_distance, point_triangle_distance_squared, segment_distance
-
-
-def _pairs_within(points_a, radius_a, points_b, radius_b, reach):
-    """Pairs (i, j) of spheres (centre points_a (m, 3), radius (m,)) and (points_b (k, 3), radius (k,)) that come
-    within reach of each other. One k-d tree join."""
-    if len(points_a) == 0 or len(points_b) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    found = cKDTree(points_a).sparse_distance_matrix(cKDTree(points_b), reach + float(radius_a.max() + radius_b.max()),
-                                                     output_type="ndarray")
-    i, j = found["i"].astype(np.int64), found["j"].astype(np.int64)
-    keep = found["v"] <= reach + radius_a[i] + radius_b[j]
-    return i[keep], j[keep]
-
-
-def _spheres(x, elements):
-    """Centres (k, 3) and radii (k,) bounding the elements (k, s) at x."""
-    corners = x[elements]
-    centre = corners.mean(axis=1)
-    return centre, np.sqrt(((corners - centre[:, None]) ** 2).sum(axis=2).max(axis=1))
 
 
 def _project_psd(blocks):
@@ -66,7 +46,7 @@ class MeshContactBarrier(Energy):
         self.edges = np.asarray(edges, np.int64).reshape(-1, 2)
         self.kappa = float(kappa)
         self.d_hat = float(d_hat)
-        self.corners = np.unique(collider.triangles)
+        self.corners = collider.shared.corners
         self.collider_edges = collider.shared.edges
         self._cached = None
 
@@ -75,11 +55,7 @@ class MeshContactBarrier(Energy):
     def _contacts(self, x, reach):
         """Point-triangle and edge-edge pairs within reach: ((corner (k,), triangle (k,)), (collider edge (m,),
         body edge (m,)))."""
-        c = self.collider.vertices
-        tri_centre, tri_radius = _spheres(x, self.triangles)
-        corner = c[self.corners]
-        pt = _pairs_within(corner, np.zeros(len(corner)), tri_centre, tri_radius, reach)
-        return pt, self.collider.edge_pairs(x, self.edges, reach)
+        return self.collider.corner_pairs(x, self.triangles, reach), self.collider.edge_pairs(x, self.edges, reach)
 
     def _near(self, x):
         """The pairs closer than d_hat at x: ((collider corner (k,), body triangle (k,)) and (collider edge (m,),

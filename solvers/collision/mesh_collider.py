@@ -53,7 +53,8 @@ class _Shared:
         self.edges = triangle_edges(triangles)
         self.triangle_pieces = Samples(vertices, triangles)
         self.edge_pieces = Samples(vertices, self.edges)
-        self.tree = None
+        self.corners = np.unique(triangles)
+        self.tree = self.edge_tree = self.corner_tree = None
         self.sides = None
         """(the start pose's vertex array, x_prev, sides): the last ``MeshCollider._sides`` answer."""
         self.body_edges = (None, None)
@@ -62,9 +63,22 @@ class _Shared:
         """[m] The most a vertex (so a piece's centre) moves between the tree's pose and any pose that queries it."""
 
     def tree_for(self, vertices):
+        """The k-d tree over the triangles' pieces, built on the first pose that asks (once per frame)."""
         if self.tree is None:
             self.tree = cKDTree(self.triangle_pieces.centres(vertices))
         return self.tree
+
+    def edge_tree_for(self, vertices):
+        """The k-d tree over the edges' pieces and their largest radius [m], built on the first pose that asks."""
+        if self.edge_tree is None:
+            self.edge_tree = (cKDTree(self.edge_pieces.centres(vertices)), self.edge_pieces.radius(vertices))
+        return self.edge_tree
+
+    def corner_tree_for(self, vertices):
+        """The k-d tree over the corners (``corners``), built on the first pose that asks."""
+        if self.corner_tree is None:
+            self.corner_tree = cKDTree(vertices[self.corners])
+        return self.corner_tree
 
 
 @dataclass
@@ -292,22 +306,34 @@ class MeshCollider(Collider):
             return empty, empty
         a, b = x[edges[:, 0]], x[edges[:, 1]]
         half = 0.5 * np.sqrt(_dot(b - a, b - a))
-        pieces = self.shared.edge_pieces
-        found = cKDTree(pieces.centres(self.vertices)).sparse_distance_matrix(
-            cKDTree(0.5 * (a + b)), reach + pieces.radius(self.vertices) + float(half.max()), output_type="ndarray")
+        tree, piece_radius = self.shared.edge_tree_for(self.vertices)
+        # The pieces' radius at the tree's pose; a deforming collider's pieces may grow by up to twice the travel.
+        found = tree.sparse_distance_matrix(cKDTree(0.5 * (a + b)), reach + piece_radius + 3.0 * self.shared.travel
+                                            + float(half.max()), output_type="ndarray")
         count = len(edges)
-        key = np.unique(pieces.owner[found["i"].astype(np.int64)] * count + found["j"].astype(np.int64))
+        key = np.unique(self.shared.edge_pieces.owner[found["i"].astype(np.int64)] * count + found["j"].astype(np.int64))
         return key // count, key % count
 
-    def _push_corners(self, x, x_prev, inv_mass, triangles, start):
-        corners = np.unique(self.triangles)
-        c = self.vertices[corners]
+    def corner_pairs(self, x, triangles, reach: float):
+        """Candidate pairs (corner (k,) (an index into ``shared.corners``), body triangle (k,)) of the collider's
+        corners and a body's triangles (t, 3) at x that may come within reach [m]: one k-d tree join of the corners
+        with the triangles' bounding spheres."""
+        empty = np.zeros(0, np.int64)
+        if len(triangles) == 0 or len(self.shared.corners) == 0:
+            return empty, empty
         body = x[triangles]
-        centroid = body.mean(axis=1)
-        radius = np.sqrt(((body - centroid[:, None]) ** 2).sum(axis=2).max(axis=1))
-        pairs = cKDTree(c).sparse_distance_matrix(cKDTree(centroid), self.thickness + float(radius.max()),
-                                                  output_type="ndarray")
-        ci, ti = pairs["i"].astype(np.int64), pairs["j"].astype(np.int64)
+        centre = body.mean(axis=1)
+        radius = np.sqrt(((body - centre[:, None]) ** 2).sum(axis=2).max(axis=1))
+        found = self.shared.corner_tree_for(self.vertices).sparse_distance_matrix(
+            cKDTree(centre), reach + float(radius.max()) + self.shared.travel, output_type="ndarray")
+        ci, ti = found["i"].astype(np.int64), found["j"].astype(np.int64)
+        keep = found["v"] <= reach + radius[ti] + self.shared.travel
+        return ci[keep], ti[keep]
+
+    def _push_corners(self, x, x_prev, inv_mass, triangles, start):
+        corners = self.shared.corners
+        c = self.vertices[corners]
+        ci, ti = self.corner_pairs(x, triangles, self.thickness)
         if len(ci) == 0:
             return 0
         tri = triangles[ti]
