@@ -6,6 +6,7 @@ import pytest
 from solvers import GroundPlane, MeshCollider, SolverConfig, State, advance_frame, build_model, make_solver
 from solvers.builder import grid_cloth
 from solvers.collision.crossings import segments_cross_triangles
+from solvers.collision.mesh_collider import SEARCH_MARGIN
 
 BOX_EDGES = np.array([[0, 1], [0, 2], [0, 4], [1, 3], [1, 5], [2, 3], [2, 6], [3, 7], [4, 5], [4, 6], [5, 7], [6, 7]])
 
@@ -37,8 +38,10 @@ def test_distances_match_dense_sampling_of_the_mesh():
     x = rng.uniform([-1.15, -1.15, -0.1], [1.15, 1.15, 0.6], size=(300, 3))
     d, n = collider.surface_distance(x)
     near = np.isfinite(d)
-    assert near.all()  # every point is within the search margin here
     reference = brute_distance(x, vertices, triangles)
+    assert near[reference < SEARCH_MARGIN - 0.03].all()  # every point within the search margin has its distance
+    assert near.sum() > 100
+    d, n, reference = d[near], n[near], reference[near]
     assert np.all(d <= reference + 1e-9)  # exact is never above a sampled upper bound
     np.testing.assert_allclose(d, reference, atol=0.03)  # the sampling grid is ~3 cm on the 2 m faces
     np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0)
@@ -152,3 +155,17 @@ def test_the_broad_phase_finds_every_triangle_and_edge_within_reach_of_large_fac
     d, _ = segment_distance(vertices[box_edges[a, 0]], vertices[box_edges[a, 1]], x[edges[b, 0]], x[edges[b, 1]])
     assert (d <= 0.1).sum() > 10
     assert set(zip(a[d <= 0.1], b[d <= 0.1])) <= set(zip(mine, body))
+
+
+def test_only_sharp_edges_and_borders_take_part_in_the_edge_tests():
+    """A box keeps its 12 edges, not its faces' diagonals; a subdivided flat sheet keeps only its border."""
+    from solvers.collision.mesh_collider import sharp_edges
+
+    vertices, triangles = box()
+    kept = {tuple(e) for e in sharp_edges(vertices, triangles)}
+    assert kept == {tuple(sorted(e)) for e in BOX_EDGES}
+    v, _, t = grid_cloth(5, 1.0)
+    border = sharp_edges(v, t)
+    assert len(border) == 4 * 4  # the 16 border edges of a 4 x 4-quad sheet
+    on_border = (np.abs(np.abs(v[:, :2]) - 0.5) < 1e-9).any(axis=1)
+    assert on_border[border].all()

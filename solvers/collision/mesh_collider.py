@@ -33,9 +33,16 @@ from .mesh_barrier import MeshContactBarrier
 from .primitives import _cross, closest_points_segments, point_triangle_closest
 from .samples import Samples
 
-SEARCH_MARGIN = 0.25
+SEARCH_MARGIN = 0.05
 """[m] Points farther than thickness + this from the surface get distance inf: contact, barriers and friction only ever
-act within a step's motion of the surface, and CCD (``time_of_impact``) covers longer motions."""
+act within a step's motion of the surface, and CCD (``time_of_impact``) covers longer motions. (Every triangle within a
+point's distance is a candidate, so the margin sets the cost on a finely tessellated collider.)"""
+SIDE_MARGIN = 0.25
+"""[m] A point near the surface at the step's end has its side read from its start position if that lay within
+thickness + this of the surface (a step's motion); farther, it counts as on the normal side (outside a closed mesh)."""
+SHARP_ANGLE = 10.0
+"""[degrees] Collider edges whose faces bend by less than this take no part in the edge and corner tests
+(``sharp_edges``)."""
 FACE_PASSES = 4
 """Jacobi passes of ``resolve_faces`` per call (as ``faces.FACE_PASSES``)."""
 
@@ -44,16 +51,40 @@ def _dot(u, v):
     return np.einsum("ij,ij->i", u, v)
 
 
+def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE) -> np.ndarray:
+    """The edges (e, 2) of a triangle mesh that can press into a body's face: borders (one triangle), non-manifold
+    edges (more than two), and edges whose two triangles' normals differ by more than min_angle [degrees]. An edge
+    between two nearly coplanar triangles stays within thickness of both (a 20 cm face of a body bent over a 10 degree
+    edge sags 9 mm into it), so the vertex-face contacts cover it; a subdivided box keeps only its 12 edges' pieces."""
+    triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
+    if len(triangles) == 0:
+        return np.zeros((0, 2), np.int64)
+    corners = vertices[triangles]
+    normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    normal /= np.maximum(np.sqrt(_dot(normal, normal)), 1e-300)[:, None]
+    half = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
+    owner = np.tile(np.arange(len(triangles)), 3)
+    edges, inverse, count = np.unique(half, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    order = np.argsort(inverse, kind="stable")
+    first = np.searchsorted(inverse[order], np.arange(len(edges)))
+    pair = count == 2
+    n1, n2 = normal[owner[order[first[pair]]]], normal[owner[order[first[pair] + 1]]]
+    flat = np.zeros(len(edges), bool)
+    flat[pair] = _dot(n1, n2) >= np.cos(np.radians(min_angle))  # a knife edge (opposite normals) is the sharpest
+    return edges[~flat]
+
+
 class _Shared:
     """What every pose of one collider shares: its topology, the broad phase's pieces (``samples.Samples``) and the
     k-d tree of the pose it was built on."""
 
     def __init__(self, vertices, triangles):
         self.triangles = triangles
-        self.edges = triangle_edges(triangles)
+        self.edges = sharp_edges(vertices, triangles)
         self.triangle_pieces = Samples(vertices, triangles)
         self.edge_pieces = Samples(vertices, self.edges)
-        self.corners = np.unique(triangles)
+        self.corners = np.unique(self.edges)
         self.tree = self.edge_tree = self.corner_tree = None
         self.sides = None
         """(the start pose's vertex array, x_prev, sides): the last ``MeshCollider._sides`` answer."""
@@ -151,9 +182,9 @@ class MeshCollider(Collider):
         key = np.unique(np.concatenate(keys))
         return key // len(self.triangles), key % len(self.triangles)
 
-    def _closest(self, x):
-        """For every point within thickness + SEARCH_MARGIN: its nearest triangle. Returns (rows (k,), triangle (k,),
-        bary (k, 3), closest point (k, 3), unsigned distance (k,), interior (k,) bool)."""
+    def _closest(self, x, margin: float = None):
+        """For every point within thickness + margin (default SEARCH_MARGIN) [m]: its nearest triangle. Returns (rows
+        (k,), triangle (k,), bary (k, 3), closest point (k, 3), unsigned distance (k,), interior (k,) bool)."""
         if len(self.triangles) == 0 or len(x) == 0:
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
@@ -162,7 +193,7 @@ class MeshCollider(Collider):
         # The nearest piece's centre lies on the surface, so it bounds the distance from above (plus the travel since
         # the tree's pose); every triangle that can be nearer has a piece whose centre lies within that bound plus the
         # largest piece radius (``_pairs`` adds it).
-        limit = self.thickness + SEARCH_MARGIN
+        limit = self.thickness + (SEARCH_MARGIN if margin is None else margin)
         near = np.flatnonzero(nearest - self.radius - self.shared.travel <= limit)
         if len(near) == 0:
             empty = np.zeros(0, np.int64)
@@ -207,10 +238,13 @@ class MeshCollider(Collider):
         d = np.full(len(x), np.inf)
         n = np.zeros((len(x), 3))
         n[:, 2] = 1.0
-        rows, tris, bary, q, dist, interior = self._closest(x)
+        # A point that went into a closed collider during the step lies within its own motion of the surface.
+        moved = x - x_prev
+        reach = float(np.sqrt(_dot(moved, moved).max())) + self.shared.travel if len(x) else 0.0
+        rows, tris, bary, q, dist, interior = self._closest(x, max(SEARCH_MARGIN, reach))
         if len(rows) == 0:
             return d, n
-        side = self._sides(x_prev)[rows]
+        side = self._sides(x_prev, rows)
         face = side[:, None] * self.face_normals[tris]
         r = x[rows] - q
         away = r / np.where(dist > 0.0, dist, 1.0)[:, None]
@@ -220,19 +254,22 @@ class MeshCollider(Collider):
         d[rows] = _dot(r, normal) - self.thickness
         return d, n
 
-    def _sides(self, x_prev):
-        """The side (n,) (+1: the normal side, -1: the other; +1 where no triangle is near) each point of x_prev lies on
-        at the start pose, against its own nearest triangle there. Kept for the last x_prev: a step asks for the
-        contacts of the same start positions several times."""
+    def _sides(self, x_prev, rows):
+        """The side (k,) (+1: the normal side, -1: the other; +1 where no triangle is within SIDE_MARGIN) that the
+        points x_prev[rows] lie on at the start pose, against their own nearest triangle there. Kept per point for the
+        last x_prev: a step asks for the contacts of the same start positions several times."""
         start = self if self.start is None else self.start
         known = self.shared.sides
-        if known is not None and known[0] is start.vertices and np.array_equal(known[1], x_prev):
-            return known[2]
-        side = np.ones(len(x_prev))
-        rows, tris, _, q, _, _ = start._closest(x_prev)
-        side[rows] = np.where(_dot(x_prev[rows] - q, start.face_normals[tris]) < 0.0, -1.0, 1.0)
-        self.shared.sides = (start.vertices, x_prev.copy(), side)
-        return side
+        if known is None or known[0] is not start.vertices or not np.array_equal(known[1], x_prev):
+            known = (start.vertices, x_prev.copy(), np.full(len(x_prev), np.nan))
+            self.shared.sides = known
+        side = known[2]
+        todo = rows[np.isnan(side[rows])]
+        if len(todo):
+            side[todo] = 1.0
+            found, tris, _, q, _, _ = start._closest(x_prev[todo], SIDE_MARGIN)
+            side[todo[found]] = np.where(_dot(x_prev[todo[found]] - q, start.face_normals[tris]) < 0.0, -1.0, 1.0)
+        return side[rows]
 
     def motion(self, x):
         out = np.zeros_like(x)
