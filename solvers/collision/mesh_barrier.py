@@ -15,18 +15,10 @@ projected to PSD per pair (batched eigh). CCD (``max_step``): the largest alpha 
 """
 import numpy as np
 
-from ..energies.base import BlockHessian, Energy, element_stencil, scatter
+from ..energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
 from .barrier import CCD_SAFETY, barrier_terms
 from .ccd import edge_edge_ccd, point_triangle_ccd
 from .primitives import edge_edge_distance_squared, point_triangle_distance, point_triangle_distance_squared, segment_distance
-
-
-def _project_psd(blocks):
-    """Each symmetric (k, s, s) matrix with its negative eigenvalues set to 0."""
-    if len(blocks) == 0:
-        return blocks
-    values, vectors = np.linalg.eigh(blocks)
-    return np.einsum("kij,kj,klj->kil", vectors, np.maximum(values, 0.0), vectors)
 
 
 class MeshContactBarrier(Energy):
@@ -116,12 +108,11 @@ class MeshContactBarrier(Energy):
             _, first, second = barrier_terms(np.maximum(d, 1e-300), self.d_hat, self.kappa)
             local = second[:, None, None] * grad[:, :, None] * grad[:, None, :] + first[:, None, None] * hess
             if project:
-                local = _project_psd(local)
-            s = stencil.shape[1]
+                local = project_psd(local)
             r, c = element_stencil(stencil)
             rows.append(r)
             cols.append(c)
-            blocks.append(local.reshape(len(d), s, 3, s, 3).transpose(0, 1, 3, 2, 4).reshape(-1, 3, 3))
+            blocks.append(element_blocks(local))
         return BlockHessian(np.concatenate(rows), np.concatenate(cols), np.concatenate(blocks))
 
     # ------------------------------------------------------------------ CCD
