@@ -61,8 +61,8 @@ def original_positions(obj):
     return buf.reshape(-1, 3).astype(np.float64)
 
 
-def lab_scene(n=11, frames=24, cache_dir=None, sphere_location=(0.0, 0.0, 0.0)):
-    """The GAMES103 lab scene: a 10 m cloth of n x n vertices at z = 3 pinned at two corners, over a sphere of radius 2.7."""
+def empty_scene(frames, cache_dir=None):
+    """A new empty scene at 24 fps, frames 1..frames, baking into cache_dir (a new temporary folder by default)."""
     import bpy
 
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -70,6 +70,14 @@ def lab_scene(n=11, frames=24, cache_dir=None, sphere_location=(0.0, 0.0, 0.0)):
     scene.frame_start, scene.frame_end = 1, frames
     scene.render.fps, scene.render.fps_base = 24, 1.0
     scene.softsim.cache_dir = cache_dir or tempfile.mkdtemp(prefix="softsim-cache-")
+    return scene
+
+
+def lab_scene(n=11, frames=24, cache_dir=None, sphere_location=(0.0, 0.0, 0.0)):
+    """The GAMES103 lab scene: a 10 m cloth of n x n vertices at z = 3 pinned at two corners, over a sphere of radius 2.7."""
+    import bpy
+
+    scene = empty_scene(frames, cache_dir)
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=n - 1, y_subdivisions=n - 1, size=10.0, location=(0.0, 0.0, 3.0))
     cloth = bpy.context.object
     cloth.name = "Cloth"

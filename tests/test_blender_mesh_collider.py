@@ -1,21 +1,15 @@
 """A Mesh Collider as a user sets one up: any mesh object, its modifiers applied; bad input named."""
-import tempfile
-
 import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import evaluated_positions  # noqa: E402
+from blender_helpers import empty_scene, evaluated_positions  # noqa: E402
 
 
 def table_scene(frames=20):
     """A 2.6 m cloth (21 x 21) 0.4 m above a 2 x 2 x 0.5 m box (a scaled cube) with role MESH, on a ground."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.render.fps, scene.render.fps_base = 24, 1.0
-    scene.softsim.cache_dir = tempfile.mkdtemp(prefix="softsim-cache-")
+    scene = empty_scene(frames)
     bpy.ops.mesh.primitive_plane_add(size=10.0)
     bpy.context.object.softsim.role = "GROUND"
     bpy.ops.mesh.primitive_cube_add(size=2.0, location=(0.0, 0.0, 0.25), scale=(1.0, 1.0, 0.25))
@@ -28,6 +22,17 @@ def table_scene(frames=20):
     cloth.name = "Tablecloth"
     cloth.softsim.role = "CLOTH"
     return scene, cloth, table
+
+
+def edit_all(obj, operation):
+    """Run an Edit Mode operation on every element of obj's mesh."""
+    bpy.ops.object.select_all(action="DESELECT")
+    obj.select_set(True)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    bpy.ops.mesh.select_all(action="SELECT")
+    operation()
+    bpy.ops.object.mode_set(mode="OBJECT")
 
 
 def test_a_tablecloth_baked_onto_a_mesh_collider_rests_on_it(addon):
@@ -44,13 +49,7 @@ def test_a_tablecloth_baked_onto_a_mesh_collider_rests_on_it(addon):
 def test_a_mesh_collider_uses_its_evaluated_mesh(addon):
     """A Mirror modifier's half of the box holds the cloth up too: the collider is the evaluated mesh."""
     scene, cloth, table = table_scene()
-    bpy.ops.object.select_all(action="DESELECT")
-    table.select_set(True)
-    bpy.context.view_layer.objects.active = table
-    bpy.ops.object.mode_set(mode="EDIT")
-    bpy.ops.mesh.select_all(action="SELECT")
-    bpy.ops.transform.translate(value=(1.0, 0.0, 0.0))  # the box now spans x in [0, 2]
-    bpy.ops.object.mode_set(mode="OBJECT")
+    edit_all(table, lambda: bpy.ops.transform.translate(value=(1.0, 0.0, 0.0)))  # the box now spans x in [0, 2]
     mirror = table.modifiers.new("Mirror", "MIRROR")
     mirror.use_axis[0] = True  # ... and its mirror x in [-2, 0]: together the same 4 x 2 m footprint
     assert bpy.ops.softsim.bake() == {"FINISHED"}
@@ -62,13 +61,7 @@ def test_a_mesh_collider_uses_its_evaluated_mesh(addon):
 
 def test_a_mesh_collider_without_faces_is_refused_by_name(addon):
     scene, cloth, table = table_scene()
-    bpy.ops.object.select_all(action="DESELECT")
-    table.select_set(True)
-    bpy.context.view_layer.objects.active = table
-    bpy.ops.object.mode_set(mode="EDIT")
-    bpy.ops.mesh.select_all(action="SELECT")
-    bpy.ops.mesh.delete(type="ONLY_FACE")
-    bpy.ops.object.mode_set(mode="OBJECT")
+    edit_all(table, lambda: bpy.ops.mesh.delete(type="ONLY_FACE"))
     with pytest.raises(RuntimeError, match="'Table' has no faces"):
         bpy.ops.softsim.bake()
     assert not cloth.softsim.is_baked

@@ -4,7 +4,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import evaluated_positions  # noqa: E402
+from blender_helpers import empty_scene, evaluated_positions  # noqa: E402
 
 FRAMES = 7
 RADIUS = 0.3
@@ -13,13 +13,7 @@ RADIUS = 0.3
 def curtain_and_keyed_sphere(solver):
     """A 2 x 2 m curtain (21 x 21) hanging in the plane y = 0 from its pinned top row at z = 2.2 m, and a 0.3 m sphere
     keyed linearly from y = -0.8 m (frame 1) to y = 0.5 m (frame 7): 5.2 m/s through the curtain."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, FRAMES
-    scene.render.fps, scene.render.fps_base = 24, 1.0
-    import tempfile
-
-    scene.softsim.cache_dir = tempfile.mkdtemp(prefix="softsim-cache-")
+    scene = empty_scene(FRAMES)
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=20, y_subdivisions=20, size=2.0, location=(0.0, 0.0, 1.2),
                                     rotation=(np.pi / 2, 0.0, 0.0))
     curtain = bpy.context.object

@@ -11,7 +11,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import cache_file, evaluated_positions, original_positions  # noqa: E402
+from blender_helpers import cache_file, empty_scene, evaluated_positions, original_positions  # noqa: E402
 from solvers.cache import read_pc2  # noqa: E402
 
 COLUMNS, ROWS = 21, 11
@@ -19,11 +19,7 @@ COLUMNS, ROWS = 21, 11
 
 def rig_scene(tmp_path, frames=48):
     """(scene, cape, rig): the cape with an Armature modifier on the rig, Role Cloth, Pin Group "Collar"."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.render.fps, scene.render.fps_base = 24, 1.0
-    scene.softsim.cache_dir = str(tmp_path / "cache")
+    scene = empty_scene(frames, str(tmp_path / "cache"))
 
     rig = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig"))
     scene.collection.objects.link(rig)
