@@ -26,8 +26,9 @@ class SolverConfig:
     substeps: Optional[int] = None
     """Solver steps per scene frame (>= 1); None: the solver's own default (``registry``: XPBD 30, NEWTON 1, ...)."""
     iterations: Optional[int] = None
-    """Constraint sweeps per step (PBD/XPBD), local-global iterations (PROJECTIVE), a ceiling raiser for implicit
-    Euler's linear iterations; None: the solver's own default (1; PROJECTIVE 2)."""
+    """Constraint sweeps per step (PBD/XPBD), local-global iterations (PROJECTIVE: at least these, more while a step
+    would gain energy), a ceiling raiser for implicit Euler's linear iterations; None: the solver's own default (1;
+    PROJECTIVE 2)."""
     stiffness: float = 1.0e4
     """Stiffness of every edge spring of a body without tets (cloth, ropes) [N/m]; XPBD compliance = 1 / stiffness."""
     youngs_modulus: float = 1.0e5

@@ -20,8 +20,11 @@ def hanging_curtain():
 
 def sphere_at(frame):
     """A 0.3 m sphere at mid height moving at 6 m/s along +y from y = -0.8 m through the curtain; it stops at
-    y = 0.5 m (frame 6). After that abrupt stop the curtain's hem flies on like a whip: with PROJECTIVE it swings
-    above the pins by frame 8 (physically plausible at 6 m/s: v^2 / 2g = 1.8 m), so the checks cover the push."""
+    y = 0.5 m during frame 6. After that abrupt stop the curtain flies on like a whip (physically plausible at 6 m/s:
+    v^2 / 2g = 1.8 m): PROJECTIVE's row below the pins is 1.0 cm above them at the end of frame 6 and its hem swings
+    above them from frame 7 (up to 1.8 m), NEWTON's from frame 9 (up to 9 cm), XPBD's from frame 12 (up to 33 cm),
+    measured over 24 frames. So the height check covers the push at full speed (frames 1-5); the others cover the
+    stop too."""
     return Sphere([0.0, min(-0.8 + 6.0 * frame / FPS, 0.5), PIN_HEIGHT - 1.0], RADIUS, name="ball")
 
 
@@ -39,7 +42,8 @@ def test_a_fast_sphere_pushes_a_curtain_ahead_of_itself(solver):
         gap = np.linalg.norm(x - sphere.center, axis=1).min() - RADIUS
         assert gap > -1e-3, f"frame {frame}: a vertex {-1000 * gap:.1f} mm inside the sphere"
         assert x[:, 1].min() > -0.3, f"frame {frame}: the curtain went behind the sphere to y = {x[:, 1].min():.2f} m"
-        assert x[:, 2].max() < PIN_HEIGHT + 0.01, f"frame {frame}: thrown to z = {x[:, 2].max():.2f} m, above its pins"
+        if frame <= 5:
+            assert x[:, 2].max() < PIN_HEIGHT + 0.01, f"frame {frame}: thrown to z = {x[:, 2].max():.2f} m, above its pins"
     assert state.x[:, 1].max() > 0.5, "the curtain was not pushed ahead"
 
 

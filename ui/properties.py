@@ -73,8 +73,9 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
                           description="Solver steps per scene frame; more is stiffer and more stable, and slower")
     iterations: IntProperty(
         update=_settings_changed, name="Iterations", default=DEFAULTS["iterations"], min=1, max=MAX_ITERATIONS, soft_max=100,
-        description="PBD/XPBD: constraint sweeps per substep (PBD gets stiffer with more). Implicit Euler: raises the "
-        "ceiling on linear-solver iterations above 1000 (the solve stops at Tolerance)",
+        description="PBD/XPBD: constraint sweeps per substep (PBD gets stiffer with more). Projective Dynamics: "
+        "local-global iterations per substep, at least this many (up to 12 while a substep would gain energy). "
+        "Implicit Euler: raises the ceiling on linear-solver iterations above 1000 (the solve stops at Tolerance)",
     )
     mass: FloatProperty(update=_settings_changed, name="Mass", default=1.0, min=1e-6, soft_max=1000.0, unit="MASS",
                         description="Total mass of the body in kg, spread over its vertices by Mass Distribution")
