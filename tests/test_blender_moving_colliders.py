@@ -36,7 +36,7 @@ def curtain_and_keyed_sphere(solver):
     return scene, curtain, ball
 
 
-@pytest.mark.parametrize("solver", ["XPBD", "NEWTON"])
+@pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE", "NEWTON"])
 def test_a_keyed_sphere_pushes_a_baked_curtain_ahead(addon, solver):
     scene, curtain, ball = curtain_and_keyed_sphere(solver)
     assert bpy.ops.softsim.bake() == {"FINISHED"}
