@@ -38,6 +38,8 @@ class ProjectedContactSolver(Solver):
         """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
         self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
         """Per-particle sphere pads [m^2] that keep the faces out of spheres (``collision.faces.sphere_pads``)."""
+        if self.self_collision is not None:
+            self.self_collision.pad2 = self.pad2
 
     def finish_step(self, x, x_prev, v, dt: float, colliders, velocity_from_positions: bool = True) -> None:
         """The end of every position-level step, in place: collider contacts (``resolve_collider_contacts``), then

@@ -122,7 +122,7 @@ class ImpactZones:
                     np.maximum(pins, 1.0)
                 shift[:, axis] = np.where(pins > 0, pin_mean, free_mean)[zone]
             if colliders:
-                shift = self._clamp_zones(x_start[members], shift, zone, pins[zone] > 0, colliders)
+                shift = self._clamp_zones(x_start[members], shift, zone, pins[zone] > 0, colliders, members)
             move = members[free[members]]
             x[move] = x_start[move] + shift[free[members]]
             x_prev[move] = x_start[move]
@@ -134,23 +134,25 @@ class ImpactZones:
         if colliders:
             members = np.nonzero(free)[0]
             shift = self._clamp_zones(x_start[members], np.tile(shift, (len(members), 1)),
-                                      np.zeros(len(members), np.int64), np.zeros(len(members), bool), colliders)[0]
+                                      np.zeros(len(members), np.int64), np.zeros(len(members), bool), colliders, members)[0]
         x[free] = x_start[free] + shift
         x_prev[free] = x_start[free]
 
-    def _clamp_zones(self, start, shift, zone, pinned, colliders):
+    def _clamp_zones(self, start, shift, zone, pinned, colliders, members):
         """Zone translations (one row per member, (m, 3)) changed so that no member of a zone without pins ends
         deeper than COLLIDER_SLACK * thickness inside a collider: each round moves a zone along the normal of its
         deepest member by that member's excess depth (exact for a plane, a few rounds for a sphere). A zone can
-        always stay where the step started it (shift 0), which is where it ends if the rounds run out."""
+        always stay where the step started it (shift 0), which is where it ends if the rounds run out. members (m,):
+        the particles of the rows, for their sphere pads."""
         shift = shift.copy()
+        pad2 = self.pad2[members] if self.pad2 is not None else None
         slack = COLLIDER_SLACK * self.thickness
         zones = int(zone.max()) + 1 if len(zone) else 0
         for _ in range(ZONE_CLAMP_ROUNDS):
             deepest = np.zeros(zones)
             push = np.zeros((zones, 3))
             for collider in colliders:
-                d, n = collider.distance_and_normal(start + shift)
+                d, n = collider.distance_and_normal(start + shift, pad2)
                 excess = -(d + slack)
                 inside = (excess > 0.0) & ~pinned
                 if not np.any(inside):
@@ -167,7 +169,7 @@ class ImpactZones:
                 return shift
             shift += push[zone]
         for collider in colliders:  # still inside after the rounds: those zones stay where they started
-            d, _ = collider.distance_and_normal(start + shift)
+            d, _ = collider.distance_and_normal(start + shift, pad2)
             shift[np.isin(zone, np.unique(zone[(d < -slack) & ~pinned]))] = 0.0
         return shift
 

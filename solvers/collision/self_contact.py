@@ -138,6 +138,10 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         self._list = None
         self._heavy = None
         """During ``resolve_beside_colliders``: the particles weighing CONTACT_MASS_FACTOR more, (n,) bool."""
+        self.pad2 = None
+        """The particles' sphere pads [m^2] (n,) (``faces.sphere_pads``), or None: depths in the colliders are
+        measured to the padded surface, the one the collider contacts put the particles on, so that a particle the
+        response moves keeps the faces around it out of a sphere too."""
         self.excluded_vt = self.excluded_ee = np.zeros(0, np.int64)
         if len(self.triangles) == 0:
             return
@@ -208,7 +212,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             return self.resolve(x, x_prev)
         resting = np.zeros(len(x), bool)
         for collider in colliders:
-            d, _ = collider.distance_and_normal(x)
+            d, _ = collider.distance_and_normal(x, self.pad2)
             resting |= d < CONTACT_BAND
         inv_mass = self.inv_mass
         try:
@@ -230,7 +234,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         for collider in colliders:
             if len(moved) == 0:
                 return
-            d, n = collider.distance_and_normal(x[moved])
+            d, n = collider.distance_and_normal(x[moved], None if self.pad2 is None else self.pad2[moved])
             inside = d < -slack
             if np.any(inside):
                 which = moved[inside]
