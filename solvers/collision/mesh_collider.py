@@ -5,8 +5,12 @@ covered too: the collider's corners and edges pressing into a body's faces (``re
 triangle and edge against edge, position-level, as ``faces.py`` does for spheres).
 
 Sides: which side of the surface a point belongs on is read from where it was at the step's start against its own
-nearest triangle, relative to that triangle's normal, so a mesh must be consistently oriented (Blender's Recalculate
-Normals); a closed mesh keeps bodies outside when its normals point out.
+nearest triangle, relative to the normal of the feature that holds its nearest point (the triangle's normal inside
+it, the angle-weighted pseudo-normal of an edge or a vertex on its border: Baerentzen and Aanaes 2005, exact for a
+closed mesh), so a mesh must be consistently oriented (Blender's Recalculate Normals); a closed mesh keeps bodies
+outside when its normals point out. (The triangle's own normal cannot tell a point level with a box's top, beside a
+side face and 1e-11 m inside its plane, from one inside the box: such a cloth vertex resting on the rim was pushed
+into the top.)
 
 Distances: for a point x the exact unsigned distance to the nearest triangle (``primitives.point_triangle_distance``
 on the candidates of a k-d tree over the centres of the triangles' pieces (``samples.Samples``: large triangles cut
@@ -81,6 +85,10 @@ class _Shared:
 
     def __init__(self, vertices, triangles):
         self.triangles = triangles
+        sides = np.sort(np.stack([triangles[:, [1, 2]], triangles[:, [2, 0]], triangles[:, [0, 1]]], axis=1), axis=2)
+        _, side_edge = np.unique(sides.reshape(-1, 2), axis=0, return_inverse=True)
+        self.side_edge = side_edge.reshape(-1, 3)
+        """(t, 3): an id of the edge opposite each triangle's corner k, shared by the triangles on that edge."""
         self.edges = sharp_edges(vertices, triangles)
         self.triangle_pieces = Samples(vertices, triangles)
         self.edge_pieces = Samples(vertices, self.edges)
@@ -140,6 +148,46 @@ class MeshCollider(Collider):
         normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]) if len(corners) else np.zeros((0, 3))
         length = np.sqrt(_dot(normal, normal))
         self.face_normals = normal / np.where(length > 0.0, length, 1.0)[:, None]
+
+    def _feature_normals(self):
+        """The angle-weighted pseudo-normals (Baerentzen and Aanaes 2005) at this pose: (per vertex (m, 3), per
+        triangle side (t, 3, 3), side k opposite corner k): at a vertex the incident faces' normals weighted by their
+        angles there, on an edge the sum of its faces' normals, both normalised. Built on first use."""
+        known = self.__dict__.get("_pseudo")
+        if known is None:
+            corners = self.vertices[self.triangles]
+            angle = np.zeros((len(corners), 3))
+            for k in range(3):
+                u, w = corners[:, (k + 1) % 3] - corners[:, k], corners[:, (k + 2) % 3] - corners[:, k]
+                cos = _dot(u, w) / np.maximum(np.sqrt(_dot(u, u) * _dot(w, w)), 1e-300)
+                angle[:, k] = np.arccos(np.clip(cos, -1.0, 1.0))
+            vertex = np.zeros_like(self.vertices)
+            edge = np.zeros((int(self.shared.side_edge.max()) + 1 if len(corners) else 0, 3))
+            for k in range(3):
+                np.add.at(vertex, self.triangles[:, k], angle[:, k, None] * self.face_normals)
+                np.add.at(edge, self.shared.side_edge[:, k], self.face_normals)
+            for a in (vertex, edge):
+                a /= np.maximum(np.sqrt(_dot(a, a)), 1e-300)[:, None]
+            known = self.__dict__["_pseudo"] = (vertex, edge[self.shared.side_edge])
+        return known
+
+    def pseudo_normals(self, tris, bary):
+        """The normal (k, 3) of the feature of triangles tris (k,) that holds the points with barycentric weights bary
+        (k, 3): the face's normal inside, an edge's or a vertex's pseudo-normal (``_feature_normals``) on its border.
+        (x - q) . n > 0 for the closest surface point q of x tells the outside of a closed, outward-oriented mesh at
+        every feature (a point level with a box's top, beside its side face, is outside: the side face's own normal
+        cannot say)."""
+        normal = self.face_normals[tris].copy()
+        zero = bary <= 1e-12
+        count = zero.sum(axis=1)
+        vertex, side = self._feature_normals()
+        rows = np.flatnonzero(count == 1)
+        if len(rows):
+            normal[rows] = side[tris[rows], np.argmax(zero[rows], axis=1)]
+        rows = np.flatnonzero(count >= 2)
+        if len(rows):
+            normal[rows] = vertex[self.triangles[tris[rows], np.argmax(bary[rows], axis=1)]]
+        return normal
 
     # ----------------------------------------------------------------- motion
 
@@ -231,10 +279,11 @@ class MeshCollider(Collider):
 
     def contact(self, x, x_prev, pad2=None):
         """The contact plane on the side each point came from. The side s is where x_prev lay against its own nearest
-        triangle at the start pose: s = sign((x_prev - q0) . N0), a label that means "the normal side" or "the
-        other side" of a consistently oriented mesh (the outside of a closed mesh whose normals point out). At the end
-        pose, with q the nearest surface point of x: inside that triangle's prism the plane's normal is s N; beside
-        it, the direction from q to the point, unless that points to the other side (then s N)."""
+        triangle at the start pose: s = sign((x_prev - q0) . N0), N0 the pseudo-normal of the feature holding q0
+        (``pseudo_normals``), a label that means "the normal side" or "the other side" of a consistently oriented mesh
+        (the outside of a closed mesh whose normals point out). At the end pose, with q the nearest surface point of
+        x on triangle N: inside that triangle's prism the plane's normal is s N; beside it, the direction from q to
+        the point, unless that points to the other side of q's feature (then s N)."""
         d = np.full(len(x), np.inf)
         n = np.zeros((len(x), 3))
         n[:, 2] = 1.0
@@ -248,7 +297,8 @@ class MeshCollider(Collider):
         face = side[:, None] * self.face_normals[tris]
         r = x[rows] - q
         away = r / np.where(dist > 0.0, dist, 1.0)[:, None]
-        use_face = interior | (dist <= 0.0) | (_dot(away, face) < 0.0)
+        # Beside the triangle the point is on its own side when it is so against the nearest feature's pseudo-normal.
+        use_face = interior | (dist <= 0.0) | (_dot(away, self.pseudo_normals(tris, bary)) * side < 0.0)
         normal = np.where(use_face[:, None], face, away)
         n[rows] = normal
         d[rows] = _dot(r, normal) - self.thickness
@@ -267,8 +317,9 @@ class MeshCollider(Collider):
         todo = rows[np.isnan(side[rows])]
         if len(todo):
             side[todo] = 1.0
-            found, tris, _, q, _, _ = start._closest(x_prev[todo], SIDE_MARGIN)
-            side[todo[found]] = np.where(_dot(x_prev[todo[found]] - q, start.face_normals[tris]) < 0.0, -1.0, 1.0)
+            found, tris, bary, q, _, _ = start._closest(x_prev[todo], SIDE_MARGIN)
+            normal = start.pseudo_normals(tris, bary)
+            side[todo[found]] = np.where(_dot(x_prev[todo[found]] - q, normal) < 0.0, -1.0, 1.0)
         return side[rows]
 
     def motion(self, x):
