@@ -5,8 +5,12 @@ covered too: the collider's corners and edges pressing into a body's faces (``re
 triangle and edge against edge, position-level, as ``faces.py`` does for spheres).
 
 Sides: which side of the surface a point belongs on is read from where it was at the step's start against its own
-nearest triangle, relative to that triangle's normal, so a mesh must be consistently oriented (Blender's Recalculate
-Normals); a closed mesh keeps bodies outside when its normals point out.
+nearest triangle, relative to the normal of the feature that holds its nearest point (the triangle's normal inside
+it, the angle-weighted pseudo-normal of an edge or a vertex on its border: Baerentzen and Aanaes 2005, exact for a
+closed mesh), so a mesh must be consistently oriented (Blender's Recalculate Normals); a closed mesh keeps bodies
+outside when its normals point out. (The triangle's own normal cannot tell a point level with a box's top, beside a
+side face and 1e-11 m inside its plane, from one inside the box: such a cloth vertex resting on the rim was pushed
+into the top.)
 
 Distances: for a point x the exact unsigned distance to the nearest triangle (``primitives.point_triangle_distance``
 on the candidates of a k-d tree over the centres of the triangles' pieces (``samples.Samples``: large triangles cut
@@ -45,6 +49,10 @@ SHARP_ANGLE = 10.0
 (``sharp_edges``)."""
 FACE_PASSES = 4
 """Jacobi passes of ``resolve_faces`` per call (as ``faces.FACE_PASSES``)."""
+SKIN = 0.03
+"""[m] Candidate pairs are found this much farther than asked and kept until the points that asked have moved far
+enough to use it up (``_Shared.pair_cache``, ``_Shared.face_cache``): the k-d tree joins, not the exact distances,
+were most of the mesh collider's cost (a 31 x 31 XPBD cloth on a box asks ~8 times per substep)."""
 
 
 def _dot(u, v):
@@ -81,6 +89,10 @@ class _Shared:
 
     def __init__(self, vertices, triangles):
         self.triangles = triangles
+        sides = np.sort(np.stack([triangles[:, [1, 2]], triangles[:, [2, 0]], triangles[:, [0, 1]]], axis=1), axis=2)
+        _, side_edge = np.unique(sides.reshape(-1, 2), axis=0, return_inverse=True)
+        self.side_edge = side_edge.reshape(-1, 3)
+        """(t, 3): an id of the edge opposite each triangle's corner k, shared by the triangles on that edge."""
         self.edges = sharp_edges(vertices, triangles)
         self.triangle_pieces = Samples(vertices, triangles)
         self.edge_pieces = Samples(vertices, self.edges)
@@ -92,6 +104,13 @@ class _Shared:
         """(a body's triangles array, its edges): the last body ``resolve_faces`` saw (solvers pass the same array)."""
         self.travel = 0.0
         """[m] The most a vertex (so a piece's centre) moves between the tree's pose and any pose that queries it."""
+        self.pair_cache = None
+        """(x_ref (n, 3), covered (n,) [m], keys (k,) sorted point * t + triangle): point-triangle candidates of the
+        point sets of one size ``_closest`` saw (``_near_pairs``): point i's keys hold every triangle with a point
+        within covered[i] [m] of x_ref[i] (-inf: none asked yet)."""
+        self.face_cache = None
+        """(body triangles array, (thickness, travel) [m], x_ref (n, 3), corner pairs, edge pairs): ``corner_pairs`` and
+        ``edge_pairs`` of the last ``resolve_faces``, found at x_ref within thickness + SKIN."""
 
     def tree_for(self, vertices):
         """The k-d tree over the triangles' pieces, built on the first pose that asks (once per frame)."""
@@ -141,6 +160,46 @@ class MeshCollider(Collider):
         length = np.sqrt(_dot(normal, normal))
         self.face_normals = normal / np.where(length > 0.0, length, 1.0)[:, None]
 
+    def _feature_normals(self):
+        """The angle-weighted pseudo-normals (Baerentzen and Aanaes 2005) at this pose: (per vertex (m, 3), per
+        triangle side (t, 3, 3), side k opposite corner k): at a vertex the incident faces' normals weighted by their
+        angles there, on an edge the sum of its faces' normals, both normalised. Built on first use."""
+        known = self.__dict__.get("_pseudo")
+        if known is None:
+            corners = self.vertices[self.triangles]
+            angle = np.zeros((len(corners), 3))
+            for k in range(3):
+                u, w = corners[:, (k + 1) % 3] - corners[:, k], corners[:, (k + 2) % 3] - corners[:, k]
+                cos = _dot(u, w) / np.maximum(np.sqrt(_dot(u, u) * _dot(w, w)), 1e-300)
+                angle[:, k] = np.arccos(np.clip(cos, -1.0, 1.0))
+            vertex = np.zeros_like(self.vertices)
+            edge = np.zeros((int(self.shared.side_edge.max()) + 1 if len(corners) else 0, 3))
+            for k in range(3):
+                np.add.at(vertex, self.triangles[:, k], angle[:, k, None] * self.face_normals)
+                np.add.at(edge, self.shared.side_edge[:, k], self.face_normals)
+            for a in (vertex, edge):
+                a /= np.maximum(np.sqrt(_dot(a, a)), 1e-300)[:, None]
+            known = self.__dict__["_pseudo"] = (vertex, edge[self.shared.side_edge])
+        return known
+
+    def pseudo_normals(self, tris, bary):
+        """The normal (k, 3) of the feature of triangles tris (k,) that holds the points with barycentric weights bary
+        (k, 3): the face's normal inside, an edge's or a vertex's pseudo-normal (``_feature_normals``) on its border.
+        (x - q) . n > 0 for the closest surface point q of x tells the outside of a closed, outward-oriented mesh at
+        every feature (a point level with a box's top, beside its side face, is outside: the side face's own normal
+        cannot say)."""
+        normal = self.face_normals[tris].copy()
+        zero = bary <= 1e-12
+        count = zero.sum(axis=1)
+        vertex, side = self._feature_normals()
+        rows = np.flatnonzero(count == 1)
+        if len(rows):
+            normal[rows] = side[tris[rows], np.argmax(zero[rows], axis=1)]
+        rows = np.flatnonzero(count >= 2)
+        if len(rows):
+            normal[rows] = vertex[self.triangles[tris[rows], np.argmax(bary[rows], axis=1)]]
+        return normal
+
     # ----------------------------------------------------------------- motion
 
     def pose_differs(self, other) -> bool:
@@ -182,14 +241,65 @@ class MeshCollider(Collider):
         key = np.unique(np.concatenate(keys))
         return key // len(self.triangles), key % len(self.triangles)
 
-    def _closest(self, x, margin: float = None):
-        """For every point within thickness + margin (default SEARCH_MARGIN) [m]: its nearest triangle. Returns (rows
-        (k,), triangle (k,), bary (k, 3), closest point (k, 3), unsigned distance (k,), interior (k,) bool)."""
-        if len(self.triangles) == 0 or len(x) == 0:
+    def _bounds(self):
+        """Each triangle's bounding sphere at this pose: (centres (t, 3), radii (t,)) [m]. Built on first use."""
+        known = self.__dict__.get("_spheres")
+        if known is None:
+            corners = self.vertices[self.triangles]
+            centre = corners.mean(axis=1)
+            known = self.__dict__["_spheres"] = (centre, np.sqrt(((corners - centre[:, None]) ** 2).sum(axis=2).max(axis=1)))
+        return known
+
+    def _near_pairs(self, x, near, need):
+        """(rows into near (k,), triangles (k,)), sorted by row: a superset of the triangles within need (k,) [m] of
+        the points x[near], with no triangle whose bounding sphere lies farther.
+
+        Broad phase kept per point in ``_Shared.pair_cache`` for point sets of x's size: a point whose need plus its
+        motion m since its entry was found still lies within what the entry covered reuses it (a triangle within r
+        of x lies within r + m of where x was); the others are found anew (``_pairs``) within need + SKIN and replace
+        their entries. Every solver step asks for the whole body several times from nearly the same positions
+        (contact constraints, the vertex projections before and after the face push, the sides at the step's
+        start). The bounding spheres then drop what the skin added, before the exact distances."""
+        count = len(self.triangles)
+        cache = self.shared.pair_cache
+        if cache is None or cache[0].shape != x.shape:
+            if cache is not None and len(x) < len(cache[0]):
+                return self._pairs(x[near], need)  # a few points (friction's motion) keep the body's entries
+            cache = self.shared.pair_cache = (np.zeros_like(x), np.full(len(x), -np.inf), np.zeros(0, np.int64))
+        x_ref, covered, keys = cache
+        moved = x[near] - x_ref[near]
+        miss = need + np.sqrt(_dot(moved, moved)) > covered[near]
+        if miss.any():
+            again = near[miss]
+            rows, tris = self._pairs(x[again], need[miss] + SKIN)  # every triangle with a point within that
+            stale = np.zeros(len(x), bool)
+            stale[again] = True
+            keys = np.sort(np.concatenate([keys[~stale[keys // count]], again[rows] * count + tris]))
+            x_ref[again] = x[again]
+            covered[again] = need[miss] + SKIN
+            self.shared.pair_cache = (x_ref, covered, keys)
+        position = np.full(len(x), -1)
+        position[near] = np.arange(len(near))
+        found = keys[position[keys // count] >= 0]
+        rows, tris = position[found // count], found % count
+        centre, radius = self._bounds()
+        gap = x[near][rows] - centre[tris]
+        keep = np.sqrt(_dot(gap, gap)) - radius[tris] <= need[rows] * (1.0 + 1e-12) + 1e-12
+        return rows[keep], tris[keep]
+
+    def _closest(self, x, margin: float = None, among=None):
+        """For every point (of the rows ``among`` of x, default all) within thickness + margin (default
+        SEARCH_MARGIN) [m]: its nearest triangle. Returns (rows of x (k,), triangle (k,), bary (k, 3), closest point
+        (k, 3), unsigned distance (k,), interior (k,) bool)."""
+        if len(self.triangles) == 0 or len(x) == 0 or (among is not None and len(among) == 0):
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
         tree = self.shared.tree_for(self.vertices)
-        nearest, _ = tree.query(x)
+        if among is None:
+            nearest, _ = tree.query(x)
+        else:  # the other rows can never count as near
+            nearest = np.full(len(x), np.inf)
+            nearest[among] = tree.query(x[among])[0]
         # The nearest piece's centre lies on the surface, so it bounds the distance from above (plus the travel since
         # the tree's pose); every triangle that can be nearer has a piece whose centre lies within that bound plus the
         # largest piece radius (``_pairs`` adds it).
@@ -198,7 +308,7 @@ class MeshCollider(Collider):
         if len(near) == 0:
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
-        rows, tris = self._pairs(x[near], np.minimum(nearest[near] + self.shared.travel, limit) + self.radius)
+        rows, tris = self._near_pairs(x, near, np.minimum(nearest[near] + self.shared.travel, limit))
         corners = self.vertices[self.triangles[tris]]
         p = x[near][rows]
         bary, interior = point_triangle_closest(p, corners[:, 0], corners[:, 1], corners[:, 2])
@@ -231,10 +341,11 @@ class MeshCollider(Collider):
 
     def contact(self, x, x_prev, pad2=None):
         """The contact plane on the side each point came from. The side s is where x_prev lay against its own nearest
-        triangle at the start pose: s = sign((x_prev - q0) . N0), a label that means "the normal side" or "the
-        other side" of a consistently oriented mesh (the outside of a closed mesh whose normals point out). At the end
-        pose, with q the nearest surface point of x: inside that triangle's prism the plane's normal is s N; beside
-        it, the direction from q to the point, unless that points to the other side (then s N)."""
+        triangle at the start pose: s = sign((x_prev - q0) . N0), N0 the pseudo-normal of the feature holding q0
+        (``pseudo_normals``), a label that means "the normal side" or "the other side" of a consistently oriented mesh
+        (the outside of a closed mesh whose normals point out). At the end pose, with q the nearest surface point of
+        x on triangle N: inside that triangle's prism the plane's normal is s N; beside it, the direction from q to
+        the point, unless that points to the other side of q's feature (then s N)."""
         d = np.full(len(x), np.inf)
         n = np.zeros((len(x), 3))
         n[:, 2] = 1.0
@@ -248,7 +359,8 @@ class MeshCollider(Collider):
         face = side[:, None] * self.face_normals[tris]
         r = x[rows] - q
         away = r / np.where(dist > 0.0, dist, 1.0)[:, None]
-        use_face = interior | (dist <= 0.0) | (_dot(away, face) < 0.0)
+        # Beside the triangle the point is on its own side when it is so against the nearest feature's pseudo-normal.
+        use_face = interior | (dist <= 0.0) | (_dot(away, self.pseudo_normals(tris, bary)) * side < 0.0)
         normal = np.where(use_face[:, None], face, away)
         n[rows] = normal
         d[rows] = _dot(r, normal) - self.thickness
@@ -267,8 +379,9 @@ class MeshCollider(Collider):
         todo = rows[np.isnan(side[rows])]
         if len(todo):
             side[todo] = 1.0
-            found, tris, _, q, _, _ = start._closest(x_prev[todo], SIDE_MARGIN)
-            side[todo[found]] = np.where(_dot(x_prev[todo[found]] - q, start.face_normals[tris]) < 0.0, -1.0, 1.0)
+            found, tris, bary, q, _, _ = start._closest(x_prev, SIDE_MARGIN, among=todo)
+            normal = start.pseudo_normals(tris, bary)
+            side[found] = np.where(_dot(x_prev[found] - q, normal) < 0.0, -1.0, 1.0)
         return side[rows]
 
     def motion(self, x):
@@ -327,7 +440,7 @@ class MeshCollider(Collider):
         edges = self._body_edges(triangles)
         found = 0
         for k in range(FACE_PASSES if passes is None else passes):
-            moved = self._push_corners(x, x_prev, inv_mass, triangles, start) + self._push_edges(x, x_prev, inv_mass, edges, start)
+            moved = self._push_corners(x, x_prev, inv_mass, triangles, edges, start) + self._push_edges(x, x_prev, inv_mass, triangles, edges, start)
             if k == 0:
                 found = moved
             if moved == 0:
@@ -367,10 +480,24 @@ class MeshCollider(Collider):
         keep = found["v"] <= reach + radius[ti] + self.shared.travel
         return ci[keep], ti[keep]
 
-    def _push_corners(self, x, x_prev, inv_mass, triangles, start):
+    def _face_pairs(self, x, triangles, edges):
+        """(corner pairs, edge pairs) of ``corner_pairs`` and ``edge_pairs`` within thickness at x, or supersets:
+        from ``_Shared.face_cache`` while no point has moved more than SKIN / 3 from where they were found within
+        thickness + SKIN (a triangle's bounding sphere, an edge's midpoint and half length then change by at most
+        SKIN together); else found anew and cached."""
+        cache = self.shared.face_cache
+        if cache is not None and cache[0] is triangles and cache[1] == (self.thickness, self.shared.travel) and cache[2].shape == x.shape:
+            moved = x - cache[2]
+            if float(_dot(moved, moved).max(initial=0.0)) <= (SKIN / 3.0) ** 2:
+                return cache[3], cache[4]
+        pairs = self.corner_pairs(x, triangles, self.thickness + SKIN), self.edge_pairs(x, edges, self.thickness + SKIN)
+        self.shared.face_cache = (triangles, (self.thickness, self.shared.travel), x.copy()) + pairs
+        return pairs
+
+    def _push_corners(self, x, x_prev, inv_mass, triangles, edges, start):
         corners = self.shared.corners
         c = self.vertices[corners]
-        ci, ti = self.corner_pairs(x, triangles, self.thickness)
+        ci, ti = self._face_pairs(x, triangles, edges)[0]
         if len(ci) == 0:
             return 0
         tri = triangles[ti]
@@ -396,10 +523,10 @@ class MeshCollider(Collider):
         depth = np.where(interior | (_dot(r, facing) >= 0.0), self.thickness - gap, 0.0)
         return self._apply(x, inv_mass, tri, bary, direction, depth, (q - q_prev) - (p - corner_start))
 
-    def _push_edges(self, x, x_prev, inv_mass, edges, start):
+    def _push_edges(self, x, x_prev, inv_mass, triangles, edges, start):
         mine = self.shared.edges
         p1, q1 = self.vertices[mine[:, 0]], self.vertices[mine[:, 1]]
-        ei, bi = self.edge_pairs(x, edges, self.thickness)
+        ei, bi = self._face_pairs(x, triangles, edges)[1]
         if len(ei) == 0:
             return 0
         body = edges[bi]
