@@ -18,18 +18,20 @@ both splits are kept (they cross at the quad's centre).
 Broad phase: Verlet lists (as ``self_broad_phase``): k-d tree joins of bounding spheres (``self_broad_phase._join``:
 vertices with triangle centroids, edge midpoints with each other) keep the pairs within d_hat + skin (exact distance)
 of the positions they were built at; the lists serve every later position at which no particle has moved by more
-than half the skin relative to the mean motion (a Newton step's iterates and line-search trials, mostly), and only
-their exact distances are evaluated there.
+than half the skin relative to the mean motion (a Newton step's iterates and line-search trials, mostly). There a
+listed pair gets the exact distance test only if its distance at the build, less the largest motion of each of its
+elements since, is within reach.
 
 CCD (``max_step``): the largest alpha with no pair closer than (1 - CCD_SAFETY) of its distance along x + alpha dx
-(additive CCD on all four moving points, ``ccd.point_triangle_ccd`` / ``edge_edge_ccd``), over the listed pairs when
-the lists cover both ends of the motion, else over the pairs whose swept bounding spheres (each element's start and
-end positions) overlap. Every accepted Newton iterate keeps every pair apart, so the body never passes through itself
+(additive CCD on all four moving points, ``ccd.point_triangle_ccd`` / ``edge_edge_ccd``), over the listed pairs that
+can reach distance 0 when the lists cover both ends of the motion, else over the pairs whose swept bounding spheres
+(each element's start and end positions) overlap. Every accepted Newton iterate keeps every pair apart, so the body never passes through itself
 within a step. No friction between the body's own layers.
 """
 import numpy as np
 
 from .barrier import CCD_SAFETY
+from .ccd import TOLERANCE as CCD_TOLERANCE
 from .ccd import edge_edge_ccd, point_triangle_ccd
 from .crossings import triangle_edges
 from .pair_barrier import PairBarrier, distance_derivatives
@@ -101,30 +103,45 @@ class SelfContactBarrier(PairBarrier):
         vt, ee = d_vt < reach, d_ee < reach
         return (v[vt], t[vt], d_vt[vt]), (e1[ee], e2[ee], d_ee[ee])
 
+    def _moved(self, y):
+        """Per-particle distance (n,) [m] from the lists' build to y, relative to the mean motion (distances do not
+        change under a common translation)."""
+        moved = y - self._list["x"]
+        moved -= moved.mean(axis=0)
+        return np.sqrt(np.einsum("ij,ij->i", moved, moved))
+
     def _listed(self, *positions):
         """True when the pair lists cover every position set given (each (n, 3)): no particle has moved by more than
         half the skin from the lists' build, relative to the mean motion. A pair left out was at least d_hat + skin
-        apart at the build, and distances do not change under a common translation, so it is still beyond d_hat;
-        for a segment x -> x + dx this holds all along it when it holds at both ends (the motion is convex)."""
+        apart at the build, so it is still beyond d_hat; for a segment x -> x + dx this holds all along it when it
+        holds at both ends (the distance moved is convex along the segment)."""
         if self._list is None:
             return False
-        for y in positions:
-            moved = y - self._list["x"]
-            moved -= moved.mean(axis=0)
-            if 2.0 * float(np.sqrt(np.einsum("ij,ij->i", moved, moved).max())) > self.skin:
-                return False
-        return True
+        return all(2.0 * float(self._moved(y).max()) <= self.skin for y in positions)
+
+    def _within(self, moved, limit):
+        """The listed pairs that particles having moved by ``moved`` (n,) [m] since the build may have brought within
+        ``limit`` [m]: their distance at the build less the largest motion of each of their two elements.
+        Returns index arrays into the vertex-triangle and the edge-edge list."""
+        (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
+        d_vt, d_ee = self._list["d"]
+        bound_vt = moved[v] + moved[self.triangles[t]].max(axis=1)
+        bound_ee = moved[self.edges[e1]].max(axis=1) + moved[self.edges[e2]].max(axis=1)
+        return np.flatnonzero(d_vt - bound_vt <= limit), np.flatnonzero(d_ee - bound_ee <= limit)
 
     def _pairs(self, x):
         """The pairs within d_hat at x, as ``_join``, from the Verlet lists (rebuilt at x when x is no longer
-        covered); kept for the last x (the line search's accepted trial is the next Newton iterate)."""
+        covered; of the listed pairs only those that can have come within d_hat get the exact distance test); kept
+        for the last x (the line search's accepted trial is the next Newton iterate)."""
         if self._last is not None and np.array_equal(self._last[0], x):
             return self._last[1]
         if not self._listed(x):
-            (v, t, _), (e1, e2, _) = self._join(x, self.d_hat + self.skin)
-            self._list = dict(x=x.copy(), vt=(v, t), ee=(e1, e2))
+            (v, t, d_vt), (e1, e2, d_ee) = self._join(x, self.d_hat + self.skin)
+            self._list = dict(x=x.copy(), vt=(v, t), ee=(e1, e2), d=(d_vt, d_ee))
             self.rebuilds += 1
-        (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
+        i, j = self._within(self._moved(x), self.d_hat)
+        v, t = self._list["vt"][0][i], self._list["vt"][1][i]
+        e1, e2 = self._list["ee"][0][j], self._list["ee"][1][j]
         d_vt = _vt_distance(x, v, self.triangles[t])
         d_ee = _ee_distance(x, self.edges[e1], self.edges[e2])
         vt, ee = d_vt < self.d_hat, d_ee < self.d_hat
@@ -181,7 +198,10 @@ class SelfContactBarrier(PairBarrier):
         if len(self.triangles) == 0 or not np.any(dx):
             return 1.0
         if self._listed(x, x + dx):
-            (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
+            # pairs that can reach distance 0 on the way (CCD's tolerance to spare)
+            i, j = self._within(np.maximum(self._moved(x), self._moved(x + dx)), 2.0 * CCD_TOLERANCE)
+            v, t = self._list["vt"][0][i], self._list["vt"][1][i]
+            e1, e2 = self._list["ee"][0][j], self._list["ee"][1][j]
         else:
             (v, t), (e1, e2) = self._swept_pairs(x, dx)
         alpha = 1.0
