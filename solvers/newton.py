@@ -43,7 +43,12 @@ sphere that swept past a particle pushes it out ahead of itself, not through its
 treatment of a moving obstacle (the obstacle's pose as a Dirichlet unknown reached within the solve), so the push at
 the start of a step is not part of the minimization.
 
-The contact part of the Hessian (the face barriers and their friction) is assembled from the triangles in contact at
+Self-contact (``use_self_collision``, cloth only): the body's own IPC barrier, vertices against the triangles they are
+not a corner of and edges against the edges they share no vertex with (``collision.self_barrier``; both splits of
+every quad, reach d_hat = ``thickness``, at least MIN_BARRIER_REACH, and the same kappa), with CCD over each Newton
+step, so no accepted iterate passes the cloth through itself. No friction between the body's own layers.
+
+The contact part of the Hessian (the face barriers and their friction, the self-contact pairs) is assembled from the triangles in contact at
 each iteration, apart from the fixed pattern of the elastic terms.
 """
 from dataclasses import dataclass
@@ -55,6 +60,7 @@ from .base import Solver
 from .collision.barrier import ColliderBarrier, barrier_derivative
 from .collision.face_barrier import face_triangles
 from .collision.friction import ColliderFriction
+from .collision.self_barrier import SelfContactBarrier
 from .energies import (
     Gravity,
     Inertia,
@@ -151,6 +157,13 @@ class NewtonSolver(Solver):
         rest = model.rest_positions
         self.size = float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))) if n else 0.0
         """The body's rest bounding-box diagonal [m]: the length IPC's relative Newton tolerance scales with."""
+        self.self_contact = []
+        """The body's own barrier (``SelfContactBarrier``) for a cloth with ``use_self_collision``, else empty."""
+        if config.use_self_collision and not model.tet_count and len(model.triangle_indices):
+            # both splits of every quad, as the other solvers' self-collision (``Model.collision_triangles``)
+            kept = model.collision_triangles if len(model.collision_triangles) else model.triangle_indices
+            self.self_contact.append(SelfContactBarrier(kept, rest, float(self.kappa.max()),
+                                                        max(float(config.thickness), MIN_BARRIER_REACH)))
 
     # ------------------------------------------------------------------ the incremental potential
 
@@ -261,7 +274,7 @@ class NewtonSolver(Solver):
         self.log = StepLog([], [], [])
         iterations, halvings = 0, 0
 
-        barriers = [b for b, _ in posed]
+        barriers = [b for b, _ in posed] + self.self_contact
         terms = self.potentials + barriers + frictions
         energy = self._value(x, terms, h2)
         p, decrement = self._direction(x, terms, h2)

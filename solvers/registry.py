@@ -53,7 +53,8 @@ _TABLE = (
     # ms/frame; 64 x 64 lab cloth worst strain 13.4% -> 6.7%, 100 -> 110 ms/frame (the two timed alternately).
     SolverInfo("PROJECTIVE", 5, "projective", "ProjectiveSolver",
                ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "iterations"), 16, default_iterations=2),
-    SolverInfo("NEWTON", 6, "newton", "NewtonSolver", ("stiffness", "bending_stiffness", "newton_tolerance", "newton_max_iterations"), 1),
+    SolverInfo("NEWTON", 6, "newton", "NewtonSolver",
+               ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "newton_tolerance", "newton_max_iterations"), 1),
 )
 
 REGISTRY = {info.name: info for info in _TABLE}

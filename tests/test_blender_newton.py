@@ -82,3 +82,25 @@ def test_newton_that_cannot_converge_stops_the_bake_with_advice(addon):
     with pytest.raises(RuntimeError, match="'Cloth' did not converge at frame 2.*Max Iterations.*previous bake is kept"):
         bpy.ops.softsim.bake()
     assert not s.is_baked and len(cloth.modifiers) == 0
+
+
+def test_a_newton_cloth_offers_self_collision_and_bakes_with_it(addon):
+    """The panel shows Self Collision and Thickness for a NEWTON cloth, the bake passes them on (the IPC self-contact
+    of solvers/collision/self_barrier.py, tested in tests/test_newton_self_contact.py) and finishes."""
+    from soft_sim.operators.bridge import config_from_settings
+    from test_blender_panels import draw_all
+
+    from solvers.collision.crossings import count_self_intersections
+
+    scene, cloth, sphere = lab_scene(frames=6)
+    sphere.softsim.thickness = 0.02
+    s = cloth.softsim
+    s.solver, s.use_self_collision, s.thickness = "NEWTON", True, 0.05
+    names = [name for kind, name in draw_all(addon, cloth, scene) if kind == "prop"]
+    assert "use_self_collision" in names and "thickness" in names
+    config = config_from_settings(s, scene)
+    assert config.use_self_collision and config.thickness == pytest.approx(0.05)  # a float32 property
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    tris = triangles(cloth)
+    for frame in range(1, 7):
+        assert count_self_intersections(evaluated_positions(cloth, frame), tris) == 0

@@ -7,29 +7,25 @@ scalar barrier b(d) of ``barrier.py`` on their distance d. The collider is still
 end), so only the body's particles are unknowns: of the 12 coordinates of a pair, the body's 9 (a triangle) or 6 (an
 edge) take part.
 
-Derivatives from the squared distance D = d^2 (``primitives.point_triangle_distance_squared`` and
-``edge_edge_distance_squared``, the IPC Toolkit's distance types): grad d = grad D / (2 d),
-hess d = hess D / (2 d) - grad D grad D^T / (4 d^3); the pair's Hessian b''(d) grad d grad d^T + b'(d) hess d is
-projected to PSD per pair (batched eigh). CCD (``max_step``): the largest alpha with no pair closer than
+Value, gradient and the per-pair PSD-projected Hessian: ``pair_barrier.PairBarrier`` (shared with the body's
+self-contact barrier, ``self_barrier.py``). CCD (``max_step``): the largest alpha with no pair closer than
 (1 - CCD_SAFETY) of its distance, from ``ccd.point_triangle_ccd`` / ``edge_edge_ccd`` (the course's 0.9 rule).
 """
 import numpy as np
 
-from ..energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
-from .barrier import CCD_SAFETY, barrier_terms
+from .barrier import CCD_SAFETY
 from .ccd import edge_edge_ccd, point_triangle_ccd
+from .pair_barrier import PairBarrier, distance_derivatives
 from .primitives import edge_edge_distance_squared, point_triangle_distance, point_triangle_distance_squared, segment_distance
 
 
-class MeshContactBarrier(Energy):
+class MeshContactBarrier(PairBarrier):
     """Collider corners against body triangles and collider edges against body edges (module docstring).
 
     collider: a ``MeshCollider`` at a fixed pose; triangles (t, 3) and edges (e, 2): the body's; kappa [N], d_hat [m].
     Hessian: 9 blocks per point-triangle pair (the triangle's corners), 4 per edge-edge pair, over the pairs within
     d_hat at the current positions (``coupled``: assembled from the contact set of each iteration).
     """
-
-    coupled = True
 
     def __init__(self, collider, triangles, edges, kappa: float, d_hat: float):
         self._pt, self._ee = point_triangle_distance_squared, edge_edge_distance_squared  # with derivatives
@@ -75,45 +71,9 @@ class MeshContactBarrier(Energy):
         mine, body = self.collider_edges[ei], self.edges[bi]
         D, g, H = self._ee(c[mine[:, 0]], c[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])
         pairs.append((body, D, g[:, 6:], H[:, 6:, 6:]))
-        result = []
-        for stencil, D, g, H in pairs:
-            d = np.sqrt(np.maximum(D, 0.0))
-            safe = np.maximum(d, 1e-300)
-            grad = g / (2.0 * safe)[:, None]
-            hess = H / (2.0 * safe)[:, None, None] - g[:, :, None] * g[:, None, :] / (4.0 * safe**3)[:, None, None]
-            result.append((stencil, d, grad, hess))
+        result = [(stencil, *distance_derivatives(D, g, H)) for stencil, D, g, H in pairs]
         self._cached = (x.copy(), result)
         return result
-
-    # ------------------------------------------------------------------ energy
-
-    def value(self, x):
-        total = 0.0
-        for _, _, d in self._near(x):
-            if np.any(d <= 0.0):
-                return float("inf")
-            total += float(np.sum(barrier_terms(d, self.d_hat, self.kappa)[0]))
-        return total
-
-    def gradient(self, x):
-        g = np.zeros_like(x)
-        for stencil, d, grad, _ in self._terms(x):
-            first = barrier_terms(np.maximum(d, 1e-300), self.d_hat, self.kappa)[1]
-            g += scatter(stencil, (first[:, None] * grad).reshape(len(d), stencil.shape[1], 3), len(x))
-        return g
-
-    def hessian(self, x, project=True):
-        rows, cols, blocks = [], [], []
-        for stencil, d, grad, hess in self._terms(x):
-            _, first, second = barrier_terms(np.maximum(d, 1e-300), self.d_hat, self.kappa)
-            local = second[:, None, None] * grad[:, :, None] * grad[:, None, :] + first[:, None, None] * hess
-            if project:
-                local = project_psd(local)
-            r, c = element_stencil(stencil)
-            rows.append(r)
-            cols.append(c)
-            blocks.append(element_blocks(local))
-        return BlockHessian(np.concatenate(rows), np.concatenate(cols), np.concatenate(blocks))
 
     # ------------------------------------------------------------------ CCD
 
