@@ -13,6 +13,10 @@ the box and the most (box edge, cloth triangle) crossing pairs in any frame (a b
 the largest distance between a pinned vertex and where the rig alone puts it, and the most self-crossing
 edge-triangle pairs in any frame (self-collision is off in both by default).
 
+Box drape per solver: the same box drape, 72 frames, baked with each solver that serves cloth on a mesh collider at
+its defaults: the deepest vertex inside the box and the most box edges through the cloth over every frame, and the
+height of the cloth's centre vertex at the last frame (resting on the 0.5 m top with thickness 1 cm: 0.51 m).
+
 Mesh collider cost: the box drape's cloth over the ground alone, over the box, and over the same box with a Simple
 Subdivision modifier of level 6 (49 152 triangles), 24 frames (it lands at frame 11): ms per frame of each simulator.
 
@@ -33,11 +37,13 @@ TITLE = "Real shots: a cloth dropped on a box and a rigged cape, against built-i
 FRAMES = 48
 COST_FRAMES = 24  # the collider-cost rows: the cloth lands at frame 11, so half of them are in contact
 HEAVY_LEVEL = 6  # Simple Subdivision level of the heavy collider: 6 * 4**6 quads = 49 152 triangles
+SOLVER_FRAMES = 72  # the per-solver box drape: landing (frame 11), bounce and rest
+BOX_SOLVERS = ("XPBD", "PROJECTIVE", "IMPLICIT_EULER", "NEWTON")
 
 
 def describe() -> str:
     """The module docstring's scene and figure paragraphs, as one Markdown paragraph each."""
-    paragraphs = __doc__.split("\n\n")[1:4]
+    paragraphs = __doc__.split("\n\n")[1:5]
     return "\n\n".join(p.strip() for p in paragraphs)
 
 
@@ -60,21 +66,29 @@ def _collider_triangles(scene, obj) -> int:
     return len(mesh.loop_triangles)
 
 
-def _pair(build, frames, cache_dir):
+def _pair(build, frames, cache_dir, solver=None):
+    import bpy
     import compare
+    import numpy as np
     from blender_quiet import SilenceStdout
 
     with SilenceStdout():  # Blender prints every baked frame
-        scene, ours, builtin, figures = compare.bake_pair(build, frames, cache_dir, None)
+        scene, ours, builtin, figures = compare.bake_pair(build, frames, cache_dir, None, solver=solver)
     box = scene.objects.get("Soft Sim Box")
     figures["collider_triangles"] = _collider_triangles(scene, box) if box is not None else None
+    scene.frame_set(scene.frame_end)
+    mesh = ours.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    centre = np.array(ours.matrix_world) @ np.append(np.array(mesh.vertices[len(mesh.vertices) // 2].co), 1.0)
+    figures["ours"]["centre_z"] = float(centre[2])
     return figures
 
 
-def run(frames: int = FRAMES, cost_frames: int = COST_FRAMES, heavy_level: int = HEAVY_LEVEL, verbose: bool = True):
-    """Bake every shot with both simulators. Returns dict(shots=[rows], colliders=[rows]); a shot row: scene, and
-    per simulator (``ours``, ``builtin``) the figures of tools/compare.py's ``bake_pair``; a collider row: the
-    collider's name and triangle count and both simulators' bake seconds and box figures."""
+def run(frames: int = FRAMES, cost_frames: int = COST_FRAMES, heavy_level: int = HEAVY_LEVEL, verbose: bool = True,
+        solver_frames: int = SOLVER_FRAMES, solvers=BOX_SOLVERS):
+    """Bake every shot with both simulators. Returns dict(shots=[rows], solvers=[rows], colliders=[rows]); a shot row:
+    scene, and per simulator (``ours``, ``builtin``) the figures of tools/compare.py's ``bake_pair``; a solver row: the
+    box drape's figures with Soft Sim on that solver; a collider row: the collider's name and triangle count and both
+    simulators' bake seconds and box figures."""
     import compare
 
     _register()
@@ -84,6 +98,11 @@ def run(frames: int = FRAMES, cost_frames: int = COST_FRAMES, heavy_level: int =
         shots.append(dict(scene=label, frames=frames, **_pair(build, frames, cache_dir)))
         if verbose:  # each row as it is done: the whole run takes many minutes
             print(f"  {shots[-1]}", file=sys.stderr, flush=True)
+    per_solver = []
+    for solver in solvers:
+        per_solver.append(dict(solver=solver, frames=solver_frames, **_pair(compare.build_box, solver_frames, cache_dir, solver)))
+        if verbose:
+            print(f"  {per_solver[-1]}", file=sys.stderr, flush=True)
     for label, build in (("ground plane only", partial(compare.build_box, with_box=False)),
                          ("box (12 triangles) on the ground", compare.build_box),
                          (f"box subdivided (Simple, level {heavy_level}) on the ground",
@@ -91,7 +110,7 @@ def run(frames: int = FRAMES, cost_frames: int = COST_FRAMES, heavy_level: int =
         colliders.append(dict(collider=label, frames=cost_frames, **_pair(build, cost_frames, cache_dir)))
         if verbose:
             print(f"  {colliders[-1]}", file=sys.stderr, flush=True)
-    return dict(shots=shots, colliders=colliders)
+    return dict(shots=shots, solvers=per_solver, colliders=colliders)
 
 
 def _f(value, digits=3):
@@ -109,6 +128,16 @@ def markdown(result) -> str:
             lines.append(f"| {row['scene']} | {label} | {f['seconds']:.2f} | {1000 * f['seconds'] / row['frames']:.1f} "
                          f"| {speed:.2g}× | {f['max_strain_pct']:.1f} / {f['p99_strain_pct']:.1f} | {_f(f.get('box_depth_mm'))} "
                          f"| {f.get('box_edge_crossings', '-')} | {_f(f.get('pin_error_mm'))} | {f['crossings']} |")
+    lines += ["", f"Box drape per solver ({result['solvers'][0]['frames'] if result.get('solvers') else '-'} frames, "
+              "each solver at its defaults):", "",
+              "| solver | bake s | ms/frame | speed vs Cloth | max / p99 strain % | depth in box mm | box edges through cloth "
+              "| centre height at the end m |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in result.get("solvers", []):
+        ours, builtin = row["ours"], row["builtin"]
+        lines.append(f"| {row['solver']} | {ours['seconds']:.1f} | {1000 * ours['seconds'] / row['frames']:.0f} "
+                     f"| {builtin['seconds'] / ours['seconds']:.2g}× | {ours['max_strain_pct']:.1f} / {ours['p99_strain_pct']:.1f} "
+                     f"| {_f(ours.get('box_depth_mm'))} | {ours.get('box_edge_crossings', '-')} | {ours['centre_z']:.3f} |")
     lines += ["", f"Mesh collider cost (the box drape's cloth, {result['colliders'][0]['frames'] if result['colliders'] else '-'} "
               "frames, both at their defaults):", "",
               "| collider | box triangles | Soft Sim ms/frame | built-in ms/frame | speed vs Cloth | Soft Sim depth in box mm "

@@ -66,9 +66,12 @@ def pin_group(cloth):
     return next((name for name in PIN_GROUPS if name in cloth.vertex_groups), None)
 
 
-def _make_softsim(cloth, colliders, self_collision):
-    """Mark ``cloth`` as a Soft Sim CLOTH with the add-on's defaults; ``colliders`` as its colliders."""
+def _make_softsim(cloth, colliders, self_collision, solver=None):
+    """Mark ``cloth`` as a Soft Sim CLOTH with the add-on's defaults (``solver``: that solver at its defaults);
+    ``colliders`` as its colliders."""
     cloth.softsim.role = "CLOTH"
+    if solver is not None:
+        cloth.softsim.solver = solver
     if pin_group(cloth):
         cloth.softsim.pin_group = pin_group(cloth)
     if self_collision is not None:
@@ -373,9 +376,10 @@ def _quality(scene, cloth, sphere, frames, box=None, sim_modifier=None):
     return figures
 
 
-def bake_pair(build, last_frame, cache_dir, self_collision, fps=FPS):
+def bake_pair(build, last_frame, cache_dir, self_collision, fps=FPS, solver=None):
     """A fresh scene from ``build`` (frames 1..``last_frame``), Soft Sim and built-in Cloth set up and baked in this
-    process, built-in first (before Soft Sim's roles are set, see below). ``self_collision``: True/False for both, None for each simulator's default.
+    process, built-in first (before Soft Sim's roles are set, see below). ``self_collision``: True/False for both, None
+    for each simulator's default; ``solver``: Soft Sim's solver (None: the default).
     Returns (scene, ours, builtin, figures): figures = dict(ours=..., builtin=...), each the bake ``seconds`` plus
     ``_quality`` (the box is the first Mesh Collider; pins are measured against the stack without the simulation)."""
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -388,7 +392,7 @@ def bake_pair(build, last_frame, cache_dir, self_collision, fps=FPS):
     builtin_seconds = _bake_builtin(scene, builtin, cache)
     # Soft Sim's roles only now: an unbaked Soft Sim cloth simulates live on every frame change, and the built-in
     # bake steps through every frame, so its time would include a whole live Soft Sim run.
-    _make_softsim(ours, our_colliders, self_collision)
+    _make_softsim(ours, our_colliders, self_collision, solver)
     ours_seconds = _bake_softsim(scene, ours)
     all_frames = range(scene.frame_start, scene.frame_end + 1)
 
