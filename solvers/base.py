@@ -2,10 +2,15 @@
 import numpy as np
 
 from .collision.faces import sphere_pads
-from .collision.response import resolve_collider_contacts
+from .collision.response import resolve_collider_contacts, resolve_deep_faces
 from .collision.self_contact import self_collision_for
 from .config import SolverConfig
 from .model import Model, State, StepStats
+
+
+FACE_ALLOWANCE = 0.4
+"""After self-collision, faces deeper than this fraction of the body's thickness in a collider are pushed back to it
+(``collision.response.resolve_deep_faces``)."""
 
 
 class Solver:
@@ -43,7 +48,8 @@ class ProjectedContactSolver(Solver):
 
     def finish_step(self, x, x_prev, v, dt: float, colliders, velocity_from_positions: bool = True) -> None:
         """The end of every position-level step, in place: collider contacts (``resolve_collider_contacts``), then
-        self-collision (which treats particles resting on a collider as heavy), then the velocity and damping.
+        self-collision (which treats particles resting on a collider as heavy) and the faces it left deeper than
+        FACE_ALLOWANCE * thickness in a collider pushed back to that depth, then the velocity and damping.
 
         x (n, 3): positions after the solve [m]; x_prev (n, 3): at the step's start (self-collision may move it: its
         velocity-free recovery of pairs closer than thickness); v (n, 3) [m/s]. ``velocity_from_positions``: v is
@@ -55,6 +61,9 @@ class ProjectedContactSolver(Solver):
             resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
         if self.self_collision is not None:
             self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
+            if colliders:
+                resolve_deep_faces(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
+                                   FACE_ALLOWANCE * self.config.thickness)
         if velocity_from_positions:
             v[:] = (x - x_prev) / dt
         else:

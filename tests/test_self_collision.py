@@ -310,13 +310,15 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere(path):
     PROJECTIVE 8 x 5 with self-collision on (thickness 1 cm): its long steps press the folds lying on the sphere
     together, and pushing them apart can press the lowest layer into the sphere (13.2 mm by frame 59 when the response
     ignored the sphere; the fail-safe's rigid zones, firing in every substep from frame 60 on, then carried it 154 mm
-    in by frame 95). No vertex may end deeper than COLLIDER_SLACK * thickness, no face deeper than thickness, on
-    either round-off path; and it never crosses itself.
+    in by frame 95). No vertex may end deeper than COLLIDER_SLACK * thickness, no face deeper than half the
+    thickness, on either round-off path; and it never crosses itself.
 
     Faces: a triangle of this cloth (0.5 m legs) with its corners on the sphere dips up to 23 mm into it; the sphere
-    pads keep its corners out far enough, and self-collision measures depths to the same padded surface. Measured
-    over 8 round-off paths (radius +-0.2 mm, float32 or float64 settings), deepest face 0.1-7.9 mm (median 1.7); when
-    self-collision measured depths to the bare sphere, 2.6-19.4 mm (19.4 on the second path here)."""
+    pads keep its corners out far enough, self-collision measures depths to the same padded surface, and the faces
+    it leaves deeper than FACE_ALLOWANCE * thickness are pushed back (``response.resolve_deep_faces``). Deepest face
+    measured over 8 round-off paths (radius +-0.2 mm, float32 or float64 settings): 0.8-3.8 mm; 0.1-7.9 mm without
+    the last push; 2.6-19.4 mm (19.4 on the second path here) when self-collision measured depths to the bare
+    sphere."""
     from solvers import Sphere
     from solvers.collision.crossings import deepest_face_penetration
 
@@ -340,4 +342,4 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere(path):
         assert count_self_intersections(state.x, model.collision_triangles) == 0
     assert solver_.self_collision.zones > 0  # the fail-safe's zones were exercised
     assert vertex_depth <= COLLIDER_SLACK * config.thickness + 1e-9, vertex_depth
-    assert face_depth < config.thickness, face_depth
+    assert face_depth < 0.5 * config.thickness, face_depth

@@ -13,7 +13,7 @@ Friction is position-level (Macklin et al. 2014, "Unified particle physics", sec
 (``Collider.motion``), so a moving collider drags what rests on it. Contact planes come from ``Collider.contact``,
 which sees the step continuously: a particle a fast collider swept past is pushed out on the side it came from.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -186,3 +186,18 @@ def _resolve_once(x, x_prev, inv_mass, triangles, colliders, pad2=None) -> None:
     resolve_contacts(x, x_prev, inv_mass, colliders, pad2)
     if len(triangles) and sum(c.resolve_faces(x, x_prev, inv_mass, triangles) for c in colliders):
         resolve_contacts(x, x_prev, inv_mass, colliders, pad2)
+
+
+def resolve_deep_faces(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray, colliders,
+                       allowance: float) -> int:
+    """Push the triangles (t, 3) that lie deeper than ``allowance`` [m] inside a collider that reaches between corners
+    back to that depth, in place on x (the face push of each such collider with its thickness lowered by allowance).
+    Returns the contacts found.
+
+    The last word after self-collision, which moves particles that the collider contacts had put outside: on the
+    lab cloth folding onto its sphere (PROJECTIVE 8 x 5, self-collision at 1 cm) its response and fail-safe left faces
+    up to 7.9 mm in over 8 round-off paths (0.1-7.9 mm); this brings them to 0.8-3.8 mm, with no self-crossing. Not
+    to the surface: pushing faces all the way out moved them through the layer lying on them (107 crossing pairs on
+    one of those paths); a push of at most the excess depth stays below the layers' spacing (thickness)."""
+    return sum(replace(c, thickness=c.thickness - allowance).resolve_faces(x, x_prev, inv_mass, triangles)
+               for c in colliders if c.reaches_between_corners)
