@@ -3,7 +3,9 @@
 One package for everything that keeps bodies apart (docs/design.md, "Contact pipeline"):
 
 - ``colliders``: the collider protocol and the analytic shapes (``GroundPlane``, ``Sphere``), moving through a frame;
-- ``mesh_collider``: any triangle mesh as a collider (``MeshCollider``);
+- ``mesh_collider``: any triangle mesh as a collider (``MeshCollider``), with ``mesh_broad_phase`` (its k-d trees,
+  candidate pairs and their caches), ``mesh_pushes`` (its corners and edges pushed out of a body's faces) and
+  ``mesh_barrier`` (NEWTON's barrier between those and a body's faces);
 - ``primitives``: point-triangle and segment-segment closest points and distances, with their gradients and Hessians;
 - ``ccd``: continuous collision detection (additive CCD) for point-triangle and edge-edge pairs;
 - ``crossings``: exact edge-triangle crossing tests (quality figures, the self-collision fail-safe);

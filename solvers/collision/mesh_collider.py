@@ -2,7 +2,8 @@
 
 Bodies keep ``thickness`` from its triangles on both sides of the surface. What a vertex-only test misses is
 covered too: the collider's corners and edges pressing into a body's faces (``resolve_faces``: corner against
-triangle and edge against edge, position-level, as ``faces.py`` does for spheres).
+triangle and edge against edge, position-level, as ``faces.py`` does for spheres: ``mesh_pushes.py``). The candidate
+pairs of every query, and the k-d trees and caches they come from, are ``mesh_broad_phase.py``'s.
 
 Sides: which side of the surface a point belongs on is read from where it was at the step's start against its own
 nearest triangle, relative to the normal of the feature that holds its nearest point (the triangle's normal inside
@@ -28,14 +29,16 @@ triangles its swept segment can reach (``ccd.point_triangle_ccd`` on the relativ
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from .ccd import point_triangle_ccd
 from .colliders import Collider
 from .crossings import triangle_edges
 from .mesh_barrier import MeshContactBarrier
-from .primitives import _cross, closest_points_segments, point_triangle_closest
-from .samples import Samples
+from .mesh_broad_phase import SHARP_ANGLE, SKIN, MeshBroadPhase, _Shared, sharp_edges
+from .mesh_pushes import MeshFacePushes
+from .primitives import _cross, _dot, point_triangle_closest
+
+__all__ = ["FACE_PASSES", "SEARCH_MARGIN", "SHARP_ANGLE", "SIDE_MARGIN", "SKIN", "MeshCollider", "sharp_edges"]
 
 SEARCH_MARGIN = 0.05
 """[m] Points farther than thickness + this from the surface get distance inf: contact, barriers and friction only ever
@@ -44,96 +47,14 @@ point's distance is a candidate, so the margin sets the cost on a finely tessell
 SIDE_MARGIN = 0.25
 """[m] A point near the surface at the step's end has its side read from its start position if that lay within
 thickness + this of the surface (a step's motion); farther, it counts as on the normal side (outside a closed mesh)."""
-SHARP_ANGLE = 10.0
-"""[degrees] Collider edges whose faces bend by less than this take no part in the edge and corner tests
-(``sharp_edges``)."""
 FACE_PASSES = 4
 """Jacobi passes of ``resolve_faces`` per call (as ``faces.FACE_PASSES``)."""
-SKIN = 0.03
-"""[m] Candidate pairs are found this much farther than asked and kept until the points that asked have moved far
-enough to use it up (``_Shared.pair_cache``, ``_Shared.face_cache``): the k-d tree joins, not the exact distances,
-were most of the mesh collider's cost (a 31 x 31 XPBD cloth on a box asks ~8 times per substep)."""
-
-
-def _dot(u, v):
-    return np.einsum("ij,ij->i", u, v)
-
-
-def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE) -> np.ndarray:
-    """The edges (e, 2) of a triangle mesh that can press into a body's face: borders (one triangle), non-manifold
-    edges (more than two), and edges whose two triangles' normals differ by more than min_angle [degrees]. An edge
-    between two nearly coplanar triangles stays within thickness of both (a 20 cm face of a body bent over a 10 degree
-    edge sags 9 mm into it), so the vertex-face contacts cover it; a subdivided box keeps only its 12 edges' pieces."""
-    triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
-    if len(triangles) == 0:
-        return np.zeros((0, 2), np.int64)
-    corners = vertices[triangles]
-    normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-    normal /= np.maximum(np.sqrt(_dot(normal, normal)), 1e-300)[:, None]
-    half = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
-    owner = np.tile(np.arange(len(triangles)), 3)
-    edges, inverse, count = np.unique(half, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
-    order = np.argsort(inverse, kind="stable")
-    first = np.searchsorted(inverse[order], np.arange(len(edges)))
-    pair = count == 2
-    n1, n2 = normal[owner[order[first[pair]]]], normal[owner[order[first[pair] + 1]]]
-    flat = np.zeros(len(edges), bool)
-    flat[pair] = _dot(n1, n2) >= np.cos(np.radians(min_angle))  # a knife edge (opposite normals) is the sharpest
-    return edges[~flat]
-
-
-class _Shared:
-    """What every pose of one collider shares: its topology, the broad phase's pieces (``samples.Samples``) and the
-    k-d tree of the pose it was built on."""
-
-    def __init__(self, vertices, triangles):
-        self.triangles = triangles
-        sides = np.sort(np.stack([triangles[:, [1, 2]], triangles[:, [2, 0]], triangles[:, [0, 1]]], axis=1), axis=2)
-        _, side_edge = np.unique(sides.reshape(-1, 2), axis=0, return_inverse=True)
-        self.side_edge = side_edge.reshape(-1, 3)
-        """(t, 3): an id of the edge opposite each triangle's corner k, shared by the triangles on that edge."""
-        self.edges = sharp_edges(vertices, triangles)
-        self.triangle_pieces = Samples(vertices, triangles)
-        self.edge_pieces = Samples(vertices, self.edges)
-        self.corners = np.unique(self.edges)
-        self.tree = self.edge_tree = self.corner_tree = None
-        self.sides = None
-        """(the start pose's vertex array, x_prev, sides): the last ``MeshCollider._sides`` answer."""
-        self.body_edges = (None, None)
-        """(a body's triangles array, its edges): the last body ``resolve_faces`` saw (solvers pass the same array)."""
-        self.travel = 0.0
-        """[m] The most a vertex (so a piece's centre) moves between the tree's pose and any pose that queries it."""
-        self.pair_cache = None
-        """(x_ref (n, 3), covered (n,) [m], keys (k,) sorted point * t + triangle): point-triangle candidates of the
-        point sets of one size ``_closest`` saw (``_near_pairs``): point i's keys hold every triangle with a point
-        within covered[i] [m] of x_ref[i] (-inf: none asked yet)."""
-        self.face_cache = None
-        """(body triangles array, (thickness, travel) [m], x_ref (n, 3), corner pairs, edge pairs): ``corner_pairs`` and
-        ``edge_pairs`` of the last ``resolve_faces``, found at x_ref within thickness + SKIN."""
-
-    def tree_for(self, vertices):
-        """The k-d tree over the triangles' pieces, built on the first pose that asks (once per frame)."""
-        if self.tree is None:
-            self.tree = cKDTree(self.triangle_pieces.centres(vertices))
-        return self.tree
-
-    def edge_tree_for(self, vertices):
-        """The k-d tree over the edges' pieces and their largest radius [m], built on the first pose that asks."""
-        if self.edge_tree is None:
-            self.edge_tree = (cKDTree(self.edge_pieces.centres(vertices)), self.edge_pieces.radius(vertices))
-        return self.edge_tree
-
-    def corner_tree_for(self, vertices):
-        """The k-d tree over the corners (``corners``), built on the first pose that asks."""
-        if self.corner_tree is None:
-            self.corner_tree = cKDTree(vertices[self.corners])
-        return self.corner_tree
 
 
 @dataclass
-class MeshCollider(Collider):
-    """A triangle mesh in world space; bodies stay ``thickness`` away from it on both sides."""
+class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
+    """A triangle mesh in world space; bodies stay ``thickness`` away from it on both sides. Its broad phase is
+    ``mesh_broad_phase.MeshBroadPhase``, its corner and edge pushes ``mesh_pushes.MeshFacePushes``."""
 
     vertices: np.ndarray
     """Vertex positions [m], shape (m, 3), world space."""
@@ -219,73 +140,6 @@ class MeshCollider(Collider):
         return replace(other, vertices=self.vertices + s * (other.vertices - self.vertices), start=None, shared=other.shared)
 
     # ----------------------------------------------------------------- nearest triangles
-
-    def _pairs(self, x, reach):
-        """Candidate (point, triangle) pairs (k,), (k,), each once: every triangle with a point of it within reach (n,)
-        [m] of the point. One k-d tree join with the broad phase's pieces, widened by the largest piece radius and
-        the travel since the tree's pose."""
-        empty = np.zeros(0, np.int64)
-        if len(x) == 0 or len(self.triangles) == 0:
-            return empty, empty
-        tree = self.shared.tree_for(self.vertices)
-        radius = np.broadcast_to(np.asarray(reach, float) + self.radius + self.shared.travel, (len(x),))
-        # Points joined in classes of similar radius (within a factor 2): one far point must not widen every query.
-        size_class = np.floor(np.log2(radius / max(float(radius.min()), 1e-9))).astype(np.int64)
-        keys = []
-        for c in np.unique(size_class):
-            rows = np.flatnonzero(size_class == c)
-            found = cKDTree(x[rows]).sparse_distance_matrix(tree, float(radius[rows].max()), output_type="ndarray")
-            points, pieces = rows[found["i"].astype(np.int64)], found["j"].astype(np.int64)
-            keep = found["v"] <= radius[points]
-            keys.append(points[keep] * len(self.triangles) + self.shared.triangle_pieces.owner[pieces[keep]])
-        key = np.unique(np.concatenate(keys))
-        return key // len(self.triangles), key % len(self.triangles)
-
-    def _bounds(self):
-        """Each triangle's bounding sphere at this pose: (centres (t, 3), radii (t,)) [m]. Built on first use."""
-        known = self.__dict__.get("_spheres")
-        if known is None:
-            corners = self.vertices[self.triangles]
-            centre = corners.mean(axis=1)
-            known = self.__dict__["_spheres"] = (centre, np.sqrt(((corners - centre[:, None]) ** 2).sum(axis=2).max(axis=1)))
-        return known
-
-    def _near_pairs(self, x, near, need):
-        """(rows into near (k,), triangles (k,)), sorted by row: a superset of the triangles within need (k,) [m] of
-        the points x[near], with no triangle whose bounding sphere lies farther.
-
-        Broad phase kept per point in ``_Shared.pair_cache`` for point sets of x's size: a point whose need plus its
-        motion m since its entry was found still lies within what the entry covered reuses it (a triangle within r
-        of x lies within r + m of where x was); the others are found anew (``_pairs``) within need + SKIN and replace
-        their entries. Every solver step asks for the whole body several times from nearly the same positions
-        (contact constraints, the vertex projections before and after the face push, the sides at the step's
-        start). The bounding spheres then drop what the skin added, before the exact distances."""
-        count = len(self.triangles)
-        cache = self.shared.pair_cache
-        if cache is None or cache[0].shape != x.shape:
-            if cache is not None and len(x) < len(cache[0]):
-                return self._pairs(x[near], need)  # a few points (friction's motion) keep the body's entries
-            cache = self.shared.pair_cache = (np.zeros_like(x), np.full(len(x), -np.inf), np.zeros(0, np.int64))
-        x_ref, covered, keys = cache
-        moved = x[near] - x_ref[near]
-        miss = need + np.sqrt(_dot(moved, moved)) > covered[near]
-        if miss.any():
-            again = near[miss]
-            rows, tris = self._pairs(x[again], need[miss] + SKIN)  # every triangle with a point within that
-            stale = np.zeros(len(x), bool)
-            stale[again] = True
-            keys = np.sort(np.concatenate([keys[~stale[keys // count]], again[rows] * count + tris]))
-            x_ref[again] = x[again]
-            covered[again] = need[miss] + SKIN
-            self.shared.pair_cache = (x_ref, covered, keys)
-        position = np.full(len(x), -1)
-        position[near] = np.arange(len(near))
-        found = keys[position[keys // count] >= 0]
-        rows, tris = position[found // count], found % count
-        centre, radius = self._bounds()
-        gap = x[near][rows] - centre[tris]
-        keep = np.sqrt(_dot(gap, gap)) - radius[tris] <= need[rows] * (1.0 + 1e-12) + 1e-12
-        return rows[keep], tris[keep]
 
     def _closest(self, x, margin: float = None, among=None):
         """For every point (of the rows ``among`` of x, default all) within thickness + margin (default
@@ -447,134 +301,3 @@ class MeshCollider(Collider):
                 break
         return found
 
-    def edge_pairs(self, x, edges, reach: float):
-        """Candidate pairs (collider edge (k,), body edge (k,)), each once, of the collider's edges and a body's edges
-        (e, 2) at x that may come within reach [m]: the body edges' midpoints joined with the collider edges' pieces
-        (``samples.Samples``) in one k-d tree join."""
-        empty = np.zeros(0, np.int64)
-        if len(edges) == 0 or len(self.shared.edges) == 0:
-            return empty, empty
-        a, b = x[edges[:, 0]], x[edges[:, 1]]
-        half = 0.5 * np.sqrt(_dot(b - a, b - a))
-        tree, piece_radius = self.shared.edge_tree_for(self.vertices)
-        # The pieces' radius at the tree's pose; a deforming collider's pieces may grow by up to twice the travel.
-        found = tree.sparse_distance_matrix(cKDTree(0.5 * (a + b)), reach + piece_radius + 3.0 * self.shared.travel
-                                            + float(half.max()), output_type="ndarray")
-        count = len(edges)
-        key = np.unique(self.shared.edge_pieces.owner[found["i"].astype(np.int64)] * count + found["j"].astype(np.int64))
-        return key // count, key % count
-
-    def corner_pairs(self, x, triangles, reach: float):
-        """Candidate pairs (corner (k,) (an index into ``shared.corners``), body triangle (k,)) of the collider's
-        corners and a body's triangles (t, 3) at x that may come within reach [m]: one k-d tree join of the corners
-        with the triangles' bounding spheres."""
-        empty = np.zeros(0, np.int64)
-        if len(triangles) == 0 or len(self.shared.corners) == 0:
-            return empty, empty
-        body = x[triangles]
-        centre = body.mean(axis=1)
-        radius = np.sqrt(((body - centre[:, None]) ** 2).sum(axis=2).max(axis=1))
-        found = self.shared.corner_tree_for(self.vertices).sparse_distance_matrix(
-            cKDTree(centre), reach + float(radius.max()) + self.shared.travel, output_type="ndarray")
-        ci, ti = found["i"].astype(np.int64), found["j"].astype(np.int64)
-        keep = found["v"] <= reach + radius[ti] + self.shared.travel
-        return ci[keep], ti[keep]
-
-    def _face_pairs(self, x, triangles, edges):
-        """(corner pairs, edge pairs) of ``corner_pairs`` and ``edge_pairs`` within thickness at x, or supersets:
-        from ``_Shared.face_cache`` while no point has moved more than SKIN / 3 from where they were found within
-        thickness + SKIN (a triangle's bounding sphere, an edge's midpoint and half length then change by at most
-        SKIN together); else found anew and cached."""
-        cache = self.shared.face_cache
-        if cache is not None and cache[0] is triangles and cache[1] == (self.thickness, self.shared.travel) and cache[2].shape == x.shape:
-            moved = x - cache[2]
-            if float(_dot(moved, moved).max(initial=0.0)) <= (SKIN / 3.0) ** 2:
-                return cache[3], cache[4]
-        pairs = self.corner_pairs(x, triangles, self.thickness + SKIN), self.edge_pairs(x, edges, self.thickness + SKIN)
-        self.shared.face_cache = (triangles, (self.thickness, self.shared.travel), x.copy()) + pairs
-        return pairs
-
-    def _push_corners(self, x, x_prev, inv_mass, triangles, edges, start):
-        corners = self.shared.corners
-        c = self.vertices[corners]
-        ci, ti = self._face_pairs(x, triangles, edges)[0]
-        if len(ci) == 0:
-            return 0
-        tri = triangles[ti]
-        a, b, cc = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
-        p = c[ci]
-        bary, interior = point_triangle_closest(p, a, b, cc)
-        q = bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * cc
-        normal = _cross(b - a, cc - a)
-        normal /= np.maximum(np.sqrt(_dot(normal, normal)), 1e-300)[:, None]
-        # Side at the step's start: the corner where it was against the triangle where it was.
-        pa, pb, pc = x_prev[tri[:, 0]], x_prev[tri[:, 1]], x_prev[tri[:, 2]]
-        q_prev = bary[:, :1] * pa + bary[:, 1:2] * pb + bary[:, 2:] * pc
-        n_prev = _cross(pb - pa, pc - pa)
-        corner_start = start.vertices[corners][ci]
-        side = np.where(_dot(corner_start - q_prev, n_prev) < 0.0, -1.0, 1.0)
-        facing = side[:, None] * normal
-        r = p - q
-        dist = np.sqrt(_dot(r, r))
-        # Inside the triangle's prism the gap is along the face normal; beside it, the distance to the closest point
-        # on its border, if the corner is on its own side (beyond the plane it is the neighbouring face's business).
-        gap = np.where(interior, _dot(r, facing), dist)
-        direction = np.where(interior[:, None], -facing, -r / np.maximum(dist, 1e-300)[:, None])
-        depth = np.where(interior | (_dot(r, facing) >= 0.0), self.thickness - gap, 0.0)
-        return self._apply(x, inv_mass, tri, bary, direction, depth, (q - q_prev) - (p - corner_start))
-
-    def _push_edges(self, x, x_prev, inv_mass, triangles, edges, start):
-        mine = self.shared.edges
-        p1, q1 = self.vertices[mine[:, 0]], self.vertices[mine[:, 1]]
-        ei, bi = self._face_pairs(x, triangles, edges)[1]
-        if len(ei) == 0:
-            return 0
-        body = edges[bi]
-        a, b = x[body[:, 0]], x[body[:, 1]]
-        s, t, interior = closest_points_segments(p1[ei], q1[ei], a, b)
-        keep = interior
-        if not keep.any():
-            return 0
-        ei, body, s, t, a, b = ei[keep], body[keep], s[keep], t[keep], a[keep], b[keep]
-        d1, d2 = q1[ei] - p1[ei], b - a
-        normal = _cross(d1, d2)
-        length = np.sqrt(_dot(normal, normal))
-        ok = length > 1e-12 * np.sqrt(_dot(d1, d1) * _dot(d2, d2))
-        if not ok.any():
-            return 0
-        ei, body, s, t, a, b, normal, length = ei[ok], body[ok], s[ok], t[ok], a[ok], b[ok], normal[ok], length[ok]
-        normal /= length[:, None]
-        # Side: the collider edge's point against the body edge's point at the step's start, along the same normal.
-        sp, sq = start.vertices[mine[ei, 0]], start.vertices[mine[ei, 1]]
-        pa, pb = x_prev[body[:, 0]], x_prev[body[:, 1]]
-        side = np.where(_dot((sp + s[:, None] * (sq - sp)) - (pa + t[:, None] * (pb - pa)), normal) < 0.0, -1.0, 1.0)
-        collider_point = p1[ei] + s[:, None] * (q1[ei] - p1[ei])
-        body_point = a + t[:, None] * (b - a)
-        gap = side * _dot(collider_point - body_point, normal)
-        weights = np.stack([1.0 - t, t], axis=1)
-        slip = (body_point - (pa + t[:, None] * (pb - pa))) - (collider_point - (sp + s[:, None] * (sq - sp)))
-        return self._apply(x, inv_mass, body, weights, -(side[:, None] * normal), self.thickness - gap, slip)
-
-    def _apply(self, x, inv_mass, stencil, weights, direction, depth, slip):
-        """Move the body points sum_k weights_k x_stencil_k of the pairs with depth > 0 by depth [m] along direction,
-        less the friction on their slip (k, 3) [m] (the body point's motion over the step relative to the collider's
-        point): its part across direction is taken off up to ``friction * depth``, as ``faces.py`` does for spheres.
-        Mass-weighted over the stencil, Jacobi mean per particle, in place on x; returns the pairs moved."""
-        hit = depth > 0.0
-        w = inv_mass[stencil] * weights
-        norm = np.einsum("kj,kj->k", weights, w)
-        hit &= norm > 0.0
-        if not hit.any():
-            return 0
-        stencil, w, norm, direction, depth = stencil[hit], w[hit], norm[hit], direction[hit], depth[hit]
-        delta = depth[:, None] * direction
-        if self.friction > 0.0:
-            across = slip[hit] - _dot(slip[hit], direction)[:, None] * direction
-            slide = np.sqrt(_dot(across, across))
-            delta -= np.minimum(1.0, self.friction * depth / np.maximum(slide, 1e-15))[:, None] * across
-        coef = w / norm[:, None]  # (k, s)
-        flat = stencil.ravel()
-        count = np.maximum(np.bincount(flat, (coef > 0.0).ravel(), minlength=len(x)), 1.0)
-        for axis in range(3):
-            x[:, axis] += np.bincount(flat, (coef * delta[:, axis, None]).ravel(), minlength=len(x)) / count
-        return int(len(depth))
