@@ -4,9 +4,9 @@ partial run never replaces the full report).
 
 Benchmarks: bench/bench_cloth.py (always), bench/bench_solid.py, bench/bench_kernels.py,
 bench/bench_tetrahedralize.py and bench/bench_scenarios.py (each when it exists), bench/bench_acceptance.py,
-bench/bench_shots.py.
+bench/bench_shots.py, bench/bench_fresh_bake.py.
 Usage: python bench/run.py [--sizes 21 64 128] [--frames 100] [--repeat 1]
-       [--only cloth|kernels|solid|tetrahedralize|scenarios|acceptance|shots ...] [--merge]
+       [--only cloth|kernels|solid|tetrahedralize|scenarios|acceptance|shots|fresh ...] [--merge]
 (--sizes, --frames and --repeat apply to the cloth benchmark.) With --only and --merge the sections run replace their
 namesakes in docs/benchmarks.md (or are added at its end), every other table there kept as it is.
 """
@@ -245,9 +245,17 @@ def section_shots(args) -> str:
     return f"## {module.TITLE}\n\n" + module.describe() + "\n\n" + module.markdown(module.run())
 
 
+def section_fresh(args) -> str:
+    """The 64 x 64 lab scene baked in fresh processes, one setting varied at a time (bench/bench_fresh_bake.py)."""
+    module = importlib.import_module("bench_fresh_bake")
+    rows = module.run(verbose=False)
+    return (f"## {module.TITLE}\n\n" + module.describe() + "\n\n" + module.markdown(rows) + "\n\n"
+            + module.phases_markdown(rows))
+
+
 SECTIONS = {"cloth": section_cloth, "tetrahedralize": section_tetrahedralize, "solid": section_solid,
             "kernels": section_kernels, "scenarios": section_scenarios, "acceptance": section_acceptance,
-            "shots": section_shots}
+            "shots": section_shots, "fresh": section_fresh}
 
 
 def main(argv=None):
