@@ -70,7 +70,8 @@ from .energies import (
     hinges_from_triangles,
 )
 from .frame import StepNotConverged
-from .linalg import BlockPattern, block_cg, factorize_spd, inverse_3x3
+from .linalg import BlockPattern, block_cg, inverse_3x3
+from .linalg.direct import NewtonSolves
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
 
@@ -156,6 +157,8 @@ class NewtonSolver(Solver):
         self.kappa = np.full(n, BARRIER_WEIGHT_FACTOR * float(model.mass.sum()) * g)
         rest = model.rest_positions
         self.size = float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))) if n else 0.0
+        self.solves = NewtonSolves()
+        """The direct solves of the Newton systems (banded Cholesky or SuperLU, ``linalg.direct.NewtonSolves``)."""
         """The body's rest bounding-box diagonal [m]: the length IPC's relative Newton tolerance scales with."""
         self.self_contact = []
         """The body's own barrier (``SelfContactBarrier``) for a cloth with ``use_self_collision``, else empty."""
@@ -224,7 +227,7 @@ class NewtonSolver(Solver):
         if contact is not None:
             A = (A + contact).tocsr()
         if 3 * self.pattern.free_count <= DIRECT_SOLVE_MAX_DOFS:
-            p = factorize_spd(A)(rhs)
+            p = self.solves(A, rhs)
         else:
             D_inv = inverse_3x3(self.pattern.diagonal_blocks(data))
             p, _, _ = block_cg(A, D_inv, rhs, np.zeros_like(rhs), CG_TOLERANCE, 10 * len(rhs))

@@ -13,6 +13,10 @@ memory and SuperLU's sparser factor wins. Measured on the 2-core bench machine (
 cloth, three right-hand sides: 64x64, band 4.2 MB: banded 0.46 ms vs SuperLU 0.58 ms; 96x96, 14 MB: 1.46 vs 1.94 ms;
 128x128, 33 MB: 30.6 vs 12.0 ms (that one on a busy machine)."""
 
+NEWTON_BAND_MEMORY_LIMIT = 128 * 2**20
+"""Largest banded Cholesky factor ``NewtonSolves`` uses [bytes]: with one solve per factorization the factorization's
+flops count, not the solve's cache misses (a 96x96 cloth's 120 MB band factors 1.8x faster than SuperLU)."""
+
 BAND_MIN_UNKNOWNS = 2000
 """Below this many unknowns both solves take tens of microseconds (21x21 cloth, 439 unknowns: 0.035 vs 0.037 ms; a
 1k-tet sphere, 299: 0.029 vs 0.030 ms), so SuperLU stays: switching would change results at round-off for no speed."""
@@ -42,13 +46,15 @@ class BandedCholesky:
     ``plan(A)`` gives the ordering and the bandwidth without building the factor.
     """
 
-    def __init__(self, A: sp.spmatrix, ordering=None):
+    def __init__(self, A: sp.spmatrix, ordering=None, max_bandwidth: int = None):
         A = sp.csr_matrix(A)
         self.perm = _rcm(A) if ordering is None else ordering
         P = A[self.perm][:, self.perm].tocoo()
         upper = P.row <= P.col
         row, col = P.row[upper], P.col[upper]
         self.bandwidth = int((col - row).max(initial=0))
+        if max_bandwidth is not None and self.bandwidth > max_bandwidth:
+            raise BandTooWide(f"bandwidth {self.bandwidth} > {max_bandwidth}")
         n = A.shape[0]
         # LAPACK's upper band storage: ab[bandwidth + i - j, j] = A[i, j] for i <= j.
         ab = np.zeros((self.bandwidth + 1, n))
@@ -73,6 +79,59 @@ class BandedCholesky:
         out = np.empty(x.shape)
         out[self.perm] = x
         return out.reshape(b.shape)
+
+
+def _structural_fill(A: sp.spmatrix) -> int:
+    """SuperLU's factor entries (L + U) for A's sparsity pattern, whatever its values: factorized on the diagonally
+    dominant matrix of that pattern (off-diagonal entries -1), since the first Newton matrix of a cloth at rest holds
+    exact zeros (flat bending) that SuperLU would skip."""
+    S = sp.csr_matrix(A, copy=True)
+    S.data[:] = -1.0
+    S.setdiag(0.0)
+    S = S - sp.diags(np.asarray(S.sum(axis=1)).ravel() - 1.0)
+    lu = _superlu(S)
+    return lu.L.nnz + lu.U.nnz
+
+
+class BandTooWide(ValueError):
+    """The ordering given to ``BandedCholesky`` leaves the matrix wider than its ``max_bandwidth``."""
+
+
+class NewtonSolves:
+    """x = solve(A, b) for a sequence of sparse SPD matrices of one size with (mostly) one sparsity pattern, one
+    right-hand side each: Newton's steps, where each factorization is used once.
+
+    The first matrix plans the sequence: the banded Cholesky after reverse Cuthill-McKee is chosen when its band fits
+    NEWTON_BAND_MEMORY_LIMIT and holds at most BAND_FILL_RATIO times SuperLU's factor entries for that sparsity
+    pattern (``_structural_fill``); the ordering and bandwidth are kept. A later matrix that the kept ordering leaves wider (contacts
+    between particles far apart in the mesh, e.g. self-contact) is factorized by SuperLU. The choice depends on the
+    matrices only, so a bake repeats exactly. Measured, one factorization of NEWTON's matrix of the lab cloth (n x n,
+    first step), SuperLU vs banded: 21x21 5.4 vs 3.1 ms, 32x32 19 vs 8.4, 48x48 81 vs 31, 64x64 191 vs 98 (band 35 MB,
+    1.17x SuperLU's entries), 96x96 754 vs 424 ms (120 MB); the factorization is 75% of a NEWTON step at 64x64."""
+
+    def __init__(self):
+        self.plan = None
+        """(unknowns, RCM ordering or None for SuperLU, bandwidth) of the sequence."""
+        self.method = None
+        """The last solve's method: "banded Cholesky" or "SuperLU"."""
+
+    def __call__(self, A: sp.spmatrix, b: np.ndarray) -> np.ndarray:
+        n = A.shape[0]
+        if self.plan is None or self.plan[0] != n:
+            ordering, bandwidth = BandedCholesky.plan(A)
+            entries = (bandwidth + 1) * n
+            banded = entries * 8 <= NEWTON_BAND_MEMORY_LIMIT and entries <= BAND_FILL_RATIO * _structural_fill(A)
+            self.plan = (n, ordering if banded else None, bandwidth)
+        _, ordering, bandwidth = self.plan
+        if ordering is not None:
+            try:
+                solve = BandedCholesky(A, ordering, max_bandwidth=bandwidth)
+                self.method = "banded Cholesky"
+                return solve(b)
+            except BandTooWide:
+                pass
+        self.method = "SuperLU"
+        return _superlu(A).solve(b)
 
 
 def _rcm(A: sp.csr_matrix) -> np.ndarray:
