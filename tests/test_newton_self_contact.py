@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from solvers import GroundPlane, SolverConfig, State, advance_frame, build_model, grid_cloth, make_solver
-from solvers.builder import grid_quads
 from solvers.collision.barrier import barrier_terms
 from solvers.collision.crossings import count_self_intersections
 from solvers.collision.primitives import point_triangle_closest, point_triangle_distance, segment_distance
 from solvers.collision.self_barrier import SelfContactBarrier
 from solvers.newton import BARRIER_WEIGHT_FACTOR
+from scenario_scenes import standing_sheet
 
 FPS = 24
 D_HAT = 0.1
@@ -142,12 +142,7 @@ def buckling_sheet(use_self_collision, n=16, frames=14):
     """tests/test_self_collision.py's buckling scene with NEWTON, smaller: a 4 m, n x n sheet of quads standing nearly
     upright (89 degrees), its lower edge 5 cm above the ground, let go; thickness 1 cm. Returns per frame (crossings
     over the simulated triangles, over both splits, Newton iterations), the final state and the rest positions."""
-    V, E, T = grid_cloth(n, 4.0, 0.0, diagonals=False)
-    tilt = np.radians(89.0)
-    rotation = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(tilt), -np.sin(tilt)], [0.0, np.sin(tilt), np.cos(tilt)]])
-    V = V @ rotation.T
-    V[:, 2] += 0.05 - V[:, 2].min()
-    model = build_model(V, E, T, total_mass=1.0, quads=grid_quads(n))
+    model = standing_sheet(n)
     config = SolverConfig(solver="NEWTON", use_self_collision=use_self_collision, thickness=0.01)
     solver = make_solver(model, config)
     state = State.at_rest(model)
@@ -157,7 +152,7 @@ def buckling_sheet(use_self_collision, n=16, frames=14):
         stats = advance_frame(solver, state, 1.0 / FPS, config.substeps, ground)
         rows.append((count_self_intersections(state.x, model.triangle_indices),
                      count_self_intersections(state.x, model.collision_triangles), stats.newton_iterations))
-    return rows, state, V, solver
+    return rows, state, model.rest_positions, solver
 
 
 def test_a_newton_sheet_buckling_onto_the_ground_never_crosses_itself():

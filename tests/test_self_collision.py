@@ -15,6 +15,7 @@ from solvers.mass_spring import substeps_needed
 from solvers.collision.primitives import closest_points_segments
 from solvers.collision.primitives import point_triangle_closest as closest_point_barycentric
 from solvers.collision.self_contact import COLLIDER_SLACK, SelfCollision
+from scenario_scenes import standing_sheet
 
 FPS = 24
 SELF_COLLIDING = [name for name, info in REGISTRY.items() if "use_self_collision" in info.settings]
@@ -278,13 +279,8 @@ def test_a_sheet_buckling_onto_the_ground_crosses_itself_in_neither_split_of_its
     only the simulated split kept clear that split crossed the layer beside it (12 pairs at frames 15-16, measured; 24 in tools/compare.py's
     32 x 32 bake in Blender). Counted over both splits of every quad."""
     n = 20
-    V, E, T = grid_cloth(n, 4.0, 0.0, diagonals=False)
-    tilt = np.radians(89.0)
-    rotation = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(tilt), -np.sin(tilt)], [0.0, np.sin(tilt), np.cos(tilt)]])
-    V = V @ rotation.T
-    V[:, 2] += 0.05 - V[:, 2].min()
-    model = build_model(V, E, T, total_mass=1.0, quads=grid_quads(n))
-    assert len(model.collision_triangles) == 2 * len(T)  # both splits of every quad
+    model = standing_sheet(n)
+    assert len(model.collision_triangles) == 2 * len(model.triangle_indices)  # both splits of every quad
     config = settings("XPBD", model, thickness=0.01)
     solver_ = make_solver(model, config)
     state = State.at_rest(model)
@@ -294,7 +290,7 @@ def test_a_sheet_buckling_onto_the_ground_crosses_itself_in_neither_split_of_its
         advance_frame(solver_, state, 1.0 / FPS, config.substeps, ground)
         counts.append(count_self_intersections(state.x, model.collision_triangles))
     assert counts == [0] * len(counts), counts
-    assert state.x[:, 2].max() < V[:, 2].max() - 1.0  # it did buckle and fall
+    assert state.x[:, 2].max() < model.rest_positions[:, 2].max() - 1.0  # it did buckle and fall
 
 
 # The radius of bench/bench_cloth.py's UV sphere mesh as the add-on reads it (half its dimensions), with the settings
