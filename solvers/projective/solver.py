@@ -78,7 +78,8 @@ CHEBYSHEV_DELAY = 2
 ENERGY_CHECK_ITERATIONS = 12
 """Iterations a step may take (or ``config.iterations`` if more) while its iterate has more energy than its start."""
 ENERGY_SLACK = 1e-3
-"""Relative energy gain [1] the energy check lets through (round-off, the first-order pin work)."""
+"""Energy gain the energy check lets through, as a fraction of the start's kinetic + elastic energy (round-off, the
+first-order pin work)."""
 ANDERSON_WINDOW = 5
 """Differences Anderson acceleration keeps (3, 5 and 10 measured within 0.03 decades of each other, lab cloth)."""
 
@@ -236,7 +237,8 @@ class ProjectiveSolver(ProjectedContactSolver):
             x_free = step.y_free.copy()
             start_free = x_start[free]
             if checked:
-                budget = self._start_energy(step, start_free, v[free]) * (1.0 + ENERGY_SLACK) + 1e-12
+                start_energy, moving = self._start_energy(step, start_free, v[free])
+                budget = start_energy + ENERGY_SLACK * moving + 1e-12 * abs(start_energy)
             targets, energy = self.local(step, x_free, with_energy)
             if with_energy:
                 self.log.energies.append(energy)
@@ -272,13 +274,15 @@ class ProjectiveSolver(ProjectedContactSolver):
 
     # ------------------------------------------------------------------ the energy check
 
-    def _start_energy(self, step, start_free, v_free) -> float:
-        """Kinetic + gravitational + PD elastic energy [J] of the step's start: the free particles at start_free with
-        velocities v_free (nf, 3), the pinned ones already where the step puts them, so that the elastic energy
-        includes the work the pins do as they move (to first order in the step)."""
+    def _start_energy(self, step, start_free, v_free):
+        """(Kinetic + gravitational + PD elastic energy, kinetic + elastic energy) [J] of the step's start: the free
+        particles at start_free with velocities v_free (nf, 3), the pinned ones already where the step puts them, so
+        that the elastic energy includes the work the pins do as they move (to first order in the step). The second
+        figure, free of gravity's arbitrary zero, scales the slack."""
         _, phi = self.local(step, start_free, True)
         kinetic = 0.5 * float(np.einsum("i,ij,ij->", self.mass_free, v_free, v_free))
-        return kinetic + self._elastic(step, start_free, phi) + self._gravitational(start_free)
+        elastic = self._elastic(step, start_free, phi)
+        return kinetic + elastic + self._gravitational(start_free), kinetic + elastic
 
     def _end_energy(self, step, x_free, start_free, phi) -> float:
         """The same energy at the iterate x_free (nf, 3) whose Phi is phi, with v = (x - x^n)/h."""
