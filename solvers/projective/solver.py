@@ -20,7 +20,7 @@ gravitational and spring energy within half a frame at 2 iterations (17.1 -> 28.
 far above the pins. So a step iterates past ``config.iterations``, up to ENERGY_CHECK_ITERATIONS, while its
 iterate (v = (x - x^n)/h) has more of that energy than the step's start; the pinned particles are put at their
 targets for both, so the work the pins do as they move counts as energy the step may gain. Measured: the curtain
-then only loses energy (2 to 9 iterations per step); the lab drape averages 2.04 iterations per step (max 4), and
+then only loses energy (2 to 9 iterations per step); the lab drape averages 2.1 iterations per step (max 7), and
 a step costs 20-30% more for the one extra local step and the energy sums. Contacts are outside the check: the
 collider projection after the solve can still store energy in springs it stretches. The matrix is scalar
 (nf, nf) over the free particles, the same for x, y and z, and constant for a given h: it is factorized once
