@@ -17,7 +17,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n auto --dist loadscope tests
 
 # The same tests on the oldest Blender the manifest supports (4.2 LTS), in a second venv from requirements-lts.txt.
 VENV_LTS := .venv-lts
@@ -31,7 +31,7 @@ $(STAMP_LTS): requirements-lts.txt
 	touch $(STAMP_LTS)
 
 test-lts: $(STAMP_LTS)
-	$(PY_LTS) -m pytest -q tests
+	$(PY_LTS) -m pytest -q -n auto --dist loadscope tests
 
 build: $(STAMP)
 	$(PY) tools/build.py
