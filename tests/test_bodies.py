@@ -150,3 +150,57 @@ def test_scene_substeps_are_the_largest_and_newton_is_refused():
     assert scene.substeps == 30
     with pytest.raises(ValueError):
         Scene([(cloth, SolverConfig(solver="NEWTON"))])
+
+
+def two_sheets(self_collision=(False, False)):
+    """Two 1 m, 5 x 5 sheets 1 cm apart (z = 0 and 0.01), the upper one 10 times lighter, as BodyContact input."""
+    bodies = []
+    for height, mass, own in zip((0.0, 0.01), (1.0, 0.1), self_collision):
+        V, E, T = grid_cloth(5, 1.0, height)
+        model = build_model(V, E, T, total_mass=mass)
+        config = SolverConfig(solver="XPBD", thickness=0.02, use_self_collision=own)
+        bodies.append((model, config, make_solver(model, config)))
+    return bodies
+
+
+def test_contact_is_mass_weighted_and_keeps_momentum():
+    """The light sheet sitting 1 cm on the heavy one, thickness 2 cm: the response moves them apart (by the recovery
+    of one call, 0.1 thickness), the light sheet ten times as far as the heavy one (inverse masses), keeping the total
+    momentum of the correction."""
+    from solvers.collision.body_contact import BodyContact
+
+    bodies = two_sheets()
+    contact = BodyContact(bodies)
+    xs = [m.rest_positions.copy() for m, _, _ in bodies]
+    prevs = [x.copy() for x in xs]
+    contact.resolve(xs, prevs)
+    heavy = xs[0][:, 2] - bodies[0][0].rest_positions[:, 2]
+    light = xs[1][:, 2] - bodies[1][0].rest_positions[:, 2]
+    assert light.mean() - heavy.mean() == pytest.approx(0.1 * 0.02)  # recovery: RECOVERY * thickness per call
+    assert light.mean() == pytest.approx(-10.0 * heavy.mean(), rel=1e-6)
+    momentum = sum(m.mass @ (x - m.rest_positions) for (m, _, _), x in zip(bodies, xs))
+    assert np.abs(momentum).max() < 1e-12
+
+
+def test_pairs_within_a_body_only_with_its_own_self_collision():
+    """The shared surface keeps pairs of two bodies always, pairs within a body only when its self-collision is on;
+    that body's solver then leaves its own self-collision to the scene (not run twice)."""
+    from solvers.collision.body_contact import BodyContact
+
+    for own in ((False, False), (True, False)):
+        bodies = two_sheets(own)
+        contact = BodyContact(bodies)
+        assert all(solver.self_collision is None for _, _, solver in bodies)
+        x = np.concatenate([m.rest_positions for m, _, _ in bodies])
+        x[:25, 2] = 0.5 * np.sin(x[:25, 0] * 6.0)  # fold the first sheet so that it comes near itself
+        (v, t, _), (e1, e2, _) = contact.contact._query(x, 0.3)
+        body = contact.contact.body
+        tri, edges = contact.contact.triangles, contact.contact.edges
+        within_vt = body[v] == body[tri[t, 0]]
+        within_ee = body[edges[e1, 0]] == body[edges[e2, 0]]
+        assert np.any(~within_vt) and np.any(~within_ee)
+        if own[0]:
+            assert np.any(within_vt & (body[v] == 0)) and np.any(within_ee & (body[edges[e1, 0]] == 0))
+        assert not np.any(within_vt & (body[v] == 1)) and not np.any(within_ee & (body[edges[e1, 0]] == 1))
+        if not own[0]:
+            assert not np.any(within_vt) and not np.any(within_ee)

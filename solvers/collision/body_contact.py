@@ -108,6 +108,21 @@ class BodyContact:
             contact.excluded_ee = contact.excluded_ee[body[edges[e1, 0]] == body[edges[e2, 0]]]
         contact.body, contact.self_bodies = body, self.self_on
 
+    def _apart(self, x, x_prev) -> bool:
+        """Whether no two bodies came within thickness of each other over the step: the boxes around each body's
+        surface at x and x_prev (so around its motion in the step, a straight line per particle) grown by thickness / 2
+        overlap for no pair. Then no pair is near and none went through the other, and the response has nothing to do:
+        bodies apart cost a box per body, not a broad phase."""
+        sizes = np.array([len(p) for p in self.particles])
+        starts = (np.cumsum(sizes) - sizes)[sizes > 0]  # each body's rows are contiguous; a body without surface meets none
+        count = len(starts)
+        if count < 2:
+            return True
+        lo = np.minimum(np.minimum.reduceat(x, starts), np.minimum.reduceat(x_prev, starts)) - 0.5 * self.thickness
+        hi = np.maximum(np.maximum.reduceat(x, starts), np.maximum.reduceat(x_prev, starts)) + 0.5 * self.thickness
+        overlap = np.all((lo[:, None] <= hi[None]) & (lo[None] <= hi[:, None]), axis=2)
+        return not np.any(overlap[np.triu_indices(count, 1)])
+
     def resolve(self, xs, x_prevs, colliders=()) -> int:
         """Push the bodies apart, in place on every ``xs[b]`` (n_b, 3) [m] and ``x_prevs[b]`` (their positions at the
         step's start; the velocity-free part of the response is added to them, as ``SelfCollision.resolve`` does).
@@ -115,6 +130,8 @@ class BodyContact:
         Returns the pairs corrected."""
         x = np.concatenate([xb[p] for xb, p in zip(xs, self.particles)])
         x_prev = np.concatenate([xb[p] for xb, p in zip(x_prevs, self.particles)])
+        if not self.self_on.any() and self._apart(x, x_prev):
+            return 0
         corrected = self.contact.resolve_beside_colliders(x, x_prev, colliders)
         start = 0
         for b, p in enumerate(self.particles):
