@@ -114,23 +114,26 @@ def test_two_cloths_on_a_sphere_do_not_cross():
 
 
 def test_one_body_scene_is_advance_frame():
-    """A scene of one body is advance_frame bit for bit: a pinned cloth with self-collision, pins moving, a moving
-    sphere."""
+    """A scene of one body is advance_frame bit for bit, colliders shared or given per body: a pinned cloth with
+    self-collision, pins moving, a moving sphere."""
     V, E, T = grid_cloth(8, 1.0, 0.3)
     pinned = np.zeros(len(V), bool)
     pinned[[0, 7]] = True
     model = build_model(V, E, T, pinned=pinned, total_mass=0.5, quads=grid_quads(8))
     config = SolverConfig(solver="XPBD", substeps=6, use_self_collision=True)
     solver, state = make_solver(model, config), State.at_rest(model)
-    scene = Scene([(model, config)])
+    scene, per_body = Scene([(model, config)]), Scene([(model, config)])
     for frame in range(1, 5):
         sphere = Sphere(np.array([0.0, 0.0, 0.1 * frame]), 0.2, thickness=0.01, friction=0.3,
                         start=Sphere(np.array([0.0, 0.0, 0.1 * (frame - 1)]), 0.2))
         targets = model.rest_positions + [0.05 * frame, 0.0, 0.0]
         advance_frame(solver, state, 1.0 / FPS, config.substeps, [sphere], targets)
         advance_scene_frame(scene, 1.0 / FPS, [sphere], [targets])
-    assert np.array_equal(state.x, scene.bodies[0].state.x)
-    assert np.array_equal(state.v, scene.bodies[0].state.v)
+        advance_scene_frame(per_body, 1.0 / FPS, [[sphere]], [targets])  # colliders given per body
+    for s in (scene, per_body):
+        assert np.array_equal(state.x, s.bodies[0].state.x)
+        assert np.array_equal(state.v, s.bodies[0].state.v)
+    assert np.abs(state.x - model.rest_positions).max() > 0.1  # it did move
 
 
 def test_tet_surface_is_the_closed_outward_boundary():
