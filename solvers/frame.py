@@ -33,20 +33,42 @@ def advance_frame(solver, state: State, frame_dt: float, substeps: int, collider
     Raises SimulationDiverged if a position becomes non-finite or a speed exceeds ``config.max_speed``, and the
     StepNotConverged of a step still failing at the smallest split.
     """
+    run = FrameRun(solver, state, substeps, pin_targets)
     dt = frame_dt / substeps
-    pinned = np.nonzero(solver.model.inv_mass == 0.0)[0]
-    start = state.x[pinned].copy()
-    end = start if pin_targets is None else np.asarray(pin_targets, float)[pinned]
-    totals = StepStats(min_distance=float("inf"))
-    stats = StepStats()
     for k in range(1, substeps + 1):
-        t0, t1 = (k - 1) / substeps, k / substeps
-        stats = _step(solver, state, dt, [c.over(t0, t1) for c in colliders], k == substeps, pinned,
-                      start + (end - start) * t0, start + (end - start) * t1, totals, 0)
-    stats.newton_iterations, stats.line_search_halvings = totals.newton_iterations, totals.line_search_halvings
-    stats.split_steps = totals.split_steps
-    stats.min_distance = totals.min_distance if totals.min_distance < float("inf") else float("nan")
-    return stats
+        run.substep(k, dt, colliders)
+    return run.finish()
+
+
+class FrameRun:
+    """One body's frame in progress, one substep at a time: what ``advance_frame`` does between a frame and solver
+    steps, shared with ``scene.advance_scene_frame`` (which steps several bodies in lockstep).
+
+    substeps: the frame's step count K; pin_targets: as ``advance_frame``'s (None: the pins stay where they are)."""
+
+    def __init__(self, solver, state: State, substeps: int, pin_targets=None):
+        self.solver, self.state, self.substeps = solver, state, substeps
+        self.pinned = np.nonzero(solver.model.inv_mass == 0.0)[0]
+        self.start = state.x[self.pinned].copy()
+        self.end = self.start if pin_targets is None else np.asarray(pin_targets, float)[self.pinned]
+        self.totals = StepStats(min_distance=float("inf"))
+        self.stats = StepStats()
+
+    def substep(self, k: int, dt: float, colliders=()) -> None:
+        """Step k of 1..K (``dt`` = frame_dt / K seconds): pins moved from fraction (k - 1) / K to k / K of their way,
+        colliders seen ``over`` the same fractions, a step that does not converge split (``_step``)."""
+        t0, t1 = (k - 1) / self.substeps, k / self.substeps
+        start, end = self.start, self.end
+        self.stats = _step(self.solver, self.state, dt, [c.over(t0, t1) for c in colliders], k == self.substeps,
+                           self.pinned, start + (end - start) * t0, start + (end - start) * t1, self.totals, 0)
+
+    def finish(self) -> StepStats:
+        """The frame's StepStats: the last step's, with the counters of every step (see ``advance_frame``)."""
+        stats, totals = self.stats, self.totals
+        stats.newton_iterations, stats.line_search_halvings = totals.newton_iterations, totals.line_search_halvings
+        stats.split_steps = totals.split_steps
+        stats.min_distance = totals.min_distance if totals.min_distance < float("inf") else float("nan")
+        return stats
 
 
 def _step(solver, state, dt, colliders, measure, pinned, pin_from, pin_to, totals, depth) -> StepStats:

@@ -165,6 +165,19 @@ class _Stencils:
 class SelfBroadPhase:
     """The Verlet-list part of ``self_contact.SelfCollision`` (its state is set up there)."""
 
+    body = None
+    """Per-particle body ids (n,) int when the surface is shared by several bodies (``body_contact.BodyContact``), or
+    None: one body, every pair kept."""
+    self_bodies = None
+    """With ``body``: per body (b,) bool, whether pairs within that body are kept (its own self-collision is on);
+    pairs of two different bodies always are."""
+
+    def _between(self, a, b):
+        """Mask (k,) of the pairs whose first elements hold particles a (k,) and second ones b (k,) that are kept:
+        of two bodies, or within a body whose self-collision is on."""
+        ba, bb = self.body[a], self.body[b]
+        return (ba != bb) | self.self_bodies[ba]
+
     def _spheres(self, x):
         """Bounding spheres of the triangles (centroid, radius) and of the edges (midpoint, half length) at x."""
         centroid, radius = _bounding_spheres(x, self.triangles)
@@ -186,6 +199,8 @@ class SelfBroadPhase:
         # are joined within reach + their own largest size, each long one on its own with its size.
         t, v = _join(centroid, radius, x, reach, LONG_FACTOR * float(np.median(radius)))
         keep = (tri[t] != v[:, None]).all(axis=1)
+        if self.body is not None:
+            keep &= self._between(v, tri[t, 0])
         t, v = t[keep], v[keep]
         keep = _drop(self.excluded_vt, v, t, len(tri))
         v, t = v[keep], t[keep]
@@ -197,6 +212,8 @@ class SelfBroadPhase:
         e1, e2 = _join(mid, half, None, reach, LONG_FACTOR * float(np.median(half)))
         A, B = self.edges[e1], self.edges[e2]
         keep = (A[:, 0] != B[:, 0]) & (A[:, 0] != B[:, 1]) & (A[:, 1] != B[:, 0]) & (A[:, 1] != B[:, 1])
+        if self.body is not None:
+            keep &= self._between(A[:, 0], B[:, 0])
         e1, e2 = e1[keep], e2[keep]
         keep = _drop(self.excluded_ee, e1, e2, len(self.edges))
         e1, e2 = e1[keep], e2[keep]

@@ -1,0 +1,209 @@
+"""Bodies meeting each other (solvers/scene.py, solvers/collision/body_contact.py): a cube in a cloth hammock, two
+cloths on a sphere, a one-body scene against advance_frame. Pure engine."""
+import numpy as np
+import pytest
+
+from scenario_scenes import box_mesh, solid_model
+from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
+from solvers.builder import grid_quads
+from solvers.collision.body_contact import surface_triangles, tet_surface
+from solvers.collision.crossings import self_intersecting_pairs
+from solvers.geometry.winding import winding_number
+from solvers.scene import Scene, advance_scene_frame
+
+FPS = 24
+
+
+def between_crossings(xs, triangles) -> int:
+    """Edge-triangle pairs of two different bodies that cross (bodies' positions xs, their surface triangles)."""
+    offsets = np.cumsum([0] + [len(x) for x in xs])
+    x = np.concatenate(xs)
+    tris = np.concatenate([t + o for t, o in zip(triangles, offsets)])
+    body = np.repeat(np.arange(len(xs)), np.diff(offsets))
+    edges, pairs = self_intersecting_pairs(x, tris)
+    return int(np.count_nonzero(body[edges[pairs[:, 0], 0]] != body[tris[pairs[:, 1], 0]]))
+
+
+def hammock_cloth():
+    """A 2 m, 21 x 21 cloth 1.5 m up, pinned at its four corners, 1 kg."""
+    V, E, T = grid_cloth(21, 2.0, 1.5)
+    pinned = np.zeros(len(V), bool)
+    pinned[[0, 20, 420, 440]] = True
+    return build_model(V, E, T, pinned=pinned, total_mass=1.0, quads=grid_quads(21))
+
+
+def hammock_cube():
+    """A 0.4 m cube of 2 kg (tetrahedralized at resolution 4), its bottom 2.2 m up over the cloth's centre."""
+    corners, tris = box_mesh(0.4, 0.4, 0.4)
+    return solid_model(corners - [0.2, 0.2, -2.2], tris, 4, mass=2.0)
+
+
+def run_hammock(solver, frames, cube=True, couple=True):
+    """The hammock scene on a ground (thickness 1 cm, friction 0.5). Returns figures: the lowest cloth vertex from
+    frame LANDING on and the lowest cube vertex over all frames [m], and at the worst frame the crossing pairs between
+    the bodies and the cloth vertices inside the cube."""
+    bodies = [(hammock_cloth(), SolverConfig(solver=solver))]
+    if cube:
+        bodies.append((hammock_cube(), SolverConfig(solver=solver)))
+    scene = Scene(bodies)
+    if not couple:
+        scene.contact = None
+    ground = [GroundPlane((0, 0, 0), (0, 0, 1), thickness=0.01, friction=0.5)]
+    triangles = [surface_triangles(b.model) for b in scene.bodies]
+    out = dict(cloth_low=np.inf, cube_low=np.inf, crossings=0, inside=0)
+    for frame in range(1, frames + 1):
+        advance_scene_frame(scene, 1.0 / FPS, ground)
+        xs = [b.state.x for b in scene.bodies]
+        if frame >= LANDING:
+            out["cloth_low"] = min(out["cloth_low"], float(xs[0][:, 2].min()))
+        if cube:
+            out["cube_low"] = min(out["cube_low"], float(xs[1][:, 2].min()))
+            out["crossings"] = max(out["crossings"], between_crossings(xs, triangles))
+            w = winding_number(xs[0], xs[1], triangles[1], beta=None)
+            out["inside"] = max(out["inside"], int(np.count_nonzero(w > 0.5)))
+    return out
+
+
+HAMMOCK_FRAMES = 18
+"""The cube reaches the cloth at frame 10 and is lowest at frame 12 (PROJECTIVE) or 15 (XPBD); 72 frames take about
+40 s (XPBD)."""
+LANDING = 10
+"""The sag is compared from this frame on: before it the empty cloth's own first dip, released flat, is as deep
+as the loaded one's (XPBD: 1.165 m at frame 7)."""
+
+
+@pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE"])
+def test_cube_in_hammock_is_carried(solver):
+    """A 2 kg cube dropped into the cloth stays on it: never below 0.2 m (the ground is 1.5 m below the cloth), no
+    cloth vertex inside it, no edge of one body through a triangle of the other at any frame; the cloth sags more
+    under it than empty. Without the coupling the cube falls through to the ground."""
+    r = run_hammock(solver, HAMMOCK_FRAMES)
+    assert r["cube_low"] > 0.2, r
+    assert r["inside"] == 0, r
+    assert r["crossings"] == 0, r
+    empty = run_hammock(solver, HAMMOCK_FRAMES, cube=False)
+    assert r["cloth_low"] < empty["cloth_low"] - 0.1, (r, empty)
+
+
+def run_two_cloths(frames, couple=True):
+    """Two 3 m, 21 x 21 cloths, 0.3 m apart, dropped onto a sphere of radius 0.5 m (XPBD). Returns the most crossing
+    pairs between them at any frame and the final heights of their middle vertices (lower, upper) [m]."""
+    bodies = []
+    for height in (0.7, 1.0):
+        V, E, T = grid_cloth(21, 3.0, height)
+        bodies.append((build_model(V, E, T, total_mass=1.0, quads=grid_quads(21)), SolverConfig(solver="XPBD")))
+    scene = Scene(bodies)
+    if not couple:
+        scene.contact = None
+    sphere = [Sphere(np.zeros(3), 0.5, thickness=0.01, friction=0.3)]
+    triangles = [surface_triangles(b.model) for b in scene.bodies]
+    worst = 0
+    for _ in range(frames):
+        advance_scene_frame(scene, 1.0 / FPS, sphere)
+        worst = max(worst, between_crossings([b.state.x for b in scene.bodies], triangles))
+    centre = 220  # the middle vertex of both grids, on the sphere's top
+    return worst, tuple(float(b.state.x[centre, 2]) for b in scene.bodies)
+
+
+def test_two_cloths_on_a_sphere_do_not_cross():
+    """No edge of one cloth through a triangle of the other at any frame, and the upper one lies on the lower one
+    over the sphere's top, at least half the thickness above it. Without the coupling the upper cloth falls through."""
+    worst, (lower, upper) = run_two_cloths(14)
+    assert worst == 0
+    assert upper - lower > 0.5 * 0.01
+
+
+def test_one_body_scene_is_advance_frame():
+    """A scene of one body is advance_frame bit for bit, colliders shared or given per body: a pinned cloth with
+    self-collision, pins moving, a moving sphere."""
+    V, E, T = grid_cloth(8, 1.0, 0.3)
+    pinned = np.zeros(len(V), bool)
+    pinned[[0, 7]] = True
+    model = build_model(V, E, T, pinned=pinned, total_mass=0.5, quads=grid_quads(8))
+    config = SolverConfig(solver="XPBD", substeps=6, use_self_collision=True)
+    solver, state = make_solver(model, config), State.at_rest(model)
+    scene, per_body = Scene([(model, config)]), Scene([(model, config)])
+    for frame in range(1, 5):
+        sphere = Sphere(np.array([0.0, 0.0, 0.1 * frame]), 0.2, thickness=0.01, friction=0.3,
+                        start=Sphere(np.array([0.0, 0.0, 0.1 * (frame - 1)]), 0.2))
+        targets = model.rest_positions + [0.05 * frame, 0.0, 0.0]
+        advance_frame(solver, state, 1.0 / FPS, config.substeps, [sphere], targets)
+        advance_scene_frame(scene, 1.0 / FPS, [sphere], [targets])
+        advance_scene_frame(per_body, 1.0 / FPS, [[sphere]], [targets])  # colliders given per body
+    for s in (scene, per_body):
+        assert np.array_equal(state.x, s.bodies[0].state.x)
+        assert np.array_equal(state.v, s.bodies[0].state.v)
+    assert np.abs(state.x - model.rest_positions).max() > 0.1  # it did move
+
+
+def test_tet_surface_is_the_closed_outward_boundary():
+    cube = hammock_cube()
+    faces = tet_surface(cube.tet_indices)
+    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    assert np.all(counts == 2)  # closed
+    centre = cube.rest_positions.mean(axis=0)
+    assert winding_number(centre[None], cube.rest_positions, faces, beta=None)[0] == pytest.approx(1.0)  # outward
+    assert abs(np.ptp(cube.rest_positions[np.unique(faces)], axis=0) - 0.4).max() < 1e-9
+
+
+def test_scene_substeps_are_the_largest_and_newton_is_refused():
+    cloth = hammock_cloth()
+    scene = Scene([(cloth, SolverConfig(solver="XPBD", substeps=10)), (hammock_cube(), SolverConfig(solver="XPBD"))])
+    assert scene.substeps == 30
+    with pytest.raises(ValueError):
+        Scene([(cloth, SolverConfig(solver="NEWTON"))])
+
+
+def two_sheets(self_collision=(False, False)):
+    """Two 1 m, 5 x 5 sheets 1 cm apart (z = 0 and 0.01), the upper one 10 times lighter, as BodyContact input."""
+    bodies = []
+    for height, mass, own in zip((0.0, 0.01), (1.0, 0.1), self_collision):
+        V, E, T = grid_cloth(5, 1.0, height)
+        model = build_model(V, E, T, total_mass=mass)
+        config = SolverConfig(solver="XPBD", thickness=0.02, use_self_collision=own)
+        bodies.append((model, config, make_solver(model, config)))
+    return bodies
+
+
+def test_contact_is_mass_weighted_and_keeps_momentum():
+    """The light sheet sitting 1 cm on the heavy one, thickness 2 cm: the response moves them apart (by the recovery
+    of one call, 0.1 thickness), the light sheet ten times as far as the heavy one (inverse masses), keeping the total
+    momentum of the correction."""
+    from solvers.collision.body_contact import BodyContact
+
+    bodies = two_sheets()
+    contact = BodyContact(bodies)
+    xs = [m.rest_positions.copy() for m, _, _ in bodies]
+    prevs = [x.copy() for x in xs]
+    contact.resolve(xs, prevs)
+    heavy = xs[0][:, 2] - bodies[0][0].rest_positions[:, 2]
+    light = xs[1][:, 2] - bodies[1][0].rest_positions[:, 2]
+    assert light.mean() - heavy.mean() == pytest.approx(0.1 * 0.02)  # recovery: RECOVERY * thickness per call
+    assert light.mean() == pytest.approx(-10.0 * heavy.mean(), rel=1e-6)
+    momentum = sum(m.mass @ (x - m.rest_positions) for (m, _, _), x in zip(bodies, xs))
+    assert np.abs(momentum).max() < 1e-12
+
+
+def test_pairs_within_a_body_only_with_its_own_self_collision():
+    """The shared surface keeps pairs of two bodies always, pairs within a body only when its self-collision is on;
+    that body's solver then leaves its own self-collision to the scene (not run twice)."""
+    from solvers.collision.body_contact import BodyContact
+
+    for own in ((False, False), (True, False)):
+        bodies = two_sheets(own)
+        contact = BodyContact(bodies)
+        assert all(solver.self_collision is None for _, _, solver in bodies)
+        x = np.concatenate([m.rest_positions for m, _, _ in bodies])
+        x[:25, 2] = 0.5 * np.sin(x[:25, 0] * 6.0)  # fold the first sheet so that it comes near itself
+        (v, t, _), (e1, e2, _) = contact.contact._query(x, 0.3)
+        body = contact.contact.body
+        tri, edges = contact.contact.triangles, contact.contact.edges
+        within_vt = body[v] == body[tri[t, 0]]
+        within_ee = body[edges[e1, 0]] == body[edges[e2, 0]]
+        assert np.any(~within_vt) and np.any(~within_ee)
+        if own[0]:
+            assert np.any(within_vt & (body[v] == 0)) and np.any(within_ee & (body[edges[e1, 0]] == 0))
+        assert not np.any(within_vt & (body[v] == 1)) and not np.any(within_ee & (body[edges[e1, 0]] == 1))
+        if not own[0]:
+            assert not np.any(within_vt) and not np.any(within_ee)
