@@ -27,6 +27,7 @@ query widened by how far any vertex travels between them. CCD (``time_of_impact`
 triangles its swept segment can reach (``ccd.point_triangle_ccd`` on the relative motion).
 """
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -74,12 +75,22 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         self.triangles = np.ascontiguousarray(self.triangles, np.int64).reshape(-1, 3)
         if self.shared is None:
             self.shared = _Shared(self.vertices, self.triangles)
-        corners = self.vertices[self.triangles]
-        self.radius = self.shared.triangle_pieces.radius(self.vertices)
+
+    # What follows is built on first use: a pose that is never asked (a fresh read replaced by the previous frame's
+    # collider, an interpolated pose that only hands on its vertices) costs nothing.
+
+    @cached_property
+    def radius(self) -> float:
         """[m] The largest radius of the broad phase's triangle pieces at this pose."""
+        return self.shared.triangle_pieces.radius(self.vertices)
+
+    @cached_property
+    def face_normals(self) -> np.ndarray:
+        """(t, 3) The triangles' unit normals at this pose (zero for a degenerate triangle)."""
+        corners = self.vertices[self.triangles]
         normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]) if len(corners) else np.zeros((0, 3))
         length = np.sqrt(_dot(normal, normal))
-        self.face_normals = normal / np.where(length > 0.0, length, 1.0)[:, None]
+        return normal / np.where(length > 0.0, length, 1.0)[:, None]
 
     def _feature_normals(self):
         """The angle-weighted pseudo-normals (Baerentzen and Aanaes 2005) at this pose: (per vertex (m, 3), per
@@ -127,8 +138,13 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         return self.vertices.shape != other.vertices.shape or not np.array_equal(self.vertices, other.vertices)
 
     def moving_from(self, previous):
-        moving = super().moving_from(previous if previous is not None and previous.vertices.shape == self.vertices.shape
-                                     else None)
+        same = previous is not None and previous.vertices.shape == self.vertices.shape
+        moving = super().moving_from(previous if same else None)
+        if (same and moving.start is None and previous.shared.travel == 0.0 and previous.triangles.shape == self.triangles.shape
+                and np.array_equal(previous.triangles, self.triangles)):
+            # Not moved since the previous frame, which did not move either: its trees, pieces and kept candidates
+            # (built on this very pose) serve this frame too, and through this read the next one's.
+            self.shared = moving.shared = previous.shared
         if moving.start is not None:
             # One tree for the frame: built on this pose, queried from every pose in between.
             moving.start = replace(moving.start, shared=moving.shared)
@@ -291,13 +307,6 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         if len(triangles) == 0 or len(self.triangles) == 0:
             return 0
         start = self if self.start is None else self.start
-        edges = self._body_edges(triangles)
-        found = 0
-        for k in range(FACE_PASSES if passes is None else passes):
-            moved = self._push_corners(x, x_prev, inv_mass, triangles, edges, start) + self._push_edges(x, x_prev, inv_mass, triangles, edges, start)
-            if k == 0:
-                found = moved
-            if moved == 0:
-                break
-        return found
+        return self._face_passes(x, x_prev, inv_mass, triangles, self._body_edges(triangles), start,
+                                 FACE_PASSES if passes is None else passes)
 
