@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .primitives import _cross, _dot
+from .primitives import _cross, _dot, point_triangle_closest
 from .samples import Samples
 
 SHARP_ANGLE = 10.0
@@ -49,6 +49,37 @@ def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE) -> np.ndarr
     return edges[~flat]
 
 
+class _PairCache:
+    """Point-triangle candidates kept for the point sets of one size (n) that ``MeshBroadPhase._candidates`` saw:
+    point i's entry (the rows == i of rows, tris) holds every triangle with a point within covered[i] [m] of
+    x_ref[i] (-inf: none asked yet); best[i] is the triangle last found nearest to point i (-1: none)."""
+
+    def __init__(self, n: int):
+        self.x_ref = np.zeros((n, 3))
+        self.covered = np.full(n, -np.inf)
+        self.best = np.full(n, -1, np.int64)
+        self.rows = self.tris = np.zeros(0, np.int64)
+        """(k,): the entries' points and triangles, sorted by point then triangle."""
+
+    def replace(self, points, x, covered, rows, tris):
+        """New entries for the points (p,) (unique) at x (p, 3): covered (p,) [m] and the pairs (rows (k,), tris (k,))
+        (None: no triangle)."""
+        if not len(points):
+            return
+        stale = np.zeros(len(self.covered), bool)
+        stale[points] = True
+        keep = ~stale[self.rows]
+        self.x_ref[points] = x
+        self.covered[points] = covered
+        if rows is None:
+            if not keep.all():
+                self.rows, self.tris = self.rows[keep], self.tris[keep]
+            return
+        rows, tris = np.concatenate([self.rows[keep], rows]), np.concatenate([self.tris[keep], tris])
+        order = np.lexsort((tris, rows))
+        self.rows, self.tris = rows[order], tris[order]
+
+
 def _unique_pairs(pairs, count: int, counts: bool = False):
     """``np.unique(pairs, axis=0, return_inverse=True[, return_counts=True])`` of index pairs (k, 2) in [0, count),
     as one integer key per pair (the same rows in the same order, several times faster than unique over rows)."""
@@ -76,9 +107,9 @@ class _Shared:
         self.travel = 0.0
         """[m] The most a vertex (so a piece's centre) moves between the tree's pose and any pose that queries it."""
         self.pair_cache = None
-        """(x_ref (n, 3), covered (n,) [m], keys (k,) sorted point * t + triangle): point-triangle candidates of the
-        point sets of one size ``_closest`` saw (``_near_pairs``): point i's keys hold every triangle with a point
-        within covered[i] [m] of x_ref[i] (-inf: none asked yet)."""
+        """``_PairCache``: the point-triangle candidates of the point sets of one size ``_closest`` saw."""
+        self.contact_memo = None
+        """(pose's vertex array, (thickness, margin) [m], x, x_prev, d, n): the last ``MeshCollider.contact`` answer."""
         self.face_cache = None
         """(body triangles array, (thickness, travel) [m], x_ref (n, 3), corner pairs, edge pairs): ``corner_pairs`` and
         ``edge_pairs`` of the last ``resolve_faces``, found at x_ref within thickness + SKIN."""
@@ -162,42 +193,65 @@ class MeshBroadPhase:
             known = self.__dict__["_spheres"] = (centre, np.sqrt(((corners - centre[:, None]) ** 2).sum(axis=2).max(axis=1)))
         return known
 
-    def _near_pairs(self, x, near, need):
-        """(rows into near (k,), triangles (k,)), sorted by row: a superset of the triangles within need (k,) [m] of
-        the points x[near], with no triangle whose bounding sphere lies farther.
+    def _candidates(self, x, points, limit: float):
+        """(point (k,) (indices into x), triangle (k,)), sorted by point then triangle, for the points (p,) (sorted
+        indices into x (n, 3)): for each a bound ``need`` <= limit [m] on its nearest triangle's distance when that is
+        within limit, and every triangle within need of it (none where no triangle lies within limit), with no
+        triangle whose bounding sphere lies farther. None when x is a smaller point set than the kept one (a few
+        points, friction's motion: the caller asks the tree and keeps the body's entries).
 
-        Broad phase kept per point in ``_Shared.pair_cache`` for point sets of x's size: a point whose need plus its
-        motion m since its entry was found still lies within what the entry covered reuses it (a triangle within r
-        of x lies within r + m of where x was); the others are found anew (``_pairs``) within need + SKIN and replace
-        their entries. Every solver step asks for the whole body several times from nearly the same positions
-        (contact constraints, the vertex projections before and after the face push, the sides at the step's
-        start). The bounding spheres then drop what the skin added, before the exact distances."""
-        count = len(self.triangles)
+        The bound: the exact distance to the triangle last found nearest to the point (``_PairCache.best``: a step
+        asks from nearly the same positions each time, so it is nearly exact), else, for a point with none within
+        limit, the nearest piece's centre (a point on the surface) from a k-d tree query, which also tells the points
+        no triangle can reach. Kept per point in ``_Shared.pair_cache`` for point sets of x's size: a point whose
+        need plus its motion m since its entry was found still lies within what the entry covered reuses it (a
+        triangle within r of x lies within r + m of where x was); the others are found anew (``_pairs``) within
+        need + SKIN, or recorded as empty as far as the tree proves nothing lies. Every solver step asks for the
+        whole body several times from nearly the same positions (contact constraints, the vertex projections before
+        and after the face push, the sides at the step's start). The bounding spheres then drop what the skin and a
+        loose bound added, before the exact distances."""
         cache = self.shared.pair_cache
-        if cache is None or cache[0].shape != x.shape:
-            if cache is not None and len(x) < len(cache[0]):
-                return self._pairs(x[near], need)  # a few points (friction's motion) keep the body's entries
-            cache = self.shared.pair_cache = (np.zeros_like(x), np.full(len(x), -np.inf), np.zeros(0, np.int64))
-        x_ref, covered, keys = cache
-        moved = x[near] - x_ref[near]
-        miss = need + np.sqrt(_dot(moved, moved)) > covered[near]
-        if miss.any():
-            again = near[miss]
-            rows, tris = self._pairs(x[again], need[miss] + SKIN)  # every triangle with a point within that
-            stale = np.zeros(len(x), bool)
-            stale[again] = True
-            keys = np.sort(np.concatenate([keys[~stale[keys // count]], again[rows] * count + tris]))
-            x_ref[again] = x[again]
-            covered[again] = need[miss] + SKIN
-            self.shared.pair_cache = (x_ref, covered, keys)
+        if cache is None or len(cache.covered) != len(x):
+            if cache is not None and len(x) < len(cache.covered):
+                return None
+            cache = self.shared.pair_cache = _PairCache(len(x))
+        need = np.full(len(points), float(limit))
+        best = cache.best[points]
+        has = np.flatnonzero(best >= 0)
+        if len(has):
+            corners = self.vertices[self.triangles[best[has]]]
+            bary, _ = point_triangle_closest(x[points[has]], corners[:, 0], corners[:, 1], corners[:, 2])
+            gap = x[points[has]] - np.einsum("kj,kjd->kd", bary, corners)
+            need[has] = np.minimum(np.sqrt(_dot(gap, gap)), limit)
+        moved = x[points] - cache.x_ref[points]
+        miss = np.flatnonzero(need + np.sqrt(_dot(moved, moved)) > cache.covered[points])
+        if len(miss):
+            travel = self.shared.travel
+            loose = miss[need[miss] >= limit]  # no triangle known within limit: ask the tree whether any can be
+            far = np.zeros(0, np.int64)
+            if len(loose):
+                nearest = self.shared.tree_for(self.vertices).query(x[points[loose]])[0]
+                # Every triangle has a point within the largest piece radius of one of its pieces' centres (plus the
+                # travel since the tree's pose), so none lies nearer than lower.
+                lower = nearest - self.radius - travel
+                out = lower > limit
+                far = loose[out]
+                need[loose] = np.minimum(nearest + travel, limit)
+                need[far] = -np.inf
+                cache.replace(points[far], x[points[far]], lower[out] * (1.0 - 1e-12) - 1e-12, None, None)
+            again = np.setdiff1d(miss, far, assume_unique=True)
+            if len(again):
+                rows, tris = self._pairs(x[points[again]], need[again] + SKIN)  # every triangle with a point within that
+                cache.replace(points[again], x[points[again]], need[again] + SKIN, points[again][rows], tris)
         position = np.full(len(x), -1)
-        position[near] = np.arange(len(near))
-        found = keys[position[keys // count] >= 0]
-        rows, tris = position[found // count], found % count
+        position[points] = np.arange(len(points))
+        at = position[cache.rows]
+        mine = at >= 0
+        at, tris = at[mine], cache.tris[mine]
         centre, radius = self._bounds()
-        gap = x[near][rows] - centre[tris]
-        keep = np.sqrt(_dot(gap, gap)) - radius[tris] <= need[rows] * (1.0 + 1e-12) + 1e-12
-        return rows[keep], tris[keep]
+        gap = x[points[at]] - centre[tris]
+        keep = np.sqrt(_dot(gap, gap)) - radius[tris] <= need[at] * (1.0 + 1e-12) + 1e-12
+        return points[at[keep]], tris[keep]
 
     def edge_pairs(self, x, edges, reach: float):
         """Candidate pairs (collider edge (k,), body edge (k,)), each once, of the collider's edges and a body's edges

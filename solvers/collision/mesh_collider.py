@@ -164,31 +164,34 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         if len(self.triangles) == 0 or len(x) == 0 or (among is not None and len(among) == 0):
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
-        tree = self.shared.tree_for(self.vertices)
-        if among is None:
-            nearest, _ = tree.query(x)
-        else:  # the other rows can never count as near
-            nearest = np.full(len(x), np.inf)
-            nearest[among] = tree.query(x[among])[0]
-        # The nearest piece's centre lies on the surface, so it bounds the distance from above (plus the travel since
-        # the tree's pose); every triangle that can be nearer has a piece whose centre lies within that bound plus the
-        # largest piece radius (``_pairs`` adds it).
         limit = self.thickness + (SEARCH_MARGIN if margin is None else margin)
-        near = np.flatnonzero(nearest - self.radius - self.shared.travel <= limit)
-        if len(near) == 0:
+        points = np.arange(len(x)) if among is None else np.asarray(among, np.int64)
+        found = self._candidates(x, points, limit)
+        if found is None:  # a few points: a tree query for them, the body's kept candidates left alone
+            nearest = self.shared.tree_for(self.vertices).query(x[points])[0]
+            # The nearest piece's centre lies on the surface, so it bounds the distance from above (plus the travel
+            # since the tree's pose); every triangle that can be nearer has a piece whose centre lies within that
+            # bound plus the largest piece radius (``_pairs`` adds it).
+            near = np.flatnonzero(nearest - self.radius - self.shared.travel <= limit)
+            rows, tris = self._pairs(x[points[near]], np.minimum(nearest[near] + self.shared.travel, limit))
+            found = points[near][rows], tris
+        rows, tris = found
+        if len(rows) == 0:
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
-        rows, tris = self._near_pairs(x, near, np.minimum(nearest[near] + self.shared.travel, limit))
         corners = self.vertices[self.triangles[tris]]
-        p = x[near][rows]
+        p = x[rows]
         bary, interior = point_triangle_closest(p, corners[:, 0], corners[:, 1], corners[:, 2])
         q = np.einsum("kj,kjd->kd", bary, corners)
         d = np.sqrt(_dot(p - q, p - q))
+        # The nearest of each point's candidates, the lowest triangle among equals (the pairs come sorted by point,
+        # then triangle, and lexsort is stable).
         order = np.lexsort((d, rows))
         first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
-        keep = d[first] <= limit
-        first = first[keep]
-        return near[rows[first]], tris[first], bary[first], q[first], d[first], interior[first]
+        if self.shared.pair_cache is not None and len(self.shared.pair_cache.best) == len(x):
+            self.shared.pair_cache.best[rows[first]] = tris[first]  # the next query's bound
+        first = first[d[first] <= limit]
+        return rows[first], tris[first], bary[first], q[first], d[first], interior[first]
 
     # ----------------------------------------------------------------- the protocol
 
@@ -216,15 +219,36 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         (the outside of a closed mesh whose normals point out). At the end pose, with q the nearest surface point of
         x on triangle N: inside that triangle's prism the plane's normal is s N; beside it, the direction from q to
         the point, unless that points to the other side of q's feature (then s N)."""
-        d = np.full(len(x), np.inf)
-        n = np.zeros((len(x), 3))
-        n[:, 2] = 1.0
         # A point that went into a closed collider during the step lies within its own motion of the surface.
         moved = x - x_prev
         reach = float(np.sqrt(_dot(moved, moved).max())) + self.shared.travel if len(x) else 0.0
-        rows, tris, bary, q, dist, interior = self._closest(x, max(SEARCH_MARGIN, reach))
+        margin = max(SEARCH_MARGIN, reach)
+        # Each point's answer depends on its own x and x_prev alone: the end of a step asks again after the face push
+        # has moved a few points, and only those are looked up again.
+        memo = self.shared.contact_memo
+        if (memo is not None and memo[0] is self.vertices and memo[1] == (self.thickness, margin)
+                and memo[2].shape == x.shape and np.array_equal(memo[3], x_prev)):
+            d, n = memo[4].copy(), memo[5].copy()
+            points = np.flatnonzero(np.any(x != memo[2], axis=1))
+            d[points] = np.inf
+            n[points] = (0.0, 0.0, 1.0)
+        else:
+            d = np.full(len(x), np.inf)
+            n = np.zeros((len(x), 3))
+            n[:, 2] = 1.0
+            points = None
+        self._contact_rows(x, x_prev, margin, points, d, n)
+        self.shared.contact_memo = (self.vertices, (self.thickness, margin), x.copy(), x_prev.copy(), d.copy(), n.copy())
+        return d, n
+
+    def _contact_rows(self, x, x_prev, margin, points, d, n):
+        """``contact``'s planes of the points (indices into x; None: all) within thickness + margin [m], written into
+        d (n,) and n (n, 3)."""
+        if points is not None and len(points) == 0:
+            return
+        rows, tris, bary, q, dist, interior = self._closest(x, margin, among=points)
         if len(rows) == 0:
-            return d, n
+            return
         side = self._sides(x_prev, rows)
         face = side[:, None] * self.face_normals[tris]
         r = x[rows] - q
@@ -234,7 +258,6 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         normal = np.where(use_face[:, None], face, away)
         n[rows] = normal
         d[rows] = _dot(r, normal) - self.thickness
-        return d, n
 
     def _sides(self, x_prev, rows):
         """The side (k,) (+1: the normal side, -1: the other; +1 where no triangle is within SIDE_MARGIN) that the
