@@ -49,6 +49,17 @@ def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE) -> np.ndarr
     return edges[~flat]
 
 
+def lower_bounds(p, centre, radius, normal, offset, low, high):
+    """Lower bounds (k,) [m] on the distances of points p (k, 3) to triangles given by their bounding spheres
+    (centre (k, 3), radius (k,)), planes (unit normal (k, 3), offset n . corner (k,)) and axis-aligned boxes (low,
+    high (k, 3)): the largest of the three distances (the box culls the many coplanar triangles of a finely cut flat
+    face that the plane cannot, the plane those of a slanted face that the box cannot)."""
+    gap = p - centre
+    outside = np.maximum(np.maximum(low - p, p - high), 0.0)
+    return np.maximum(np.maximum(np.sqrt(_dot(gap, gap)) - radius, np.abs(_dot(p, normal) - offset)),
+                      np.sqrt(_dot(outside, outside)))
+
+
 class _PairCache:
     """Point-triangle candidates kept for the point sets of one size (n) that ``MeshBroadPhase._candidates`` saw:
     point i's entry (the rows == i of rows, tris) holds every triangle with a point within covered[i] [m] of
@@ -60,6 +71,14 @@ class _PairCache:
         self.best = np.full(n, -1, np.int64)
         self.rows = self.tris = np.zeros(0, np.int64)
         """(k,): the entries' points and triangles, sorted by point then triangle."""
+        self._bounds = None
+
+    def bounds(self, collider):
+        """``MeshBroadPhase._bounds`` of the entries' triangles at the collider's pose, gathered once per pose and
+        set of entries."""
+        if self._bounds is None or self._bounds[0] is not collider.vertices:
+            self._bounds = (collider.vertices,) + tuple(a[self.tris] for a in collider._bounds())
+        return self._bounds[1:]
 
     def replace(self, points, x, covered, rows, tris):
         """New entries for the points (p,) (unique) at x (p, 3): covered (p,) [m] and the pairs (rows (k,), tris (k,))
@@ -71,6 +90,7 @@ class _PairCache:
         keep = ~stale[self.rows]
         self.x_ref[points] = x
         self.covered[points] = covered
+        self._bounds = None
         if rows is None:
             if not keep.all():
                 self.rows, self.tris = self.rows[keep], self.tris[keep]
@@ -185,12 +205,16 @@ class MeshBroadPhase:
         return key // len(self.triangles), key % len(self.triangles)
 
     def _bounds(self):
-        """Each triangle's bounding sphere at this pose: (centres (t, 3), radii (t,)) [m]. Built on first use."""
+        """Each triangle's bounding sphere, plane and axis-aligned box at this pose: (centre (t, 3), radius (t,), unit
+        normal (t, 3), n . corner (t,), low (t, 3), high (t, 3)) [m] (``lower_bounds``). Built on first use."""
         known = self.__dict__.get("_spheres")
         if known is None:
             corners = self.vertices[self.triangles]
             centre = corners.mean(axis=1)
-            known = self.__dict__["_spheres"] = (centre, np.sqrt(((corners - centre[:, None]) ** 2).sum(axis=2).max(axis=1)))
+            radius = np.sqrt(((corners - centre[:, None]) ** 2).sum(axis=2).max(axis=1))
+            normal = self.face_normals
+            known = self.__dict__["_spheres"] = (centre, radius, normal, _dot(normal, corners[:, 0]), corners.min(axis=1),
+                                                 corners.max(axis=1))
         return known
 
     def _candidates(self, x, points, limit: float):
@@ -242,16 +266,23 @@ class MeshBroadPhase:
             again = np.setdiff1d(miss, far, assume_unique=True)
             if len(again):
                 rows, tris = self._pairs(x[points[again]], need[again] + SKIN)  # every triangle with a point within that
-                cache.replace(points[again], x[points[again]], need[again] + SKIN, points[again][rows], tris)
-        position = np.full(len(x), -1)
-        position[points] = np.arange(len(points))
-        at = position[cache.rows]
-        mine = at >= 0
-        at, tris = at[mine], cache.tris[mine]
-        centre, radius = self._bounds()
-        gap = x[points[at]] - centre[tris]
-        keep = np.sqrt(_dot(gap, gap)) - radius[tris] <= need[at] * (1.0 + 1e-12) + 1e-12
-        return points[at[keep]], tris[keep]
+                # Only those that can lie within it at any pose of the frame (the pieces' join is looser).
+                reach = need[again] + SKIN
+                near = lower_bounds(x[points[again]][rows], *(a[tris] for a in self._bounds())) <= (
+                    (reach[rows] + travel) * (1.0 + 1e-12) + 1e-12)
+                cache.replace(points[again], x[points[again]], reach, points[again][rows[near]], tris[near])
+        bounds = cache.bounds(self)
+        if len(points) == len(x):  # every point: the entries as they are
+            rows, at, mine = cache.rows, cache.rows, slice(None)
+        else:
+            position = np.full(len(x), -1)
+            position[points] = np.arange(len(points))
+            at = position[cache.rows]
+            mine = np.flatnonzero(at >= 0)
+            at, rows = at[mine], cache.rows[mine]
+            bounds = tuple(a[mine] for a in bounds)
+        keep = np.flatnonzero(lower_bounds(x[rows], *bounds) <= need[at] * (1.0 + 1e-12) + 1e-12)
+        return rows[keep], cache.tris[mine][keep]
 
     def edge_pairs(self, x, edges, reach: float):
         """Candidate pairs (collider edge (k,), body edge (k,)), each once, of the collider's edges and a body's edges
