@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .primitives import _cross, _dot, point_triangle_closest
+from .primitives import _cross, _dot, point_triangle_closest, point_triangle_distance, segment_distance
 from .samples import Samples
 
 SHARP_ANGLE = 10.0
@@ -71,18 +71,12 @@ class _PairCache:
         self.best = np.full(n, -1, np.int64)
         self.rows = self.tris = np.zeros(0, np.int64)
         """(k,): the entries' points and triangles, sorted by point then triangle."""
-        self._bounds = None
+        self.lower = np.zeros(0)
+        """(k,) [m]: each pair's ``lower_bounds`` where its entry was found (at x_ref, at that pose)."""
 
-    def bounds(self, collider):
-        """``MeshBroadPhase._bounds`` of the entries' triangles at the collider's pose, gathered once per pose and
-        set of entries."""
-        if self._bounds is None or self._bounds[0] is not collider.vertices:
-            self._bounds = (collider.vertices,) + tuple(a[self.tris] for a in collider._bounds())
-        return self._bounds[1:]
-
-    def replace(self, points, x, covered, rows, tris):
+    def replace(self, points, x, covered, rows, tris, lower=None):
         """New entries for the points (p,) (unique) at x (p, 3): covered (p,) [m] and the pairs (rows (k,), tris (k,))
-        (None: no triangle)."""
+        with their ``lower_bounds`` at x (k,) [m] (rows None: no triangle)."""
         if not len(points):
             return
         stale = np.zeros(len(self.covered), bool)
@@ -90,14 +84,14 @@ class _PairCache:
         keep = ~stale[self.rows]
         self.x_ref[points] = x
         self.covered[points] = covered
-        self._bounds = None
         if rows is None:
             if not keep.all():
-                self.rows, self.tris = self.rows[keep], self.tris[keep]
+                self.rows, self.tris, self.lower = self.rows[keep], self.tris[keep], self.lower[keep]
             return
         rows, tris = np.concatenate([self.rows[keep], rows]), np.concatenate([self.tris[keep], tris])
+        lower = np.concatenate([self.lower[keep], lower])
         order = np.lexsort((tris, rows))
-        self.rows, self.tris = rows[order], tris[order]
+        self.rows, self.tris, self.lower = rows[order], tris[order], lower[order]
 
 
 def _unique_pairs(pairs, count: int, counts: bool = False):
@@ -268,21 +262,21 @@ class MeshBroadPhase:
                 rows, tris = self._pairs(x[points[again]], need[again] + SKIN)  # every triangle with a point within that
                 # Only those that can lie within it at any pose of the frame (the pieces' join is looser).
                 reach = need[again] + SKIN
-                near = lower_bounds(x[points[again]][rows], *(a[tris] for a in self._bounds())) <= (
-                    (reach[rows] + travel) * (1.0 + 1e-12) + 1e-12)
-                cache.replace(points[again], x[points[again]], reach, points[again][rows[near]], tris[near])
-        bounds = cache.bounds(self)
-        if len(points) == len(x):  # every point: the entries as they are
-            rows, at, mine = cache.rows, cache.rows, slice(None)
-        else:
-            position = np.full(len(x), -1)
-            position[points] = np.arange(len(points))
-            at = position[cache.rows]
-            mine = np.flatnonzero(at >= 0)
-            at, rows = at[mine], cache.rows[mine]
-            bounds = tuple(a[mine] for a in bounds)
-        keep = np.flatnonzero(lower_bounds(x[rows], *bounds) <= need[at] * (1.0 + 1e-12) + 1e-12)
-        return rows[keep], cache.tris[mine][keep]
+                lower = lower_bounds(x[points[again]][rows], *(a[tris] for a in self._bounds()))
+                near = lower <= (reach[rows] + travel) * (1.0 + 1e-12) + 1e-12
+                cache.replace(points[again], x[points[again]], reach, points[again][rows[near]], tris[near], lower[near])
+        # The bounds are 1-Lipschitz in the point, and a pose of the frame moves a triangle by at most the travel:
+        # a pair whose bound where it was found, less that and the point's motion, exceeds need is dropped before
+        # the bounds are evaluated where the point is.
+        shift = np.zeros(len(x))
+        shift[points] = np.sqrt(_dot(moved, moved))
+        need_at = np.full(len(x), -np.inf)
+        need_at[points] = need * (1.0 + 1e-12) + 1e-12
+        rows = cache.rows
+        maybe = np.flatnonzero(cache.lower - shift[rows] - self.shared.travel <= need_at[rows])
+        rows, tris = rows[maybe], cache.tris[maybe]
+        keep = np.flatnonzero(lower_bounds(x[rows], *(a[tris] for a in self._bounds())) <= need_at[rows])
+        return rows[keep], tris[keep]
 
     def edge_pairs(self, x, edges, reach: float):
         """Candidate pairs (collider edge (k,), body edge (k,)), each once, of the collider's edges and a body's edges
@@ -320,14 +314,24 @@ class MeshBroadPhase:
     def _face_pairs(self, x, triangles, edges):
         """(corner pairs, edge pairs) of ``corner_pairs`` and ``edge_pairs`` within thickness at x, or supersets:
         from ``_Shared.face_cache`` while no point has moved more than SKIN / 3 from where they were found within
-        thickness + SKIN (a triangle's bounding sphere, an edge's midpoint and half length then change by at most
-        SKIN together); else found anew and cached."""
+        thickness + SKIN; else found anew and cached."""
         cache = self.shared.face_cache
         if cache is not None and cache[0] is triangles and cache[1] == (self.thickness, self.shared.travel) and cache[2].shape == x.shape:
             moved = x - cache[2]
             if float(_dot(moved, moved).max(initial=0.0)) <= (SKIN / 3.0) ** 2:
                 return cache[3], cache[4]
-        pairs = self.corner_pairs(x, triangles, self.thickness + SKIN), self.edge_pairs(x, edges, self.thickness + SKIN)
+        reach = self.thickness + SKIN
+        (ci, ti), (ei, bi) = self.corner_pairs(x, triangles, reach), self.edge_pairs(x, edges, reach)
+        # The joins are loose (bounding spheres, the longest body edge): only the pairs whose exact distance lies
+        # within reach at some pose of the frame are kept. While the body moves less than SKIN / 3 a kept list
+        # still holds every pair within thickness + 2 SKIN / 3 (a distance moves with its points).
+        limit = (reach + self.shared.travel) * (1.0 + 1e-12) + 1e-12
+        body = x[triangles[ti]]
+        near = point_triangle_distance(self.vertices[self.shared.corners[ci]], body[:, 0], body[:, 1], body[:, 2])[0] <= limit
+        ci, ti = ci[near], ti[near]
+        mine, body = self.shared.edges[ei], edges[bi]
+        near = segment_distance(self.vertices[mine[:, 0]], self.vertices[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])[0] <= limit
+        pairs = (ci, ti), (ei[near], bi[near])
         self.shared.face_cache = (triangles, (self.thickness, self.shared.travel), x.copy()) + pairs
         return pairs
 
