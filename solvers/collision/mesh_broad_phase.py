@@ -49,14 +49,14 @@ def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE) -> np.ndarr
     return edges[~flat]
 
 
-def lower_bounds(p, centre, radius, normal, offset, low, high):
-    """Lower bounds (k,) [m] on the distances of points p (k, 3) to triangles given by their bounding spheres
-    (centre (k, 3), radius (k,)), planes (unit normal (k, 3), offset n . corner (k,)) and axis-aligned boxes (low,
-    high (k, 3)): the largest of the three distances (the box culls the many coplanar triangles of a finely cut flat
-    face that the plane cannot, the plane those of a slanted face that the box cannot)."""
-    gap = p - centre
-    outside = np.maximum(np.maximum(low - p, p - high), 0.0)
-    return np.maximum(np.maximum(np.sqrt(_dot(gap, gap)) - radius, np.abs(_dot(p, normal) - offset)),
+def lower_bounds(p, bounds):
+    """Lower bounds (k,) [m] on the distances of points p (k, 3) to triangles given by rows of ``bounds`` (k, 14)
+    (``MeshBroadPhase._bounds``): the largest of the distances to the triangle's bounding sphere, its plane and its
+    axis-aligned bounding box (the box culls the many coplanar triangles of a finely cut flat face that the plane
+    cannot, the plane those of a slanted face that the box cannot)."""
+    gap = p - bounds[:, 0:3]
+    outside = np.maximum(np.maximum(bounds[:, 8:11] - p, p - bounds[:, 11:14]), 0.0)
+    return np.maximum(np.maximum(np.sqrt(_dot(gap, gap)) - bounds[:, 3], np.abs(_dot(p, bounds[:, 4:7]) - bounds[:, 7])),
                       np.sqrt(_dot(outside, outside)))
 
 
@@ -199,16 +199,18 @@ class MeshBroadPhase:
         return key // len(self.triangles), key % len(self.triangles)
 
     def _bounds(self):
-        """Each triangle's bounding sphere, plane and axis-aligned box at this pose: (centre (t, 3), radius (t,), unit
-        normal (t, 3), n . corner (t,), low (t, 3), high (t, 3)) [m] (``lower_bounds``). Built on first use."""
+        """Each triangle's bounding sphere, plane and axis-aligned box at this pose, one row (t, 14) each (one gather
+        per query): centre (0:3), radius (3), unit normal (4:7), n . corner (7), low (8:11), high (11:14) [m]
+        (``lower_bounds``). Built on first use."""
         known = self.__dict__.get("_spheres")
         if known is None:
             corners = self.vertices[self.triangles]
             centre = corners.mean(axis=1)
             radius = np.sqrt(((corners - centre[:, None]) ** 2).sum(axis=2).max(axis=1))
             normal = self.face_normals
-            known = self.__dict__["_spheres"] = (centre, radius, normal, _dot(normal, corners[:, 0]), corners.min(axis=1),
-                                                 corners.max(axis=1))
+            known = self.__dict__["_spheres"] = np.concatenate(
+                [centre, radius[:, None], normal, _dot(normal, corners[:, 0])[:, None], corners.min(axis=1), corners.max(axis=1)],
+                axis=1)
         return known
 
     def _candidates(self, x, points, limit: float):
@@ -262,7 +264,7 @@ class MeshBroadPhase:
                 rows, tris = self._pairs(x[points[again]], need[again] + SKIN)  # every triangle with a point within that
                 # Only those that can lie within it at any pose of the frame (the pieces' join is looser).
                 reach = need[again] + SKIN
-                lower = lower_bounds(x[points[again]][rows], *(a[tris] for a in self._bounds()))
+                lower = lower_bounds(x[points[again]][rows], self._bounds()[tris])
                 near = lower <= (reach[rows] + travel) * (1.0 + 1e-12) + 1e-12
                 cache.replace(points[again], x[points[again]], reach, points[again][rows[near]], tris[near], lower[near])
         # The bounds are 1-Lipschitz in the point, and a pose of the frame moves a triangle by at most the travel:
@@ -275,7 +277,7 @@ class MeshBroadPhase:
         rows = cache.rows
         maybe = np.flatnonzero(cache.lower - shift[rows] - self.shared.travel <= need_at[rows])
         rows, tris = rows[maybe], cache.tris[maybe]
-        keep = np.flatnonzero(lower_bounds(x[rows], *(a[tris] for a in self._bounds())) <= need_at[rows])
+        keep = np.flatnonzero(lower_bounds(x[rows], self._bounds()[tris]) <= need_at[rows])
         return rows[keep], tris[keep]
 
     def edge_pairs(self, x, edges, reach: float):
