@@ -8,6 +8,10 @@ widened by the largest piece radius and by how far any vertex travels between th
 Candidates are found ``SKIN`` wider than asked and kept per point until its motion uses that up (``_Shared.pair_cache``
 for points against triangles, ``_Shared.face_cache`` for corners against a body's triangles and edges against its
 edges); exact distances are the caller's business (``MeshCollider._closest``, ``mesh_pushes``, ``mesh_barrier``).
+A point's query is bounded by its exact distance to the triangle it last found nearest, so a body resting on a
+finely cut collider asks for the two or three triangles under each point, not for the dozens within the search
+margin; the candidates are culled by each triangle's bounding sphere, plane and box (``lower_bounds``). A collider
+that has not moved since the previous frame keeps that frame's trees and candidates (``MeshCollider.moving_from``).
 """
 from functools import cached_property
 

@@ -22,9 +22,10 @@ is on comes from where it was at the step's start (``contact``), so a body that 
 is put back on its own side; ``distance_and_normal`` alone (no history) points away from the nearest surface point.
 
 Motion: the collider's vertices move linearly between its pose at the step's start (``start``) and its own pose; the
-k-d tree is built once per pose read from Blender (once per frame) and shared by the interpolated substep poses, its
-query widened by how far any vertex travels between them. CCD (``time_of_impact``) tests every point against the
-triangles its swept segment can reach (``ccd.point_triangle_ccd`` on the relative motion).
+k-d tree is built once per pose read from Blender (once per frame; kept across frames while the collider stands
+still) and shared by the interpolated substep poses, its query widened by how far any vertex travels between them.
+CCD (``time_of_impact``) tests every point against the triangles its swept segment can reach
+(``ccd.point_triangle_ccd`` on the relative motion).
 """
 from dataclasses import dataclass, field, replace
 from functools import cached_property
