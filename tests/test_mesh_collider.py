@@ -282,10 +282,11 @@ def test_a_collider_read_anew_each_frame_keeps_its_broad_phase_while_it_stands_s
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
         if frame == 0:
-            first = collider.shared
+            first, normals = collider.shared, collider.face_normals
             assert first.tree is not None
         elif frame < 3:
             assert collider.shared is first and read.shared is first
+            assert collider.face_normals is normals  # what the pose gives, derived once
         else:
             assert collider.start is not None and collider.shared is not first
         previous = [read]

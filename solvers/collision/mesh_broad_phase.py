@@ -126,6 +126,8 @@ class _Shared:
         """[m] The most a vertex (so a piece's centre) moves between the tree's pose and any pose that queries it."""
         self.pair_cache = None
         """``_PairCache``: the point-triangle candidates of the point sets of one size ``_closest`` saw."""
+        self.still = None
+        """The last collider of these that stood still through its frame (``MeshCollider.moving_from``)."""
         self.contact_memo = None
         """(pose's vertex array, (thickness, margin) [m], x, x_prev, d, n): the last ``MeshCollider.contact`` answer."""
         self.face_cache = None

@@ -53,6 +53,10 @@ FACE_PASSES = 4
 """Jacobi passes of ``resolve_faces`` per call (as ``faces.FACE_PASSES``)."""
 
 
+_POSE_DERIVED = ("radius", "face_normals", "_spheres", "_pseudo")
+"""What a collider derives from its pose on first use, shared by a collider of the same pose and triangles."""
+
+
 @dataclass
 class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
     """A triangle mesh in world space; bodies stay ``thickness`` away from it on both sides. Its broad phase is
@@ -144,8 +148,13 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         if (same and moving.start is None and previous.shared.travel == 0.0 and previous.triangles.shape == self.triangles.shape
                 and np.array_equal(previous.triangles, self.triangles)):
             # Not moved since the previous frame, which did not move either: its trees, pieces and kept candidates
-            # (built on this very pose) serve this frame too, and through this read the next one's.
+            # (built on this very pose) serve this frame too, and through this read the next one's; so do what the
+            # previous frame's collider derived from the pose (normals, bounds).
             self.shared = moving.shared = previous.shared
+            kept = previous.shared.still or previous  # (a first frame's read is used as it is)
+            moving.__dict__.update({k: v for k, v in kept.__dict__.items() if k in _POSE_DERIVED})
+        if moving.start is None:
+            moving.shared.still = moving
         if moving.start is not None:
             # One tree for the frame: built on this pose, queried from every pose in between.
             moving.start = replace(moving.start, shared=moving.shared)
