@@ -94,7 +94,7 @@ class _PairCache:
             return
         rows, tris = np.concatenate([self.rows[keep], rows]), np.concatenate([self.tris[keep], tris])
         lower = np.concatenate([self.lower[keep], lower])
-        order = np.lexsort((tris, rows))
+        order = np.argsort(rows * (int(tris.max(initial=0)) + 1) + tris)  # by point, then triangle (each pair once)
         self.rows, self.tris, self.lower = rows[order], tris[order], lower[order]
 
 
