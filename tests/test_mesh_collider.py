@@ -258,3 +258,64 @@ def test_kept_face_candidates_push_as_a_fresh_collider_pushes_after_any_motion()
         MeshCollider(vertices, triangles, thickness=0.01).resolve_faces(theirs, x_prev, inv_mass, t, passes=1)
         np.testing.assert_allclose(mine, theirs, atol=1e-12)
     assert pushed > 0
+
+
+def test_a_collider_read_anew_each_frame_keeps_its_broad_phase_while_it_stands_still():
+    """As the bridge does, the box is read anew every frame (a fresh MeshCollider of the same vertices) and paired with
+    the previous frame's read (``frame_colliders``): while it stands still every frame's collider shares the first
+    one's broad phase (its trees and kept candidates, built on the same pose) and answers as a fresh collider does;
+    once it moves, it gets its own."""
+    from solvers import frame_colliders
+
+    vertices, triangles = box()
+    rng = np.random.default_rng(4)
+    x = rng.uniform([-1.2, -1.2, -0.1], [1.2, 1.2, 0.65], size=(400, 3))
+    def read_at(frame):
+        return MeshCollider(vertices + [0.0 if frame < 3 else 0.1, 0.0, 0.0], triangles, thickness=0.01, name="Box")
+
+    previous, first = None, None
+    for frame in range(4):
+        read = read_at(frame)
+        collider = frame_colliders(previous, [read])[0]
+        fresh = frame_colliders(None if frame == 0 else [read_at(frame - 1)], [read_at(frame)])[0]
+        got, want = collider.contact(x, x), fresh.contact(x, x)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        if frame == 0:
+            first, normals = collider.shared, collider.face_normals
+            assert first.tree is not None
+        elif frame < 3:
+            assert collider.shared is first and read.shared is first
+            assert collider.face_normals is normals  # what the pose gives, derived once
+        else:
+            assert collider.start is not None and collider.shared is not first
+        previous = [read]
+        x = x + rng.normal(0.0, 0.002, x.shape)
+
+
+def test_later_face_passes_push_exactly_as_passes_over_every_pair():
+    """The face passes after the first evaluate only the pairs that pushed in the previous one or whose body points
+    moved since; the result is bitwise that of evaluating every pair in every pass."""
+    from solvers.collision.mesh_collider import FACE_PASSES
+
+    vertices, triangles = box()
+    v, _, t = grid_cloth(31, 3.0, height=0.5)
+    rng = np.random.default_rng(5)
+    x_prev = v + rng.normal(0.0, 0.02, v.shape)  # crumpled over the rim: a push brings neighbouring pairs in
+    x = x_prev + rng.normal(0.0, 0.01, v.shape)
+    inv_mass = np.ones(len(x))
+    inv_mass[:5] = 0.0
+    collider = MeshCollider(vertices, triangles, thickness=0.01)
+    mine = x.copy()
+    found = collider.resolve_faces(mine, x_prev, inv_mass, t)
+    reference = MeshCollider(vertices, triangles, thickness=0.01)
+    theirs, edges, pushed = x.copy(), reference._body_edges(t), []
+    for _ in range(FACE_PASSES):
+        pairs = reference._face_pairs(theirs, t, edges)
+        moved = len(reference._push_corners(theirs, x_prev, inv_mass, t, reference, pairs[0]))
+        moved += len(reference._push_edges(theirs, x_prev, inv_mass, edges, reference, pairs[1]))
+        pushed.append(moved)
+        if moved == 0:
+            break
+    assert found == pushed[0] > 0 and len(pushed) > 1 and pushed[-1] > 0  # several passes, each pushing
+    np.testing.assert_array_equal(mine, theirs)

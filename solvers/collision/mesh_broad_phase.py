@@ -8,11 +8,17 @@ widened by the largest piece radius and by how far any vertex travels between th
 Candidates are found ``SKIN`` wider than asked and kept per point until its motion uses that up (``_Shared.pair_cache``
 for points against triangles, ``_Shared.face_cache`` for corners against a body's triangles and edges against its
 edges); exact distances are the caller's business (``MeshCollider._closest``, ``mesh_pushes``, ``mesh_barrier``).
+A point's query is bounded by its exact distance to the triangle it last found nearest, so a body resting on a
+finely cut collider asks for the two or three triangles under each point, not for the dozens within the search
+margin; the candidates are culled by each triangle's bounding sphere, plane and box (``lower_bounds``). A collider
+that has not moved since the previous frame keeps that frame's trees and candidates (``MeshCollider.moving_from``).
 """
+from functools import cached_property
+
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .primitives import _cross, _dot
+from .primitives import _cross, _dot, point_triangle_closest, point_triangle_distance, segment_distance
 from .samples import Samples
 
 SHARP_ANGLE = 10.0
@@ -37,8 +43,7 @@ def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE) -> np.ndarr
     normal /= np.maximum(np.sqrt(_dot(normal, normal)), 1e-300)[:, None]
     half = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
     owner = np.tile(np.arange(len(triangles)), 3)
-    edges, inverse, count = np.unique(half, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
+    edges, inverse, count = _unique_pairs(half, len(vertices), counts=True)
     order = np.argsort(inverse, kind="stable")
     first = np.searchsorted(inverse[order], np.arange(len(edges)))
     pair = count == 2
@@ -48,20 +53,70 @@ def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE) -> np.ndarr
     return edges[~flat]
 
 
+def lower_bounds(p, bounds):
+    """Lower bounds (k,) [m] on the distances of points p (k, 3) to triangles given by rows of ``bounds`` (k, 14)
+    (``MeshBroadPhase._bounds``): the largest of the distances to the triangle's bounding sphere, its plane and its
+    axis-aligned bounding box (the box culls the many coplanar triangles of a finely cut flat face that the plane
+    cannot, the plane those of a slanted face that the box cannot)."""
+    gap = p - bounds[:, 0:3]
+    outside = np.maximum(np.maximum(bounds[:, 8:11] - p, p - bounds[:, 11:14]), 0.0)
+    return np.maximum(np.maximum(np.sqrt(_dot(gap, gap)) - bounds[:, 3], np.abs(_dot(p, bounds[:, 4:7]) - bounds[:, 7])),
+                      np.sqrt(_dot(outside, outside)))
+
+
+class _PairCache:
+    """Point-triangle candidates kept for the point sets of one size (n) that ``MeshBroadPhase._candidates`` saw:
+    point i's entry (the rows == i of rows, tris) holds every triangle with a point within covered[i] [m] of
+    x_ref[i] (-inf: none asked yet); best[i] is the triangle last found nearest to point i (-1: none)."""
+
+    def __init__(self, n: int):
+        self.x_ref = np.zeros((n, 3))
+        self.covered = np.full(n, -np.inf)
+        self.best = np.full(n, -1, np.int64)
+        self.rows = self.tris = np.zeros(0, np.int64)
+        """(k,): the entries' points and triangles, sorted by point then triangle."""
+        self.lower = np.zeros(0)
+        """(k,) [m]: each pair's ``lower_bounds`` where its entry was found (at x_ref, at that pose)."""
+
+    def replace(self, points, x, covered, rows, tris, lower=None):
+        """New entries for the points (p,) (unique) at x (p, 3): covered (p,) [m] and the pairs (rows (k,), tris (k,))
+        with their ``lower_bounds`` at x (k,) [m] (rows None: no triangle)."""
+        if not len(points):
+            return
+        stale = np.zeros(len(self.covered), bool)
+        stale[points] = True
+        keep = ~stale[self.rows]
+        self.x_ref[points] = x
+        self.covered[points] = covered
+        if rows is None:
+            if not keep.all():
+                self.rows, self.tris, self.lower = self.rows[keep], self.tris[keep], self.lower[keep]
+            return
+        rows, tris = np.concatenate([self.rows[keep], rows]), np.concatenate([self.tris[keep], tris])
+        lower = np.concatenate([self.lower[keep], lower])
+        order = np.argsort(rows * (int(tris.max(initial=0)) + 1) + tris)  # by point, then triangle (each pair once)
+        self.rows, self.tris, self.lower = rows[order], tris[order], lower[order]
+
+
+def _unique_pairs(pairs, count: int, counts: bool = False):
+    """``np.unique(pairs, axis=0, return_inverse=True[, return_counts=True])`` of index pairs (k, 2) in [0, count),
+    as one integer key per pair (the same rows in the same order, several times faster than unique over rows)."""
+    key = pairs[:, 0].astype(np.int64) * max(int(count), 1) + pairs[:, 1]
+    found = np.unique(key, return_inverse=True, return_counts=counts)
+    rows = np.stack([found[0] // max(int(count), 1), found[0] % max(int(count), 1)], axis=1)
+    return (rows, found[1].ravel()) + tuple(found[2:])
+
+
 class _Shared:
     """What every pose of one collider shares: its topology, the broad phase's pieces (``samples.Samples``) and the
-    k-d tree of the pose it was built on."""
+    k-d tree of the pose it was built on. The topology and the pieces are built on first use: a collider read anew
+    at every frame that has not moved takes over the previous frame's (``MeshCollider.moving_from``), trees, caches
+    and all, and never needs its own."""
 
     def __init__(self, vertices, triangles):
+        self.vertices = vertices
+        """(m, 3) [m]: the pose the pieces and sharp edges are found on."""
         self.triangles = triangles
-        sides = np.sort(np.stack([triangles[:, [1, 2]], triangles[:, [2, 0]], triangles[:, [0, 1]]], axis=1), axis=2)
-        _, side_edge = np.unique(sides.reshape(-1, 2), axis=0, return_inverse=True)
-        self.side_edge = side_edge.reshape(-1, 3)
-        """(t, 3): an id of the edge opposite each triangle's corner k, shared by the triangles on that edge."""
-        self.edges = sharp_edges(vertices, triangles)
-        self.triangle_pieces = Samples(vertices, triangles)
-        self.edge_pieces = Samples(vertices, self.edges)
-        self.corners = np.unique(self.edges)
         self.tree = self.edge_tree = self.corner_tree = None
         self.sides = None
         """(the start pose's vertex array, x_prev, sides): the last ``MeshCollider._sides`` answer."""
@@ -70,12 +125,39 @@ class _Shared:
         self.travel = 0.0
         """[m] The most a vertex (so a piece's centre) moves between the tree's pose and any pose that queries it."""
         self.pair_cache = None
-        """(x_ref (n, 3), covered (n,) [m], keys (k,) sorted point * t + triangle): point-triangle candidates of the
-        point sets of one size ``_closest`` saw (``_near_pairs``): point i's keys hold every triangle with a point
-        within covered[i] [m] of x_ref[i] (-inf: none asked yet)."""
+        """``_PairCache``: the point-triangle candidates of the point sets of one size ``_closest`` saw."""
+        self.still = None
+        """The last collider of these that stood still through its frame (``MeshCollider.moving_from``)."""
+        self.contact_memo = None
+        """(pose's vertex array, (thickness, margin) [m], x, x_prev, d, n): the last ``MeshCollider.contact`` answer."""
         self.face_cache = None
         """(body triangles array, (thickness, travel) [m], x_ref (n, 3), corner pairs, edge pairs): ``corner_pairs`` and
         ``edge_pairs`` of the last ``resolve_faces``, found at x_ref within thickness + SKIN."""
+
+    @cached_property
+    def side_edge(self):
+        """(t, 3): an id of the edge opposite each triangle's corner k, shared by the triangles on that edge."""
+        t = self.triangles
+        sides = np.sort(np.stack([t[:, [1, 2]], t[:, [2, 0]], t[:, [0, 1]]], axis=1), axis=2)
+        return _unique_pairs(sides.reshape(-1, 2), len(self.vertices))[1].reshape(-1, 3)
+
+    @cached_property
+    def edges(self):
+        """(e, 2): the sharp edges (``sharp_edges``)."""
+        return sharp_edges(self.vertices, self.triangles)
+
+    @cached_property
+    def triangle_pieces(self):
+        return Samples(self.vertices, self.triangles)
+
+    @cached_property
+    def edge_pieces(self):
+        return Samples(self.vertices, self.edges)
+
+    @cached_property
+    def corners(self):
+        """(c,): the vertices of the sharp edges."""
+        return np.unique(self.edges)
 
     def tree_for(self, vertices):
         """The k-d tree over the triangles' pieces, built on the first pose that asks (once per frame)."""
@@ -123,49 +205,85 @@ class MeshBroadPhase:
         return key // len(self.triangles), key % len(self.triangles)
 
     def _bounds(self):
-        """Each triangle's bounding sphere at this pose: (centres (t, 3), radii (t,)) [m]. Built on first use."""
+        """Each triangle's bounding sphere, plane and axis-aligned box at this pose, one row (t, 14) each (one gather
+        per query): centre (0:3), radius (3), unit normal (4:7), n . corner (7), low (8:11), high (11:14) [m]
+        (``lower_bounds``). Built on first use."""
         known = self.__dict__.get("_spheres")
         if known is None:
             corners = self.vertices[self.triangles]
             centre = corners.mean(axis=1)
-            known = self.__dict__["_spheres"] = (centre, np.sqrt(((corners - centre[:, None]) ** 2).sum(axis=2).max(axis=1)))
+            radius = np.sqrt(((corners - centre[:, None]) ** 2).sum(axis=2).max(axis=1))
+            normal = self.face_normals
+            known = self.__dict__["_spheres"] = np.concatenate(
+                [centre, radius[:, None], normal, _dot(normal, corners[:, 0])[:, None], corners.min(axis=1), corners.max(axis=1)],
+                axis=1)
         return known
 
-    def _near_pairs(self, x, near, need):
-        """(rows into near (k,), triangles (k,)), sorted by row: a superset of the triangles within need (k,) [m] of
-        the points x[near], with no triangle whose bounding sphere lies farther.
+    def _candidates(self, x, points, limit: float):
+        """(point (k,) (indices into x), triangle (k,)), sorted by point then triangle, for the points (p,) (sorted
+        indices into x (n, 3)): for each a bound ``need`` <= limit [m] on its nearest triangle's distance when that is
+        within limit, and every triangle within need of it (none where no triangle lies within limit), with no
+        triangle whose bounding sphere lies farther. None when x is a smaller point set than the kept one (a few
+        points, friction's motion: the caller asks the tree and keeps the body's entries).
 
-        Broad phase kept per point in ``_Shared.pair_cache`` for point sets of x's size: a point whose need plus its
-        motion m since its entry was found still lies within what the entry covered reuses it (a triangle within r
-        of x lies within r + m of where x was); the others are found anew (``_pairs``) within need + SKIN and replace
-        their entries. Every solver step asks for the whole body several times from nearly the same positions
-        (contact constraints, the vertex projections before and after the face push, the sides at the step's
-        start). The bounding spheres then drop what the skin added, before the exact distances."""
-        count = len(self.triangles)
+        The bound: the exact distance to the triangle last found nearest to the point (``_PairCache.best``: a step
+        asks from nearly the same positions each time, so it is nearly exact), else, for a point with none within
+        limit, the nearest piece's centre (a point on the surface) from a k-d tree query, which also tells the points
+        no triangle can reach. Kept per point in ``_Shared.pair_cache`` for point sets of x's size: a point whose
+        need plus its motion m since its entry was found still lies within what the entry covered reuses it (a
+        triangle within r of x lies within r + m of where x was); the others are found anew (``_pairs``) within
+        need + SKIN, or recorded as empty as far as the tree proves nothing lies. Every solver step asks for the
+        whole body several times from nearly the same positions (contact constraints, the vertex projections before
+        and after the face push, the sides at the step's start). The bounding spheres then drop what the skin and a
+        loose bound added, before the exact distances."""
         cache = self.shared.pair_cache
-        if cache is None or cache[0].shape != x.shape:
-            if cache is not None and len(x) < len(cache[0]):
-                return self._pairs(x[near], need)  # a few points (friction's motion) keep the body's entries
-            cache = self.shared.pair_cache = (np.zeros_like(x), np.full(len(x), -np.inf), np.zeros(0, np.int64))
-        x_ref, covered, keys = cache
-        moved = x[near] - x_ref[near]
-        miss = need + np.sqrt(_dot(moved, moved)) > covered[near]
-        if miss.any():
-            again = near[miss]
-            rows, tris = self._pairs(x[again], need[miss] + SKIN)  # every triangle with a point within that
-            stale = np.zeros(len(x), bool)
-            stale[again] = True
-            keys = np.sort(np.concatenate([keys[~stale[keys // count]], again[rows] * count + tris]))
-            x_ref[again] = x[again]
-            covered[again] = need[miss] + SKIN
-            self.shared.pair_cache = (x_ref, covered, keys)
-        position = np.full(len(x), -1)
-        position[near] = np.arange(len(near))
-        found = keys[position[keys // count] >= 0]
-        rows, tris = position[found // count], found % count
-        centre, radius = self._bounds()
-        gap = x[near][rows] - centre[tris]
-        keep = np.sqrt(_dot(gap, gap)) - radius[tris] <= need[rows] * (1.0 + 1e-12) + 1e-12
+        if cache is None or len(cache.covered) != len(x):
+            if cache is not None and len(x) < len(cache.covered):
+                return None
+            cache = self.shared.pair_cache = _PairCache(len(x))
+        need = np.full(len(points), float(limit))
+        best = cache.best[points]
+        has = np.flatnonzero(best >= 0)
+        if len(has):
+            corners = self.vertices[self.triangles[best[has]]]
+            bary, _ = point_triangle_closest(x[points[has]], corners[:, 0], corners[:, 1], corners[:, 2])
+            gap = x[points[has]] - np.einsum("kj,kjd->kd", bary, corners)
+            need[has] = np.minimum(np.sqrt(_dot(gap, gap)), limit)
+        moved = x[points] - cache.x_ref[points]
+        miss = np.flatnonzero(need + np.sqrt(_dot(moved, moved)) > cache.covered[points])
+        if len(miss):
+            travel = self.shared.travel
+            loose = miss[need[miss] >= limit]  # no triangle known within limit: ask the tree whether any can be
+            far = np.zeros(0, np.int64)
+            if len(loose):
+                nearest = self.shared.tree_for(self.vertices).query(x[points[loose]])[0]
+                # Every triangle has a point within the largest piece radius of one of its pieces' centres (plus the
+                # travel since the tree's pose), so none lies nearer than lower.
+                lower = nearest - self.radius - travel
+                out = lower > limit
+                far = loose[out]
+                need[loose] = np.minimum(nearest + travel, limit)
+                need[far] = -np.inf
+                cache.replace(points[far], x[points[far]], lower[out] * (1.0 - 1e-12) - 1e-12, None, None)
+            again = np.setdiff1d(miss, far, assume_unique=True)
+            if len(again):
+                rows, tris = self._pairs(x[points[again]], need[again] + SKIN)  # every triangle with a point within that
+                # Only those that can lie within it at any pose of the frame (the pieces' join is looser).
+                reach = need[again] + SKIN
+                lower = lower_bounds(x[points[again]][rows], self._bounds()[tris])
+                near = lower <= (reach[rows] + travel) * (1.0 + 1e-12) + 1e-12
+                cache.replace(points[again], x[points[again]], reach, points[again][rows[near]], tris[near], lower[near])
+        # The bounds are 1-Lipschitz in the point, and a pose of the frame moves a triangle by at most the travel:
+        # a pair whose bound where it was found, less that and the point's motion, exceeds need is dropped before
+        # the bounds are evaluated where the point is.
+        shift = np.zeros(len(x))
+        shift[points] = np.sqrt(_dot(moved, moved))
+        need_at = np.full(len(x), -np.inf)
+        need_at[points] = need * (1.0 + 1e-12) + 1e-12
+        rows = cache.rows
+        maybe = np.flatnonzero(cache.lower - shift[rows] - self.shared.travel <= need_at[rows])
+        rows, tris = rows[maybe], cache.tris[maybe]
+        keep = np.flatnonzero(lower_bounds(x[rows], self._bounds()[tris]) <= need_at[rows])
         return rows[keep], tris[keep]
 
     def edge_pairs(self, x, edges, reach: float):
@@ -204,14 +322,24 @@ class MeshBroadPhase:
     def _face_pairs(self, x, triangles, edges):
         """(corner pairs, edge pairs) of ``corner_pairs`` and ``edge_pairs`` within thickness at x, or supersets:
         from ``_Shared.face_cache`` while no point has moved more than SKIN / 3 from where they were found within
-        thickness + SKIN (a triangle's bounding sphere, an edge's midpoint and half length then change by at most
-        SKIN together); else found anew and cached."""
+        thickness + SKIN; else found anew and cached."""
         cache = self.shared.face_cache
         if cache is not None and cache[0] is triangles and cache[1] == (self.thickness, self.shared.travel) and cache[2].shape == x.shape:
             moved = x - cache[2]
             if float(_dot(moved, moved).max(initial=0.0)) <= (SKIN / 3.0) ** 2:
                 return cache[3], cache[4]
-        pairs = self.corner_pairs(x, triangles, self.thickness + SKIN), self.edge_pairs(x, edges, self.thickness + SKIN)
+        reach = self.thickness + SKIN
+        (ci, ti), (ei, bi) = self.corner_pairs(x, triangles, reach), self.edge_pairs(x, edges, reach)
+        # The joins are loose (bounding spheres, the longest body edge): only the pairs whose exact distance lies
+        # within reach at some pose of the frame are kept. While the body moves less than SKIN / 3 a kept list
+        # still holds every pair within thickness + 2 SKIN / 3 (a distance moves with its points).
+        limit = (reach + self.shared.travel) * (1.0 + 1e-12) + 1e-12
+        body = x[triangles[ti]]
+        near = point_triangle_distance(self.vertices[self.shared.corners[ci]], body[:, 0], body[:, 1], body[:, 2])[0] <= limit
+        ci, ti = ci[near], ti[near]
+        mine, body = self.shared.edges[ei], edges[bi]
+        near = segment_distance(self.vertices[mine[:, 0]], self.vertices[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])[0] <= limit
+        pairs = (ci, ti), (ei[near], bi[near])
         self.shared.face_cache = (triangles, (self.thickness, self.shared.travel), x.copy()) + pairs
         return pairs
 

@@ -22,11 +22,13 @@ is on comes from where it was at the step's start (``contact``), so a body that 
 is put back on its own side; ``distance_and_normal`` alone (no history) points away from the nearest surface point.
 
 Motion: the collider's vertices move linearly between its pose at the step's start (``start``) and its own pose; the
-k-d tree is built once per pose read from Blender (once per frame) and shared by the interpolated substep poses, its
-query widened by how far any vertex travels between them. CCD (``time_of_impact``) tests every point against the
-triangles its swept segment can reach (``ccd.point_triangle_ccd`` on the relative motion).
+k-d tree is built once per pose read from Blender (once per frame; kept across frames while the collider stands
+still) and shared by the interpolated substep poses, its query widened by how far any vertex travels between them.
+CCD (``time_of_impact``) tests every point against the triangles its swept segment can reach
+(``ccd.point_triangle_ccd`` on the relative motion).
 """
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -49,6 +51,10 @@ SIDE_MARGIN = 0.25
 thickness + this of the surface (a step's motion); farther, it counts as on the normal side (outside a closed mesh)."""
 FACE_PASSES = 4
 """Jacobi passes of ``resolve_faces`` per call (as ``faces.FACE_PASSES``)."""
+
+
+_POSE_DERIVED = ("radius", "face_normals", "_spheres", "_pseudo")
+"""What a collider derives from its pose on first use, shared by a collider of the same pose and triangles."""
 
 
 @dataclass
@@ -74,12 +80,22 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         self.triangles = np.ascontiguousarray(self.triangles, np.int64).reshape(-1, 3)
         if self.shared is None:
             self.shared = _Shared(self.vertices, self.triangles)
-        corners = self.vertices[self.triangles]
-        self.radius = self.shared.triangle_pieces.radius(self.vertices)
+
+    # What follows is built on first use: a pose that is never asked (a fresh read replaced by the previous frame's
+    # collider, an interpolated pose that only hands on its vertices) costs nothing.
+
+    @cached_property
+    def radius(self) -> float:
         """[m] The largest radius of the broad phase's triangle pieces at this pose."""
+        return self.shared.triangle_pieces.radius(self.vertices)
+
+    @cached_property
+    def face_normals(self) -> np.ndarray:
+        """(t, 3) The triangles' unit normals at this pose (zero for a degenerate triangle)."""
+        corners = self.vertices[self.triangles]
         normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]) if len(corners) else np.zeros((0, 3))
         length = np.sqrt(_dot(normal, normal))
-        self.face_normals = normal / np.where(length > 0.0, length, 1.0)[:, None]
+        return normal / np.where(length > 0.0, length, 1.0)[:, None]
 
     def _feature_normals(self):
         """The angle-weighted pseudo-normals (Baerentzen and Aanaes 2005) at this pose: (per vertex (m, 3), per
@@ -127,8 +143,18 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         return self.vertices.shape != other.vertices.shape or not np.array_equal(self.vertices, other.vertices)
 
     def moving_from(self, previous):
-        moving = super().moving_from(previous if previous is not None and previous.vertices.shape == self.vertices.shape
-                                     else None)
+        same = previous is not None and previous.vertices.shape == self.vertices.shape
+        moving = super().moving_from(previous if same else None)
+        if (same and moving.start is None and previous.shared.travel == 0.0 and previous.triangles.shape == self.triangles.shape
+                and np.array_equal(previous.triangles, self.triangles)):
+            # Not moved since the previous frame, which did not move either: its trees, pieces and kept candidates
+            # (built on this very pose) serve this frame too, and through this read the next one's; so do what the
+            # previous frame's collider derived from the pose (normals, bounds).
+            self.shared = moving.shared = previous.shared
+            kept = previous.shared.still or previous  # (a first frame's read is used as it is)
+            moving.__dict__.update({k: v for k, v in kept.__dict__.items() if k in _POSE_DERIVED})
+        if moving.start is None:
+            moving.shared.still = moving
         if moving.start is not None:
             # One tree for the frame: built on this pose, queried from every pose in between.
             moving.start = replace(moving.start, shared=moving.shared)
@@ -148,31 +174,34 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         if len(self.triangles) == 0 or len(x) == 0 or (among is not None and len(among) == 0):
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
-        tree = self.shared.tree_for(self.vertices)
-        if among is None:
-            nearest, _ = tree.query(x)
-        else:  # the other rows can never count as near
-            nearest = np.full(len(x), np.inf)
-            nearest[among] = tree.query(x[among])[0]
-        # The nearest piece's centre lies on the surface, so it bounds the distance from above (plus the travel since
-        # the tree's pose); every triangle that can be nearer has a piece whose centre lies within that bound plus the
-        # largest piece radius (``_pairs`` adds it).
         limit = self.thickness + (SEARCH_MARGIN if margin is None else margin)
-        near = np.flatnonzero(nearest - self.radius - self.shared.travel <= limit)
-        if len(near) == 0:
+        points = np.arange(len(x)) if among is None else np.asarray(among, np.int64)
+        found = self._candidates(x, points, limit)
+        if found is None:  # a few points: a tree query for them, the body's kept candidates left alone
+            nearest = self.shared.tree_for(self.vertices).query(x[points])[0]
+            # The nearest piece's centre lies on the surface, so it bounds the distance from above (plus the travel
+            # since the tree's pose); every triangle that can be nearer has a piece whose centre lies within that
+            # bound plus the largest piece radius (``_pairs`` adds it).
+            near = np.flatnonzero(nearest - self.radius - self.shared.travel <= limit)
+            rows, tris = self._pairs(x[points[near]], np.minimum(nearest[near] + self.shared.travel, limit))
+            found = points[near][rows], tris
+        rows, tris = found
+        if len(rows) == 0:
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
-        rows, tris = self._near_pairs(x, near, np.minimum(nearest[near] + self.shared.travel, limit))
         corners = self.vertices[self.triangles[tris]]
-        p = x[near][rows]
+        p = x[rows]
         bary, interior = point_triangle_closest(p, corners[:, 0], corners[:, 1], corners[:, 2])
         q = np.einsum("kj,kjd->kd", bary, corners)
         d = np.sqrt(_dot(p - q, p - q))
+        # The nearest of each point's candidates, the lowest triangle among equals (the pairs come sorted by point,
+        # then triangle, and lexsort is stable).
         order = np.lexsort((d, rows))
         first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
-        keep = d[first] <= limit
-        first = first[keep]
-        return near[rows[first]], tris[first], bary[first], q[first], d[first], interior[first]
+        if self.shared.pair_cache is not None and len(self.shared.pair_cache.best) == len(x):
+            self.shared.pair_cache.best[rows[first]] = tris[first]  # the next query's bound
+        first = first[d[first] <= limit]
+        return rows[first], tris[first], bary[first], q[first], d[first], interior[first]
 
     # ----------------------------------------------------------------- the protocol
 
@@ -200,15 +229,36 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         (the outside of a closed mesh whose normals point out). At the end pose, with q the nearest surface point of
         x on triangle N: inside that triangle's prism the plane's normal is s N; beside it, the direction from q to
         the point, unless that points to the other side of q's feature (then s N)."""
-        d = np.full(len(x), np.inf)
-        n = np.zeros((len(x), 3))
-        n[:, 2] = 1.0
         # A point that went into a closed collider during the step lies within its own motion of the surface.
         moved = x - x_prev
         reach = float(np.sqrt(_dot(moved, moved).max())) + self.shared.travel if len(x) else 0.0
-        rows, tris, bary, q, dist, interior = self._closest(x, max(SEARCH_MARGIN, reach))
+        margin = max(SEARCH_MARGIN, reach)
+        # Each point's answer depends on its own x and x_prev alone: the end of a step asks again after the face push
+        # has moved a few points, and only those are looked up again.
+        memo = self.shared.contact_memo
+        if (memo is not None and memo[0] is self.vertices and memo[1] == (self.thickness, margin)
+                and memo[2].shape == x.shape and np.array_equal(memo[3], x_prev)):
+            d, n = memo[4].copy(), memo[5].copy()
+            points = np.flatnonzero(np.any(x != memo[2], axis=1))
+            d[points] = np.inf
+            n[points] = (0.0, 0.0, 1.0)
+        else:
+            d = np.full(len(x), np.inf)
+            n = np.zeros((len(x), 3))
+            n[:, 2] = 1.0
+            points = None
+        self._contact_rows(x, x_prev, margin, points, d, n)
+        self.shared.contact_memo = (self.vertices, (self.thickness, margin), x.copy(), x_prev.copy(), d.copy(), n.copy())
+        return d, n
+
+    def _contact_rows(self, x, x_prev, margin, points, d, n):
+        """``contact``'s planes of the points (indices into x; None: all) within thickness + margin [m], written into
+        d (n,) and n (n, 3)."""
+        if points is not None and len(points) == 0:
+            return
+        rows, tris, bary, q, dist, interior = self._closest(x, margin, among=points)
         if len(rows) == 0:
-            return d, n
+            return
         side = self._sides(x_prev, rows)
         face = side[:, None] * self.face_normals[tris]
         r = x[rows] - q
@@ -218,7 +268,6 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         normal = np.where(use_face[:, None], face, away)
         n[rows] = normal
         d[rows] = _dot(r, normal) - self.thickness
-        return d, n
 
     def _sides(self, x_prev, rows):
         """The side (k,) (+1: the normal side, -1: the other; +1 where no triangle is within SIDE_MARGIN) that the
@@ -291,13 +340,6 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         if len(triangles) == 0 or len(self.triangles) == 0:
             return 0
         start = self if self.start is None else self.start
-        edges = self._body_edges(triangles)
-        found = 0
-        for k in range(FACE_PASSES if passes is None else passes):
-            moved = self._push_corners(x, x_prev, inv_mass, triangles, edges, start) + self._push_edges(x, x_prev, inv_mass, triangles, edges, start)
-            if k == 0:
-                found = moved
-            if moved == 0:
-                break
-        return found
+        return self._face_passes(x, x_prev, inv_mass, triangles, self._body_edges(triangles), start,
+                                 FACE_PASSES if passes is None else passes)
 

@@ -1,0 +1,126 @@
+"""Profile of a mesh collider's cost against the body's own step (engine only, no Blender).
+
+The box drape of docs/benchmarks.md ("Mesh collider cost"): a 3 m cloth (31 x 31) dropped from 1.5 m onto a
+2 x 2 x 0.5 m box standing on a ground, XPBD at its defaults (30 substeps), the add-on's collider defaults
+(thickness 1 cm, friction 0.2), 24 frames at 24 fps (it lands at frame 11). Three scenes:
+
+- ``ground``: the cloth over the ground alone (the body's own step);
+- ``box``: over the 12-triangle box on the ground;
+- ``box<L>``: over the same box cut as Blender's Simple Subdivision of level L does (6 * 4**L quads, 2 triangles
+  each; level 6: 49 152 triangles).
+
+As the add-on's bridge does, every frame reads the colliders anew (a fresh ``MeshCollider`` of the same vertices)
+and pairs them with the previous frame's (``frame_colliders``). Prints seconds per frame of each scene (the landing
+frames and the resting frames apart: resting is where the cloth lies on the box), then a cProfile top list of one
+scene. Timings under load vary 2-7x on a shared machine: compare only figures of one run.
+
+Run: ``python bench/profile_mesh_collider.py [--frames 24] [--level 6] [--profile box6] [--top 30]``.
+"""
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from solvers import GroundPlane, MeshCollider, SolverConfig, State, advance_frame, build_model, make_solver  # noqa: E402
+from solvers.builder import grid_cloth  # noqa: E402
+from solvers.collision.colliders import frame_colliders  # noqa: E402
+
+FPS = 24
+THICKNESS, FRICTION = 0.01, 0.2  # the add-on's collider defaults
+LANDED = 11  # the cloth reaches the box's top at about this frame
+
+
+def box_mesh(level: int = 0, half=(1.0, 1.0, 0.25), centre=(0.0, 0.0, 0.25)):
+    """A closed box, outward triangles, each face cut into a 2**level x 2**level grid of quads (Simple Subdivision):
+    (vertices (m, 3) [m], triangles (6 * 4**level * 2, 3))."""
+    d = 2**level
+    s = np.linspace(-1.0, 1.0, d + 1)
+    u, v = np.meshgrid(s, s, indexing="ij")
+    u, v = u.ravel(), v.ravel()
+    i, j = np.meshgrid(np.arange(d), np.arange(d), indexing="ij")
+    a = (i * (d + 1) + j).ravel()
+    quads = np.stack([a, a + (d + 1), a + (d + 2), a + 1], axis=1)  # counter-clockwise in (u, v)
+    points, tris = [], []
+    for axis in range(3):
+        for sign in (-1.0, 1.0):
+            p = np.zeros((len(u), 3))
+            p[:, axis] = sign
+            p[:, (axis + 1) % 3], p[:, (axis + 2) % 3] = u, v  # (u, v, normal) right-handed: normal +axis
+            q = quads if sign > 0 else quads[:, ::-1]
+            tris.append(np.concatenate([q[:, [0, 1, 2]], q[:, [0, 2, 3]]]) + sum(len(x) for x in points))
+            points.append(p)
+    points = np.concatenate(points)
+    unique, inverse = np.unique(np.round(points * d).astype(np.int64), axis=0, return_inverse=True)
+    vertices = unique / d * np.asarray(half) + np.asarray(centre)
+    return vertices, inverse.ravel()[np.concatenate(tris)]
+
+
+def scene_colliders(name: str, level: int):
+    """A function frame -> the colliders read at that frame (fresh objects, as the bridge reads them)."""
+    ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=THICKNESS, friction=FRICTION, name="Ground")
+    if name == "ground":
+        return lambda: [ground]
+    vertices, triangles = box_mesh(level if name != "box" else 0)
+    return lambda: [MeshCollider(vertices.copy(), triangles.copy(), THICKNESS, FRICTION, "Box"), ground]
+
+
+def run(name: str, level: int, frames: int):
+    """Bake the scene; returns (seconds per frame for each frame, final state, box triangles)."""
+    v, e, t = grid_cloth(31, 3.0, height=1.5)
+    model = build_model(v, e, t)
+    body = make_solver(model, SolverConfig(solver="XPBD"))
+    state = State.at_rest(model)
+    read = scene_colliders(name, level)
+    previous = None
+    times = []
+    for _ in range(frames):
+        begin = time.perf_counter()
+        current = read()
+        colliders = frame_colliders(previous, current)
+        advance_frame(body, state, 1.0 / FPS, body.config.substeps, colliders)
+        previous = current
+        times.append(time.perf_counter() - begin)
+    count = sum(len(c.triangles) for c in read() if isinstance(c, MeshCollider))
+    return np.array(times), state, count
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=24)
+    parser.add_argument("--level", type=int, default=6, help="Simple Subdivision level of the large box")
+    parser.add_argument("--profile", default="box6", help="scene to profile (ground, box, box<L>; none: skip)")
+    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--scenes", default="ground,box,box{level}")
+    args = parser.parse_args()
+    scenes = [s.format(level=args.level) for s in args.scenes.split(",")]
+    print(f"{'scene':>8} {'box tris':>8} {'s/frame':>8} {'landing':>8} {'resting':>8} {'centre z m':>10}")
+    for name in scenes:
+        level = int(name[3:]) if name.startswith("box") and len(name) > 3 else 0
+        times, state, count = run(name, level, args.frames)
+        centre = state.x[len(state.x) // 2, 2]
+        print(f"{name:>8} {count:>8} {times.mean():8.3f} {times[:LANDED].mean():8.3f} {times[LANDED:].mean():8.3f} {centre:10.4f}",
+              flush=True)
+    if args.profile != "none":
+        name = args.profile
+        level = int(name[3:]) if name.startswith("box") and len(name) > 3 else 0
+        profiler = cProfile.Profile()
+        profiler.enable()
+        run(name, level, args.frames)
+        profiler.disable()
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
+        print(f"\ncProfile of '{name}', {args.frames} frames, by own time:")
+        print(out.getvalue())
+
+
+if __name__ == "__main__":
+    main()
