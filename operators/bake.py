@@ -11,7 +11,9 @@ import numpy as np
 from bpy.props import BoolProperty
 
 from .. import solvers
+from ..solvers.base import ProjectedContactSolver
 from ..solvers.frame import StepNotConverged
+from ..solvers.scene import Scene, advance_scene_frame
 from . import body_input, live
 from .bridge import BODY_ROLES, InputError, scene_colliders, takes_part
 from .output import (OutputError, StagedCache, StagedShapeKeys, check_cache_writable, check_modifier_name, check_shape_key_bake,
@@ -86,13 +88,17 @@ class BakeJob:
             self.scene.frame_set(self.frame_start)
             depsgraph = context.evaluated_depsgraph_get()
             self.runs = [BodyRun(o, self.scene, depsgraph) for o in objects]
+            self.coupled, self.coupling = _couple(self.runs)
             # The colliders as read at the last frame: each frame's colliders move from these poses.
             self.previous_colliders = scene_colliders(self.scene, depsgraph)
         except BaseException:
             self.abort()
             raise
         self.frames = [[run.rest_local()] for run in self.runs]
-        self.notes = []
+        self.notes = [f"'{run.name}' ({run.solver.config.solver}) does not meet the other bodies: NEWTON keeps its contacts "
+                      "inside its own solve, which other bodies do not enter yet; bake it with position-level bodies "
+                      "(PBD, XPBD, Projective Dynamics, the mass-spring solvers) for them to collide"
+                      for run in self.runs if len(self.runs) > 1 and not _position_level(run)]
         self.summary = ""
 
     @property
@@ -125,13 +131,23 @@ class BakeJob:
     def compute_frame(self, work) -> list:
         """Simulate a frame ``begin_frame`` prepared. Pure NumPy: safe in a worker thread."""
         frame, prepared, colliders = work
-        results = []
-        for run, data in zip(self.runs, prepared):
+        results = [None] * len(self.runs)
+        for k, (run, data) in enumerate(zip(self.runs, prepared)):
+            if k in self.coupled:
+                continue
             try:
-                results.append(run.compute(data, colliders))
+                results[k] = run.compute(data, colliders)
             except solvers.SimulationDiverged as error:
-                what = "did not converge" if isinstance(error, StepNotConverged) else "became unstable"
-                raise InputError(f"'{run.name}' {what} at frame {frame}: {error}. {run.stability_advice(error)}; the previous bake is kept") from error
+                raise _failure(run, frame, error) from error
+        if self.coupling is not None:
+            runs = [self.runs[k] for k in self.coupled]
+            try:
+                stats = advance_scene_frame(self.coupling, runs[0].frame_dt, colliders, [prepared[k][1] for k in self.coupled])
+            except solvers.SimulationDiverged as error:
+                raise _failure(runs[getattr(error, "body", 0)], frame, error) from error
+            for k, run, s in zip(self.coupled, runs, stats):
+                run.stats = s
+                results[k] = run.output(prepared[k][0])
         return results
 
     def end_frame(self, results) -> None:
@@ -192,6 +208,9 @@ class BakeJob:
         worst = max(run.stats.max_strain for run in self.runs)
         self.summary = (f"Soft Sim: baked {len(self.runs)} bod{'y' if len(self.runs) == 1 else 'ies'}, {self.frame_count} frames "
                         f"in {seconds:.1f} s; last frame's max edge strain {100 * worst:.2f}%")
+        if self.coupling is not None and self.coupling.touched:
+            touched = sorted(self.runs[self.coupled[i]].name for i in self.coupling.touched)
+            self.summary += "; in contact with each other: " + ", ".join(f"'{name}'" for name in touched)
         return self.summary
 
     def restore_frame(self) -> None:
@@ -207,6 +226,28 @@ class BakeJob:
         self.restore_frame()
         remove_created_folders(self.created_folders)
         self.created_folders = []
+
+
+def _position_level(run) -> bool:
+    return isinstance(run.solver, ProjectedContactSolver)
+
+
+def _couple(runs):
+    """(indices of the runs simulated together, their Scene) for two or more position-level bodies, else ((), None):
+    bodies that meet each other advance in lockstep substeps with their contact resolved between them
+    (``solvers.scene``)."""
+    coupled = [k for k, run in enumerate(runs) if _position_level(run)]
+    if len(coupled) < 2:
+        return (), None
+    chosen = [runs[k] for k in coupled]
+    scene = Scene([(run.model, run.solver.config) for run in chosen], [run.state for run in chosen],
+                  [run.solver for run in chosen])
+    return tuple(coupled), scene
+
+
+def _failure(run, frame, error) -> InputError:
+    what = "did not converge" if isinstance(error, StepNotConverged) else "became unstable"
+    return InputError(f"'{run.name}' {what} at frame {frame}: {error}. {run.stability_advice(error)}; the previous bake is kept")
 
 
 class FrameWorker:

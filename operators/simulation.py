@@ -96,6 +96,10 @@ class BodyRun:
         """Simulate the frame ``prepare`` read. Touches no Blender data, so it may run in a worker thread."""
         matrix, targets = prepared
         self.stats = solvers.advance_frame(self.solver, self.state, self.frame_dt, self.solver.config.substeps, colliders, targets)
+        return self.output(matrix)
+
+    def output(self, matrix) -> np.ndarray:
+        """The state's positions as the mesh's vertices in the object's local space at ``matrix``, (n, 3) float32."""
         return world_to_local(matrix, self.to_mesh(self.state.x)).astype(np.float32)
 
     def stability_advice(self, error=None) -> str:

@@ -7,10 +7,12 @@ A ``Scene`` holds bodies (each its Model, its solver from ``make_solver``, its S
 """
 from dataclasses import dataclass
 
+import numpy as np
+
 from .base import ProjectedContactSolver
 from .collision.body_contact import BodyContact
 from .config import SolverConfig
-from .frame import FrameRun, check_finite
+from .frame import FrameRun, SimulationDiverged, check_finite
 from .model import Model, State
 from .registry import make_solver
 
@@ -27,17 +29,18 @@ class Body:
 
 class Scene:
     """Bodies simulated together. ``Scene([(model, config), ...])`` builds each body's solver (``make_solver``) and
-    its state at rest (or takes ``states``); the solvers must be position-level (``base.ProjectedContactSolver``: PBD,
-    XPBD, PROJECTIVE, the mass-spring integrators): NEWTON keeps its contacts inside its own solve.
+    its state at rest (or takes ``states``, and ``solvers`` already built for those models and configs); the solvers
+    must be position-level (``base.ProjectedContactSolver``: PBD, XPBD, PROJECTIVE, the mass-spring integrators):
+    NEWTON keeps its contacts inside its own solve.
 
     With two bodies or more the scene owns their contact (``BodyContact``): a body whose self-collision is on has its
     own pairs handled there instead of in its solver. ``substeps``: the scene's substeps per frame, the largest of the
     bodies' ``config.substeps``."""
 
-    def __init__(self, bodies, states=None):
+    def __init__(self, bodies, states=None, solvers=None):
         self.bodies = []
         for i, (model, config) in enumerate(bodies):
-            solver = make_solver(model, config)
+            solver = make_solver(model, config) if solvers is None else solvers[i]
             if not isinstance(solver, ProjectedContactSolver):
                 raise ValueError(f"body {i}: {config.solver} keeps its contacts inside its own solve; a scene couples only "
                                  "the position-level solvers (PBD, XPBD, PROJECTIVE, the mass-spring integrators)")
@@ -48,6 +51,8 @@ class Scene:
         self.substeps = max(b.config.substeps for b in self.bodies)
         self.contact = BodyContact([(b.model, b.config, b.solver) for b in self.bodies]) if len(self.bodies) > 1 else None
         """The contact between the bodies, None for a single body (then the scene is ``advance_frame``)."""
+        self.touched = set()
+        """Indices of the bodies that the contact between bodies has moved so far (for reports)."""
 
 
 def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets=None) -> list:
@@ -66,7 +71,7 @@ def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets
     ``scene.bodies`` order); the contact between bodies treats particles resting on any of them as heavy.
     pin_targets: None, or one per body (each None or (n_b, 3) [m], as ``advance_frame``'s).
     A scene of one body gives exactly ``advance_frame(solver, state, frame_dt, config.substeps, colliders, pins)``.
-    Raises ``frame.SimulationDiverged`` as ``advance_frame`` does.
+    Raises ``frame.SimulationDiverged`` as ``advance_frame`` does, with ``body`` the index of the body that failed.
     """
     bodies = scene.bodies
     per_body = _per_body_colliders(colliders, len(bodies))
@@ -79,19 +84,30 @@ def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets
     every = _distinct([c for cs in per_body for c in cs])
     for k in range(1, K + 1):
         starts = []
-        for run, cs in zip(runs, per_body):
+        for i, (run, cs) in enumerate(zip(runs, per_body)):
             starts.append(run.state.x.copy())
-            run.substep(k, dt, cs)
+            _naming(i, run.substep, k, dt, cs)
         if scene.contact is not None:
             t0, t1 = (k - 1) / K, k / K
             xs = [b.state.x for b in bodies]
             before = [x.copy() for x in xs]
             prev_before = [s.copy() for s in starts]
             scene.contact.resolve(xs, starts, [c.over(t0, t1) for c in every])
-            for b, x0, s, s0 in zip(bodies, before, starts, prev_before):
+            for i, (b, x0, s, s0) in enumerate(zip(bodies, before, starts, prev_before)):
+                if not np.array_equal(b.state.x, x0):
+                    scene.touched.add(i)
                 b.state.v += ((b.state.x - x0) - (s - s0)) / dt
-                check_finite(b.state, b.config.max_speed)
+                _naming(i, check_finite, b.state, b.config.max_speed)
     return [run.finish() for run in runs]
+
+
+def _naming(index, call, *args):
+    """call(*args), with the index of the body it concerns set as ``body`` on a SimulationDiverged it raises."""
+    try:
+        return call(*args)
+    except SimulationDiverged as error:
+        error.body = index
+        raise
 
 
 def _per_body_colliders(colliders, count):
