@@ -253,9 +253,15 @@ def section_fresh(args) -> str:
             + module.phases_markdown(rows))
 
 
+def section_bodies(args) -> str:
+    """Several bodies in one bake and a cube in a hammock (bench/bench_bodies.py)."""
+    module = importlib.import_module("bench_bodies")
+    return f"## {module.TITLE}\n\n" + module.describe() + "\n\n" + module.markdown(module.run(verbose=False))
+
+
 SECTIONS = {"cloth": section_cloth, "tetrahedralize": section_tetrahedralize, "solid": section_solid,
             "kernels": section_kernels, "scenarios": section_scenarios, "acceptance": section_acceptance,
-            "shots": section_shots, "fresh": section_fresh}
+            "shots": section_shots, "fresh": section_fresh, "bodies": section_bodies}
 
 
 def main(argv=None):

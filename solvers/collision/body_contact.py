@@ -19,7 +19,7 @@ The response is mass-weighted: a pair's correction moves each particle by its in
 2 kg cube's surface particles move less than the light cloth vertices under them, and linear momentum is kept: the
 weight of one body is carried by the other. The distance kept is one for the whole surface: the largest of the
 bodies' ``thickness`` (for two bodies the larger of the two; a body's own pairs are kept at that distance too). Pairs
-closer than it at rest (Müller's rule) are dropped only within a body, never between two.
+closer than it at rest (Müller's rule) are dropped, within a body and between bodies that start overlapping.
 """
 import numpy as np
 
@@ -96,17 +96,11 @@ class BodyContact:
         self.contact = SelfCollision(surface, self.thickness, DEFAULT_FRICTION)
         self.contact.pad2 = np.concatenate(pad2)
         body = np.concatenate(bodies_of)
-        # Müller's rule (pairs closer than thickness at rest are neighbours) holds within a body only: two bodies
-        # built touching still keep apart.
-        contact = self.contact
-        tri, edges = contact.triangles, contact.edges
-        if len(contact.excluded_vt):
-            v, t = np.divmod(contact.excluded_vt, len(tri))
-            contact.excluded_vt = contact.excluded_vt[body[v] == body[tri[t, 0]]]
-        if len(contact.excluded_ee):
-            e1, e2 = np.divmod(contact.excluded_ee, len(edges))
-            contact.excluded_ee = contact.excluded_ee[body[edges[e1, 0]] == body[edges[e2, 0]]]
-        contact.body, contact.self_bodies = body, self.self_on
+        # Müller's rule (pairs closer than thickness at rest are neighbours, left alone) holds between bodies too: the
+        # rest positions are where the bake starts, so two bodies built overlapping (a copy left in place) pass
+        # through each other where they overlap instead of being torn apart (pushing coincident copies apart along
+        # undefined normals made them explode); bodies that start apart always keep apart.
+        self.contact.body, self.contact.self_bodies = body, self.self_on
 
     def _apart(self, x, x_prev) -> bool:
         """Whether no two bodies came within thickness of each other over the step: the boxes around each body's

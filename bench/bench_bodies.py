@@ -1,0 +1,166 @@
+"""Bodies meeting each other: what a bake of several bodies costs, and a cube in a hammock.
+
+Scenes (built in Blender by script, baked with ``operators.bake.run_bake``, which ``bpy.ops.softsim.bake`` runs):
+- ten cloths apart: ten 2 m cloths (21 x 21, XPBD defaults) side by side 2.5 m apart, dropped from 1 m onto a ground,
+  48 frames: baked together (one bake of all ten, their contact checked after every substep) against ten separate
+  bakes of one cloth each. The cost of bodies that never come near each other should be the sum of the bodies alone.
+- hammock: a 2 m cloth (21 x 21) pinned at its four corners 1.5 m up, a 0.4 m Solid cube of 2 kg dropped into it
+  from 2.2 m, a ground below, 72 frames, cube and cloth on the same solver; and the empty hammock for comparison.
+
+Figures: bake seconds; for the hammock the lowest point of the cube over all frames, the lowest cloth vertex from
+frame 10 on (after the empty cloth's first dip), and the most cloth vertices inside the cube (its convex hull) in any
+frame.
+
+Run: ``python bench/bench_bodies.py`` (``bench/run.py --only bodies`` calls ``run()``).
+"""
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for path in (ROOT, os.path.join(ROOT, "tools")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim-bench-blender-"))
+
+TITLE = "Bodies meeting each other: bakes of several bodies, a cube in a hammock"
+APART_FRAMES = 48
+HAMMOCK_FRAMES = 72
+
+
+def describe() -> str:
+    return "\n\n".join(p.strip() for p in __doc__.split("\n\n")[1:3])
+
+
+def _addon():
+    from devenv import import_addon
+
+    addon = import_addon()
+    import bpy
+
+    if not hasattr(bpy.types.Object, "softsim"):
+        addon.register()
+    return addon
+
+
+def _empty_scene(frames):
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.render.fps, scene.render.fps_base = 24, 1.0
+    scene.softsim.cache_dir = tempfile.mkdtemp(prefix="softsim-bench-cache-")
+    bpy.ops.mesh.primitive_plane_add(size=40.0)
+    bpy.context.object.softsim.role = "GROUND"
+    return scene
+
+
+def _world(obj, frame):
+    import bpy
+
+    bpy.context.scene.frame_set(frame)
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    mesh = evaluated.to_mesh()
+    x = np.empty(3 * len(mesh.vertices), np.float32)
+    mesh.vertices.foreach_get("co", x)
+    evaluated.to_mesh_clear()
+    m = np.array(obj.matrix_world)
+    return x.reshape(-1, 3).astype(float) @ m[:3, :3].T + m[:3, 3]
+
+
+def _timed_bake(addon, objects):
+    import bpy
+
+    start = time.perf_counter()
+    addon.operators.bake.run_bake(bpy.context, objects)
+    return time.perf_counter() - start
+
+
+def run_apart(addon, count=10, frames=APART_FRAMES):
+    import bpy
+
+    _empty_scene(frames)
+    cloths = []
+    for k in range(count):
+        bpy.ops.mesh.primitive_grid_add(x_subdivisions=20, y_subdivisions=20, size=2.0, location=(2.5 * k, 0.0, 1.0))
+        cloth = bpy.context.object
+        cloth.name = f"Cloth{k}"
+        cloth.softsim.role = "CLOTH"
+        cloths.append(cloth)
+    together = _timed_bake(addon, cloths)
+    alone = sum(_timed_bake(addon, [cloth]) for cloth in cloths)
+    return {"count": count, "frames": frames, "together_s": together, "alone_s": alone}
+
+
+def run_hammock(addon, solver, with_cube=True, frames=HAMMOCK_FRAMES):
+    import bpy
+    from scipy.spatial import Delaunay
+
+    _empty_scene(frames)
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=20, y_subdivisions=20, size=2.0, location=(0.0, 0.0, 1.5))
+    cloth = bpy.context.object
+    co = np.array([v.co[:] for v in cloth.data.vertices])
+    corners = np.flatnonzero((np.abs(co[:, 0]) > 0.99) & (np.abs(co[:, 1]) > 0.99)).tolist()
+    cloth.vertex_groups.new(name="Pins").add(corners, 1.0, "REPLACE")
+    cloth.softsim.role = "CLOTH"
+    cloth.softsim.pin_group = "Pins"
+    cloth.softsim.solver = solver
+    objects = [cloth]
+    if with_cube:
+        bpy.ops.mesh.primitive_cube_add(size=0.4, location=(0.0, 0.0, 2.2))
+        cube = bpy.context.object
+        cube.softsim.role = "SOLID"
+        cube.softsim.mass = 2.0
+        cube.softsim.solver = solver
+        objects.append(cube)
+    seconds = _timed_bake(addon, objects)
+    row = {"solver": solver, "cube": with_cube, "frames": frames, "seconds": seconds, "cube_low": None, "inside": 0}
+    sheet_low = np.inf
+    for frame in range(1, frames + 1):
+        sheet = _world(cloth, frame)
+        if frame >= 10:
+            sheet_low = min(sheet_low, float(sheet[:, 2].min()))
+        if with_cube:
+            box = _world(cube, frame)
+            low = float(box[:, 2].min())
+            row["cube_low"] = low if row["cube_low"] is None else min(row["cube_low"], low)
+            row["inside"] = max(row["inside"], int((Delaunay(box).find_simplex(sheet) >= 0).sum()))
+    row["cloth_low"] = sheet_low
+    return row
+
+
+def run(verbose=True):
+    addon = _addon()
+    result = {"apart": run_apart(addon), "hammock": []}
+    if verbose:
+        print(result["apart"], flush=True)
+    for solver in ("XPBD", "PROJECTIVE"):
+        for with_cube in (True, False):
+            row = run_hammock(addon, solver, with_cube)
+            result["hammock"].append(row)
+            if verbose:
+                print(row, flush=True)
+    return result
+
+
+def markdown(result) -> str:
+    a = result["apart"]
+    lines = ["| scene | bake s | ratio |", "|---|---:|---:|",
+             f"| {a['count']} cloths apart, baked together, {a['frames']} frames | {a['together_s']:.2f} "
+             f"| {a['together_s'] / a['alone_s']:.2f}× the separate bakes |",
+             f"| the same {a['count']} cloths, {a['count']} separate bakes | {a['alone_s']:.2f} | 1 |",
+             "", "| hammock | solver | bake s | lowest cube point m | lowest cloth vertex (frame 10 on) m | cloth vertices in cube |",
+             "|---|---|---:|---:|---:|---:|"]
+    for row in result["hammock"]:
+        cube = "-" if row["cube_low"] is None else f"{row['cube_low']:.3f}"
+        lines.append(f"| {'with the cube' if row['cube'] else 'empty'} | {row['solver']} | {row['seconds']:.1f} | {cube} "
+                     f"| {row['cloth_low']:.3f} | {row['inside'] if row['cube'] else '-'} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown(run()))
