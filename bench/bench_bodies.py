@@ -21,10 +21,12 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for path in (ROOT, os.path.join(ROOT, "tools")):
+for path in (ROOT, os.path.join(ROOT, "tools"), os.path.join(ROOT, "tests")):
     if path not in sys.path:
         sys.path.insert(0, path)
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim-bench-blender-"))
+
+from blender_helpers import empty_scene, hammock_scene, world_positions  # noqa: E402
 
 TITLE = "Bodies meeting each other: bakes of several bodies, a cube in a hammock"
 APART_FRAMES = 48
@@ -46,32 +48,6 @@ def _addon():
     return addon
 
 
-def _empty_scene(frames):
-    import bpy
-
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.render.fps, scene.render.fps_base = 24, 1.0
-    scene.softsim.cache_dir = tempfile.mkdtemp(prefix="softsim-bench-cache-")
-    bpy.ops.mesh.primitive_plane_add(size=40.0)
-    bpy.context.object.softsim.role = "GROUND"
-    return scene
-
-
-def _world(obj, frame):
-    import bpy
-
-    bpy.context.scene.frame_set(frame)
-    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    mesh = evaluated.to_mesh()
-    x = np.empty(3 * len(mesh.vertices), np.float32)
-    mesh.vertices.foreach_get("co", x)
-    evaluated.to_mesh_clear()
-    m = np.array(obj.matrix_world)
-    return x.reshape(-1, 3).astype(float) @ m[:3, :3].T + m[:3, 3]
-
-
 def _timed_bake(addon, objects):
     import bpy
 
@@ -83,7 +59,9 @@ def _timed_bake(addon, objects):
 def run_apart(addon, count=10, frames=APART_FRAMES):
     import bpy
 
-    _empty_scene(frames)
+    empty_scene(frames)
+    bpy.ops.mesh.primitive_plane_add(size=40.0)
+    bpy.context.object.softsim.role = "GROUND"
     cloths = []
     for k in range(count):
         bpy.ops.mesh.primitive_grid_add(x_subdivisions=20, y_subdivisions=20, size=2.0, location=(2.5 * k, 0.0, 1.0))
@@ -97,35 +75,19 @@ def run_apart(addon, count=10, frames=APART_FRAMES):
 
 
 def run_hammock(addon, solver, with_cube=True, frames=HAMMOCK_FRAMES):
-    import bpy
     from scipy.spatial import Delaunay
 
-    _empty_scene(frames)
-    bpy.ops.mesh.primitive_grid_add(x_subdivisions=20, y_subdivisions=20, size=2.0, location=(0.0, 0.0, 1.5))
-    cloth = bpy.context.object
-    co = np.array([v.co[:] for v in cloth.data.vertices])
-    corners = np.flatnonzero((np.abs(co[:, 0]) > 0.99) & (np.abs(co[:, 1]) > 0.99)).tolist()
-    cloth.vertex_groups.new(name="Pins").add(corners, 1.0, "REPLACE")
-    cloth.softsim.role = "CLOTH"
-    cloth.softsim.pin_group = "Pins"
-    cloth.softsim.solver = solver
-    objects = [cloth]
-    if with_cube:
-        bpy.ops.mesh.primitive_cube_add(size=0.4, location=(0.0, 0.0, 2.2))
-        cube = bpy.context.object
-        cube.softsim.role = "SOLID"
-        cube.softsim.mass = 2.0
-        cube.softsim.solver = solver
-        objects.append(cube)
+    _, cloth, cube = hammock_scene(frames, solver, with_cube=with_cube)
+    objects = [cloth] + ([cube] if with_cube else [])
     seconds = _timed_bake(addon, objects)
     row = {"solver": solver, "cube": with_cube, "frames": frames, "seconds": seconds, "cube_low": None, "inside": 0}
     sheet_low = np.inf
     for frame in range(1, frames + 1):
-        sheet = _world(cloth, frame)
+        sheet = world_positions(cloth, frame)
         if frame >= 10:
             sheet_low = min(sheet_low, float(sheet[:, 2].min()))
         if with_cube:
-            box = _world(cube, frame)
+            box = world_positions(cube, frame)
             low = float(box[:, 2].min())
             row["cube_low"] = low if row["cube_low"] is None else min(row["cube_low"], low)
             row["inside"] = max(row["inside"], int((Delaunay(box).find_simplex(sheet) >= 0).sum()))

@@ -91,3 +91,38 @@ def lab_scene(n=11, frames=24, cache_dir=None, sphere_location=(0.0, 0.0, 0.0)):
     sphere.softsim.role = "SPHERE"
     sphere.softsim.thickness = 0.0
     return scene, cloth, sphere
+
+
+def world_positions(obj, frame=None):
+    """World-space vertex positions of ``obj`` as Blender shows them at ``frame`` (``evaluated_positions`` moved by
+    the object's transform)."""
+    matrix = np.array(obj.matrix_world)
+    return evaluated_positions(obj, frame) @ matrix[:3, :3].T + matrix[:3, 3]
+
+
+def hammock_scene(frames, solver="XPBD", cube_solver=None, with_cube=True):
+    """A 2 m cloth (21 x 21) pinned at its four corners 1.5 m up on ``solver``, a 0.4 m 2 kg Solid cube 2.2 m up over
+    its middle on ``cube_solver`` (default: the cloth's), a ground below. Returns (scene, cloth, cube or None)."""
+    import bpy
+
+    scene = empty_scene(frames)
+    bpy.ops.mesh.primitive_plane_add(size=10.0)
+    bpy.context.object.softsim.role = "GROUND"
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=20, y_subdivisions=20, size=2.0, location=(0.0, 0.0, 1.5))
+    cloth = bpy.context.object
+    cloth.name = "Hammock"
+    co = np.array([v.co[:] for v in cloth.data.vertices])
+    corners = np.flatnonzero((np.abs(co[:, 0]) > 0.99) & (np.abs(co[:, 1]) > 0.99)).tolist()
+    cloth.vertex_groups.new(name="Pins").add(corners, 1.0, "REPLACE")
+    cloth.softsim.role = "CLOTH"
+    cloth.softsim.pin_group = "Pins"
+    cloth.softsim.solver = solver
+    if not with_cube:
+        return scene, cloth, None
+    bpy.ops.mesh.primitive_cube_add(size=0.4, location=(0.0, 0.0, 2.2))
+    cube = bpy.context.object
+    cube.name = "Jelly"
+    cube.softsim.role = "SOLID"
+    cube.softsim.mass = 2.0
+    cube.softsim.solver = cube_solver or solver
+    return scene, cloth, cube
