@@ -5,7 +5,8 @@ Scenes (built in Blender by script, baked with ``operators.bake.run_bake``, whic
   48 frames: baked together (one bake of all ten, their contact checked after every substep) against ten separate
   bakes of one cloth each. The cost of bodies that never come near each other should be the sum of the bodies alone.
 - hammock: a 2 m cloth (21 x 21) pinned at its four corners 1.5 m up, a 0.4 m Solid cube of 2 kg dropped into it
-  from 2.2 m, a ground below, 72 frames, cube and cloth on the same solver; and the empty hammock for comparison.
+  from 2.2 m, a ground below, 72 frames, cube and cloth on the same solver (and a NEWTON cube in an XPBD cloth);
+  and the empty hammock for comparison.
 
 Figures: bake seconds; for the hammock the lowest point of the cube over all frames, the lowest cloth vertex from
 frame 10 on (after the empty cloth's first dip), and the most cloth vertices inside the cube (its convex hull) in any
@@ -74,13 +75,14 @@ def run_apart(addon, count=10, frames=APART_FRAMES):
     return {"count": count, "frames": frames, "together_s": together, "alone_s": alone}
 
 
-def run_hammock(addon, solver, with_cube=True, frames=HAMMOCK_FRAMES):
+def run_hammock(addon, solver, with_cube=True, frames=HAMMOCK_FRAMES, cube_solver=None):
     from scipy.spatial import Delaunay
 
-    _, cloth, cube = hammock_scene(frames, solver, with_cube=with_cube)
+    _, cloth, cube = hammock_scene(frames, solver, cube_solver=cube_solver, with_cube=with_cube)
     objects = [cloth] + ([cube] if with_cube else [])
     seconds = _timed_bake(addon, objects)
-    row = {"solver": solver, "cube": with_cube, "frames": frames, "seconds": seconds, "cube_low": None, "inside": 0}
+    label = solver if cube_solver in (None, solver) else f"{cube_solver} cube, {solver} cloth"
+    row = {"solver": label, "cube": with_cube, "frames": frames, "seconds": seconds, "cube_low": None, "inside": 0}
     sheet_low = np.inf
     for frame in range(1, frames + 1):
         sheet = world_positions(cloth, frame)
@@ -100,12 +102,12 @@ def run(verbose=True):
     result = {"apart": run_apart(addon), "hammock": []}
     if verbose:
         print(result["apart"], flush=True)
-    for solver in ("XPBD", "PROJECTIVE"):
-        for with_cube in (True, False):
-            row = run_hammock(addon, solver, with_cube)
-            result["hammock"].append(row)
-            if verbose:
-                print(row, flush=True)
+    for solver, cube_solver, with_cube in (("XPBD", None, True), ("XPBD", None, False), ("PROJECTIVE", None, True),
+                                           ("PROJECTIVE", None, False), ("XPBD", "NEWTON", True)):
+        row = run_hammock(addon, solver, with_cube, cube_solver=cube_solver)
+        result["hammock"].append(row)
+        if verbose:
+            print(row, flush=True)
     return result
 
 

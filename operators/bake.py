@@ -11,7 +11,6 @@ import numpy as np
 from bpy.props import BoolProperty
 
 from .. import solvers
-from ..solvers.base import ProjectedContactSolver
 from ..solvers.frame import StepNotConverged
 from ..solvers.scene import Scene, advance_scene_frame
 from . import body_input, live
@@ -95,10 +94,7 @@ class BakeJob:
             self.abort()
             raise
         self.frames = [[run.rest_local()] for run in self.runs]
-        self.notes = [f"'{run.name}' ({run.solver.config.solver}) does not meet the other bodies: NEWTON keeps its contacts "
-                      "inside its own solve, which other bodies do not enter yet; bake it with position-level bodies "
-                      "(PBD, XPBD, Projective Dynamics, the mass-spring solvers) for them to collide"
-                      for run in self.runs if len(self.runs) > 1 and not _position_level(run)]
+        self.notes = []
         self.summary = ""
 
     @property
@@ -228,15 +224,11 @@ class BakeJob:
         self.created_folders = []
 
 
-def _position_level(run) -> bool:
-    return isinstance(run.solver, ProjectedContactSolver)
-
-
 def _couple(runs):
-    """(indices of the runs simulated together, their Scene) for two or more position-level bodies, else ((), None):
-    bodies that meet each other advance in lockstep substeps with their contact resolved between them
-    (``solvers.scene``)."""
-    coupled = [k for k, run in enumerate(runs) if _position_level(run)]
+    """(indices of the runs simulated together, their Scene) for two or more bodies, else ((), None): bodies meet each
+    other (``solvers.scene``: position-level bodies in lockstep substeps with their contact resolved between them, a
+    NEWTON body with the others as mesh colliders)."""
+    coupled = list(range(len(runs)))
     if len(coupled) < 2:
         return (), None
     chosen = [runs[k] for k in coupled]

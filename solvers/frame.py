@@ -58,8 +58,14 @@ class FrameRun:
         """Step k of 1..K (``dt`` = frame_dt / K seconds): pins moved from fraction (k - 1) / K to k / K of their way,
         colliders seen ``over`` the same fractions, a step that does not converge split (``_step``)."""
         t0, t1 = (k - 1) / self.substeps, k / self.substeps
+        self.posed_substep(k, dt, [c.over(t0, t1) for c in colliders])
+
+    def posed_substep(self, k: int, dt: float, colliders=()) -> None:
+        """``substep`` with the colliders already posed over the substep (``Collider.over``), so that bodies stepping
+        in lockstep share one posed list."""
+        t0, t1 = (k - 1) / self.substeps, k / self.substeps
         start, end = self.start, self.end
-        self.stats = _step(self.solver, self.state, dt, [c.over(t0, t1) for c in colliders], k == self.substeps,
+        self.stats = _step(self.solver, self.state, dt, colliders, k == self.substeps,
                            self.pinned, start + (end - start) * t0, start + (end - start) * t1, self.totals, 0)
 
     def finish(self) -> StepStats:

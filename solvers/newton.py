@@ -58,6 +58,7 @@ import scipy.sparse as sp
 
 from .base import Solver
 from .collision.barrier import ColliderBarrier, barrier_derivative
+from .collision.body_contact import tet_surface
 from .collision.face_barrier import face_triangles
 from .collision.friction import ColliderFriction
 from .collision.self_barrier import SelfContactBarrier
@@ -149,8 +150,10 @@ class NewtonSolver(Solver):
         rows = np.concatenate([h.rows for h in stencils] + [np.arange(n)])
         cols = np.concatenate([h.cols for h in stencils] + [np.arange(n)])
         self.pattern = BlockPattern(rows, cols, self.free)
-        self.face_triangles = face_triangles(model.triangle_indices, self.free)
-        """Triangles with a free corner: the ones a face barrier can move."""
+        surface = model.triangle_indices if len(model.triangle_indices) or not model.tet_count else tet_surface(model.tet_indices)
+        self.face_triangles = face_triangles(surface, self.free)
+        """Surface triangles (a cloth's faces, a solid's tet boundary) with a free corner: the ones a face barrier can
+        move."""
         self.reduced = np.full(n, -1, np.int64)
         self.reduced[self.pattern.free_index] = np.arange(self.pattern.free_count)
         g = max(float(np.linalg.norm(config.gravity)), 9.81)
@@ -174,13 +177,16 @@ class NewtonSolver(Solver):
         """Barrier terms of colliders at fixed poses: per collider its vertex barrier and, where its surface reaches
         between a triangle's corners, its face barrier. Returns [(barrier, index of its collider)]."""
         barriers = []
+        points = np.flatnonzero(self.free)
         for k, collider in enumerate(colliders):
             reach = barrier_reach(collider)
-            barriers.append((ColliderBarrier(collider, self.kappa, self.free, reach), k))
+            face = None
             if len(self.face_triangles):
-                face = collider.face_barrier(self.face_triangles, float(self.kappa.max()), reach)
-                if face is not None:
-                    barriers.append((face, k))
+                face = collider.face_barrier(self.face_triangles, float(self.kappa.max()), reach, points)
+            if face is None or not getattr(face, "covers_points", False):
+                barriers.append((ColliderBarrier(collider, self.kappa, self.free, reach), k))
+            if face is not None:
+                barriers.append((face, k))
         return barriers
 
     def _frictions(self, colliders, barriers, x_start, dt):
@@ -193,8 +199,10 @@ class NewtonSolver(Solver):
             if getattr(barrier, "coupled", False):  # faces: their own lagged friction, where the barrier has one
                 if hasattr(barrier, "lagged_friction"):
                     frictions.append(barrier.lagged_friction(collider, x_start, FRICTION_SLIP_SPEED * dt))
-                continue
-            d, _ = barrier.collider.surface_distance(x_start)
+                if not getattr(barrier, "covers_points", False):
+                    continue
+            # The vertices' friction, lagged: normal forces of the nearest surface at the step's start.
+            d, _ = collider.surface_distance(x_start)
             contact = self.free & (d < barrier.d_hat)
             if contact.any():
                 normal_force = np.where(contact, -barrier_derivative(np.where(contact, d, barrier.d_hat), barrier.d_hat, self.kappa), 0.0)
@@ -333,6 +341,16 @@ class NewtonSolver(Solver):
             raise NewtonNotConverged(
                 f"Newton did not converge in {iterations} iterations (residual {residual:.3g} m/s, tolerance "
                 f"{self.config.newton_tolerance:g} m/s)", iterations, residual)
+
+    def contact_forces(self, x, collider) -> np.ndarray:
+        """The forces (m, 3) [N] this body's barriers press into the vertices of ``collider`` (a mesh collider at a
+        fixed pose, e.g. another body's surface) with the body at x: the reactions to the barrier forces on the body
+        (no friction). Zero where the collider keeps no face barrier."""
+        face = collider.face_barrier(self.face_triangles, float(self.kappa.max()), barrier_reach(collider),
+                                     np.flatnonzero(self.free)) if len(self.face_triangles) else None
+        if face is None or not hasattr(face, "collider_forces"):
+            return np.zeros((len(getattr(collider, "vertices", ())), 3))
+        return face.collider_forces(x)
 
     def _min_distance(self, x, colliders) -> float:
         """Smallest distance [m] of a free particle to any collider's surface; nan without colliders."""

@@ -1,18 +1,23 @@
-"""Several bodies in one scene frame: lockstep substeps and contact between the bodies (position-level solvers).
+"""Several bodies in one scene frame: contact between the bodies, both ways.
 
 A ``Scene`` holds bodies (each its Model, its solver from ``make_solver``, its State and its own SolverConfig);
-``advance_scene_frame`` advances them all by one frame. Every body alone is exactly ``frame.advance_frame`` (the same
+``advance_scene_frame`` advances them all by one frame. NEWTON bodies step first, each the whole frame with the
+others' surfaces as mesh colliders (``BodySurface``); the position-level bodies then step in lockstep substeps with the
+NEWTON bodies' surfaces moving among their colliders and their barriers' reactions as loads, and after every substep
+``collision.body_contact.BodyContact`` keeps them apart. Every body alone is exactly ``frame.advance_frame`` (the same
 ``frame.FrameRun``: pins interpolated, colliders seen ``over`` each substep, steps that do not converge split,
-``check_finite``); between bodies, after every substep, ``collision.body_contact.BodyContact`` keeps them apart.
+``check_finite``).
 """
 from dataclasses import dataclass
 
 import numpy as np
 
 from .base import ProjectedContactSolver
-from .collision.body_contact import BodyContact
+from .collision.body_contact import BodyContact, surface_triangles
+from .collision.mesh_collider import MeshCollider
+from .collision.self_contact import DEFAULT_FRICTION
 from .config import SolverConfig
-from .frame import FrameRun, SimulationDiverged, check_finite
+from .frame import FrameRun, SimulationDiverged, advance_frame, check_finite
 from .model import Model, State
 from .registry import make_solver
 
@@ -29,43 +34,81 @@ class Body:
 
 class Scene:
     """Bodies simulated together. ``Scene([(model, config), ...])`` builds each body's solver (``make_solver``) and
-    its state at rest (or takes ``states``, and ``solvers`` already built for those models and configs); the solvers
-    must be position-level (``base.ProjectedContactSolver``: PBD, XPBD, PROJECTIVE, the mass-spring integrators):
-    NEWTON keeps its contacts inside its own solve.
+    its state at rest (or takes ``states``, and ``solvers`` already built for those models and configs).
 
-    With two bodies or more the scene owns their contact (``BodyContact``): a body whose self-collision is on has its
-    own pairs handled there instead of in its solver. ``substeps``: the scene's substeps per frame, the largest of the
-    bodies' ``config.substeps``."""
+    Position-level bodies (``base.ProjectedContactSolver``: PBD, XPBD, PROJECTIVE, the mass-spring integrators) step
+    in lockstep substeps; with two or more of them the scene owns their contact (``BodyContact``), and a body whose
+    self-collision is on has its own pairs handled there instead of in its solver. A NEWTON body keeps its contacts
+    inside its own solve: it steps its own substeps over the whole frame first, seeing every other body as a mesh
+    collider (``body_collider``), and the others then see it as a mesh collider moving over the frame.
+    ``substeps``: the lockstep substeps per frame, the largest of the position-level bodies' ``config.substeps``."""
 
     def __init__(self, bodies, states=None, solvers=None):
         self.bodies = []
         for i, (model, config) in enumerate(bodies):
             solver = make_solver(model, config) if solvers is None else solvers[i]
-            if not isinstance(solver, ProjectedContactSolver):
-                raise ValueError(f"body {i}: {config.solver} keeps its contacts inside its own solve; a scene couples only "
-                                 "the position-level solvers (PBD, XPBD, PROJECTIVE, the mass-spring integrators)")
             state = State.at_rest(model) if states is None else states[i]
             self.bodies.append(Body(model, config, solver, state))
         if not self.bodies:
             raise ValueError("a scene needs at least one body")
-        self.substeps = max(b.config.substeps for b in self.bodies)
-        self.contact = BodyContact([(b.model, b.config, b.solver) for b in self.bodies]) if len(self.bodies) > 1 else None
-        """The contact between the bodies, None for a single body (then the scene is ``advance_frame``)."""
+        self.lockstep = [i for i, b in enumerate(self.bodies) if isinstance(b.solver, ProjectedContactSolver)]
+        """Indices of the position-level bodies, stepped in lockstep substeps."""
+        self.alone = [i for i in range(len(self.bodies)) if i not in self.lockstep]
+        """Indices of the bodies that step a whole frame in their own solve (NEWTON), in the order they step."""
+        self.substeps = max((self.bodies[i].config.substeps for i in self.lockstep), default=1)
+        together = [self.bodies[i] for i in self.lockstep]
+        self.contact = BodyContact([(b.model, b.config, b.solver) for b in together]) if len(together) > 1 else None
+        """The contact between the position-level bodies, None for fewer than two."""
+        self.surfaces = [BodySurface(b.model) for b in self.bodies] if self.alone and len(self.bodies) > 1 else None
+        """Each body's surface, seen as a mesh collider by the others when a body steps alone (None: none does)."""
         self.touched = set()
-        """Indices of the bodies that the contact between bodies has moved so far (for reports)."""
+        """Indices of the bodies that have met another body so far (for reports)."""
+
+    def thickness_between(self, i: int, j: int) -> float:
+        """[m] The distance bodies i and j keep: the larger of their ``thickness``."""
+        return max(float(self.bodies[i].config.thickness), float(self.bodies[j].config.thickness))
+
+
+class BodySurface:
+    """A body's surface (``surface_triangles``) over the particles it uses, as a mesh collider for another body."""
+
+    def __init__(self, model: Model):
+        triangles = surface_triangles(model)
+        self.particles = np.unique(triangles)
+        """(k,) The body's particles on its surface."""
+        local = np.full(model.particle_count, -1, np.int64)
+        local[self.particles] = np.arange(len(self.particles))
+        self.triangles = local[triangles]
+        """(t, 3) The surface's triangles over ``particles``' rows."""
+
+    def collider(self, x_start: np.ndarray, x_end: np.ndarray, thickness: float, name: str) -> MeshCollider:
+        """The surface moving linearly from the body's positions x_start to x_end (n, 3) [m] over the frame (static if
+        they are the same array), keeping ``thickness`` [m], with the friction between bodies (DEFAULT_FRICTION)."""
+        end = MeshCollider(x_end[self.particles], self.triangles, thickness, DEFAULT_FRICTION, name)
+        if x_start is x_end:
+            return end
+        return end.moving_from(MeshCollider(x_start[self.particles], self.triangles, thickness, DEFAULT_FRICTION, name))
 
 
 def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets=None) -> list:
     """Advance every body of ``scene`` in place by ``frame_dt`` seconds; returns their StepStats (one per body).
 
-    All bodies take the same substeps: K = ``scene.substeps``, the largest of the bodies' ``config.substeps``, each of
-    length frame_dt / K, so that contact between bodies is resolved at common times: after substep k every body is at
-    time k / K of the frame, and ``BodyContact.resolve`` pushes apart what is near or went through each other over that
-    substep (sides read at its start). A body with fewer substeps of its own takes more, never fewer (a smaller step
-    is as stable and as accurate). Each body's substep is ``frame.FrameRun.substep`` (pins moved linearly to their
-    targets, colliders ``over`` the substep, steps that do not converge split); the contact then moves positions
-    and the positions at the substep's start, and the velocities follow: v += (change of x - change of x_prev) / dt,
-    as the mass-spring integrators' ``finish_step`` adds its contact corrections. Pinned particles never move in it.
+    First every body in ``scene.alone`` (NEWTON) advances the whole frame with ``frame.advance_frame`` and its own
+    substeps, with the other bodies' surfaces as mesh colliders (``BodySurface``) keeping the larger of the two
+    thicknesses: a body that stepped before it moving over the frame from where it started to where it ended, every
+    other body standing where it is at the frame's start. Its barriers and CCD then keep it off them at every
+    iterate; it treats them as immovable (it does not push them: they push it, next).
+
+    Then the position-level bodies take the same substeps: K = ``scene.substeps``, the largest of their
+    ``config.substeps``, each of length frame_dt / K, so that contact between them is resolved at common times:
+    after substep k every body is at time k / K of the frame, and ``BodyContact.resolve`` pushes apart what is near or
+    went through each other over that substep (sides read at its start). A body with fewer substeps of its own takes
+    more, never fewer (a smaller step is as stable and as accurate). Each body's substep is
+    ``frame.FrameRun.substep`` (pins moved linearly to their targets, colliders ``over`` the substep, steps that do
+    not converge split), with the NEWTON bodies' surfaces among its colliders, moving over the frame as they did; the
+    contact then moves positions and the positions at the substep's start, and the velocities follow:
+    v += (change of x - change of x_prev) / dt, as the mass-spring integrators' ``finish_step`` adds its contact
+    corrections. Pinned particles never move in it.
 
     colliders: one sequence shared by every body, or one sequence per body (a list of sequences, one per body, in
     ``scene.bodies`` order); the contact between bodies treats particles resting on any of them as heavy.
@@ -78,22 +121,59 @@ def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets
     pins = [None] * len(bodies) if pin_targets is None else list(pin_targets)
     if len(pins) != len(bodies):
         raise ValueError(f"pin_targets must hold one entry per body ({len(bodies)}), got {len(pins)}")
+    stats = [None] * len(bodies)
+    moved = {}  # body index -> its positions at the frame's start, for the bodies that have stepped alone
+    loads = {}  # lockstep body index -> forces (n, 3) [N] the bodies that stepped alone press into it
+    for i in scene.alone:
+        b = bodies[i]
+        others = {j: _surface(scene, j, i, moved) for j in range(len(bodies)) if j != i}
+        start = b.state.x.copy()
+        stats[i] = _naming(i, advance_frame, b.solver, b.state, frame_dt, b.config.substeps,
+                           list(per_body[i]) + list(others.values()), pins[i])
+        moved[i] = start
+        for j in scene.lockstep:
+            force = b.solver.contact_forces(b.state.x, others[j])
+            if np.any(force):
+                scene.touched.update((i, j))
+                loads.setdefault(j, np.zeros_like(bodies[j].state.x))[scene.surfaces[j].particles] += force
+    if scene.lockstep:
+        for i, s in zip(scene.lockstep, _advance_lockstep(scene, frame_dt, per_body, pins, moved, loads)):
+            stats[i] = s
+    return stats
+
+
+def _surface(scene: Scene, j: int, i: int, moved: dict) -> MeshCollider:
+    """Body j's surface as a collider for body i: moving over the frame if j has stepped (``moved`` holds its start),
+    else where it stands."""
+    x = scene.bodies[j].state.x
+    return scene.surfaces[j].collider(moved.get(j, x), x, scene.thickness_between(i, j),
+                                      f"body {j}")
+
+
+def _advance_lockstep(scene: Scene, frame_dt: float, per_body, pins, moved, loads) -> list:
+    """The position-level bodies' frame in lockstep substeps (``advance_scene_frame``); returns their StepStats.
+    loads: body index -> forces (n, 3) [N] on its particles, applied over every substep (v += dt F / m)."""
+    bodies = [scene.bodies[i] for i in scene.lockstep]
     K = scene.substeps
     dt = frame_dt / K
-    runs = [FrameRun(b.solver, b.state, K, p) for b, p in zip(bodies, pins)]
-    every = _distinct([c for cs in per_body for c in cs])
+    runs = [FrameRun(b.solver, b.state, K, pins[i]) for i, b in zip(scene.lockstep, bodies)]
+    own = [list(per_body[i]) + [_surface(scene, j, i, moved) for j in moved] for i in scene.lockstep]
+    every = _distinct([c for cs in own for c in cs])
     for k in range(1, K + 1):
+        t0, t1 = (k - 1) / K, k / K
+        posed = {id(c): c.over(t0, t1) for c in every}  # each collider posed once per substep, shared by the bodies
         starts = []
-        for i, (run, cs) in enumerate(zip(runs, per_body)):
+        for i, run, cs in zip(scene.lockstep, runs, own):
+            if i in loads:
+                run.state.v += dt * loads[i] * run.solver.model.inv_mass[:, None]
             starts.append(run.state.x.copy())
-            _naming(i, run.substep, k, dt, cs)
+            _naming(i, run.posed_substep, k, dt, [posed[id(c)] for c in cs])
         if scene.contact is not None:
-            t0, t1 = (k - 1) / K, k / K
             xs = [b.state.x for b in bodies]
             before = [x.copy() for x in xs]
             prev_before = [s.copy() for s in starts]
-            scene.contact.resolve(xs, starts, [c.over(t0, t1) for c in every])
-            for i, (b, x0, s, s0) in enumerate(zip(bodies, before, starts, prev_before)):
+            scene.contact.resolve(xs, starts, list(posed.values()))
+            for i, b, x0, s, s0 in zip(scene.lockstep, bodies, before, starts, prev_before):
                 if not np.array_equal(b.state.x, x0):
                     scene.touched.add(i)
                 b.state.v += ((b.state.x - x0) - (s - s0)) / dt

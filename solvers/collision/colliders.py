@@ -103,8 +103,10 @@ class Collider:
         """Push triangles (t, 3) out of the collider, in place on x; returns the contacts found. None here."""
         return 0
 
-    def face_barrier(self, triangles, kappa: float, d_hat: float):
-        """NEWTON's barrier between the collider and the triangles (an Energy), or None where vertices suffice."""
+    def face_barrier(self, triangles, kappa: float, d_hat: float, points=None):
+        """NEWTON's barrier between the collider and the triangles (an Energy), or None where vertices suffice. It may
+        also keep the particles ``points`` (p,) off the collider (its ``covers_points`` True): then it replaces their
+        ``barrier.ColliderBarrier``."""
         return None
 
     def move_faces_out(self, x, inv_mass, triangles, reach: float) -> None:
@@ -268,7 +270,7 @@ class Sphere(Collider):
 
         return resolve_sphere_faces(x, x_prev, inv_mass, triangles, self, FACE_PASSES if passes is None else passes)
 
-    def face_barrier(self, triangles, kappa, d_hat):
+    def face_barrier(self, triangles, kappa, d_hat, points=None):
         from .face_barrier import FaceColliderBarrier
 
         return FaceColliderBarrier(self, triangles, kappa, d_hat)

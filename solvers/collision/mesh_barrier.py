@@ -1,11 +1,18 @@
-"""NEWTON's IPC barrier between a mesh collider's corners and edges and a body's triangles and edges.
+"""NEWTON's IPC barrier between a mesh collider and a body: vertex-triangle both ways and edge-edge.
 
-``barrier.ColliderBarrier`` keeps every body vertex away from the collider's triangles; this term covers what that
-misses (Li et al. 2020, "Incremental Potential Contact", section 4): every collider corner against every body
-triangle (point-triangle) and every collider edge against every body edge (edge-edge) closer than d_hat, with the
-scalar barrier b(d) of ``barrier.py`` on their distance d. The collider is still within a step (its pose at the step's
-end), so only the body's particles are unknowns: of the 12 coordinates of a pair, the body's 9 (a triangle) or 6 (an
-edge) take part.
+Li et al. 2020, "Incremental Potential Contact", section 4: every body vertex against every collider triangle and every
+collider corner against every body triangle (point-triangle), every collider edge against every body edge (edge-edge),
+closer than d_hat, each pair with the scalar barrier b(d) of ``barrier.py`` on its distance d. The collider is still
+within a step (its pose at the step's end), so only the body's particles are unknowns: of the 12 coordinates of a
+pair, the body's 3 (a vertex), 9 (a triangle) or 6 (an edge) take part.
+
+Body vertices are summed over every triangle within d_hat, not barred from the nearest triangle alone
+(``barrier.ColliderBarrier``): the nearest triangle's distance has a crease wherever two triangles are equally near,
+which a concave collider (a cloth sagging under a body, a box's inner corner) puts right where a body rests, and
+Newton then cycles between the two sides of the crease without converging (a cube resting in a cloth hammock: the
+residual stayed at 0.04 - 0.09 m/s for 100 iterations with the energy flat to 8 digits). The sum is smooth.
+Their candidates are kept per step (Verlet list, ``VERTEX_SKIN``): the collider stands still within the step, so a
+vertex that moved less than the skin since its list was found has every triangle within d_hat in it.
 
 Value, gradient and the per-pair PSD-projected Hessian: ``pair_barrier.PairBarrier`` (shared with the body's
 self-contact barrier, ``self_barrier.py``). CCD (``max_step``): the largest alpha with no pair closer than
@@ -13,21 +20,27 @@ self-contact barrier, ``self_barrier.py``). CCD (``max_step``): the largest alph
 """
 import numpy as np
 
-from .barrier import CCD_SAFETY
+from .barrier import CCD_SAFETY, barrier_terms
 from .ccd import edge_edge_ccd, point_triangle_ccd
 from .pair_barrier import PairBarrier, distance_derivatives
 from .primitives import edge_edge_distance_squared, point_triangle_distance, point_triangle_distance_squared, segment_distance
+
+VERTEX_SKIN = 0.01
+"""[m] Body vertex-collider triangle candidates are found within d_hat + this and kept until a vertex moves farther."""
 
 
 class MeshContactBarrier(PairBarrier):
     """Collider corners against body triangles and collider edges against body edges (module docstring).
 
-    collider: a ``MeshCollider`` at a fixed pose; triangles (t, 3) and edges (e, 2): the body's; kappa [N], d_hat [m].
-    Hessian: 9 blocks per point-triangle pair (the triangle's corners), 4 per edge-edge pair, over the pairs within
-    d_hat at the current positions (``coupled``: assembled from the contact set of each iteration).
+    collider: a ``MeshCollider`` at a fixed pose; triangles (t, 3) and edges (e, 2): the body's; kappa [N], d_hat [m];
+    points (p,): the body's particles kept off the collider's triangles (the free ones), None: none (then
+    ``barrier.ColliderBarrier`` keeps the vertices off).
+    Hessian: 1 block per vertex-triangle pair, 9 per corner-triangle pair (the triangle's corners), 4 per edge-edge
+    pair, over the pairs within d_hat at the current positions (``coupled``: assembled from the contact set of each
+    iteration).
     """
 
-    def __init__(self, collider, triangles, edges, kappa: float, d_hat: float):
+    def __init__(self, collider, triangles, edges, kappa: float, d_hat: float, points=None):
         self._pt, self._ee = point_triangle_distance_squared, edge_edge_distance_squared  # with derivatives
         self.collider = collider
         self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
@@ -36,7 +49,32 @@ class MeshContactBarrier(PairBarrier):
         self.d_hat = float(d_hat)
         self.corners = collider.shared.corners
         self.collider_edges = collider.shared.edges
+        self.points = np.zeros(0, np.int64) if points is None else np.asarray(points, np.int64)
         self._cached = None
+        self._vertex_list = None
+        """(positions of ``points`` when found (p, 3), point (k,), triangle (k,)): the kept vertex-triangle candidates."""
+
+    @property
+    def covers_points(self) -> bool:
+        """Whether this barrier keeps the body's vertices off the collider's triangles (``points`` given)."""
+        return len(self.points) > 0
+
+    def _vertex_pairs(self, x, reach):
+        """Body vertex-collider triangle candidates (point (k,) particle indices, triangle (k,)) holding every pair
+        within ``reach`` <= d_hat at x: the kept list while no point moved more than VERTEX_SKIN since it was found
+        within d_hat + VERTEX_SKIN, else found anew (exact distances filter the broad phase's pieces)."""
+        y = x[self.points]
+        kept = self._vertex_list
+        if kept is not None and len(kept[0]) == len(y):
+            moved = y - kept[0]
+            if float(np.einsum("ij,ij->i", moved, moved).max(initial=0.0)) <= VERTEX_SKIN ** 2 and reach <= self.d_hat:
+                return kept[1], kept[2]
+        limit = max(reach, self.d_hat) + VERTEX_SKIN
+        rows, tris = self.collider._pairs(y, limit)
+        corners = self.collider.vertices[self.collider.triangles[tris]]
+        near = point_triangle_distance(y[rows], corners[:, 0], corners[:, 1], corners[:, 2])[0] <= limit
+        self._vertex_list = (y.copy(), self.points[rows[near]], tris[near])
+        return self._vertex_list[1], self._vertex_list[2]
 
     # ------------------------------------------------------------------ the contact set
 
@@ -55,7 +93,11 @@ class MeshContactBarrier(PairBarrier):
         mine, body = self.collider_edges[ei], self.edges[bi]
         d_ee, _ = segment_distance(c[mine[:, 0]], c[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])
         pt, ee = d_pt < self.d_hat, d_ee < self.d_hat
-        return (ci[pt], ti[pt], d_pt[pt]), (ei[ee], bi[ee], d_ee[ee])
+        pi, si = self._vertex_pairs(x, self.d_hat)
+        own = self.collider.vertices[self.collider.triangles[si]]
+        d_vt, _ = point_triangle_distance(x[pi], own[:, 0], own[:, 1], own[:, 2])
+        vt = d_vt < self.d_hat
+        return (ci[pt], ti[pt], d_pt[pt]), (ei[ee], bi[ee], d_ee[ee]), (pi[vt], si[vt], d_vt[vt])
 
     def _terms(self, x):
         """Per pair: (body particles (k, s), distance d (k,), gradient of d over the body's coordinates (k, 3s),
@@ -63,7 +105,7 @@ class MeshContactBarrier(PairBarrier):
         Kept for the last x (NEWTON asks for the gradient and the Hessian at the same iterate)."""
         if self._cached is not None and np.array_equal(self._cached[0], x):
             return self._cached[1]
-        (ci, ti, _), (ei, bi, _) = self._near(x)
+        (ci, ti, _), (ei, bi, _), (pi, si, _) = self._near(x)
         c = self.collider.vertices
         tri = self.triangles[ti]
         D, g, H = self._pt(c[self.corners[ci]], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]])
@@ -71,14 +113,39 @@ class MeshContactBarrier(PairBarrier):
         mine, body = self.collider_edges[ei], self.edges[bi]
         D, g, H = self._ee(c[mine[:, 0]], c[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])
         pairs.append((body, D, g[:, 6:], H[:, 6:, 6:]))
+        own = c[self.collider.triangles[si]]
+        D, g, H = self._pt(x[pi], own[:, 0], own[:, 1], own[:, 2])
+        pairs.append((pi[:, None], D, g[:, :3], H[:, :3, :3]))
         result = [(stencil, *distance_derivatives(D, g, H)) for stencil, D, g, H in pairs]
         self._cached = (x.copy(), result)
         return result
 
+    def collider_forces(self, x) -> np.ndarray:
+        """The barrier's forces on the collider's vertices (m, 3) [N] with the body at x (n, 3): each pair pushes the
+        collider's part of it by -b'(d) grad d, the reaction to what it does to the body (the pair's forces sum to
+        zero). What a body resting on a deforming collider (another body) presses into it."""
+        (ci, ti, _), (ei, bi, _), (pi, si, _) = self._near(x)
+        c = self.collider.vertices
+        forces = np.zeros_like(c)
+        tri = self.triangles[ti]
+        mine, body = self.collider_edges[ei], self.edges[bi]
+        own = self.collider.triangles[si]
+        for stencil, (D, g, _), part in (
+                (self.corners[ci][:, None], self._pt(c[self.corners[ci]], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]), slice(0, 3)),
+                (mine, self._ee(c[mine[:, 0]], c[mine[:, 1]], x[body[:, 0]], x[body[:, 1]]), slice(0, 6)),
+                (own, self._pt(x[pi], c[own[:, 0]], c[own[:, 1]], c[own[:, 2]]), slice(3, 12))):
+            if not len(D):
+                continue
+            d = np.sqrt(np.maximum(D, 1e-300))
+            first = barrier_terms(d, self.d_hat, self.kappa)[1]
+            push = -(first / (2.0 * d))[:, None] * g[:, part]
+            np.add.at(forces, stencil.ravel(), push.reshape(-1, 3))
+        return forces
+
     # ------------------------------------------------------------------ CCD
 
     def max_step(self, x, dx):
-        """Largest alpha <= 1 with every corner-triangle and edge-edge pair kept at (1 - CCD_SAFETY) of its start
+        """Largest alpha <= 1 with every vertex-triangle, corner-triangle and edge-edge pair kept at (1 - CCD_SAFETY) of its start
         distance at least (the collider stands still within NEWTON's step)."""
         move = float(np.sqrt(np.einsum("ij,ij->i", dx, dx).max())) if len(dx) else 0.0
         (ci, ti), (ei, bi) = self._contacts(x, move)
@@ -96,4 +163,10 @@ class MeshContactBarrier(PairBarrier):
             a0, b0 = x[body[:, 0]], x[body[:, 1]]
             toi = edge_edge_ccd(p, q, a0, b0, p, q, a0 + dx[body[:, 0]], b0 + dx[body[:, 1]])
             alpha = min(alpha, CCD_SAFETY * float(toi.min()))
+        if len(self.points):
+            rows, tris = self.collider._pairs(x[self.points], move)
+            if len(rows):
+                pi, own = self.points[rows], c[self.collider.triangles[tris]]
+                toi = point_triangle_ccd(x[pi], own[:, 0], own[:, 1], own[:, 2], x[pi] + dx[pi], own[:, 0], own[:, 1], own[:, 2])
+                alpha = min(alpha, CCD_SAFETY * float(toi.min()))
         return alpha

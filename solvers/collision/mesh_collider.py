@@ -321,8 +321,9 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
             self.shared.body_edges = (triangles, edges)
         return edges
 
-    def face_barrier(self, triangles, kappa, d_hat):
-        return MeshContactBarrier(self, triangles, self._body_edges(triangles), kappa, d_hat)
+    def face_barrier(self, triangles, kappa, d_hat, points=None):
+        # The body's vertices too (``points``): summed over every triangle within d_hat (mesh_barrier.py says why).
+        return MeshContactBarrier(self, triangles, self._body_edges(triangles), kappa, d_hat, points)
 
     def move_faces_out(self, x, inv_mass, triangles, reach):
         # The side of each pair is read at the collider's start pose with the body held still (x_prev = x).
