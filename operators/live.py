@@ -1,12 +1,14 @@
 """Live simulation on frame change, with an in-memory frame cache per body.
 
 Playing forward one frame at a time simulates; going back to the start frame resets; frames already
-simulated are shown from memory when scrubbing. Baked bodies are left to their bake.
+simulated are shown from memory when scrubbing. Baked bodies are left to their bake. Bodies that advance to the same
+frame together are simulated together (``solvers.scene``), so they collide with each other as in a bake.
 """
 import bpy
 from bpy.app.handlers import persistent
 
 from .. import solvers
+from ..solvers.scene import Scene, advance_scene_frame
 from . import body_input
 from .bridge import BODY_ROLES, InputError, scene_colliders, takes_part
 from .output import remove_live, show_live
@@ -33,6 +35,7 @@ def check_live_display(obj) -> None:
 
 
 _runs = {}  # (scene name, object name) -> LiveRun; never holds bpy objects
+_scenes = {}  # scene name -> (the LiveRuns, their solvers.Scene): bodies advancing together, kept while they do
 _colliders = {}  # scene name -> (frame, colliders read at that frame): the poses the next frame's colliders move from
 _suspended = 0
 
@@ -66,10 +69,14 @@ def discard(object_name: str = None) -> int:
     keys = [key for key in _runs if object_name is None or key[1] == object_name]
     for key in keys:
         del _runs[key]
+    for name in list(_scenes):  # a Scene holds the runs' states: rebuilt from the runs that remain
+        _release_named(name)
     return len(keys)
 
 
-def _update_body(obj, scene, depsgraph, frame: int, colliders) -> None:
+def _update_body(obj, scene, depsgraph, frame: int):
+    """Show ``obj`` at ``frame`` from memory, reset it at the start frame, or return its LiveRun when it has to be
+    simulated to ``frame`` (the frame after its last); else None."""
     key = (scene.name, obj.name)
     run = _runs.get(key)
     if frame <= scene.frame_start:
@@ -78,23 +85,65 @@ def _update_body(obj, scene, depsgraph, frame: int, colliders) -> None:
         if frame == scene.frame_start:
             _runs[key] = LiveRun(obj, scene, depsgraph, frame)
             obj.softsim.status = ""
-        return
+        return None
     if run is None:
         if frame != scene.frame_start + 1:
-            return  # nothing to show: play forward from the start frame to simulate
+            return None  # nothing to show: play forward from the start frame to simulate
         # Playback started without visiting the start frame: start from the mesh at this frame's transform.
         run = _runs[key] = LiveRun(obj, scene, depsgraph, frame - 1)
     if frame in run.frames:
         show_live(obj, run.frames[frame])
-    elif frame == run.last_frame + 1:
+        return None
+    return run if frame == run.last_frame + 1 else None
+
+
+def _advance(scene, depsgraph, frame: int, colliders, pending) -> None:
+    """Simulate the bodies ``pending`` [(obj, LiveRun)] to ``frame`` and show them: one alone as in a bake of it, two
+    or more together (one ``solvers.Scene`` kept while the same runs advance together). Raises InputError naming the
+    body that failed; then every body of ``pending`` stops."""
+    if len(pending) == 1:
+        _release(scene)
+        obj, run = pending[0]
         try:
             positions = run.body.advance(obj, depsgraph, colliders, frame)
         except solvers.SimulationDiverged as error:
             raise InputError(f"{error}. {run.body.stability_advice(error)}") from error
-        run.frames[frame] = positions
-        run.last_frame = frame
-        show_live(obj, positions)
-        obj.softsim.status = run.body.status_text(frame)
+        _show(obj, run, frame, positions)
+        return
+    runs = [run for _, run in pending]
+    known = _scenes.get(scene.name)
+    if known is None or len(known[0]) != len(runs) or any(a is not b for a, b in zip(known[0], runs)):
+        _release(scene)
+        bodies = [run.body for run in runs]
+        known = _scenes[scene.name] = (runs, Scene([(b.model, b.solver.config) for b in bodies], [b.state for b in bodies],
+                                                   [b.solver for b in bodies]))
+    prepared = [run.body.prepare(obj, depsgraph, frame) for obj, run in pending]
+    try:
+        stats = advance_scene_frame(known[1], runs[0].body.frame_dt, colliders, [p[1] for p in prepared])
+    except solvers.SimulationDiverged as error:
+        failed = runs[getattr(error, "body", 0)].body
+        raise InputError(f"'{failed.name}': {error}. {failed.stability_advice(error)}") from error
+    for (obj, run), data, s in zip(pending, prepared, stats):
+        run.body.stats = s
+        _show(obj, run, frame, run.body.output(data[0]))
+
+
+def _release(scene) -> None:
+    _release_named(scene.name)
+
+
+def _release_named(scene_name) -> None:
+    """Drop the kept Scene of the scene named so, its bodies' own self-collision given back to their solvers."""
+    known = _scenes.pop(scene_name, None)
+    if known is not None and known[1].contact is not None:
+        known[1].contact.release()
+
+
+def _show(obj, run, frame, positions) -> None:
+    run.frames[frame] = positions
+    run.last_frame = frame
+    show_live(obj, positions)
+    obj.softsim.status = run.body.status_text(frame)
 
 
 @persistent
@@ -114,14 +163,28 @@ def on_frame_change_post(scene, depsgraph):
     previous_frame, previous = _colliders.get(scene.name, (None, None))
     colliders = solvers.frame_colliders(previous if previous_frame == frame - 1 else None, current)
     _colliders[scene.name] = (frame, current)
+    pending = []
     for obj in bodies:
         try:
-            _update_body(obj, scene, depsgraph, frame, colliders)
+            run = _update_body(obj, scene, depsgraph, frame)
         except InputError as error:
-            # A handler cannot raise to the user: stop this body and show why in its panel.
-            _runs.pop((scene.name, obj.name), None)
-            obj.softsim.status = f"Error at frame {frame}: {error}"
-            print(f"Soft Sim: '{obj.name}' live simulation stopped at frame {frame}: {error}")
+            _stop(scene, [obj], frame, error)
+            continue
+        if run is not None:
+            pending.append((obj, run))
+    if pending:
+        try:
+            _advance(scene, depsgraph, frame, colliders, pending)
+        except InputError as error:
+            _stop(scene, [obj for obj, _ in pending], frame, error)
+
+
+def _stop(scene, objects, frame, error) -> None:
+    """A handler cannot raise to the user: stop these bodies' live simulation and show why in their panels."""
+    for obj in objects:
+        _runs.pop((scene.name, obj.name), None)
+        obj.softsim.status = f"Error at frame {frame}: {error}"
+        print(f"Soft Sim: '{obj.name}' live simulation stopped at frame {frame}: {error}")
 
 
 @persistent

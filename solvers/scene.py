@@ -61,6 +61,8 @@ class Scene:
         """The contact between the position-level bodies, None for fewer than two."""
         self.surfaces = [BodySurface(b.model) for b in self.bodies] if self.alone and len(self.bodies) > 1 else None
         """Each body's surface, seen as a mesh collider by the others when a body steps alone (None: none does)."""
+        self.carried = {}
+        """Lockstep body index -> the load (n, 3) [N] applied last frame, half of which carries on (``advance_scene_frame``)."""
         self.touched = set()
         """Indices of the bodies that have met another body so far (for reports)."""
 
@@ -136,6 +138,15 @@ def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets
             if np.any(force):
                 scene.touched.update((i, j))
                 loads.setdefault(j, np.zeros_like(bodies[j].state.x))[scene.surfaces[j].particles] += force
+    # Each frame's reaction is the force at the frame's end with the other body standing still: a cloth it loads moves
+    # away from under it over its own step, and at the next frame's end the body may be in the air (no force), so the
+    # force applied alternates. Half of each frame's reaction is applied at once and half is carried on (an average
+    # over frames whose impulses sum to the reactions' own, since the halves carried add up to what was not applied):
+    # the cube in the hammock then rests instead of bouncing on the cloth every other frame.
+    for j in set(loads) | set(scene.carried):
+        now = loads.get(j, 0.0)
+        loads[j] = 0.5 * (now + scene.carried.get(j, 0.0))
+        scene.carried[j] = loads[j]
     if scene.lockstep:
         for i, s in zip(scene.lockstep, _advance_lockstep(scene, frame_dt, per_body, pins, moved, loads)):
             stats[i] = s

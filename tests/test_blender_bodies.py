@@ -1,4 +1,5 @@
 """Bodies meeting each other in a bake: a soft cube dropped into a cloth hammock, as a user sets it up."""
+import numpy as np
 import pytest
 from scipy.spatial import Delaunay
 
@@ -24,3 +25,22 @@ def test_a_soft_cube_dropped_into_a_hammock_is_held_by_it(addon, cube_solver):
     assert sheet[:, 2].min() < 1.45 and box[:, 2].min() > sheet[:, 2].min()
     assert "in contact with each other: 'Hammock', 'Jelly'" in job.summary
     assert not job.notes
+
+
+@pytest.mark.parametrize("cube_solver", ["XPBD", "NEWTON"])
+def test_live_playback_of_bodies_meets_as_the_bake_does(addon, cube_solver):
+    """Played forward frame by frame, the cube and the hammock are simulated together (the cube lands in the cloth
+    and no cloth vertex gets inside it), frame for frame as the bake of both gives them."""
+    frames = 14
+    scene, cloth, cube = hammock_scene(frames, cube_solver=cube_solver)
+    live = []
+    for frame in range(1, frames + 1):
+        scene.frame_set(frame)
+        live.append((world(cloth), world(cube)))
+    box, sheet = live[-1][1], live[-1][0]
+    assert box[:, 2].min() < 1.5, "the cube has not reached the cloth: the test shows nothing"
+    assert not (Delaunay(box).find_simplex(sheet) >= 0).any()
+    addon.operators.bake.run_bake(bpy.context, [cloth, cube])
+    for frame, (sheet, box) in enumerate(live, start=1):
+        assert np.allclose(world(cloth, frame), sheet, atol=1e-5), frame
+        assert np.allclose(world(cube, frame), box, atol=1e-5), frame

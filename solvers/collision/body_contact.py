@@ -69,6 +69,8 @@ class BodyContact:
 
     def __init__(self, bodies):
         bodies = list(bodies)
+        self.taken = []
+        """(solver, its own self-collision) of the bodies whose self-collision this contact took over (``release``)."""
         self.particles, triangles, bodies_of, self_on = [], [], [], []
         rest, inv_mass, pad2 = [], [], []
         offset = 0
@@ -83,6 +85,7 @@ class BodyContact:
             own = getattr(solver, "self_collision", None) is not None
             self_on.append(own)
             if own:
+                self.taken.append((solver, solver.self_collision))
                 solver.self_collision = None  # its pairs are kept on the shared surface (not twice)
             rest.append(model.rest_positions[used])
             inv_mass.append(model.inv_mass[used])
@@ -101,6 +104,12 @@ class BodyContact:
         # through each other where they overlap instead of being torn apart (pushing coincident copies apart along
         # undefined normals made them explode); bodies that start apart always keep apart.
         self.contact.body, self.contact.self_bodies = body, self.self_on
+
+    def release(self) -> None:
+        """Give the bodies' solvers back the self-collision this contact took over (they step alone again)."""
+        for solver, own in self.taken:
+            solver.self_collision = own
+        self.taken = []
 
     def _apart(self, x, x_prev) -> bool:
         """Whether no two bodies came within thickness of each other over the step: the boxes around each body's
