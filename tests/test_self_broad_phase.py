@@ -11,6 +11,7 @@ import pytest
 from solvers import build_model, grid_cloth
 from solvers.builder import grid_quads
 from solvers.collision.primitives import closest_points_segments, point_triangle_closest
+from solvers.collision.self_broad_phase import _join_points, _self_join, _Stencils
 from solvers.collision.self_contact import SelfCollision
 
 
@@ -119,3 +120,49 @@ def test_two_layers_closing_within_their_skins_in_one_step_are_still_found():
     want_vt, want_ee = brute_force(sc, x, np.full(len(x), 0.9 * sc.skin))
     assert want_vt and want_vt <= set(zip(v.tolist(), t.tolist()))
     assert want_ee <= set(zip(e1.tolist(), e2.tolist()))
+
+
+def test_the_joins_by_size_classes_find_exactly_the_overlapping_spheres():
+    """Spheres of sizes spread over two orders of magnitude (most small, a few large: fast elements' skins): the
+    joins in size classes return exactly the pairs a search over all pairs finds, each once."""
+    rng = np.random.default_rng(7)
+    centre = rng.uniform(0.0, 1.0, (400, 3))
+    radius = np.where(rng.random(400) < 0.9, rng.uniform(0.001, 0.02, 400), rng.uniform(0.02, 0.2, 400))
+    points = rng.uniform(0.0, 1.0, (300, 3))
+    point_radius = np.where(rng.random(300) < 0.9, 0.01, rng.uniform(0.01, 0.15, 300))
+    reach = 0.01
+    d = np.linalg.norm(centre[:, None] - centre[None], axis=2)
+    i, j = np.nonzero(np.triu(d <= reach + radius[:, None] + radius[None], 1))
+    got = _self_join(centre, radius, reach)
+    assert sorted(zip(*got)) == sorted(zip(i.tolist(), j.tolist()))
+    d = np.linalg.norm(centre[:, None] - points[None], axis=2)
+    i, j = np.nonzero(d <= reach + radius[:, None] + point_radius[None])
+    got = _join_points(centre, radius, points, point_radius, reach)
+    assert sorted(zip(*got)) == sorted(zip(i.tolist(), j.tolist()))
+
+
+def test_the_candidates_come_in_one_order_whatever_the_lists_history():
+    """The same positions give the response the same pairs in the same order from a list built just now and from one
+    built steps ago (its Jacobi sums then depend on the pairs alone)."""
+    rng = np.random.default_rng(11)
+    model, x0, _ = folded_sheet(9, rng)
+    old, fresh = SelfCollision(model, thickness=0.02), SelfCollision(model, thickness=0.02)
+    x = x0.copy()
+    old._candidates(x, x)
+    for _ in range(3):
+        x_prev, x = x, x + 0.0005 * rng.normal(size=x.shape)
+        got_old = old._candidates(x, x_prev)
+    got_fresh = fresh._candidates(x, x_prev)
+    assert old.rebuilds == 1
+
+    def watched(sc, candidates):
+        """The pairs the response acts on, in its order: the candidates within their reach (exact distance)."""
+        (v, t), (e1, e2), reach = candidates
+        keep = _Stencils(x, (v, t), (e1, e2), sc.triangles, sc.edges).dist <= reach
+        k = len(v)
+        return v[keep[:k]], t[keep[:k]], e1[keep[k:]], e2[keep[k:]]
+
+    got_old, got_fresh = watched(old, got_old), watched(fresh, got_fresh)
+    assert len(got_old[0]) + len(got_old[2]) > 20
+    for a, b in zip(got_old, got_fresh):
+        assert np.array_equal(a, b)
