@@ -31,9 +31,10 @@ class ImpactZones:
 
         Along the straight motion from x_start to x, a crossing starts when an end of the edge passes through the
         triangle (a vertex-triangle pair at distance 0) or the edge passes through an edge of the triangle (an
-        edge-edge pair at distance 0). That pair ("witness") is now at most b apart, b = the largest motion (relative
-        to the mean) over its first element plus that over its second, and it is in the Verlet list as long as
-        2 delta + 2 m' <= thickness + skin (checked; else the list is rebuilt here). So the listed pairs within b,
+        edge-edge pair at distance 0). That pair ("witness") is now at most b apart, b = m_A + m_B the largest motion
+        (relative to the mean) over its first element plus that over its second, so at most b + D_A + D_B apart at the
+        list's build (D: the most the element moved since), and it is in the Verlet list as long as
+        D_E + m_E <= s_E for every element (its skin; checked, else the list is rebuilt here). So the listed pairs within b,
         each expanded to the edge-triangle pairs it can witness, contain every new crossing; the exact test
         (``segments_cross_triangles``, as ``count_self_intersections``) picks them out.
         """
@@ -41,8 +42,8 @@ class ImpactZones:
         step -= step.mean(axis=0)
         motion = np.sqrt(np.einsum("ij,ij->i", step, step))
         moved = self._moved(x)
-        if 2.0 * float(moved.max()) + 2.0 * float(motion.max()) > self.thickness + self._list["skin"]:
-            self._build(x, self._skin_for(float(motion.max())))
+        if not self._list_holds(moved, motion):
+            self._build(x, self._skin_for(motion))
             moved = np.zeros(len(x))
         bound = self._pair_bound(motion)
         near = np.nonzero(self._list["dist"] - self._pair_bound(moved) <= bound)[0]

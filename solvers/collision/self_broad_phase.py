@@ -1,25 +1,38 @@
 """The broad phase of cloth self-collision: Verlet lists of vertex-triangle and edge-edge pairs (``SelfBroadPhase``).
 
-``scipy.spatial.cKDTree`` joins (vertices with triangle centroids, edge midpoints with each other; long elements joined
-on their own so one stretched edge does not widen every query), then the exact distances of what they find: the lists
-keep the pairs within thickness + a skin (exact distance, so a sheet's own neighbours stay out), until the motion since
-the build could exceed the skin (``SelfBroadPhase._candidates`` says why that is exact). The skin grows with the
-measured motion (SKIN_MOTION steps of it, up to MAX_SKIN_FRACTION of an edge).
+``scipy.spatial.cKDTree`` joins (vertices with triangle centroids, edge midpoints with each other; elements joined in
+classes of size, so stretched or fast elements do not widen every query), then the exact distances of what they find: the lists
+keep the pairs within thickness + the two elements' skins (exact distance, so a sheet's own neighbours stay out),
+until some element's motion since the build could exceed its skin (``SelfBroadPhase._candidates`` says why that is
+exact). Each particle's skin follows its own motion (SKIN_MOTION steps of it, between SKIN_FRACTION and
+MAX_SKIN_FRACTION of an edge), an element's is the largest of its particles'.
+
+Per-element skins, not one for the whole cloth: the lists last while the elements that moved fit their own skins, so
+the cloth's fastest particle neither forces a rebuild every step nor widens every element's sphere. On the 64 x 64 lab
+cloth (bench/profile_self_collision.py, XPBD 30 x 1, from saved states, both versions back to back on a loaded
+machine): frames 21-24, where it lands on the sphere and folds, 112 rebuilds in 120 steps with one skin for all,
+8.9 s a frame, 28 with skins per element, 3.5 s; frames 31-36, 88 and 4.4 s against 40 and 2.8 s.
 """
 import numpy as np
 from scipy.spatial import cKDTree
 
 from .primitives import _cross, closest_points_segments, point_triangle_closest
 
-SKIN_FRACTION = 0.3
-"""The broad phase's smallest spare distance (Verlet skin) as a fraction of the mean rest edge length."""
-SKIN_MOTION = 4.0
-"""The skin is at least this many times the step's largest motion relative to the mean (a few steps per build)."""
+SKIN_FRACTION = 0.2
+"""The broad phase's smallest spare distance (Verlet skin) of a pair, as a fraction of the mean rest edge length:
+each of its two elements brings half."""
+SKIN_MOTION = 12.0
+"""A particle's skin is at least half this many times its motion in the step relative to the mean (a list outlives
+several steps of its fastest elements)."""
 LONG_FACTOR = 1.5
-"""Broad phase: elements larger than this times the median size are joined on their own (``_join``)."""
-MAX_SKIN_FRACTION = 0.6
-"""... but at most this fraction of the mean rest edge (beyond it a sheet's own neighbours fill the lists), unless the
-step's motion needs more (2.5 m)."""
+"""``_join`` (NEWTON's self barrier): elements larger than this times the median size are joined on their own."""
+CLASS_GROWTH = 1.25
+"""The broad phase's joins take elements in classes of size (sphere radius with the skin), each this many times
+larger than the last from the median up (``_classes``)."""
+MAX_SKIN_FRACTION = 1.8
+"""... but at most half this fraction of the mean rest edge per element, unless the step's motion needs more (2.5
+steps). Only fast elements get it: one skin for the whole cloth this large filled the lists with the sheet's own
+neighbours."""
 
 
 def _unit_normals(a, b, c):
@@ -105,6 +118,80 @@ def _join(centre, radius, points, reach, long):
     return i, j
 
 
+def _classes(radius):
+    """Index groups of ``radius`` (k,) by size: up to the median, then each CLASS_GROWTH times larger (empty ones
+    left out)."""
+    if len(radius) == 0:
+        return []
+    start = float(np.median(radius))
+    bounds = [start if start > 0.0 else float(radius.max())]
+    while 0.0 < bounds[-1] < radius.max():
+        bounds.append(CLASS_GROWTH * bounds[-1])
+    which = np.searchsorted(np.array(bounds), radius)
+    return [g for g in (np.nonzero(which == k)[0] for k in range(len(bounds))) if len(g)]
+
+
+def _tree(p):
+    return cKDTree(p, balanced_tree=False, compact_nodes=False)
+
+
+def _self_join(centre, radius, reach):
+    """Pairs (i, j), i < j, of spheres (centre (k, 3), radius (k,)) within ``reach`` of each other:
+    |centre_i - centre_j| <= reach + radius_i + radius_j.
+
+    As ``_join`` among spheres, with the spheres in classes of radius (``_classes``): each pair of classes is joined
+    within reach + the two classes' largest radii, so large elements (stretched, or fast ones carrying a large skin)
+    widen only their own queries. Joins between classes return the distances, so their exact sphere test needs no
+    positions. Measured on the 64 x 64 lab cloth's edges (both splits): 1.5-1.9x faster than two classes split at
+    1.5 x the median."""
+    groups = _classes(radius)
+    trees = [_tree(centre[g]) for g in groups]
+    top = [float(radius[g].max()) for g in groups]
+    out_i, out_j = [], []
+    for a, (group_a, tree_a) in enumerate(zip(groups, trees)):
+        if a == 0:
+            found = tree_a.query_pairs((reach + 2.0 * top[0]) * (1.0 + 1e-9), output_type="ndarray")
+            i, j = group_a[found[:, 0]], group_a[found[:, 1]]
+            d = centre[i] - centre[j]
+            limit = reach + radius[i] + radius[j]
+            keep = np.einsum("ij,ij->i", d, d) <= limit * limit
+            out_i.append(i[keep]), out_j.append(j[keep])
+        for b in range(max(a, 1), len(groups)):
+            found = tree_a.sparse_distance_matrix(trees[b], (reach + top[a] + top[b]) * (1.0 + 1e-9), output_type="ndarray")
+            i, j = group_a[found["i"]], groups[b][found["j"]]
+            keep = found["v"] <= (reach + radius[i] + radius[j]) * (1.0 + 1e-12)
+            if a == b:
+                keep &= i < j
+            out_i.append(i[keep]), out_j.append(j[keep])
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    i, j = np.concatenate(out_i).astype(np.int64), np.concatenate(out_j).astype(np.int64)
+    return np.minimum(i, j), np.maximum(i, j)
+
+
+def _join_points(centre, radius, points, point_radius, reach):
+    """Pairs (i, j) of spheres (centre (k, 3), radius (k,)) and points (m, 3) with their own radii (m,) that overlap
+    within ``reach``: |centre_i - point_j| <= reach + radius_i + point_radius_j.
+
+    k-d tree joins of each class of spheres with each class of points (``_classes``), each within reach + the two
+    classes' largest radii: a few large elements (stretched, or fast ones carrying a large skin) do not widen the
+    queries of all the others. The joins return the distances, so the exact sphere test needs no positions."""
+    out_i, out_j = [], []
+    groups_b = _classes(point_radius)
+    trees_b = [_tree(points[g]) for g in groups_b]
+    for group_a in _classes(radius):
+        tree_a = _tree(centre[group_a])
+        for group_b, tree_b in zip(groups_b, trees_b):
+            bound = reach + float(radius[group_a].max()) + float(point_radius[group_b].max())
+            found = tree_a.sparse_distance_matrix(tree_b, bound * (1.0 + 1e-9), output_type="ndarray")
+            i, j = group_a[found["i"]], group_b[found["j"]]
+            keep = found["v"] <= (reach + radius[i] + point_radius[j]) * (1.0 + 1e-12)
+            out_i.append(i[keep]), out_j.append(j[keep])
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_i).astype(np.int64), np.concatenate(out_j).astype(np.int64)
+
+
 def _csr_rows(start, keys):
     """Every entry of the CSR rows ``keys`` (k,) of an index with row starts ``start``: (rows, entries), rows[i] the
     position in ``keys`` whose row holds flat entry entries[i]."""
@@ -186,18 +273,24 @@ class SelfBroadPhase:
         half = 0.5 * np.sqrt(np.einsum("ij,ij->i", q - p, q - p))
         return centroid, radius, mid, half
 
-    def _query(self, x, reach: float):
+    def _query(self, x, reach: float, skins=None):
         """Vertex-triangle pairs (v, t, distance) and edge-edge pairs (e1, e2, distance), e1 < e2, whose exact
-        distance at x is <= ``reach``, without pairs that share a vertex and without rest-close pairs.
+        distance at x is <= ``reach`` [m] (plus, with ``skins`` = per-element spare distances (vertices (n,),
+        triangles (t,), edges (e,)) [m], the two elements' skins), without pairs that share a vertex and without
+        rest-close pairs.
 
-        k-d tree joins on bounding spheres (vertices with triangle centroids, edge midpoints with each other), then the
-        exact distances of what they find: the joins' spheres are loose (a flat sheet's own neighbours overlap them),
-        the exact test keeps the lists short."""
+        k-d tree joins on bounding spheres (vertices with triangle centroids, edge midpoints with each other), each
+        element's sphere grown by its skin, then the exact distances of what they find: the joins' spheres are loose (a
+        flat sheet's own neighbours overlap them), the exact test keeps the lists short."""
         centroid, radius, mid, half = self._spheres(x)
         tri = self.triangles
-        # Long elements (stretched, or a mesh of mixed sizes) would widen every query to their size: the short ones
-        # are joined within reach + their own largest size, each long one on its own with its size.
-        t, v = _join(centroid, radius, x, reach, LONG_FACTOR * float(np.median(radius)))
+        if skins is None:
+            skins = (np.zeros(len(x)), np.zeros(len(tri)), np.zeros(len(self.edges)))
+        s_v, s_t, s_e = skins
+        # Large elements (stretched, or a mesh of mixed sizes, or fast ones with a large skin) would widen every query
+        # to their size: elements are joined in classes of size, each pair of classes within its own largest sizes.
+        grown = radius + s_t
+        t, v = _join_points(centroid, grown, x, s_v, reach)
         keep = (tri[t] != v[:, None]).all(axis=1)
         if self.body is not None:
             keep &= self._between(v, tri[t, 0])
@@ -205,11 +298,12 @@ class SelfBroadPhase:
         keep = _drop(self.excluded_vt, v, t, len(tri))
         v, t = v[keep], t[keep]
         d_vt = _vt_distance(x, v, tri[t])
-        keep = d_vt <= reach
+        keep = d_vt <= reach + s_v[v] + s_t[t]
         vt = (v[keep], t[keep], d_vt[keep])
         if len(self.edges) < 2:
             return vt, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-        e1, e2 = _join(mid, half, None, reach, LONG_FACTOR * float(np.median(half)))
+        grown = half + s_e
+        e1, e2 = _self_join(mid, grown, reach)
         A, B = self.edges[e1], self.edges[e2]
         keep = (A[:, 0] != B[:, 0]) & (A[:, 0] != B[:, 1]) & (A[:, 1] != B[:, 0]) & (A[:, 1] != B[:, 1])
         if self.body is not None:
@@ -218,21 +312,40 @@ class SelfBroadPhase:
         keep = _drop(self.excluded_ee, e1, e2, len(self.edges))
         e1, e2 = e1[keep], e2[keep]
         d_ee = _ee_distance(x, self.edges[e1], self.edges[e2])
-        keep = d_ee <= reach
+        keep = d_ee <= reach + s_e[e1] + s_e[e2]
         return vt, (e1[keep], e2[keep], d_ee[keep])
 
     def _build(self, x, skin):
-        """Run the broad phase at x with ``skin`` to spare: the Verlet list (see ``_candidates``)."""
-        (v, t, dv), (e1, e2, de) = self._query(x, self.thickness + skin)
+        """Run the broad phase at x with per-particle skins ``skin`` (n,) [m] to spare: the Verlet list (see
+        ``_candidates``). An element's skin is the largest of its particles'."""
+        skins = (skin, skin[self.triangles].max(axis=1),
+                 skin[self.edges].max(axis=1) if len(self.edges) else np.zeros(0))
+        (v, t, dv), (e1, e2, de) = self._query(x, self.thickness, skins)
         idx = np.concatenate([np.column_stack([v, self.triangles[t]]), np.column_stack([self.edges[e1], self.edges[e2]])])
         split = np.concatenate([np.full(len(v), 1), np.full(len(e1), 2)])  # particles of the first element
         self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), idx=idx, split=split,
-                          x=x.copy(), skin=skin)
+                          x=x.copy(), skins=skins)
         self.rebuilds += 1
 
     def _skin_for(self, motion):
-        """The skin of a list built for a step with this largest motion relative to the mean [m]."""
-        return max(self.skin, min(SKIN_MOTION * motion, self.max_skin), 2.5 * motion)
+        """Per-particle skins (n,) [m] of a list built for a step with these motions relative to the mean (n,) [m]:
+        half of SKIN_MOTION steps of the particle's own motion, at least half the smallest skin, at most half the
+        largest (but always 1.25 steps, so the list holds for the step it is built for). Halves: a pair is listed
+        within thickness + the skins of both its elements, so two slow elements list their pairs within thickness +
+        ``self.skin``."""
+        return 0.5 * np.maximum(np.maximum(self.skin, np.minimum(SKIN_MOTION * motion, self.max_skin)), 2.5 * motion)
+
+    def _list_holds(self, moved, motion):
+        """Whether the list still holds every pair that can be within reach: for every element (vertex, triangle,
+        edge), the most its particles moved since the build plus the most they moved in this step, relative to the
+        mean, is within its skin (``_candidates`` says why)."""
+        s_v, s_t, s_e = self._list["skins"]
+        if np.any(moved + motion > s_v):
+            return False
+        for elements, skin in ((self.triangles, s_t), (self.edges, s_e)):
+            if len(elements) and np.any(moved[elements].max(axis=1) + motion[elements].max(axis=1) > skin):
+                return False
+        return True
 
     def _moved(self, x):
         """Per-particle distance (n,) moved since the list's build, relative to the mean motion."""
@@ -252,31 +365,36 @@ class SelfBroadPhase:
         """Pairs that may be within thickness of each other at ``x``, or went through each other since x_prev:
         ((v, t), (e1, e2), reach (k,) per pair).
 
-        Verlet lists (as in molecular dynamics): the broad phase keeps the pairs within thickness + skin (exact
-        distance), and its lists are reused until the particles have moved, relative to their mean motion, by more
-        than the skin allows. A pair not in a list was more than thickness + skin apart at the build; since then each
-        point of it moved at most delta relative to the common mean, so it is more than thickness + skin - 2 delta
-        apart now, which is at least thickness + 2 m when 2 delta + 2 m <= skin (m: this step's largest motion
-        relative to the mean). A pair's own reach is thickness + m_A + m_B (m_A: the largest motion relative to the
-        mean over its first element's particles; m_A + m_B the most the pair can have gone through each other). The skin grows with the
-        measured motion (SKIN_MOTION m), so fast cloth rebuilds every few steps, not every step. Listed pairs are
-        kept when their distance at the build, less what their two elements moved since, is within reach; those
-        get the exact test.
+        Verlet lists (as in molecular dynamics), with a skin per element: the broad phase keeps the pairs within
+        thickness + the two elements' skins (exact distance), and its lists are reused while every element's
+        particles have moved, relative to their mean motion, by less than its skin allows. A pair (A, B) not in a list
+        was more than thickness + s_A + s_B apart at the build; since then each point of A moved at most D_A relative
+        to the common mean (D_A: the most any particle of A moved), so the pair is more than
+        thickness + (s_A - D_A) + (s_B - D_B) apart now, which is at least thickness + m_A + m_B, the pair's reach,
+        while D_E + m_E <= s_E for every element E (m_E: the largest motion over E's particles in this step, relative
+        to the mean). A pair's own reach is thickness + m_A + m_B (m_A + m_B the most the pair can have gone through
+        each other in the step). Skins follow each particle's own motion (SKIN_MOTION steps of it): a fast corner
+        gets a large skin without widening every other element's, and the slow rest of the cloth does not force
+        a rebuild while the fast part still fits its skin. Listed pairs are kept when their distance at the build,
+        less what their two elements moved since, is within reach; those get the exact test.
         """
         step = x - x_prev
         step -= step.mean(axis=0)
         motion = np.sqrt(np.einsum("ij,ij->i", step, step))
-        largest = float(motion.max())
         if self._list is not None:
             moved = self._moved(x)
-        if self._list is None or 2.0 * float(moved.max()) + 2.0 * largest > self._list["skin"]:
-            self._build(x, self._skin_for(largest))
+        if self._list is None or not self._list_holds(moved, motion):
+            self._build(x, self._skin_for(motion))
             moved = np.zeros(len(x))
         reach = self.thickness + self._pair_bound(motion)
         near = np.nonzero(self._list["dist"] - self._pair_bound(moved) <= reach)[0]
         k = len(self._list["vt"][0])
         (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
         a, b = near[near < k], near[near >= k] - k
-        return (v[a], t[a]), (e1[b], e2[b]), reach[near]
+        # One order whatever the lists' history (sorted by pair): the Jacobi sums of the response then depend on
+        # the pairs alone, not on when or how the lists were built.
+        a = a[np.argsort(_pair_keys(v[a], t[a], len(self.triangles)), kind="stable")]
+        b = b[np.argsort(_pair_keys(e1[b], e2[b], len(self.edges)), kind="stable")]
+        return (v[a], t[a]), (e1[b], e2[b]), np.concatenate([reach[a], reach[k + b]])
 
     # ------------------------------------------------------------------ response

@@ -17,9 +17,11 @@ tetrahedron its corners span, so nothing gets into the space between the two spl
 
 Broad phase: ``scipy.spatial.cKDTree`` joins (vertices with triangle centroids, edge midpoints with each other; long
 elements joined on their own so one stretched edge does not widen every query), then the exact distances of what
-they find: the Verlet lists keep the pairs within thickness + a skin (exact distance, so a sheet's own neighbours stay
-out), until the motion since the build could exceed the skin (``SelfCollision._candidates`` says why that is exact).
-The skin grows with the measured motion (SKIN_MOTION steps of it, up to MAX_SKIN_FRACTION of an edge). Every call
+they find: the Verlet lists keep the pairs within thickness + the skins of their two elements (exact distance, so a
+sheet's own neighbours stay out), until some element's motion since the build could exceed its skin
+(``SelfCollision._candidates`` says why that is exact). Each particle's skin follows its own motion (SKIN_MOTION / 2
+steps of it, up to half MAX_SKIN_FRACTION of an edge), so a fast corner neither forces a rebuild every step nor
+widens the lists of the slow rest. Every call
 then watches the listed pairs whose distance at the build, less what their elements moved since, is within their own
 reach, thickness + the most the two elements moved relative to each other in the step (so a vertex that went through
 a triangle within the step is still found). Pairs that share a vertex, and pairs closer than ``thickness`` in the
@@ -82,8 +84,10 @@ in the last two). What does not: a vertex can stay up to COLLIDER_SLACK * thickn
 x_prev), and the fail-safe only prevents new crossings, it does not undo old ones (a cloth that starts crossed, or
 rest-close pairs excluded by Müller's rule).
 
-Cost: the list rebuilds dominate (k-d tree joins and the exact distances of what they find, whenever the skin
-runs out); on the 64 x 64 lab cloth self-collision makes a bake about ten times slower, so it is off by default.
+Cost: the list rebuilds dominate (k-d tree joins and the exact distances of what they find, whenever a skin
+runs out: most of what the joins find are the sheet's own neighbours, dropped by the exact test); on the 64 x 64 lab
+cloth self-collision still makes a bake several times slower (bench/profile_self_collision.py), so it is off by
+default.
 
 Modules: ``self_broad_phase`` (the Verlet lists), ``impact_zones`` (the fail-safe), this one (the response)."""
 import numpy as np
