@@ -51,6 +51,7 @@ Multipliers are (m, 2) per tet (lambda_D, lambda_H): ``multiplier_shape = (2,)``
 import numpy as np
 
 from ..energies.neo_hookean import shape_derivatives
+from ..linalg.iterative import inverse_3x3
 from ..colouring import ColourOrder, colour_order_pays
 from .distance import AlphaCache
 
@@ -114,7 +115,7 @@ class TetStrainConstraints:
         keep, Dm, det = keep[valid], Dm[valid], det[valid]
         if len(keep) == 0:
             return None
-        D = shape_derivatives(np.linalg.inv(Dm))
+        D = shape_derivatives(inverse_3x3(Dm))
         return cls(tets[keep], D, np.abs(det) / 6.0, inv_mass, mu[keep], lam[keep])
 
     def __len__(self):

@@ -23,6 +23,7 @@ x.reshape(12) as (corner a, axis l) -> 3 a + l, matching ``element_stencil``.
 """
 import numpy as np
 
+from ..linalg.iterative import inverse_3x3
 from .base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
 
 # Levi-Civita symbol eps[i, j, k]: det F = 1/6 eps_ijk eps_lmn F_il F_jm F_kn.
@@ -88,7 +89,7 @@ class NeoHookean(Energy):
         valid = np.abs(det) > 1e-12 * scale
         self.Dm_inv = np.zeros_like(Dm)
         if np.any(valid):
-            self.Dm_inv[valid] = np.linalg.inv(Dm[valid])
+            self.Dm_inv[valid] = inverse_3x3(Dm[valid])
         self.rest_volume = np.where(valid, np.abs(det) / 6.0, 0.0)
         self.D = shape_derivatives(self.Dm_inv)
         self.B = deformation_jacobian(self.D)

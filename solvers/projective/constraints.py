@@ -23,6 +23,7 @@ import scipy.sparse as sp
 
 from ..energies import IsometricBending
 from ..linalg.eigen3 import det_3x3, jacobi_eigen
+from ..linalg.iterative import inverse_3x3
 
 VOLUME_PROJECTION_ITERATIONS = 8
 """Newton iterations projecting singular values onto s0 s1 s2 = 1 (``project_unit_product``)."""
@@ -138,7 +139,7 @@ class TetStrain:
         volume = np.asarray(rest_volume, np.float64)
         valid = volume > 1e-12 * np.max(np.abs(volume), initial=0.0)
         Dm_inv = np.zeros((t, 3, 3))
-        Dm_inv[valid] = np.linalg.inv(Dm[valid])
+        Dm_inv[valid] = inverse_3x3(Dm[valid])
         G = np.concatenate([-Dm_inv.sum(axis=1, keepdims=True), Dm_inv], axis=1)  # (t, 4, 3)
         self.w_strain = np.where(valid, 2.0 * np.broadcast_to(mu, (t,)) * volume, 0.0)
         self.w_volume = np.where(valid, 3.0 * np.broadcast_to(lam, (t,)) * volume, 0.0)
