@@ -40,7 +40,7 @@ class Scene:
     in lockstep substeps; with two or more of them the scene owns their contact (``BodyContact``), and a body whose
     self-collision is on has its own pairs handled there instead of in its solver. A NEWTON body keeps its contacts
     inside its own solve: it steps its own substeps over the whole frame first, seeing every other body as a mesh
-    collider (``body_collider``), and the others then see it as a mesh collider moving over the frame.
+    collider (``BodySurface``), and the others then see it as a mesh collider moving over the frame.
     ``substeps``: the lockstep substeps per frame, the largest of the position-level bodies' ``config.substeps``."""
 
     def __init__(self, bodies, states=None, solvers=None):
