@@ -186,6 +186,29 @@ def test_a_cloth_falling_on_a_sphere_and_the_ground_never_enters_them():
     assert lowest < -0.5  # it did reach the ground
 
 
+@pytest.mark.parametrize("friction", [0.0, 0.3, 0.7])
+def test_a_cloth_on_a_slope_slides_as_coulomb_friction_says(friction):
+    """A 0.5 m cloth lying on a plane tilted 30 degrees, released: its centre slides g (sin 30 - mu cos 30) t^2 / 2
+    (0.61 m in half a second without friction, 0.29 m at mu 0.3, measured within 1.2%) and not at all at mu 0.7 >
+    tan 30. The solve holds the cloth on the plane, so the friction comes from the plane's normal force
+    (``PlaneContacts.apply_friction``), not from a depth left for the end-of-step projection."""
+    tilt = np.radians(30.0)
+    rotation = np.array([[np.cos(tilt), 0.0, -np.sin(tilt)], [0.0, 1.0, 0.0], [np.sin(tilt), 0.0, np.cos(tilt)]])
+    normal = rotation[:, 2]
+    v, e, t = grid_cloth(9, 0.5, height=0.0)
+    model = build_model(v @ rotation.T + 0.0101 * normal, e, t, total_mass=0.2)
+    solver = make_solver(model, SolverConfig(solver="PROJECTIVE"))
+    state = State.at_rest(model)
+    plane = GroundPlane((0.0, 0.0, 0.0), normal, 0.01, friction)
+    start = state.x.mean(axis=0)
+    for _ in range(12):
+        advance_frame(solver, state, 1.0 / 24.0, solver.config.substeps, [plane])
+    slid = float(np.linalg.norm(state.x.mean(axis=0) - start))
+    expected = max(0.0, G * (np.sin(tilt) - friction * np.cos(tilt))) * 0.5 ** 2 / 2
+    assert abs(slid - expected) < 0.03 * expected + 1e-3, f"slid {slid:.4f} m, Coulomb {expected:.4f} m"
+    assert np.abs((state.x - 0.01 * normal) @ normal).max() < 1e-3  # on the plane
+
+
 def test_the_lab_cloth_at_the_add_on_defaults_runs_its_100_frames_without_diverging():
     """The GAMES103 lab scene of bench/bench_cloth.py (10 m cloth of 21 x 21 vertices at z = 3, two corners pinned,
     onto a sphere of radius 2.7 and the ground at z = -3; stiffness 1e4 N/m, bending at its default, 8 x 5): a
