@@ -32,31 +32,32 @@ sides.
 Pinned particles (inv_mass 0) are eliminated: they sit on x^n + h v^n (``advance_frame`` sets v so that this is
 their target) and their L-columns move to the right-hand side.
 
-Contacts, by default, keep the matrix constant: after the last iteration, free particles are projected out of every
+Contacts with the ground stay outside the solve: after the last iteration, free particles are projected out of every
 collider with friction (``ProjectedContactSolver.finish_step``, as XPBD), and v = (x - x^n)/h, damped by
 exp(-damping h). The velocity is the position change, so a contact projection never adds kinetic energy; but the
-solve does not see the colliders: a particle carrying a load F sinks about h^2 F/m into them before it is projected
-back, which compresses the layer of elements at a resting contact by that much, and where the solve pulls a cloth
-over a box's rim every step the projection pushes it back every step, storing energy in the springs.
+solve does not see those colliders: a particle carrying a load F sinks about h^2 F/m into them before it is projected
+back, which compresses the layer of elements at a resting contact by that much.
 
-With ``contacts_in_solve`` (off by default) contacts are in the minimization (Bouaziz et al. 2014, section 5): at
-the start of a step every free particle that the prediction y puts within its step's motion of a collider gets that
-collider's contact plane (``Collider.contact``, as PBD's ``ContactConstraints``), and every particle the last step's
-end-of-step projection moved gets a plane through where that left it (``_remember_pushes``: mostly vertices of faces
-pushed off a mesh collider's edges, which no vertex plane sees). Each is a unilateral constraint (``PlaneContacts``):
-one scalar row e_i, whose projection is the particle moved onto the plane where it is inside and left where it is
-outside, so the matrix gains a diagonal weight per contact and is refactorized when the set changes (3.75 ms on a
-31 x 31 cloth; at rest on a box every step, as a tenth of the held particles changes each step). After the last
-iteration, friction takes off the tangential motion of each contact up to friction * h^2 lambda / m
-(``PlaneContacts.apply_friction``), then the end-of-step projection is the exact guard. Measured on the Blender box
-drape (a 31 x 31 cloth landing on a cube, 48 frames): the projection stored 39 J a step on average (up to 209 J)
-without the planes, 0.02 J (max 0.05 J) with them: 0 box edges through the cloth instead of 2, 1.8% strain instead
-of 47%, 300 instead of 570 ms a frame at rest; a PD ball resting on the ground lost 0.02% of its volume instead of
-0.66%. Why it is off: the plane's weight enters the scalar matrix in every direction, so within a step's few
-iterations it also holds the particle near its iterate along the plane, a tangential drag: bodies dropped on a
-frictionless ground drifted 33-159 mm in test_scenarios (the projection alone: under 1 mm), and a sheet landing on
-its edge stops dead instead of crumpling (test_self_collision's pile fell 0.148 m in 14 frames, not 0.15). A
-normal-only contact needs 3 x 3 blocks in the matrix, which PD's shared scalar matrix does not have.
+Colliders that reach between a triangle's corners (mesh colliders, spheres) are in the minimization too (Bouaziz et
+al. 2014, section 5; ``contacts_in_solve``): without that, where the solve pulls a cloth over a box's rim every step
+the projection pushes it back every step, storing energy in the springs. At the start of a step every free particle
+that the prediction y puts within its step's motion of such a collider gets its contact plane (``Collider.contact``,
+as PBD's ``ContactConstraints``), and every particle the last step's end-of-step projection moved gets a plane
+through where that left it (``_remember_pushes``: mostly vertices of faces pushed off a mesh collider's edges, which
+no vertex plane sees). Each is a unilateral constraint (``PlaneContacts``): one scalar row e_i, whose projection is
+the particle moved onto the plane where it is inside and left where it is outside, so the matrix gains a diagonal
+weight per contact and is refactorized when the set changes (3.75 ms on a 31 x 31 cloth; at rest on a box every
+step, as a tenth of the held particles changes each step). After the last iteration, friction takes off the
+tangential motion of each contact up to friction * h^2 lambda / m (``PlaneContacts.apply_friction``), then the
+end-of-step projection is the exact guard. Measured on the Blender box drape (a 31 x 31 cloth landing on a cube, 48
+frames): the projection stored 39 J a step on average (up to 209 J) without the planes, 0.02 J (max 0.05 J) with
+them: 0 box edges through the cloth instead of 2, 1.8% strain instead of 47%, 300 instead of 570 ms a frame at
+rest. Why not the ground's too: the plane's weight enters the scalar matrix in every direction, so within a step's
+few iterations it also holds the particle near its iterate along the plane, a tangential drag: bodies dropped on a
+frictionless ground drifted 33-159 mm with them (the projection alone: under 1 mm), and a sheet landing on its edge
+stopped dead instead of crumpling. On a mesh collider or a sphere the same drag remains (friction hides it at the
+add-on's default 0.2). A normal-only contact needs 3 x 3 blocks in the matrix, which PD's shared scalar matrix does
+not have.
 
 Stiffness: cloth springs w_e = config.stiffness [N/m] (Hooke, E = k/2 (l - L)^2: the same small-stretch stiffness
 as the other solvers); cloth bending config.bending_stiffness [N m] (``IsometricBending``); solids w_s = 2 mu V0,
@@ -180,10 +181,10 @@ class ProjectiveSolver(ProjectedContactSolver):
         self.contact_factorizations = 0
         """Matrices factorized for a new contact set, over the solver's life (a cost figure for tests and benches)."""
         self._diagonals = {}
-        self.contacts_in_solve = False
-        """Contact planes inside the solve (``PlaneContacts``); off by default: the planes' weight holds a contact
-        particle near its iterate along the plane too, a tangential drag that a frictionless ground must not exert
-        (bodies dropped on one drifted 33-159 mm where the end-of-step projection alone keeps them within 1 mm)."""
+        self.contacts_in_solve = True
+        """Contact planes of the colliders that reach between corners inside the solve (``PlaneContacts``; module
+        docstring). The ground's stay out: the planes' weight holds a contact particle near its iterate along the
+        plane too, a tangential drag that a frictionless ground must not exert."""
         self.held = np.zeros(n, bool)
         """Particles held by a plane where the last end-of-step projection left them (``_remember_pushes``)."""
         self.held_normal = np.zeros((n, 3))
@@ -314,7 +315,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         residual, done = 0.0, 0
         if len(free):
             step = self._prepare(y, h, with_energy)
-            step.contacts = self._contacts(y, x_start, h, colliders) if colliders and self.contacts_in_solve else None
+            planar = [c for c in colliders if c.reaches_between_corners] if self.contacts_in_solve else []
+            step.contacts = self._contacts(y, x_start, h, planar) if planar else None
             solve = self.factor(h, step.contacts)
             x_free = step.y_free.copy()
             start_free = x_start[free]
@@ -350,11 +352,11 @@ class ProjectiveSolver(ProjectedContactSolver):
             if probing:
                 self.rho[h] = estimate_rho(self.log.residuals)
 
-        remember = bool(colliders) and self.contacts_in_solve
-        solved = x.copy() if remember else None
+        planar = [c for c in colliders if c.reaches_between_corners] if self.contacts_in_solve else []
+        solved = x.copy() if planar else None
         self.finish_step(x, x_start, v, h, colliders)
-        if remember:
-            self._remember_pushes(solved, x, colliders)
+        if planar:
+            self._remember_pushes(solved, x, planar)
         stats = measure_stats(self.model, x) if measure else StepStats()
         stats.iterations = done
         stats.pd_residual = residual
