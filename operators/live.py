@@ -70,7 +70,7 @@ def discard(object_name: str = None) -> int:
     for key in keys:
         del _runs[key]
     for name in list(_scenes):  # a Scene holds the runs' states: rebuilt from the runs that remain
-        _release_named(name)
+        _release(name)
     return len(keys)
 
 
@@ -102,7 +102,7 @@ def _advance(scene, depsgraph, frame: int, colliders, pending) -> None:
     or more together (one ``solvers.Scene`` kept while the same runs advance together). Raises InputError naming the
     body that failed; then every body of ``pending`` stops."""
     if len(pending) == 1:
-        _release(scene)
+        _release(scene.name)
         obj, run = pending[0]
         try:
             positions = run.body.advance(obj, depsgraph, colliders, frame)
@@ -113,7 +113,7 @@ def _advance(scene, depsgraph, frame: int, colliders, pending) -> None:
     runs = [run for _, run in pending]
     known = _scenes.get(scene.name)
     if known is None or len(known[0]) != len(runs) or any(a is not b for a, b in zip(known[0], runs)):
-        _release(scene)
+        _release(scene.name)
         bodies = [run.body for run in runs]
         known = _scenes[scene.name] = (runs, Scene([(b.model, b.solver.config) for b in bodies], [b.state for b in bodies],
                                                    [b.solver for b in bodies]))
@@ -128,11 +128,7 @@ def _advance(scene, depsgraph, frame: int, colliders, pending) -> None:
         _show(obj, run, frame, run.body.output(data[0]))
 
 
-def _release(scene) -> None:
-    _release_named(scene.name)
-
-
-def _release_named(scene_name) -> None:
+def _release(scene_name) -> None:
     """Drop the kept Scene of the scene named so, its bodies' own self-collision given back to their solvers."""
     known = _scenes.pop(scene_name, None)
     if known is not None and known[1].contact is not None:

@@ -311,11 +311,12 @@ class ProjectiveSolver(ProjectedContactSolver):
         self.log = ProjectiveLog()
         self.accelerator = accelerator
 
+        # The colliders whose contact planes go into the solve (module docstring: not the ground).
+        planar = [c for c in colliders if c.reaches_between_corners] if self.contacts_in_solve else []
         x[:] = y  # pinned rows stay on their targets; free rows start at y (Bouaziz et al.'s initial guess)
         residual, done = 0.0, 0
         if len(free):
             step = self._prepare(y, h, with_energy)
-            planar = [c for c in colliders if c.reaches_between_corners] if self.contacts_in_solve else []
             step.contacts = self._contacts(y, x_start, h, planar) if planar else None
             solve = self.factor(h, step.contacts)
             x_free = step.y_free.copy()
@@ -352,7 +353,6 @@ class ProjectiveSolver(ProjectedContactSolver):
             if probing:
                 self.rho[h] = estimate_rho(self.log.residuals)
 
-        planar = [c for c in colliders if c.reaches_between_corners] if self.contacts_in_solve else []
         solved = x.copy() if planar else None
         self.finish_step(x, x_start, v, h, colliders)
         if planar:
