@@ -1,7 +1,7 @@
 """Profile of a mesh collider's cost against the body's own step (engine only, no Blender).
 
 The box drape of docs/benchmarks.md ("Mesh collider cost"): a 3 m cloth (31 x 31) dropped from 1.5 m onto a
-2 x 2 x 0.5 m box standing on a ground, XPBD at its defaults (30 substeps), the add-on's collider defaults
+2 x 2 x 0.5 m box standing on a ground, XPBD at its defaults (30 substeps; ``--solver`` for another), the add-on's collider defaults
 (thickness 1 cm, friction 0.2), 24 frames at 24 fps (it lands at frame 11). Three scenes:
 
 - ``ground``: the cloth over the ground alone (the body's own step);
@@ -14,7 +14,7 @@ and pairs them with the previous frame's (``frame_colliders``). Prints seconds p
 frames and the resting frames apart: resting is where the cloth lies on the box), then a cProfile top list of one
 scene. Timings under load vary 2-7x on a shared machine: compare only figures of one run.
 
-Run: ``python bench/profile_mesh_collider.py [--frames 24] [--level 6] [--profile box6] [--top 30]``.
+Run: ``python bench/profile_mesh_collider.py [--frames 24] [--level 6] [--profile box6] [--top 30] [--solver NEWTON]``.
 """
 import argparse
 import cProfile
@@ -73,11 +73,12 @@ def scene_colliders(name: str, level: int):
     return lambda: [MeshCollider(vertices.copy(), triangles.copy(), THICKNESS, FRICTION, "Box"), ground]
 
 
-def run(name: str, level: int, frames: int):
-    """Bake the scene; returns (seconds per frame for each frame, final state, box triangles)."""
+def run(name: str, level: int, frames: int, solver: str = "XPBD"):
+    """Bake the scene with ``solver`` at its defaults; returns (seconds per frame for each frame, final state, box
+    triangles)."""
     v, e, t = grid_cloth(31, 3.0, height=1.5)
     model = build_model(v, e, t)
-    body = make_solver(model, SolverConfig(solver="XPBD"))
+    body = make_solver(model, SolverConfig(solver=solver))
     state = State.at_rest(model)
     read = scene_colliders(name, level)
     previous = None
@@ -100,12 +101,13 @@ def main():
     parser.add_argument("--profile", default="box6", help="scene to profile (ground, box, box<L>; none: skip)")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--scenes", default="ground,box,box{level}")
+    parser.add_argument("--solver", default="XPBD", help="XPBD, PROJECTIVE, IMPLICIT_EULER or NEWTON (defaults)")
     args = parser.parse_args()
     scenes = [s.format(level=args.level) for s in args.scenes.split(",")]
     print(f"{'scene':>8} {'box tris':>8} {'s/frame':>8} {'landing':>8} {'resting':>8} {'centre z m':>10}")
     for name in scenes:
         level = int(name[3:]) if name.startswith("box") and len(name) > 3 else 0
-        times, state, count = run(name, level, args.frames)
+        times, state, count = run(name, level, args.frames, args.solver)
         centre = state.x[len(state.x) // 2, 2]
         print(f"{name:>8} {count:>8} {times.mean():8.3f} {times[:LANDED].mean():8.3f} {times[LANDED:].mean():8.3f} {centre:10.4f}",
               flush=True)
@@ -114,7 +116,7 @@ def main():
         level = int(name[3:]) if name.startswith("box") and len(name) > 3 else 0
         profiler = cProfile.Profile()
         profiler.enable()
-        run(name, level, args.frames)
+        run(name, level, args.frames, args.solver)
         profiler.disable()
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)

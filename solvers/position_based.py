@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
+from .collision.contact_set import find_contacts
 from .collision.response import ContactConstraints
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
@@ -130,9 +131,10 @@ class PositionBasedSolver(ProjectedContactSolver):
     ``constraint_scheme`` picks the sweep: 'GAUSS_SEIDEL' projects one colour at a time; 'JACOBI'
     projects all constraints from the same positions, accumulates, and applies (see ``_jacobi``).
     Each iteration sweeps every set, then the tethers, then projects the collider contacts
-    (``colliders.ContactConstraints``: generated once per step from the predicted positions, also projected before
-    the first sweep); a solid's step with contacts runs at least CONTACT_ITERATIONS iterations. Contact friction acts once
-    per step after the iterations; ``face_contact.resolve_collider_contacts`` then catches what is left.
+    (``collision.ContactConstraints``: the point contacts of the step's contact set, ``collision.find_contacts``,
+    found once from the predicted positions, also projected before the first sweep); a solid's step with contacts
+    runs at least CONTACT_ITERATIONS iterations. Contact friction acts once per step after the iterations;
+    ``collision.resolve_collider_contacts`` (``finish_step``) then catches what is left.
     """
 
     def __init__(self, model, config):
@@ -184,7 +186,9 @@ class PositionBasedSolver(ProjectedContactSolver):
         if self.damped:
             for sweep in self.damped:
                 sweep.set_damping(self.config.internal_damping / dt, x_prev)
-        contacts = ContactConstraints(x, x_prev, self.model.inv_mass, colliders, self.pad2) if colliders else None
+        # The step's contact set; its face pairs are the Verlet lists the end-of-step face push (``finish_step``) reads.
+        found = find_contacts(x, x_prev, self.model.inv_mass, colliders, self.pad2, self.model.triangle_indices) if colliders else None
+        contacts = ContactConstraints(found) if found else None
         solid_contact = contacts and self.model.tet_count > 0
         iterations = max(self.config.iterations, CONTACT_ITERATIONS) if solid_contact else self.config.iterations
         symmetric = self.model.tet_count > 0 and SYMMETRIC_SWEEPS

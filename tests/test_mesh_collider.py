@@ -355,9 +355,9 @@ def test_later_face_passes_push_exactly_as_passes_over_every_pair():
     reference = MeshCollider(vertices, triangles, thickness=0.01)
     theirs, edges, pushed = x.copy(), reference._body_edges(t), []
     for _ in range(FACE_PASSES):
-        pairs = reference._face_pairs(theirs, t, edges)
-        moved = len(reference._push_corners(theirs, x_prev, inv_mass, t, reference, pairs[0]))
-        moved += len(reference._push_edges(theirs, x_prev, inv_mass, edges, reference, pairs[1]))
+        pairs = reference.face_pairs(theirs, t)
+        moved = len(reference._push_corners(theirs, x_prev, inv_mass, t, reference, pairs.corner_triangle))
+        moved += len(reference._push_edges(theirs, x_prev, inv_mass, edges, reference, pairs.edge_edge))
         pushed.append(moved)
         if moved == 0:
             break

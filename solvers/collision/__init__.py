@@ -2,6 +2,8 @@
 
 One package for everything that keeps bodies apart (docs/design.md, "Contact pipeline"):
 
+- ``contact_set``: the contacts of a step, found once (``find_contacts``: point contacts and face pairs) and consumed
+  by the solvers' responses;
 - ``colliders``: the collider protocol and the analytic shapes (``GroundPlane``, ``Sphere``), moving through a frame;
 - ``mesh_collider``: any triangle mesh as a collider (``MeshCollider``), with ``mesh_broad_phase`` (its k-d trees,
   candidate pairs and their caches), ``mesh_pushes`` (its corners and edges pushed out of a body's faces) and
@@ -18,10 +20,12 @@ Solvers reach colliders only through the protocol of ``colliders.Collider``: no 
 """
 from .ccd import edge_edge_ccd, point_triangle_ccd
 from .colliders import Collider, GroundPlane, Sphere, deepest_penetration, frame_colliders
+from .contact_set import ContactSet, FacePairs, find_contacts
 from .mesh_collider import MeshCollider
 from .response import ContactConstraints, resolve_collider_contacts, resolve_contacts
 
 __all__ = [
-    "Collider", "ContactConstraints", "GroundPlane", "MeshCollider", "Sphere", "deepest_penetration", "edge_edge_ccd", "frame_colliders",
-    "point_triangle_ccd", "resolve_collider_contacts", "resolve_contacts",
+    "Collider", "ContactConstraints", "ContactSet", "FacePairs", "GroundPlane", "MeshCollider", "Sphere",
+    "deepest_penetration", "edge_edge_ccd", "find_contacts", "frame_colliders", "point_triangle_ccd",
+    "resolve_collider_contacts", "resolve_contacts",
 ]

@@ -90,6 +90,12 @@ class Collider:
         x_prev to x over the step: ``distance_and_normal`` at the end pose, where that is the side they came from."""
         return self.distance_and_normal(x, pad2)
 
+    def face_pairs(self, x: np.ndarray, triangles: np.ndarray, reach: float = None):
+        """``contact_set.FacePairs``: the collider's own corners against a body's triangles (t, 3) and its edges
+        against the body's edges, every pair within reach [m] (default: thickness) at x (n, 3); None for a collider
+        without corners and edges (analytic shapes: their faces are handled by ``resolve_faces``)."""
+        return None
+
     def normal_gradient(self, x: np.ndarray) -> np.ndarray:
         """d n / d x (n, 3, 3) of the outward normal at x; zero for a plane."""
         return np.zeros((len(x), 3, 3))

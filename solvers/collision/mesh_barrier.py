@@ -43,7 +43,9 @@ class MeshContactBarrier(PairBarrier):
     def __init__(self, collider, triangles, edges, kappa: float, d_hat: float, points=None):
         self._pt, self._ee = point_triangle_distance_squared, edge_edge_distance_squared  # with derivatives
         self.collider = collider
-        self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
+        # The same array object as given where it is one: the collider's face pairs are kept per triangles array.
+        self.triangles = triangles if getattr(triangles, "dtype", None) == np.int64 and np.ndim(triangles) == 2 \
+            else np.asarray(triangles, np.int64).reshape(-1, 3)
         self.edges = np.asarray(edges, np.int64).reshape(-1, 2)
         self.kappa = float(kappa)
         self.d_hat = float(d_hat)
@@ -80,7 +82,12 @@ class MeshContactBarrier(PairBarrier):
 
     def _contacts(self, x, reach):
         """Point-triangle and edge-edge pairs within reach: ((corner (k,), triangle (k,)), (collider edge (m,),
-        body edge (m,)))."""
+        body edge (m,))). Within d_hat (every iterate's energy and derivatives): the collider's Verlet list
+        (``MeshCollider.face_pairs``, the contact set's face pairs), kept while the iterates stay within its skin;
+        farther (a CCD query over a long step): the broad phase's joins."""
+        if reach <= self.d_hat:
+            pairs = self.collider.face_pairs(x, self.triangles, self.d_hat)
+            return pairs.corner_triangle, pairs.edge_edge
         return self.collider.corner_pairs(x, self.triangles, reach), self.collider.edge_pairs(x, self.edges, reach)
 
     def _near(self, x):

@@ -13,11 +13,14 @@ finely cut collider asks for the two or three triangles under each point, not fo
 margin; the candidates are culled by each triangle's bounding sphere, plane and box (``lower_bounds``). A collider
 that has not moved since the previous frame keeps that frame's trees and candidates (``MeshCollider.moving_from``).
 """
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .contact_set import FacePairs
+from .crossings import triangle_edges
 from .primitives import _cross, _dot, point_triangle_closest, point_triangle_distance, segment_distance
 from .samples import Samples
 
@@ -130,9 +133,9 @@ class _Shared:
         """The last collider of these that stood still through its frame (``MeshCollider.moving_from``)."""
         self.contact_memo = None
         """(pose's vertex array, (thickness, margin) [m], x, x_prev, d, n): the last ``MeshCollider.contact`` answer."""
-        self.face_cache = None
-        """(body triangles array, (thickness, travel) [m], x_ref (n, 3), corner pairs, edge pairs): ``corner_pairs`` and
-        ``edge_pairs`` of the last ``resolve_faces``, found at x_ref within thickness + SKIN."""
+        self.face_cache = {}
+        """{(reach, travel) [m]: (body triangles array, x_ref (n, 3), ``FacePairs``)}: the last ``face_pairs`` of each
+        reach, found at x_ref within reach + SKIN."""
 
     @cached_property
     def side_edge(self):
@@ -319,27 +322,43 @@ class MeshBroadPhase:
         keep = found["v"] <= reach + radius[ti] + self.shared.travel
         return ci[keep], ti[keep]
 
-    def _face_pairs(self, x, triangles, edges):
-        """(corner pairs, edge pairs) of ``corner_pairs`` and ``edge_pairs`` within thickness at x, or supersets:
-        from ``_Shared.face_cache`` while no point has moved more than SKIN / 3 from where they were found within
-        thickness + SKIN; else found anew and cached."""
-        cache = self.shared.face_cache
-        if cache is not None and cache[0] is triangles and cache[1] == (self.thickness, self.shared.travel) and cache[2].shape == x.shape:
-            moved = x - cache[2]
-            if float(_dot(moved, moved).max(initial=0.0)) <= (SKIN / 3.0) ** 2:
-                return cache[3], cache[4]
-        reach = self.thickness + SKIN
-        (ci, ti), (ei, bi) = self.corner_pairs(x, triangles, reach), self.edge_pairs(x, edges, reach)
-        # The joins are loose (bounding spheres, the longest body edge): only the pairs whose exact distance lies
-        # within reach at some pose of the frame are kept. While the body moves less than SKIN / 3 a kept list
-        # still holds every pair within thickness + 2 SKIN / 3 (a distance moves with its points).
-        limit = (reach + self.shared.travel) * (1.0 + 1e-12) + 1e-12
-        body = x[triangles[ti]]
-        near = point_triangle_distance(self.vertices[self.shared.corners[ci]], body[:, 0], body[:, 1], body[:, 2])[0] <= limit
-        ci, ti = ci[near], ti[near]
-        mine, body = self.shared.edges[ei], edges[bi]
-        near = segment_distance(self.vertices[mine[:, 0]], self.vertices[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])[0] <= limit
-        pairs = (ci, ti), (ei[near], bi[near])
-        self.shared.face_cache = (triangles, (self.thickness, self.shared.travel), x.copy()) + pairs
-        return pairs
+    def _body_edges(self, triangles):
+        """The edges (e, 2) of a body's triangles (t, 3), kept for the last triangles array asked about."""
+        known, edges = self.shared.body_edges
+        if known is not triangles:
+            edges = triangle_edges(triangles)
+            self.shared.body_edges = (triangles, edges)
+        return edges
 
+    def face_pairs(self, x, triangles, reach: float = None):
+        """``contact_set.FacePairs`` of this collider's corners against a body's triangles (t, 3) and its edges
+        against the body's edges, holding every pair within reach [m] (default: thickness) at x (n, 3), or a superset:
+        from ``_Shared.face_cache`` while no point has moved more than SKIN / 3 from where they were found within
+        reach + SKIN; else found anew and cached. The one candidate list of the position-level face push and of
+        NEWTON's barrier (which asks at every iterate)."""
+        reach = self.thickness if reach is None else float(reach)
+        key = (reach, self.shared.travel)
+        cache = self.shared.face_cache.get(key)
+        if cache is not None and cache[0] is triangles and cache[1].shape == x.shape:
+            moved = x - cache[1]
+            if float(_dot(moved, moved).max(initial=0.0)) <= (SKIN / 3.0) ** 2:
+                return replace(cache[2], collider=self)
+        edges = self._body_edges(triangles)
+        wide = reach + SKIN
+        (ci, ti), (ei, bi) = self.corner_pairs(x, triangles, wide), self.edge_pairs(x, edges, wide)
+        # The joins are loose (bounding spheres, the longest body edge): only the pairs whose exact distance lies
+        # within reach + SKIN at some pose of the frame are kept. While the body moves less than SKIN / 3 a kept list
+        # still holds every pair within reach + 2 SKIN / 3 (a distance moves with its points).
+        limit = (wide + self.shared.travel) * (1.0 + 1e-12) + 1e-12
+        body = x[triangles[ti]]
+        d_pt = point_triangle_distance(self.vertices[self.shared.corners[ci]], body[:, 0], body[:, 1], body[:, 2])[0]
+        near = d_pt <= limit
+        ci, ti, d_pt = ci[near], ti[near], d_pt[near]
+        mine, body = self.shared.edges[ei], edges[bi]
+        d_ee = segment_distance(self.vertices[mine[:, 0]], self.vertices[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])[0]
+        near = d_ee <= limit
+        pairs = FacePairs(self, (ci, ti), (ei[near], bi[near]), d_pt, d_ee[near])
+        if len(self.shared.face_cache) >= 4:  # a few reaches at most (thickness, NEWTON's d_hat, half of it)
+            self.shared.face_cache.clear()
+        self.shared.face_cache[key] = (triangles, x.copy(), pairs)
+        return pairs

@@ -34,7 +34,6 @@ import numpy as np
 
 from .ccd import point_triangle_ccd
 from .colliders import Collider
-from .crossings import triangle_edges
 from .mesh_barrier import MeshContactBarrier
 from .mesh_broad_phase import SHARP_ANGLE, SKIN, MeshBroadPhase, _Shared, sharp_edges
 from .mesh_pushes import MeshFacePushes
@@ -314,12 +313,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
 
     # ----------------------------------------------------------------- corners and edges against a body's faces
 
-    def _body_edges(self, triangles):
-        known, edges = self.shared.body_edges
-        if known is not triangles:
-            edges = triangle_edges(triangles)
-            self.shared.body_edges = (triangles, edges)
-        return edges
+    face_pairs = MeshBroadPhase.face_pairs  # the protocol's (``Collider`` comes first among the bases)
 
     def face_barrier(self, triangles, kappa, d_hat, points=None):
         # The body's vertices too (``points``): summed over every triangle within d_hat (mesh_barrier.py says why).

@@ -13,7 +13,7 @@ _NONE = np.zeros(0, np.int64)
 class MeshFacePushes:
     """The corner and edge pushes of ``MeshCollider`` (a mixin; ``MeshCollider.resolve_faces`` has the formulas).
     Uses the collider's vertices (m, 3) [m], thickness [m], friction, shared (``mesh_broad_phase._Shared``: its
-    corners and sharp edges) and ``_face_pairs``."""
+    corners and sharp edges) and ``face_pairs``."""
 
     def _face_passes(self, x, x_prev, inv_mass, triangles, edges, start, passes: int) -> int:
         """Up to ``passes`` Jacobi passes of the corner then the edge pushes, in place on x, stopping after a pass
@@ -26,7 +26,8 @@ class MeshFacePushes:
         found = 0
         known = None  # the pairs of the last pass, and per kind (corners, edges) what it needs for the next
         for k in range(passes):
-            pairs = self._face_pairs(x, triangles, edges)
+            found_pairs = self.face_pairs(x, triangles)
+            pairs = (found_pairs.corner_triangle, found_pairs.edge_edge)
             same = known is not None and pairs[0] is known[0][0] and pairs[1] is known[0][1]
             moved = 0
             hits = []

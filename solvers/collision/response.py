@@ -1,9 +1,7 @@
 """The position-level contact response shared by PBD/XPBD, Projective Dynamics and the mass-spring integrators.
 
-- ``point_contacts``: the contact set of point-collider pairs (particle, collider, contact plane), the one detection
-  that the two responses below consume;
-- ``ContactConstraints``: collider contacts as inequality constraints inside a position-based solve (PBD/XPBD
-  project them every iteration).
+- ``ContactConstraints``: the point contacts of a step's contact set (``contact_set.find_contacts``) as inequality
+  constraints inside a position-based solve (PBD/XPBD project them every iteration).
 - ``resolve_contacts``: particles projected out of every collider at the end of a step, with friction.
 - ``resolve_collider_contacts``: the end of a position-level step: vertices, then faces (colliders that reach
   between a triangle's corners), then the vertices again if a face moved.
@@ -13,46 +11,15 @@ Friction is position-level (Macklin et al. 2014, "Unified particle physics", sec
 (``Collider.motion``), so a moving collider drags what rests on it. Contact planes come from ``Collider.contact``,
 which sees the step continuously: a particle a fast collider swept past is pushed out on the side it came from.
 """
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
+
+from .contact_set import ContactSet, point_contacts
 
 
 def _dot(u, v):
     return np.einsum("ij,ij->i", u, v)
-
-
-@dataclass
-class PointContacts:
-    """The point-collider contacts of one collider: particle ``i`` must stay on the side n . x >= offset of its
-    contact plane (``Collider.contact``; thickness and sphere pads included)."""
-
-    collider: object
-    particles: np.ndarray
-    """Particle indices (k,) int."""
-    normal: np.ndarray
-    """Unit normals of the contact planes (k, 3)."""
-    offset: np.ndarray
-    """n . x on the contact plane [m] (k,)."""
-    distance: np.ndarray
-    """Signed distance beyond the plane at detection [m] (k,): negative inside."""
-
-
-def point_contacts(x, x_prev, inv_mass, colliders, pad2=None, margin=0.0) -> list:
-    """The contact set of point-collider pairs: every free particle (inv_mass > 0) closer than ``margin`` [m] (scalar
-    or (n,)) to a collider at positions x (n, 3), with the contact plane seen over the step from x_prev (n, 3).
-    margin 0: the particles inside. Returns [PointContacts] for the colliders with any."""
-    free = inv_mass > 0.0
-    found = []
-    for collider in colliders:
-        d, n = collider.contact(x, x_prev, pad2)  # one query for every particle: the planes are per particle
-        hit = np.nonzero((d < margin) & free)[0]
-        if len(hit) == 0:
-            continue
-        near, d = x[hit], d[hit]
-        normal = np.array(n[hit] if np.ndim(n) == 2 else n)
-        found.append(PointContacts(collider, hit, normal, _dot(near, normal) - d, np.asarray(d)))
-    return found
 
 
 def _remove_slip(x, x_prev, rows, normal, budget, collider):
@@ -91,26 +58,18 @@ def resolve_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, co
 class ContactConstraints:
     """Collider contacts as inequality constraints inside a position-based solve (Müller et al. 2007, section 3.4).
 
-    Generated once per step from the predicted positions: every free particle within its step's motion of a
-    collider's surface gets the contact plane n . x >= offset of ``Collider.contact`` (exact for a ground plane,
-    linearized for a sphere). ``project`` (once per solver iteration, after the constraint sweeps) moves each
-    particle that is below its plane back onto it along n and accumulates the normal correction; ``apply_friction``
+    The point contacts of the step's contact set (``contact_set.find_contacts`` on the predicted positions): every
+    free particle within its step's motion of a collider's surface has the contact plane n . x >= offset of
+    ``Collider.contact`` (exact for a ground plane, linearized for a sphere). ``project`` (once per solver
+    iteration, after the constraint sweeps) moves each particle that is below its plane back onto it along n and
+    accumulates the normal correction; ``apply_friction``
     (once per step, after the iterations) removes the tangential motion of the step relative to the collider, of
     every particle that was pushed, up to ``friction`` times its accumulated normal correction (static friction when
-    the slip is smaller, kinetic otherwise; Macklin et al. 2014 section 6.1). pad2: as in ``resolve_contacts``.
+    the slip is smaller, kinetic otherwise; Macklin et al. 2014 section 6.1).
     """
 
-    def __init__(self, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, colliders, pad2=None):
-        moved = x - x_prev
-        step = np.sqrt(_dot(moved, moved))
-        self.sets = []
-        for collider in colliders:
-            margin = step
-            if collider.start is not None:  # the collider's own motion over the step counts too
-                travel = collider.motion(x)
-                margin = step + np.sqrt(_dot(travel, travel))
-            for c in point_contacts(x, x_prev, inv_mass, [collider], pad2, margin):
-                self.sets.append((collider, c.particles, c.normal, c.offset, np.zeros(len(c.particles))))
+    def __init__(self, contacts: ContactSet):
+        self.sets = [(c.collider, c.particles, c.normal, c.offset, np.zeros(len(c.particles))) for c in contacts.points]
 
     def __bool__(self):
         return bool(self.sets)

@@ -79,7 +79,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import ProjectedContactSolver
-from ..collision.response import ContactConstraints
+from ..collision.contact_set import find_contacts
 from ..linalg import factorize_spd_for_many
 from ..energies import hinges_from_triangles
 from ..material import material_arrays
@@ -220,10 +220,10 @@ class ProjectiveSolver(ProjectedContactSolver):
 
     def _contacts(self, y, x_start, h, colliders):
         """The step's contact planes (``PlaneContacts``) of the free particles that the prediction y (n, 3) puts
-        within their step's motion of a collider (``collision.ContactConstraints``: the planes of ``Collider.contact``
-        from x_start (n, 3)), or None."""
-        found = ContactConstraints(y, x_start, self.model.inv_mass, colliders, self.pad2)
-        sets = list(found.sets)
+        within their step's motion of a collider (the point contacts of ``collision.find_contacts``: the planes of
+        ``Collider.contact`` from x_start (n, 3)), or None."""
+        found = find_contacts(y, x_start, self.model.inv_mass, colliders, self.pad2)
+        sets = [(c.collider, c.particles, c.normal, c.offset, None) for c in found.points]
         held = np.flatnonzero(self.held)
         if len(held):
             sets.append((None, held, self.held_normal[held], self.held_offset[held], None))
@@ -434,7 +434,7 @@ class PlaneContacts:
     scalar row, so the global matrix gains w_j on r's diagonal: it changes only with the contact set, which is found
     once per step (``ProjectiveSolver._contacts``). A particle near two colliders carries two planes.
 
-    sets: ``ContactConstraints.sets`` (collider, particles (k,), normals (k, 3), offsets (k,) [m], _); free_index
+    sets: (collider, particles (k,), normals (k, 3), offsets (k,) [m], _) of the step's point contacts; free_index
     (n,): each particle's row among the free ones; weight (nf,) [N/m]: the weight of a contact on each free particle.
     """
 

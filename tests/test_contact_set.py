@@ -1,0 +1,125 @@
+"""The contact set (solvers/collision/contact_set.py): what ``find_contacts`` finds, checked against brute force over
+every particle, every collider corner against every body triangle and every collider edge against every body edge;
+and that the Verlet list it keeps still holds every pair after the body moves within its skin."""
+import numpy as np
+
+from solvers import GroundPlane, MeshCollider
+from solvers.builder import grid_cloth
+from solvers.collision.contact_set import find_contacts
+from solvers.collision.crossings import triangle_edges
+from solvers.collision.mesh_barrier import MeshContactBarrier
+from solvers.collision.mesh_broad_phase import SKIN
+from solvers.collision.primitives import point_triangle_distance, segment_distance
+from test_mesh_collider import box
+
+
+def _draped(seed=3):
+    """A 1.5 m cloth (16 x 16) crumpled over the rim of a 2 x 2 x 0.5 m box's top corner, moving by up to 2 cm."""
+    v, _, t = grid_cloth(16, 1.5, height=0.5)
+    rng = np.random.default_rng(seed)
+    x_prev = v + np.array([0.9, 0.9, 0.0]) + rng.normal(0.0, 0.015, v.shape)
+    x = x_prev + rng.normal(0.0, 0.007, v.shape)
+    return x, x_prev, t
+
+
+def _all_pairs(collider, x, triangles, edges, reach):
+    """Every (corner, triangle) and (collider edge, body edge) pair within reach, by exact distance over all pairs."""
+    corners = collider.vertices[collider.shared.corners]
+    ci, ti = (a.ravel() for a in np.meshgrid(np.arange(len(corners)), np.arange(len(triangles)), indexing="ij"))
+    body = x[triangles[ti]]
+    near = point_triangle_distance(corners[ci], body[:, 0], body[:, 1], body[:, 2])[0] <= reach
+    pt = set(zip(ci[near].tolist(), ti[near].tolist()))
+    mine = collider.shared.edges
+    ei, bi = (a.ravel() for a in np.meshgrid(np.arange(len(mine)), np.arange(len(edges)), indexing="ij"))
+    c = collider.vertices
+    near = segment_distance(c[mine[ei, 0]], c[mine[ei, 1]], x[edges[bi, 0]], x[edges[bi, 1]])[0] <= reach
+    return pt, set(zip(ei[near].tolist(), bi[near].tolist()))
+
+
+def test_find_contacts_holds_every_point_contact_and_every_face_pair_within_reach():
+    vertices, triangles = box()
+    collider = MeshCollider(vertices, triangles, thickness=0.02)
+    ground = GroundPlane(np.zeros(3), np.array([0.0, 0.0, 1.0]), thickness=0.02)
+    x, x_prev, t = _draped()
+    inv_mass = np.ones(len(x))
+    inv_mass[:3] = 0.0
+    found = find_contacts(x, x_prev, inv_mass, [ground, collider], None, t)
+
+    # Point contacts: exactly the free particles whose signed distance is within their step's motion.
+    moved = np.linalg.norm(x - x_prev, axis=1)
+    by_collider = {id(c.collider): c for c in found.points}
+    assert id(ground) not in by_collider  # the cloth lies 0.5 m above the ground
+    box_points = by_collider[id(collider)]
+    d, _ = collider.contact(x, x_prev)
+    expected = np.flatnonzero((d < moved) & (inv_mass > 0.0))
+    assert len(expected) > 20
+    np.testing.assert_array_equal(np.sort(box_points.particles), expected)
+    np.testing.assert_allclose(box_points.distance, d[box_points.particles])
+    np.testing.assert_allclose(np.linalg.norm(box_points.normal, axis=1), 1.0)
+
+    # Face pairs: a superset of every pair within thickness, with their distances at detection.
+    (faces,) = found.faces
+    assert faces.collider is collider
+    edges = triangle_edges(t)
+    pt, ee = _all_pairs(collider, x, t, edges, collider.thickness)
+    assert pt and ee  # the rim's corner and edges press into the cloth
+    assert pt <= set(zip(*(a.tolist() for a in faces.corner_triangle)))
+    assert ee <= set(zip(*(a.tolist() for a in faces.edge_edge)))
+    ci, ti = faces.corner_triangle
+    body = x[t[ti]]
+    np.testing.assert_allclose(faces.corner_distance, point_triangle_distance(
+        vertices[collider.shared.corners[ci]], body[:, 0], body[:, 1], body[:, 2])[0])
+    assert found.count() == len(box_points.particles) + len(faces)
+
+
+def test_kept_face_pairs_hold_every_pair_while_the_body_moves_within_the_skin():
+    vertices, triangles = box()
+    collider = MeshCollider(vertices, triangles, thickness=0.02)
+    x, _, t = _draped(seed=7)
+    x[:, 2] += 0.02  # most of the cloth just beyond thickness of the rim: moving down brings pairs in
+    edges = triangle_edges(t)
+    first = collider.face_pairs(x, t)
+    rng = np.random.default_rng(11)
+    at_start = _all_pairs(collider, x, t, edges, collider.thickness)
+    came_in = 0  # pairs within thickness after a move that were not at x: what the skin is for
+    for _ in range(5):
+        step = rng.normal(0.0, 0.2, x.shape) + np.array([0.0, 0.0, -1.0])
+        step *= (0.99 * SKIN / 3.0) / np.linalg.norm(step, axis=1).max()
+        y = x + step
+        kept = collider.face_pairs(y, t)
+        assert kept.corner_triangle is first.corner_triangle  # the same list, not found anew
+        pt, ee = _all_pairs(collider, y, t, edges, collider.thickness)
+        came_in += len(pt - at_start[0]) + len(ee - at_start[1])
+        assert pt <= set(zip(*(a.tolist() for a in kept.corner_triangle)))
+        assert ee <= set(zip(*(a.tolist() for a in kept.edge_edge)))
+    assert came_in > 0
+    far = x + np.array([0.0, 0.0, SKIN])  # moved farther than the skin allows: found anew
+    assert collider.face_pairs(far, t).corner_triangle is not first.corner_triangle
+
+
+def test_newton_barrier_on_the_kept_pairs_equals_the_barrier_over_every_pair():
+    """NEWTON's mesh barrier reads its corner and edge pairs from the collider's kept list; its energy must equal
+    the barrier summed over every pair within d_hat found by brute force."""
+    from solvers.collision.barrier import barrier_terms
+
+    vertices, triangles = box()
+    d_hat = 0.03
+    collider = MeshCollider(vertices, triangles, thickness=d_hat)
+    x, _, t = _draped(seed=5)
+    x[:, 2] += 0.02  # everything outside the box, many pairs within d_hat
+    edges = triangle_edges(t)
+    barrier = MeshContactBarrier(collider, t, edges, kappa=10.0, d_hat=d_hat)
+    collider.face_pairs(x - 0.003, t, d_hat)  # a list found a little earlier, still within its skin
+    pt, ee = _all_pairs(collider, x, t, edges, d_hat)
+    assert len(pt) + len(ee) > 5
+    corners, c = collider.vertices[collider.shared.corners], collider.vertices
+    total = 0.0
+    for ci, ti in pt:
+        d = point_triangle_distance(corners[ci][None], *(x[t[ti]][k][None] for k in range(3)))[0]
+        total += float(barrier_terms(d, d_hat, 10.0)[0].sum())
+    for ei, bi in ee:
+        a, b = collider.shared.edges[ei]
+        d = segment_distance(c[a][None], c[b][None], x[edges[bi, 0]][None], x[edges[bi, 1]][None])[0]
+        total += float(barrier_terms(d, d_hat, 10.0)[0].sum())
+    assert total > 0.0
+    np.testing.assert_allclose(barrier.value(x), total, rtol=1e-10)
