@@ -1,6 +1,7 @@
 """Advancing a body by one scene frame: substeps, kinematic pins and moving colliders, divergence checks."""
 import numpy as np
 
+from .linalg.threads import one_blas_thread
 from .model import State, StepStats
 
 
@@ -31,13 +32,15 @@ def advance_frame(solver, state: State, frame_dt: float, substeps: int, collider
     full step did not. Returns the last step's StepStats, with the Newton counters summed, the smallest collider
     distance taken over all substeps, and ``split_steps`` = the extra steps that splitting took.
     Raises SimulationDiverged if a position becomes non-finite or a speed exceeds ``config.max_speed``, and the
-    StepNotConverged of a step still failing at the smallest split.
+    StepNotConverged of a step still failing at the smallest split. BLAS runs on one thread meanwhile
+    (``linalg.threads``).
     """
-    run = FrameRun(solver, state, substeps, pin_targets)
-    dt = frame_dt / substeps
-    for k in range(1, substeps + 1):
-        run.substep(k, dt, colliders)
-    return run.finish()
+    with one_blas_thread():
+        run = FrameRun(solver, state, substeps, pin_targets)
+        dt = frame_dt / substeps
+        for k in range(1, substeps + 1):
+            run.substep(k, dt, colliders)
+        return run.finish()
 
 
 class FrameRun:

@@ -18,6 +18,7 @@ from .collision.mesh_collider import MeshCollider
 from .collision.self_contact import DEFAULT_FRICTION
 from .config import SolverConfig
 from .frame import FrameRun, SimulationDiverged, advance_frame, check_finite
+from .linalg.threads import one_blas_thread
 from .model import Model, State
 from .registry import make_solver
 
@@ -117,7 +118,13 @@ def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets
     pin_targets: None, or one per body (each None or (n_b, 3) [m], as ``advance_frame``'s).
     A scene of one body gives exactly ``advance_frame(solver, state, frame_dt, config.substeps, colliders, pins)``.
     Raises ``frame.SimulationDiverged`` as ``advance_frame`` does, with ``body`` the index of the body that failed.
+    BLAS runs on one thread meanwhile (``linalg.threads``).
     """
+    with one_blas_thread():
+        return _advance_scene_frame(scene, frame_dt, colliders, pin_targets)
+
+
+def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets) -> list:
     bodies = scene.bodies
     per_body = _per_body_colliders(colliders, len(bodies))
     pins = [None] * len(bodies) if pin_targets is None else list(pin_targets)

@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "blender_manifest.toml")
 BUILD = os.path.join(ROOT, "tools", "build.py")
 SCIPY_WHEEL_PREFIX = "scipy-1.17.1-cp311-cp311-"
+PURE_WHEELS = ["threadpoolctl-3.8.0-py3-none-any.whl"]  # in every platform's zip
 MODULE = "bl_ext.user_default.soft_sim"
 
 
@@ -54,7 +55,8 @@ def test_manifest_contract():
 
 def test_manifest_wheels_match_platforms():
     manifest = load_manifest()
-    wheels = manifest["wheels"]
+    wheels = [w for w in manifest["wheels"] if w not in ["./wheels/" + p for p in PURE_WHEELS]]
+    assert len(wheels) == len(manifest["wheels"]) - len(PURE_WHEELS), manifest["wheels"]
     assert all(w.startswith("./wheels/" + SCIPY_WHEEL_PREFIX) and w.endswith(".whl") for w in wheels), wheels
     platforms = manifest["platforms"]
     assert {"linux-x64", "linux-arm64", "macos-arm64", "windows-x64"} <= set(platforms)
@@ -91,7 +93,8 @@ def test_linux_zip_contents(built_zips):
     assert "__init__.py" in names
     assert "solvers/__init__.py" in names
     assert any(n.startswith("operators/") for n in names)
-    wheels = [n for n in names if n.endswith(".whl")]
+    wheels = [n for n in names if n.endswith(".whl") and n not in ["wheels/" + p for p in PURE_WHEELS]]
+    assert sorted(set(names) & {"wheels/" + p for p in PURE_WHEELS}) == ["wheels/" + p for p in PURE_WHEELS]
     assert len(wheels) == 1 and wheels[0].startswith("wheels/" + SCIPY_WHEEL_PREFIX + "manylinux"), wheels
     assert wheels[0].endswith("_x86_64.whl")
     for forbidden in ("tests/", "bench/", "tools/", ".venv/", ".ci/", ".git/", "demo_out/", "bench_out/", "dist/"):
@@ -106,6 +109,8 @@ def test_each_zip_has_only_its_own_wheel(built_zips):
     for suffix, path in built_zips.items():
         with zipfile.ZipFile(path) as zf:
             wheels = [n for n in zf.namelist() if n.endswith(".whl")]
+        assert sorted(w for w in wheels if w in ["wheels/" + p for p in PURE_WHEELS]) == ["wheels/" + p for p in PURE_WHEELS]
+        wheels = [w for w in wheels if w not in ["wheels/" + p for p in PURE_WHEELS]]
         assert len(wheels) == 1, (suffix, wheels)
         tag = wheels[0][:-len(".whl")].split("-")[-1]
         machine = {"x64": ("x86_64", "amd64"), "arm64": ("aarch64", "arm64")}[suffix.split("_")[1]]
@@ -169,6 +174,7 @@ def test_install_enable_and_bake(built_zips, tmp_path):
                             f"python{sys.version_info.major}.{sys.version_info.minor}", "site-packages")
         assert os.path.isfile(os.path.join(site, "scipy", "__init__.py"))
         assert os.path.isfile(os.path.join(site, "scipy-1.17.1.dist-info", "RECORD"))
+        assert os.path.isfile(os.path.join(site, "threadpoolctl.py"))  # one BLAS thread per frame (solvers/linalg)
         assert site in sys.path
         probe = subprocess.run(
             [sys.executable, "-c",

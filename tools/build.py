@@ -4,14 +4,16 @@
 Steps (any failure stops the build with a non-zero exit status and an ``error:`` message):
 
 1. Download the unmodified scipy wheels (cp311, the Python of Blender 4.2+) for every platform in
-   ``TARGETS`` into ``wheels/`` with pip; a wheel already in ``wheels/`` is reused.
+   ``TARGETS``, and the pure-Python wheels of ``PURE_WHEELS`` (one for every platform), into ``wheels/`` with pip;
+   a wheel already in ``wheels/`` is reused.
 2. Make the ``wheels = [...]`` and ``platforms = [...]`` lists of ``blender_manifest.toml`` name exactly
    those wheels and platforms. Only these two lists are rewritten (and only when they differ);
    every other byte of the manifest is kept.
 3. Run Blender's own extension tool (``blender_ext.py`` from the installed ``bpy`` package, the code
    behind ``blender --command extension``): ``build --split-platforms`` and then ``validate`` on
    each zip written.
-4. Check each zip's contents (manifest, package, exactly its own scipy wheel, no development files)
+4. Check each zip's contents (manifest, package, exactly its own scipy wheel and the pure wheels, no development
+   files)
    and print the zips with their sizes.
 
 Run with the development venv: ``make build`` or ``.venv/bin/python tools/build.py``.
@@ -37,6 +39,9 @@ DIST_DIR = os.path.join(ROOT, "dist")
 SCIPY_VERSION = "1.17.1"
 PYTHON_VERSION = "3.11"  # Blender 4.2 up to 5.x bundle CPython 3.11.
 ABI = "cp311"
+PURE_WHEELS = (("threadpoolctl", "3.8.0"),)
+"""Pure-Python runtime dependencies (name, version): one ``py3-none-any`` wheel each, in every platform's zip.
+threadpoolctl keeps BLAS on one thread while a frame is simulated (``solvers/linalg/threads.py`` says why)."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,34 @@ def ensure_wheels() -> list[tuple[Target, str]]:
     return result
 
 
+def ensure_pure_wheels() -> list[str]:
+    """The paths of the ``PURE_WHEELS`` in wheels/, downloaded with pip where missing."""
+    os.makedirs(WHEELS_DIR, exist_ok=True)
+    paths = []
+    for name, version in PURE_WHEELS:
+        path = os.path.join(WHEELS_DIR, "{:s}-{:s}-py3-none-any.whl".format(name, version))
+        if os.path.isfile(path):
+            log("using wheels/{:s}".format(os.path.basename(path)))
+        else:
+            with tempfile.TemporaryDirectory(prefix=".download-", dir=WHEELS_DIR) as tmp:
+                cmd = [sys.executable, "-m", "pip", "download", "{:s}=={:s}".format(name, version), "--no-deps",
+                       "--only-binary=:all:", "--disable-pip-version-check", "--dest", tmp]
+                log("downloading {:s} {:s}".format(name, version))
+                proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                files = glob.glob(os.path.join(tmp, "*.whl"))
+                if proc.returncode != 0 or [os.path.basename(f) for f in files] != [os.path.basename(path)]:
+                    raise BuildError("pip download of {:s} {:s} failed or gave {!r} (exit {:d}):\n{:s}".format(
+                        name, version, [os.path.basename(f) for f in files], proc.returncode, proc.stdout.rstrip()))
+                os.replace(files[0], path)
+        try:
+            with zipfile.ZipFile(path) as zf:
+                zf.read("{:s}-{:s}.dist-info/WHEEL".format(name, version))
+        except (OSError, KeyError, zipfile.BadZipFile) as ex:
+            raise BuildError("{:s} is not a valid {:s} wheel ({:s}); delete it and rerun".format(path, name, str(ex))) from ex
+        paths.append(path)
+    return paths
+
+
 # -----------------------------------------------------------------------------
 # 2. Manifest
 
@@ -185,7 +218,7 @@ def set_top_level_list(text: str, key: str, values: list[str], insert_after_key:
     return head[:m.end()] + rendered + "\n" + head[m.end():] + tail
 
 
-def sync_manifest(wheels: list[tuple[Target, str]]) -> dict:
+def sync_manifest(wheels: list[tuple[Target, str]], pure: list[str] = ()) -> dict:
     with open(MANIFEST, "rb") as fh:
         raw = fh.read()
     text = raw.decode("utf-8")
@@ -195,6 +228,7 @@ def sync_manifest(wheels: list[tuple[Target, str]]) -> dict:
         raise BuildError("blender_manifest.toml does not parse: {:s}".format(str(ex))) from ex
 
     want_wheels = ["./wheels/{:s}".format(os.path.basename(path)) for _, path in wheels]
+    want_wheels += ["./wheels/{:s}".format(os.path.basename(path)) for path in pure]
     want_platforms = [target.platform for target, _ in wheels]
     if before.get("wheels") == want_wheels and before.get("platforms") == want_platforms:
         log("blender_manifest.toml: wheels and platforms are up to date")
@@ -268,7 +302,7 @@ def zip_name(manifest: dict, platform: str) -> str:
 # -----------------------------------------------------------------------------
 # 4. Checking the zips
 
-def check_zip(path: str, wheel_name: str) -> None:
+def check_zip(path: str, wheel_name: str, pure_names: list[str] = ()) -> None:
     with zipfile.ZipFile(path) as zf:
         bad_member = zf.testzip()
         names = zf.namelist()
@@ -281,8 +315,9 @@ def check_zip(path: str, wheel_name: str) -> None:
     if not any(n.startswith("solvers/") for n in names):
         problems.append("missing solvers/")
     wheels = sorted(n for n in names if n.endswith(".whl"))
-    if wheels != ["wheels/" + wheel_name]:
-        problems.append("wheels are {!r}, expected only wheels/{:s}".format(wheels, wheel_name))
+    expected = sorted("wheels/" + n for n in [wheel_name, *pure_names])
+    if wheels != expected:
+        problems.append("wheels are {!r}, expected {!r}".format(wheels, expected))
     leaks = sorted(n for n in names if n.startswith(FORBIDDEN_PREFIXES) or "__pycache__/" in n or n.endswith(".pyc"))
     if leaks:
         problems.append("development files included: " + ", ".join(leaks[:20]))
@@ -295,7 +330,8 @@ def main() -> int:
         log("warning: running under Python {:d}.{:d}; the venv (.venv/bin/python) uses 3.11".format(
             *sys.version_info[:2]))
     wheels = ensure_wheels()
-    manifest = sync_manifest(wheels)
+    pure = ensure_pure_wheels()
+    manifest = sync_manifest(wheels, pure)
     blender_ext, tags = find_blender_ext()
 
     os.makedirs(DIST_DIR, exist_ok=True)
@@ -312,7 +348,7 @@ def main() -> int:
         path = os.path.join(DIST_DIR, zip_name(manifest, target.platform))
         if not os.path.isfile(path):
             raise BuildError("expected {:s} was not written".format(path))
-        check_zip(path, os.path.basename(wheel_path))
+        check_zip(path, os.path.basename(wheel_path), [os.path.basename(p) for p in pure])
         written.append(path)
 
     # The Linux x64 zip first (the one tested), then the others.
