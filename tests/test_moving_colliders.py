@@ -20,11 +20,10 @@ def hanging_curtain():
 
 def sphere_at(frame):
     """A 0.3 m sphere at mid height moving at 6 m/s along +y from y = -0.8 m through the curtain; it stops at
-    y = 0.5 m during frame 6. After that abrupt stop the curtain flies on like a whip (physically plausible at 6 m/s:
-    v^2 / 2g = 1.8 m): PROJECTIVE's row below the pins is 1.0 cm above them at the end of frame 6 and its hem swings
-    above them from frame 7 (up to 1.8 m), NEWTON's from frame 9 (up to 9 cm), XPBD's from frame 12 (up to 33 cm),
-    measured over 24 frames. So the height check covers the push at full speed (frames 1-5); the others cover the
-    stop too."""
+    y = 0.5 m during frame 6. After that abrupt stop the curtain swings on (physically plausible at 6 m/s:
+    v^2 / 2g = 1.8 m): measured over 24 frames, NEWTON's hem swings above the pins from frame 9 (up to 9 cm), XPBD's
+    from frame 10 (up to 34 cm), PROJECTIVE's stays below them. So the height check covers the push at full speed
+    (frames 1-5); the others cover the stop too."""
     return Sphere([0.0, min(-0.8 + 6.0 * frame / FPS, 0.5), PIN_HEIGHT - 1.0], RADIUS, name="ball")
 
 
