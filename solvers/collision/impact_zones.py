@@ -10,7 +10,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .crossings import segments_cross_triangles
-from .self_broad_phase import _csr_rows, _ee_distance, _vt_distance
+from .self_broad_phase import _csr_rows, _overlapping
 
 COLLIDER_SLACK = 0.25
 """The self-collision response may push a particle at most this fraction of thickness into a collider (a pass
@@ -31,13 +31,17 @@ class ImpactZones:
 
         Along the straight motion from x_start to x, a crossing starts when an end of the edge passes through the
         triangle (a vertex-triangle pair at distance 0) or the edge passes through an edge of the triangle (an
-        edge-edge pair at distance 0). That pair ("witness") is now at most b apart, b = m_A + m_B the largest motion
-        (relative to the mean) over its first element plus that over its second, so at most b + D_A + D_B apart at the
-        list's build (D: the most the element moved since), and it is in the Verlet list as long as
-        D_E + m_E <= s_E for every element (its skin; checked, else the list is rebuilt here). So the listed pairs within b,
-        each expanded to the edge-triangle pairs it can witness, contain every new crossing; the exact test
+        edge-edge pair at distance 0). That pair ("witness") touches at some time of the step, so every point of it
+        moved at most m + D from the list's build to then (m: its particle's motion in the step, D: since the build, both
+        relative to the mean), and it was at most the sum over its two elements of their largest m + D apart at the
+        build: it is in the Verlet list as long as D_E + m_E <= s_E for every element (its skin; checked, else the list
+        is rebuilt here). Its two elements' boxes swept over the step (mean motion taken out) overlap. So the listed
+        pairs within that bound whose swept boxes overlap, each expanded to the edge-triangle pairs it can witness,
+        contain every new crossing; of those, only pairs whose boxes overlap at x can cross there, and the exact test
         (``segments_cross_triangles``, as ``count_self_intersections``) picks them out.
         """
+        if len(self.edges) == 0:
+            return np.zeros((0, 2), np.int64)
         step = x - x_start
         step -= step.mean(axis=0)
         motion = np.sqrt(np.einsum("ij,ij->i", step, step))
@@ -45,19 +49,22 @@ class ImpactZones:
         if not self._list_holds(moved, motion):
             self._build(x, self._skin_for(motion))
             moved = np.zeros(len(x))
-        bound = self._pair_bound(motion)
-        near = np.nonzero(self._list["dist"] - self._pair_bound(moved) <= bound)[0]
+        near = np.nonzero(self._list["dist"] <= self._pair_bound(moved + motion))[0]
         k = len(self._list["vt"][0])
         vt_pos, ee_pos = near[near < k], near[near >= k] - k
         v, t = self._list["vt"][0][vt_pos], self._list["vt"][1][vt_pos]
         e1, e2 = self._list["ee"][0][ee_pos], self._list["ee"][1][ee_pos]
-        keep = _vt_distance(x, v, self.triangles[t]) <= bound[vt_pos]
+        # Swept boxes: the particles' positions over the step with the mean motion taken out run from x - step to x.
+        back = x - step
+        lo, hi = np.minimum(x, back).T, np.maximum(x, back).T  # (3, n)
+        tri, edges = self.triangles, self.edges
+        lo_t = np.minimum(np.minimum(lo[:, tri[:, 0]], lo[:, tri[:, 1]]), lo[:, tri[:, 2]])
+        hi_t = np.maximum(np.maximum(hi[:, tri[:, 0]], hi[:, tri[:, 1]]), hi[:, tri[:, 2]])
+        lo_e, hi_e = np.minimum(lo[:, edges[:, 0]], lo[:, edges[:, 1]]), np.maximum(hi[:, edges[:, 0]], hi[:, edges[:, 1]])
+        keep = _overlapping(lo, hi, v, lo_t, hi_t, t)
         v, t = v[keep], t[keep]
-        if len(e1):
-            keep = _ee_distance(x, self.edges[e1], self.edges[e2]) <= bound[k + ee_pos]
-            e1, e2 = e1[keep], e2[keep]
-        if len(self.edges) == 0:
-            return np.zeros((0, 2), np.int64)
+        keep = _overlapping(lo_e, hi_e, e1, lo_e, hi_e, e2)
+        e1, e2 = e1[keep], e2[keep]
         # Expand: a vertex's edges against the triangle; each edge against the other's triangles.
         rows, entries = _csr_rows(self.vertex_edge_start, v)
         pe = [self.vertex_edges[entries]]
@@ -67,7 +74,11 @@ class ImpactZones:
             pe.append(a[rows])
             pt.append(self.edge_triangles[entries])
         pe, pt = np.concatenate(pe), np.concatenate(pt)
-        E, T = self.edges[pe], self.triangles[pt]
+        # A crossing at x needs the edge's and the triangle's boxes at x to overlap.
+        lo_t, hi_t, lo_e, hi_e = self._boxes(x)
+        keep = _overlapping(lo_e, hi_e, pe, lo_t, hi_t, pt)
+        pe, pt = pe[keep], pt[keep]
+        E, T = edges[pe], tri[pt]
         keep = ~((T == E[:, :1]).any(axis=1) | (T == E[:, 1:]).any(axis=1))
         pe, pt, E, T = pe[keep], pt[keep], E[keep], T[keep]
         hit = segments_cross_triangles(x[E[:, 0]], x[E[:, 1]], x[T[:, 0]], x[T[:, 1]], x[T[:, 2]])

@@ -192,6 +192,21 @@ def _join_points(centre, radius, points, point_radius, reach):
     return np.concatenate(out_i).astype(np.int64), np.concatenate(out_j).astype(np.int64)
 
 
+def _overlapping(lo_a, hi_a, ia, lo_b, hi_b, ib, reach=0.0):
+    """Positions (j,) in ``ia``/``ib`` (k,) of the pairs of boxes (box ia[j] of (lo_a, hi_a), box ib[j] of (lo_b, hi_b),
+    each (3, m) per axis) that are within ``reach`` (k,) or a scalar [m] of each other on every axis: a necessary
+    condition for any two points of the boxes to be within reach. One axis at a time on the pairs the previous axes
+    kept (about ten times faster than testing all three axes of every pair)."""
+    keep = np.arange(len(ia))
+    # A hair of slack, so that round-off never drops a pair the exact distance test would keep.
+    reach = np.broadcast_to(np.asarray(reach, float) * (1.0 + 1e-9) + 1e-12, (len(ia),))
+    for axis in range(3):
+        la, ha, lb, hb = lo_a[axis], hi_a[axis], lo_b[axis], hi_b[axis]
+        close = (la[ia] <= hb[ib] + reach) & (lb[ib] <= ha[ia] + reach)
+        keep, ia, ib, reach = keep[close], ia[close], ib[close], reach[close]
+    return keep
+
+
 def _csr_rows(start, keys):
     """Every entry of the CSR rows ``keys`` (k,) of an index with row starts ``start``: (rows, entries), rows[i] the
     position in ``keys`` whose row holds flat entry entries[i]."""
@@ -297,6 +312,12 @@ class SelfBroadPhase:
         t, v = t[keep], v[keep]
         keep = _drop(self.excluded_vt, v, t, len(tri))
         v, t = v[keep], t[keep]
+        # The joins' spheres are loose around a sheet's own neighbours; boxes (one axis at a time) drop a part of
+        # those before the exact distances (on the 64 x 64 lab cloth as it folds, about 40% of the edge pairs).
+        lo_t, hi_t, lo_e, hi_e = self._boxes(x)
+        points = np.ascontiguousarray(x.T)
+        keep = _overlapping(points, points, v, lo_t, hi_t, t, reach + s_v[v] + s_t[t])
+        v, t = v[keep], t[keep]
         d_vt = _vt_distance(x, v, tri[t])
         keep = d_vt <= reach + s_v[v] + s_t[t]
         vt = (v[keep], t[keep], d_vt[keep])
@@ -311,9 +332,18 @@ class SelfBroadPhase:
         e1, e2 = e1[keep], e2[keep]
         keep = _drop(self.excluded_ee, e1, e2, len(self.edges))
         e1, e2 = e1[keep], e2[keep]
+        keep = _overlapping(lo_e, hi_e, e1, lo_e, hi_e, e2, reach + s_e[e1] + s_e[e2])
+        e1, e2 = e1[keep], e2[keep]
         d_ee = _ee_distance(x, self.edges[e1], self.edges[e2])
         keep = d_ee <= reach + s_e[e1] + s_e[e2]
         return vt, (e1[keep], e2[keep], d_ee[keep])
+
+    def _boxes(self, x):
+        """Axis-aligned boxes at x, per axis: of the triangles (lo, hi (3, t)) and of the edges (lo, hi (3, e))."""
+        y = np.ascontiguousarray(x.T)
+        a, b, c = y[:, self.triangles[:, 0]], y[:, self.triangles[:, 1]], y[:, self.triangles[:, 2]]
+        p, q = y[:, self.edges[:, 0]], y[:, self.edges[:, 1]]
+        return np.minimum(np.minimum(a, b), c), np.maximum(np.maximum(a, b), c), np.minimum(p, q), np.maximum(p, q)
 
     def _build(self, x, skin):
         """Run the broad phase at x with per-particle skins ``skin`` (n,) [m] to spare: the Verlet list (see
@@ -391,6 +421,13 @@ class SelfBroadPhase:
         k = len(self._list["vt"][0])
         (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
         a, b = near[near < k], near[near >= k] - k
+        # A pair within reach has its two elements' boxes at x, grown by reach, overlapping: a cheap necessary test
+        # that leaves the exact test (the response's stencils) a fraction of the pairs (on the 64 x 64 lab cloth as it
+        # folds, 67k listed pairs near -> 15k whose boxes overlap -> 5k within reach).
+        lo_t, hi_t, lo_e, hi_e = self._boxes(x)
+        points = np.ascontiguousarray(x.T)
+        a = a[_overlapping(points, points, v[a], lo_t, hi_t, t[a], reach[a])]
+        b = b[_overlapping(lo_e, hi_e, e1[b], lo_e, hi_e, e2[b], reach[k + b])]
         # One order whatever the lists' history (sorted by pair): the Jacobi sums of the response then depend on
         # the pairs alone, not on when or how the lists were built.
         a = a[np.argsort(_pair_keys(v[a], t[a], len(self.triangles)), kind="stable")]
