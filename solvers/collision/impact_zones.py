@@ -47,8 +47,7 @@ class ImpactZones:
         motion = np.sqrt(np.einsum("ij,ij->i", step, step))
         moved = self._moved(x)
         if not self._list_holds(moved, motion):
-            self._build(x, self._skin_for(motion))
-            moved = np.zeros(len(x))
+            moved = self._refresh(x, moved, motion)
         near = np.nonzero(self._list["dist"] <= self._pair_bound(moved + motion))[0]
         k = len(self._list["vt"][0])
         vt_pos, ee_pos = near[near < k], near[near >= k] - k
@@ -79,7 +78,9 @@ class ImpactZones:
         keep = _overlapping(lo_e, hi_e, pe, lo_t, hi_t, pt)
         pe, pt = pe[keep], pt[keep]
         E, T = edges[pe], tri[pt]
-        keep = ~((T == E[:, :1]).any(axis=1) | (T == E[:, 1:]).any(axis=1))
+        keep = np.ones(len(pe), bool)
+        for j in range(3):  # pairs sharing a vertex never cross (column by column: faster than .any(axis=1))
+            keep &= (T[:, j] != E[:, 0]) & (T[:, j] != E[:, 1])
         pe, pt, E, T = pe[keep], pt[keep], E[keep], T[keep]
         hit = segments_cross_triangles(x[E[:, 0]], x[E[:, 1]], x[T[:, 0]], x[T[:, 1]], x[T[:, 2]])
         if not np.any(hit):
