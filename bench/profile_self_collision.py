@@ -6,9 +6,11 @@ add-on's defaults (30 substeps x 1 sweep, stiffness 1e4 N/m, damping 0.1, tether
 (thickness 1 cm). The cloth drapes over the sphere and folds onto itself from about frame 20 on.
 
 Runs frames 1..``--frames`` (the first ``--warm`` without self-collision timing detail: they are run and timed but not
-profiled), then prints seconds per frame (self-collision's share apart), the broad phase's counts (rebuilds, pairs
-listed, candidates watched, impact-zone calls), the self crossings at the last frame (count_self_intersections over
-both splits, must be 0), and a cProfile top list of the profiled frames. ``--save PATH`` / ``--load PATH`` keep the
+profiled), then prints seconds per frame (self-collision's share apart), its split over the profiled frames by stage
+(broad phase rebuilds, the lists' check, response passes, friction, fail-safe crossing tests, impact zones), the
+broad phase's counts (rebuilds, skin growths, pairs listed, candidates watched, impact-zone calls), the self
+crossings at the last frame (count_self_intersections over both splits, must be 0), and a cProfile top list of the
+profiled frames. ``--save PATH`` / ``--load PATH`` keep the
 state after the warm frames (an .npz of x and v) so a run can start at a crumpled state.
 
 Timings under load vary 2-7x on a shared machine: compare only figures of one run.
@@ -114,7 +116,7 @@ def run(args, skin_fraction=None, profile=None):
                   f"self-collision {np.mean([r[2] for r in part]):.3f} s/frame, {sum(r[3] for r in part)} rebuilds")
     print(_split(parts, max(1, sum(1 for r in rows if r[0] > args.warm))))
     listed = 0 if sc._list is None else len(sc._list["dist"])
-    print(f"total rebuilds {sc.rebuilds}, pairs listed now {listed}, zone calls {sc.zones}, "
+    print(f"total rebuilds {sc.rebuilds}, skin growths {getattr(sc, 'grown', 0)}, pairs listed now {listed}, zone calls {sc.zones}, "
           f"crossings at frame {args.frames}: {crossings}" + (f", worst sampled {worst}" if args.crossings_every else ""))
     print()
     return rows

@@ -26,15 +26,19 @@ from .primitives import _cross, closest_points_segments, point_triangle_closest
 SKIN_FRACTION = 0.2
 """The broad phase's smallest spare distance (Verlet skin) of a pair, as a fraction of the mean rest edge length:
 each of its two elements brings half."""
-SKIN_MOTION = 12.0
+SKIN_MOTION = 24.0
 """A particle's skin is at least half this many times its motion in the step relative to the mean (a list outlives
-several steps of its fastest elements)."""
+several steps of its fastest elements). With the box tests and the skin growth, larger skins pay: on the 64 x 64 lab
+cloth (frames 21-28, XPBD 30 x 1, one run each back to back on a loaded machine) SKIN_MOTION 12 and MAX_SKIN_FRACTION
+1.8 took 3.9 s a frame (52 rebuilds, 31k pairs listed at the end), 24 and 3.6 3.5 s (26 rebuilds, 121k pairs), 60 and
+12 (skins covering about a frame's motion) 5.2 s (11 rebuilds, 800k pairs: the lists' upkeep every substep then costs
+more than the builds it saves)."""
 LONG_FACTOR = 1.5
 """``_join`` (NEWTON's self barrier): elements larger than this times the median size are joined on their own."""
 CLASS_GROWTH = 1.25
 """The broad phase's joins take elements in classes of size (sphere radius with the skin), each this many times
 larger than the last from the median up (``_classes``)."""
-MAX_SKIN_FRACTION = 1.8
+MAX_SKIN_FRACTION = 3.6
 """... but at most half this fraction of the mean rest edge per element, unless the step's motion needs more (2.5
 steps). Only fast elements get it: one skin for the whole cloth this large filled the lists with the sheet's own
 neighbours."""
