@@ -535,10 +535,15 @@ class SelfBroadPhase:
         moved -= moved.mean(axis=0)
         return np.sqrt(np.einsum("ij,ij->i", moved, moved))
 
+    def _element_values(self, per_particle):
+        """The largest ``per_particle`` (n,) value over each element, numbered as the list's pairs number them
+        (vertices, then triangles, then edges), (n + t + e,)."""
+        return np.concatenate([per_particle, _row_max(per_particle, self.triangles),
+                               _row_max(per_particle, self.edges) if len(self.edges) else np.zeros(0)])
+
     def _pair_bound(self, per_particle):
         """Per listed pair: the largest ``per_particle`` value over each of its two elements, summed (k,)."""
-        per_element = np.concatenate([per_particle, _row_max(per_particle, self.triangles),
-                                      _row_max(per_particle, self.edges) if len(self.edges) else np.zeros(0)])
+        per_element = self._element_values(per_particle)
         return per_element[self._list["first"]] + per_element[self._list["second"]]
 
     def _candidates(self, x, x_prev):
@@ -569,8 +574,14 @@ class SelfBroadPhase:
             moved = np.zeros(len(x))
         elif not self._list_holds(moved, motion):
             moved = self._refresh(x, moved, motion)
-        reach = self.thickness + self._pair_bound(motion)
-        near = np.nonzero(self._list["dist"] - self._pair_bound(moved) <= reach)[0]
+        # Near: within reach less what the two elements moved since the build (one gather per element of the pair
+        # for both bounds; the reach itself only for the near pairs).
+        first, second = self._list["first"], self._list["second"]
+        e_motion = self._element_values(motion)
+        e_both = e_motion + self._element_values(moved)
+        near = np.nonzero(self._list["dist"] - self.thickness <= e_both[first] + e_both[second])[0]
+        reach = np.empty(len(first))
+        reach[near] = self.thickness + (e_motion[first[near]] + e_motion[second[near]])
         k = len(self._list["vt"][0])
         (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
         a, b = near[near < k], near[near >= k] - k
