@@ -6,9 +6,11 @@ add-on's defaults (30 substeps x 1 sweep, stiffness 1e4 N/m, damping 0.1, tether
 (thickness 1 cm). The cloth drapes over the sphere and folds onto itself from about frame 20 on.
 
 Runs frames 1..``--frames`` (the first ``--warm`` without self-collision timing detail: they are run and timed but not
-profiled), then prints seconds per frame (self-collision's share apart), the broad phase's counts (rebuilds, pairs
-listed, candidates watched, impact-zone calls), the self crossings at the last frame (count_self_intersections over
-both splits, must be 0), and a cProfile top list of the profiled frames. ``--save PATH`` / ``--load PATH`` keep the
+profiled), then prints seconds per frame (self-collision's share apart), its split over the profiled frames by stage
+(broad phase rebuilds, the lists' check, response passes, friction, fail-safe crossing tests, impact zones), the
+broad phase's counts (rebuilds, skin growths, pairs listed, candidates watched, impact-zone calls), the self
+crossings at the last frame (count_self_intersections over both splits, must be 0), and a cProfile top list of the
+profiled frames. ``--save PATH`` / ``--load PATH`` keep the
 state after the warm frames (an .npz of x and v) so a run can start at a crumpled state.
 
 Timings under load vary 2-7x on a shared machine: compare only figures of one run.
@@ -79,6 +81,7 @@ def run(args, skin_fraction=None, profile=None):
             spent[0] += time.perf_counter() - start
 
     sc.resolve_beside_colliders = timed_resolve
+    parts = _time_parts(sc)
     first = 0
     if args.load:
         data = np.load(args.load)
@@ -88,6 +91,8 @@ def run(args, skin_fraction=None, profile=None):
     for frame in range(first, args.frames):
         profiled = profile is not None and frame >= args.warm
         spent[0] = 0.0
+        if frame == args.warm:
+            parts.clear()  # the split covers the profiled frames only
         rebuilds = sc.rebuilds
         start = time.perf_counter()
         if profiled:
@@ -109,11 +114,48 @@ def run(args, skin_fraction=None, profile=None):
         if part:
             print(f"{label} frames {part[0][0]}-{part[-1][0]}: {np.mean([r[1] for r in part]):.3f} s/frame, "
                   f"self-collision {np.mean([r[2] for r in part]):.3f} s/frame, {sum(r[3] for r in part)} rebuilds")
+    print(_split(parts, max(1, sum(1 for r in rows if r[0] > args.warm))))
     listed = 0 if sc._list is None else len(sc._list["dist"])
-    print(f"total rebuilds {sc.rebuilds}, pairs listed now {listed}, zone calls {sc.zones}, "
+    print(f"total rebuilds {sc.rebuilds}, skin growths {getattr(sc, 'grown', 0)}, pairs listed now {listed}, zone calls {sc.zones}, "
           f"crossings at frame {args.frames}: {crossings}" + (f", worst sampled {worst}" if args.crossings_every else ""))
     print()
     return rows
+
+
+PARTS = ("_build", "_candidates", "_respond", "_friction", "_new_crossings", "_fail_safe")
+
+
+def _time_parts(sc):
+    """Wrap the self-collision's stages with timers: {name: seconds} (inclusive; ``_split`` takes the nested ones out)."""
+    parts = {}
+    for name in PARTS:
+        method = getattr(sc, name)
+
+        def timed(*a, _method=method, _name=name, **k):
+            start = time.perf_counter()
+            try:
+                return _method(*a, **k)
+            finally:
+                parts[_name] = parts.get(_name, 0.0) + time.perf_counter() - start
+
+        setattr(sc, name, timed)
+    return parts
+
+
+def _split(parts, frames):
+    """Seconds per frame of each stage, exclusive of the stages it calls: broad phase (list rebuilds), candidate
+    selection (the lists' check and near pairs), response (stencils and passes), friction, fail-safe crossing tests,
+    impact zones."""
+    got = {name: parts.get(name, 0.0) for name in PARTS}
+    # Builds happen inside _candidates or _new_crossings; the crossing tests inside _fail_safe.
+    inside_candidates = min(got["_build"], got["_candidates"])
+    rows = [("broad phase (rebuilds)", got["_build"]),
+            ("candidates (list check)", got["_candidates"] - inside_candidates),
+            ("response passes", got["_respond"] - got["_candidates"] - got["_friction"]),
+            ("friction", got["_friction"]),
+            ("fail-safe crossing tests", got["_new_crossings"] - (got["_build"] - inside_candidates)),
+            ("impact zones", got["_fail_safe"] - got["_new_crossings"])]
+    return "split, s/frame: " + ", ".join(f"{label} {seconds / frames:.3f}" for label, seconds in rows)
 
 
 def main(argv=None):

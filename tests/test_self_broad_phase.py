@@ -75,6 +75,33 @@ def test_the_verlet_lists_hold_every_pair_within_reach_on_random_motions(seed):
     assert 1 < sc.rebuilds < 40, sc.rebuilds  # lists were reused, and rebuilt when the motion asked for it
 
 
+def test_a_few_particles_outrunning_their_skins_grow_them_and_the_lists_still_hold_every_pair():
+    """As above on a finer sheet, with one particle at a time jumping farther than its skin: the elements that ran out
+    get a larger skin and their pairs are added (``_grow``) instead of a rebuild of the whole list, and the candidates
+    still hold every pair within reach (a search over all pairs)."""
+    rng = np.random.default_rng(7)
+    model, x, side = folded_sheet(21, rng)
+    sc = SelfCollision(model, thickness=0.01)
+    found = 0
+    for step in range(12):
+        x_prev = x.copy()
+        x = x + 0.0005 * rng.normal(size=x.shape)
+        x[:, 2] += 0.002 * side * np.cos(0.4 * step)
+        if step % 3 == 2:
+            jump = rng.choice(len(x))
+            x[jump] += rng.normal(size=3) * 2.0 * sc.skin
+        (v, t), (e1, e2), _ = sc._candidates(x, x_prev)
+        got_vt, got_ee = set(zip(v.tolist(), t.tolist())), set(zip(e1.tolist(), e2.tolist()))
+        step_motion = (x - x_prev) - (x - x_prev).mean(axis=0)
+        want_vt, want_ee = brute_force(sc, x, np.linalg.norm(step_motion, axis=1))
+        assert want_vt <= got_vt and want_ee <= got_ee, (step, want_vt - got_vt, want_ee - got_ee)
+        found += len(want_vt) + len(want_ee)
+        keys = np.concatenate([v * len(sc.triangles) + t, -1 - (e1 * len(sc.edges) + e2)])
+        assert len(np.unique(keys)) == len(keys)  # no pair listed twice
+    assert found > 100
+    assert sc.grown >= 3 and sc.rebuilds == 1, (sc.grown, sc.rebuilds)
+
+
 def test_a_fast_corner_gets_its_own_skin_and_the_list_outlives_its_motion():
     """One corner of a resting sheet moving fast: its elements carry a skin of SKIN_MOTION / 2 steps of its motion,
     the others keep half the smallest, and the list outlives several steps of the corner (one skin for all, set by

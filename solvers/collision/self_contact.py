@@ -21,7 +21,8 @@ they find: the Verlet lists keep the pairs within thickness + the skins of their
 sheet's own neighbours stay out), until some element's motion since the build could exceed its skin
 (``SelfCollision._candidates`` says why that is exact). Each particle's skin follows its own motion (SKIN_MOTION / 2
 steps of it, up to half MAX_SKIN_FRACTION of an edge), so a fast corner neither forces a rebuild every step nor
-widens the lists of the slow rest. Every call
+widens the lists of the slow rest; when only a few elements outrun their skins, those skins grow (their pairs
+re-queried at the build's positions) instead of a rebuild. Every call
 then watches the listed pairs whose distance at the build, less what their elements moved since, is within their own
 reach, thickness + the most the two elements moved relative to each other in the step (so a vertex that went through
 a triangle within the step is still found). Pairs that share a vertex, and pairs closer than ``thickness`` in the
@@ -84,17 +85,23 @@ in the last two). What does not: a vertex can stay up to COLLIDER_SLACK * thickn
 x_prev), and the fail-safe only prevents new crossings, it does not undo old ones (a cloth that starts crossed, or
 rest-close pairs excluded by Müller's rule).
 
-Cost: the list rebuilds dominate (k-d tree joins and the exact distances of what they find, whenever a skin
-runs out: most of what the joins find are the sheet's own neighbours, dropped by the exact test); on the 64 x 64 lab
-cloth self-collision still makes a bake several times slower (bench/profile_self_collision.py), so it is off by
-default.
+Cost: the list rebuilds dominate (k-d tree joins and the exact distances of what they find, whenever skins run
+out: most of what the joins find are the sheet's own neighbours, dropped by the exact test), then the response and
+the fail-safe's crossing tests, each ~0.3-0.4 s a frame on the folding 64 x 64 lab cloth (bench/profile_self_collision.py
+frames 21-36 from a saved state, XPBD 30 x 1: 1.9 s a frame, 1.7 of them self-collision: rebuilds 0.7, the lists'
+check and skin growths 0.35, response 0.4, fail-safe 0.3, friction and impact zones ~0; the same run before the box
+tests, the restricted passes and the skin growth took 2.6 s); self-collision still makes that bake several times
+slower, so it is off by default. Contact is needed at every substep as the response is built (sides read at the
+step's start, the fail-safe's witnesses along the step's straight motion): run on every 6th substep only (the
+built-in Cloth's 5 a frame at 30 substeps) the lab cloth crossed itself from frame 23 on (7 to 526 pairs by frame 28),
+on every 2nd from frame 27 on (45, 98).
 
 Modules: ``self_broad_phase`` (the Verlet lists), ``impact_zones`` (the fail-safe), this one (the response)."""
 import numpy as np
 
 from .crossings import triangle_edges
 from .impact_zones import COLLIDER_SLACK, ImpactZones
-from .self_broad_phase import MAX_SKIN_FRACTION, SKIN_FRACTION, SelfBroadPhase, _pair_keys, _Stencils
+from .self_broad_phase import MAX_SKIN_FRACTION, SKIN_FRACTION, SelfBroadPhase, _pair_keys, _row_max, _Stencils
 
 DEFAULT_FRICTION = 0.3
 """Friction coefficient of cloth on itself (dimensionless); the solvers use it (no setting of its own yet)."""
@@ -137,6 +144,8 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         """Pairs the last ``resolve`` watched: within its reach after the exact distance test."""
         self.rebuilds = 0
         """Broad phases run so far (tree queries); the other calls reused the pair lists."""
+        self.grown = 0
+        """Calls so far that grew the skins of a few elements instead of rebuilding the lists (``_grow``)."""
         self.zones = 0
         """Calls so far in which the fail-safe had to freeze impact zones (see ``_fail_safe``)."""
         self._list = None
@@ -252,7 +261,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         w = self.inv_mass
         now = _Stencils(x, vt, ee, self.triangles, self.edges)
         k = len(vt[0])
-        keep = (now.dist <= reach) & (w[now.idx] > 0.0).any(axis=1)
+        keep = (now.dist <= reach) & (_row_max(w, now.idx) > 0.0)
         vt = (vt[0][keep[:k]], vt[1][keep[:k]])
         ee = (ee[0][keep[k:]], ee[1][keep[k:]])
         self.last_candidates = len(vt[0]) + len(ee[0])
@@ -272,10 +281,12 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         count = len(side)
         k_vt = len(vt[0])
 
-        def evaluate(pos):
-            """Stencils, gaps, push directions, C = gap - target and W = sum coef^2 w of the pairs at ``pos`` (sorted)."""
-            a, b = pos[pos < k_vt], pos[pos >= k_vt] - k_vt
-            st = _Stencils(x, (vt[0][a], vt[1][a]), (ee[0][b], ee[1][b]), self.triangles, self.edges)
+        def evaluate(pos, st=None):
+            """Stencils, gaps, push directions, C = gap - target and W = sum coef^2 w of the pairs at ``pos`` (sorted;
+            st: their stencils at x if already made)."""
+            if st is None:
+                a, b = pos[pos < k_vt], pos[pos >= k_vt] - k_vt
+                st = _Stencils(x, (vt[0][a], vt[1][a]), (ee[0][b], ee[1][b]), self.triangles, self.edges)
             sd = side[pos]
             signed = sd * st.plane
             # Closest points inside both elements: the distance along the normal on the pair's own side (negative
@@ -292,8 +303,18 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         depth = np.zeros(count)
         ever = np.zeros(count, bool)
         live = np.arange(count)
+        pair_idx = now.idx[keep]
+        changed = None
         for k in range(MAX_PASSES):
-            st, gap, direction, C, W = evaluate(live)
+            # Only pairs with a particle the last pass moved can have changed: the others keep their C >= 0 (not
+            # active), so they are skipped, the result the same (on the folding lab cloth a pass moves a few hundred
+            # of the ~5k pairs within reach). The first pass reads the stencils already made at x.
+            if changed is None:
+                pos = live
+                st, gap, direction, C, W = evaluate(pos, now.take(keep))
+            else:
+                pos = live[_row_max(changed, pair_idx[live])]
+                st, gap, direction, C, W = evaluate(pos)
             active = (C < 0.0) & (W > 0.0)
             # Beyond ``passes``, go on only with the pairs still through each other (their side would be lost) or
             # short of their target by more than PASS_TOLERANCE * thickness (large steps: implicit Euler, PD).
@@ -303,6 +324,8 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             if not np.any(active):
                 break
             idx, coef = st.idx[active], st.coef[active]
+            changed = np.zeros(len(x), bool)
+            changed[idx.ravel()] = True  # _keep_out_of_colliders moves only some of these
             scale = self._scale(len(x), idx, coef)
             lam = -C[active] / W[active] * scale
             impulse = lam[:, None] * direction[active]
@@ -310,14 +333,14 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             if colliders:
                 self._keep_out_of_colliders(x, np.unique(idx[coef != 0.0]), colliders)
             # The share of this correction beyond the approach removal is recovery: velocity-free.
-            approach = np.clip(approach_target[live[active]] - gap[active], 0.0, -C[active])
+            approach = np.clip(approach_target[pos[active]] - gap[active], 0.0, -C[active])
             recovery = 1.0 - approach / -C[active]
             if np.any(recovery > 0.0):
                 self._apply(x_prev, idx, coef, recovery[:, None] * impulse)
-            depth[live[active]] += approach * scale  # friction's normal depth: the velocity-changing part only
-            ever[live[active]] = True
+            depth[pos[active]] += approach * scale  # friction's normal depth: the velocity-changing part only
+            ever[pos[active]] = True
             if k + 1 >= self.passes:
-                live = live[violating]
+                live = pos[violating]  # the pairs not evaluated were not active, so not violating either
         if self.friction > 0.0 and np.any(ever):
             pos = np.nonzero(ever)[0]
             st, _, direction, _, _ = evaluate(pos)
@@ -335,7 +358,11 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         weights as the count was tried: two vertices over one face pushed it twice and overshot by 17%)."""
         used = (coef != 0.0).ravel()
         load = np.bincount(idx.ravel()[used], minlength=count).astype(float)
-        return 1.0 / np.maximum(1.0, np.where(coef != 0.0, load[idx], 0.0).max(axis=1))
+        loaded = np.where(coef != 0.0, load[idx], 0.0)
+        most = loaded[:, 0].copy()
+        for j in range(1, loaded.shape[1]):  # not .max(axis=1): a reduction along a short axis is ~10x slower
+            np.maximum(most, loaded[:, j], out=most)
+        return 1.0 / np.maximum(1.0, most)
 
     def _apply(self, x, idx, coef, impulse):
         """x_j += w_j coef_j J for every pair's particles, J = impulse (k, 3) (summed per particle)."""
