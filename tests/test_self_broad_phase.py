@@ -11,7 +11,7 @@ import pytest
 from solvers import build_model, grid_cloth
 from solvers.builder import grid_quads
 from solvers.collision.primitives import closest_points_segments, point_triangle_closest
-from solvers.collision.self_broad_phase import _join_points, _self_join, _Stencils
+from solvers.collision.self_pairs import _join_points, _self_join, _Stencils
 from solvers.collision.self_contact import SelfCollision
 
 

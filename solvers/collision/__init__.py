@@ -14,7 +14,7 @@ One package for everything that keeps bodies apart (docs/design.md, "Contact pip
 - ``response``: the position-level contact response (PBD/XPBD, Projective Dynamics, mass-spring);
 - ``faces``: triangles against spheres (the face push and the sphere pads);
 - ``barrier``, ``face_barrier``, ``friction``: NEWTON's IPC barrier and lagged friction energies;
-- ``self_contact``, ``self_broad_phase``, ``impact_zones``: cloth self-collision.
+- ``self_contact``, ``self_broad_phase``, ``self_pairs``, ``impact_zones``: cloth self-collision.
 
 Solvers reach colliders only through the protocol of ``colliders.Collider``: no solver tests a collider's type.
 """

@@ -10,7 +10,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .crossings import segments_cross_triangles
-from .self_broad_phase import _csr_rows, _ee_distance, _overlapping, _row_max, _vt_distance
+from .self_pairs import _csr_rows, _ee_distance, _overlapping, _row_max, _vt_distance
 
 COLLIDER_SLACK = 0.25
 """The self-collision response may push a particle at most this fraction of thickness into a collider (a pass

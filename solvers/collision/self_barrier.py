@@ -15,7 +15,7 @@ Pairs closer than d_hat in the rest shape are neighbours, not contacts (Müller'
 are left out for good. For a sheet whose mesh spacing exceeds d_hat these are only the two diagonals of a quad whose
 both splits are kept (they cross at the quad's centre).
 
-Broad phase: Verlet lists (as ``self_broad_phase``): k-d tree joins of bounding spheres (``self_broad_phase._join``:
+Broad phase: Verlet lists (as ``self_broad_phase``): k-d tree joins of bounding spheres (``self_pairs._join``:
 vertices with triangle centroids, edge midpoints with each other) keep the pairs within d_hat + skin (exact distance)
 of the positions they were built at; the lists serve every later position at which no particle has moved by more
 than half the skin relative to the mean motion (a Newton step's iterates and line-search trials, mostly). There a
@@ -36,7 +36,7 @@ from .ccd import edge_edge_ccd, point_triangle_ccd
 from .crossings import triangle_edges
 from .pair_barrier import PairBarrier, distance_derivatives
 from .primitives import edge_edge_distance_squared, point_triangle_distance_squared
-from .self_broad_phase import LONG_FACTOR, _drop, _ee_distance, _join, _pair_keys, _vt_distance
+from .self_pairs import LONG_FACTOR, _drop, _ee_distance, _join, _pair_keys, _vt_distance
 
 _EMPTY = np.zeros(0, np.int64)
 

@@ -101,7 +101,8 @@ import numpy as np
 
 from .crossings import triangle_edges
 from .impact_zones import COLLIDER_SLACK, ImpactZones
-from .self_broad_phase import MAX_SKIN_FRACTION, SKIN_FRACTION, SelfBroadPhase, _pair_keys, _row_max, _Stencils
+from .self_broad_phase import MAX_SKIN_FRACTION, SKIN_FRACTION, SelfBroadPhase
+from .self_pairs import _pair_keys, _row_max, _Stencils
 
 DEFAULT_FRICTION = 0.3
 """Friction coefficient of cloth on itself (dimensionless); the solvers use it (no setting of its own yet)."""
