@@ -1,0 +1,199 @@
+"""Where NEWTON's time goes (pure engine, no Blender): the parts ``linalg.direct.NewtonSolves`` and
+``energies.base.project_psd`` decide, on the two scenes that were too slow.
+
+- ``factor``: one factorization of NEWTON's first matrix, SuperLU vs banded Cholesky after reverse Cuthill-McKee, for
+  the default cube tetrahedralized at resolutions 6, 8, 10 and the 64 x 64 lab cloth; with the work estimates
+  (flops) ``NewtonSolves`` decides by, and the method it picks.
+- ``psd``: the Neo-Hookean Hessian of the resolution-10 cube (~12k tets) at a deformed state, projected by the
+  analytic eigensystem vs the 9x9 batched eigh.
+- ``cloth-prepare`` / ``cloth``: the 64 x 64 GAMES103 lab cloth (10 m, two corners pinned, sphere r 2.7 at the
+  origin, ground at z = -3, colliders 1 cm thick) at NEWTON's defaults; ``cloth-prepare`` runs frames 1..START and
+  saves the state, ``cloth`` runs the next frames from it: seconds per frame, Newton iterations per step (median,
+  max), halvings, split steps, and a cProfile summary.
+- ``cube``: the resolution-10 cube (2355 particles) dropped onto the ground, NEWTON defaults: seconds per frame and
+  a cProfile summary.
+
+Run: ``python bench/profile_newton.py factor|psd|cloth-prepare|cloth|cube [--frames N]``. Timings under load inflate
+2-7x: compare numbers only within one run (the script times both methods back to back in one process).
+"""
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for path in (ROOT, os.path.join(ROOT, "tests")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver  # noqa: E402
+from solvers.builder import grid_quads  # noqa: E402
+from solvers.linalg import direct  # noqa: E402
+
+FPS = 24
+CLOTH_N = 64
+CLOTH_STATE = os.path.join(os.environ.get("TMPDIR", "/tmp"), "softsim_newton_cloth_state.npz")
+CLOTH_START = 24
+"""The cloth reaches the sphere and folds over frames ~25-35."""
+
+
+def lab_cloth(n=CLOTH_N):
+    """The GAMES103 lab cloth as bench/bench_cloth.py builds it (quad edges), on NEWTON at its defaults."""
+    vertices, edges, triangles = grid_cloth(n, 10.0, height=3.0)
+    pinned = np.zeros(n * n, bool)
+    pinned[[0, n - 1]] = True
+    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0, quads=grid_quads(n))
+    colliders = [Sphere(np.zeros(3), 2.7, 0.01), GroundPlane(np.array([0.0, 0.0, -3.0]), np.array([0.0, 0.0, 1.0]), 0.01)]
+    return model, colliders
+
+
+def cube(resolution):
+    """The default cube (2 m) tetrahedralized at ``resolution``, 1 kg, its bottom 0.5 m above a ground at z = 0."""
+    from scenario_scenes import box_mesh, solid_model
+
+    corners, tris = box_mesh(2.0, 2.0, 2.0)
+    model = solid_model(corners - [1.0, 1.0, -0.5], tris, resolution)
+    return model, [GroundPlane(np.zeros(3), np.array([0.0, 0.0, 1.0]), 0.01)]
+
+
+def first_matrix(model):
+    """NEWTON's first Newton matrix (reduced, CSR) of ``model`` at rest, as ``NewtonSolver._direction`` builds it."""
+    solver = make_solver(model, SolverConfig(solver="NEWTON"))
+    x = model.rest_positions.copy()
+    solver.inertia.x_tilde = x
+    h2 = (1.0 / FPS) ** 2
+    blocks = [solver.inertia.hessian(x).blocks] + [h2 * e.hessian(x).blocks for e in solver.potentials]
+    blocks.append(np.zeros((model.particle_count, 3, 3)))
+    return solver.pattern.matrix(solver.pattern.assemble(np.concatenate(blocks))).tocsr()
+
+
+def _best(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def run_factor(args):
+    cases = [(f"cube res {r}", lambda r=r: cube(r)[0]) for r in (4, 6, 8, 10)]
+    cases += [(f"cloth {m}x{m}", lambda m=m: lab_cloth(m)[0]) for m in (21, 32, 64)]
+    print("| matrix | unknowns | bandwidth | band flops | SuperLU flops | SuperLU ms | banded ms | picked |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for name, build in cases:
+        A = first_matrix(build())
+        ordering, bandwidth = direct.BandedCholesky.plan(A)
+        band_flops = direct.banded_cholesky_flops(A.shape[0], bandwidth)
+        lu_flops = direct.superlu_flops(A)  # flops only, without SUPERLU_FLOPS_PER_ENTRY
+        lu_ms = 1e3 * _best(lambda A=A: direct._superlu(A))
+        band_ms = 1e3 * _best(lambda A=A, ordering=ordering: direct.BandedCholesky(A, ordering))
+        solves = direct.NewtonSolves()
+        solves(A, np.ones(A.shape[0]))
+        print(f"| {name} | {A.shape[0]} | {bandwidth} | {band_flops:.3g} | {lu_flops:.3g} | {lu_ms:.0f} | {band_ms:.0f} | "
+              f"{solves.method} |")
+
+
+def run_psd(args):
+    from solvers.energies import NeoHookean
+    from solvers.energies.base import project_psd
+    from solvers.material import material_arrays
+
+    model = cube(10)[0]
+    config = SolverConfig(solver="NEWTON")
+    material = material_arrays(model, config)
+    energy = NeoHookean(model.rest_positions, model.tet_indices, material.tet_mu, material.tet_lambda)
+    rng = np.random.default_rng(0)
+    x = model.rest_positions * [1.0, 1.0, 0.8] + 0.02 * rng.standard_normal(model.rest_positions.shape)
+    F = energy.deformation_gradient(x)
+    H = energy.stress_hessian(F)
+    eigh_s = _best(lambda: project_psd(H), args.repeat)
+    analytic_s = _best(lambda: energy.projected_stress_hessian(F), args.repeat)
+    whole_s = _best(lambda: energy.hessian(x), args.repeat)
+    a, b = project_psd(H), energy.projected_stress_hessian(F)
+    print(f"{len(F)} tets: 9x9 eigh projection {1e3 * eigh_s:.1f} ms, analytic {1e3 * analytic_s:.1f} ms, "
+          f"whole hessian() {1e3 * whole_s:.1f} ms; max |difference| / max |H| {np.abs(a - b).max() / np.abs(H).max():.2e}")
+
+
+class StepRecorder:
+    """Wraps ``solver.step`` to keep every step's Newton iterations and halvings (split steps included)."""
+
+    def __init__(self, solver):
+        self.rows = []
+        self._step = solver.step
+        solver.step = self
+
+    def __call__(self, *a, **k):
+        stats = self._step(*a, **k)
+        self.rows.append((stats.newton_iterations, stats.line_search_halvings, stats.newton_residual))
+        return stats
+
+
+def _frames(model, colliders, state, first, last, profile):
+    config = SolverConfig(solver="NEWTON")
+    solver = make_solver(model, config)
+    recorder = StepRecorder(solver)
+    profiler = cProfile.Profile() if profile else None
+    seconds = []
+    for frame in range(first, last + 1):
+        before = len(recorder.rows)
+        start = time.perf_counter()
+        if profiler:
+            profiler.enable()
+        try:
+            stats = advance_frame(solver, state, 1.0 / FPS, config.substeps, colliders)
+        finally:
+            if profiler:
+                profiler.disable()
+        seconds.append(time.perf_counter() - start)
+        its = [r[0] for r in recorder.rows[before:]]
+        print(f"frame {frame}: {seconds[-1]:.2f} s, steps {len(its)} (split {stats.split_steps}), iterations {its}, "
+              f"halvings {sum(r[1] for r in recorder.rows[before:])}, residual {stats.newton_residual:.3g} m/s, "
+              f"lowest z {state.x[:, 2].min():.3f}, solve {solver.solves.method}", flush=True)
+    its = np.array([r[0] for r in recorder.rows])
+    print(f"frames {first}-{last}: {np.mean(seconds):.2f} s/frame (total {np.sum(seconds):.1f} s), iterations per step "
+          f"median {np.median(its):.0f} max {its.max()}, halvings {sum(r[1] for r in recorder.rows)}")
+    if profiler:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(18)
+        print(out.getvalue())
+    return state
+
+
+def run_cloth_prepare(args):
+    model, colliders = lab_cloth()
+    state = _frames(model, colliders, State.at_rest(model), 1, CLOTH_START, False)
+    np.savez(CLOTH_STATE, x=state.x, v=state.v)
+    print(f"saved {CLOTH_STATE}")
+
+
+def run_cloth(args):
+    model, colliders = lab_cloth()
+    state = State.at_rest(model)
+    saved = np.load(CLOTH_STATE)
+    state.x[:], state.v[:] = saved["x"], saved["v"]
+    _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, True)
+
+
+def run_cube(args):
+    model, colliders = cube(10)
+    print(f"cube: {model.particle_count} particles, {model.tet_count} tets")
+    _frames(model, colliders, State.at_rest(model), 1, args.frames, True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=("factor", "psd", "cloth-prepare", "cloth", "cube"))
+    parser.add_argument("--frames", type=int, default=6)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    {"factor": run_factor, "psd": run_psd, "cloth-prepare": run_cloth_prepare, "cloth": run_cloth, "cube": run_cube}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
