@@ -10,8 +10,9 @@
   origin, ground at z = -3, colliders 1 cm thick) at NEWTON's defaults; ``cloth-prepare`` runs frames 1..START and
   saves the state, ``cloth`` runs the next frames from it: seconds per frame, Newton iterations per step (median,
   max), halvings, split steps, and a cProfile summary.
-- ``cube``: the resolution-10 cube (2355 particles) dropped onto the ground, NEWTON defaults: seconds per frame and
-  a cProfile summary.
+- ``cube``: the hammock of tests/test_bodies.py with its 0.4 m cube tetrahedralized at resolution 10 (2355
+  particles) on NEWTON and the cloth on XPBD: seconds per frame, the cube's Newton iterations and a cProfile summary;
+  ``--eigh`` projects the Neo-Hookean Hessian by the batched 9x9 eigh as before the analytic eigensystem.
 
 Run: ``python bench/profile_newton.py factor|psd|cloth-prepare|cloth|cube [--frames N]``. Timings under load inflate
 2-7x: compare numbers only within one run (the script times both methods back to back in one process).
@@ -125,17 +126,43 @@ class StepRecorder:
 
     def __init__(self, solver):
         self.rows = []
+        self.logs = []
+        self.solver = solver
         self._step = solver.step
         solver.step = self
 
     def __call__(self, *a, **k):
         stats = self._step(*a, **k)
         self.rows.append((stats.newton_iterations, stats.line_search_halvings, stats.newton_residual))
+        self.logs.append(self.solver.log)
         return stats
 
 
-def _frames(model, colliders, state, first, last, profile):
-    config = SolverConfig(solver="NEWTON")
+def _install_eigh():
+    """The Neo-Hookean projection as it was (a batched 9x9 eigh per tet), for the "before" numbers."""
+    from solvers.energies import NeoHookean
+    from solvers.energies.base import project_psd
+
+    NeoHookean.projected_stress_hessian = lambda self, F, H=None: project_psd(self.stress_hessian(F) if H is None else H)
+
+
+def _report(recorder, seconds, first, last, profiler):
+    its = np.array([r[0] for r in recorder.rows])
+    print(f"frames {first}-{last}: {np.mean(seconds):.2f} s/frame (total {np.sum(seconds):.1f} s), iterations per step "
+          f"median {np.median(its):.0f} max {its.max()}, halvings {sum(r[1] for r in recorder.rows)}")
+    worst = int(np.argmax(its))
+    log = recorder.logs[worst]
+    gains = -np.diff(log.energies)
+    print(f"longest step ({its[worst]} iterations): residual max|p|/h [m/s] per iterate "
+          f"{np.array2string(np.asarray(log.residuals), precision=3, max_line_width=200)}")
+    print(f"energy decrease per iterate [kg m^2] {np.array2string(gains, precision=2, max_line_width=200)}")
+    if profiler:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(18)
+        print(out.getvalue())
+
+
+def _frames(model, colliders, state, first, last, profile, config):
     solver = make_solver(model, config)
     recorder = StepRecorder(solver)
     profiler = cProfile.Profile() if profile else None
@@ -155,19 +182,17 @@ def _frames(model, colliders, state, first, last, profile):
         print(f"frame {frame}: {seconds[-1]:.2f} s, steps {len(its)} (split {stats.split_steps}), iterations {its}, "
               f"halvings {sum(r[1] for r in recorder.rows[before:])}, residual {stats.newton_residual:.3g} m/s, "
               f"lowest z {state.x[:, 2].min():.3f}, solve {solver.solves.method}", flush=True)
-    its = np.array([r[0] for r in recorder.rows])
-    print(f"frames {first}-{last}: {np.mean(seconds):.2f} s/frame (total {np.sum(seconds):.1f} s), iterations per step "
-          f"median {np.median(its):.0f} max {its.max()}, halvings {sum(r[1] for r in recorder.rows)}")
-    if profiler:
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(18)
-        print(out.getvalue())
+    _report(recorder, seconds, first, last, profiler)
     return state
+
+
+def _config(args):
+    return SolverConfig(solver="NEWTON", newton_tolerance=args.tolerance)
 
 
 def run_cloth_prepare(args):
     model, colliders = lab_cloth()
-    state = _frames(model, colliders, State.at_rest(model), 1, CLOTH_START, False)
+    state = _frames(model, colliders, State.at_rest(model), 1, CLOTH_START, False, _config(args))
     np.savez(CLOTH_STATE, x=state.x, v=state.v)
     print(f"saved {CLOTH_STATE}")
 
@@ -177,13 +202,40 @@ def run_cloth(args):
     state = State.at_rest(model)
     saved = np.load(CLOTH_STATE)
     state.x[:], state.v[:] = saved["x"], saved["v"]
-    _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, True)
+    _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, True, _config(args))
 
 
 def run_cube(args):
-    model, colliders = cube(10)
-    print(f"cube: {model.particle_count} particles, {model.tet_count} tets")
-    _frames(model, colliders, State.at_rest(model), 1, args.frames, True)
+    """The hammock of tests/test_bodies.py with the cube tetrahedralized at resolution 10 on NEWTON, the cloth on XPBD
+    (as the add-on's hammock bench): frames 1..--frames, the cube lands on the cloth at about frame 10."""
+    from test_bodies import hammock_cloth
+
+    from solvers.scene import Scene, advance_scene_frame
+    from scenario_scenes import box_mesh, solid_model
+
+    if args.eigh:
+        _install_eigh()
+    corners, tris = box_mesh(0.4, 0.4, 0.4)
+    cube_model = solid_model(corners - [0.2, 0.2, -2.2], tris, 10, mass=2.0)
+    print(f"cube: {cube_model.particle_count} particles, {cube_model.tet_count} tets")
+    scene = Scene([(hammock_cloth(), SolverConfig(solver="XPBD")), (cube_model, _config(args))])
+    ground = [GroundPlane((0, 0, 0), (0, 0, 1), thickness=0.01, friction=0.5)]
+    solver = scene.bodies[1].solver
+    recorder = StepRecorder(solver)
+    profiler = cProfile.Profile()
+    seconds = []
+    for frame in range(1, args.frames + 1):
+        before = len(recorder.rows)
+        start = time.perf_counter()
+        profiler.enable()
+        advance_scene_frame(scene, 1.0 / FPS, ground)
+        profiler.disable()
+        seconds.append(time.perf_counter() - start)
+        its = [r[0] for r in recorder.rows[before:]]
+        print(f"frame {frame}: {seconds[-1]:.2f} s, cube steps {len(its)}, iterations {its}, halvings "
+              f"{sum(r[1] for r in recorder.rows[before:])}, cube lowest z {scene.bodies[1].state.x[:, 2].min():.3f}, "
+              f"solve {solver.solves.method}", flush=True)
+    _report(recorder, seconds, 1, args.frames, profiler)
 
 
 def main(argv=None):
@@ -191,6 +243,8 @@ def main(argv=None):
     parser.add_argument("what", choices=("factor", "psd", "cloth-prepare", "cloth", "cube"))
     parser.add_argument("--frames", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--eigh", action="store_true", help="cube: project the Neo-Hookean Hessian by the 9x9 eigh (before)")
+    parser.add_argument("--tolerance", type=float, default=SolverConfig.newton_tolerance, help="newton_tolerance [m/s]")
     args = parser.parse_args(argv)
     {"factor": run_factor, "psd": run_psd, "cloth-prepare": run_cloth_prepare, "cloth": run_cloth, "cube": run_cube}[args.what](args)
 

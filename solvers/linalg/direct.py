@@ -161,12 +161,18 @@ class NewtonSolves:
     right-hand side each: Newton's steps, where each factorization is used once.
 
     The first matrix plans the sequence: the banded Cholesky after reverse Cuthill-McKee is chosen when its band fits
-    NEWTON_BAND_MEMORY_LIMIT and its factorization takes at most BAND_FLOP_RATIO times SuperLU's flops for that
-    sparsity pattern (``prefer_banded``); the ordering and bandwidth are kept. A later matrix that the kept ordering leaves wider (contacts
-    between particles far apart in the mesh, e.g. self-contact) is factorized by SuperLU. The choice depends on the
-    matrices only, so a bake repeats exactly. Measured, one factorization of NEWTON's matrix of the lab cloth (n x n,
-    first step), SuperLU vs banded: 21x21 5.4 vs 3.1 ms, 32x32 19 vs 8.4, 48x48 81 vs 31, 64x64 191 vs 98 (band 35 MB,
-    1.17x SuperLU's entries), 96x96 754 vs 424 ms (120 MB); the factorization is 75% of a NEWTON step at 64x64."""
+    NEWTON_BAND_MEMORY_LIMIT and its factorization costs at most BAND_FLOP_RATIO times SuperLU's work for that
+    sparsity pattern (``prefer_banded``); the ordering and bandwidth are kept. A later matrix that the kept ordering
+    leaves wider (contacts between particles far apart in the mesh, e.g. self-contact) is factorized by SuperLU. The
+    choice depends on the matrices only, so a bake repeats exactly. Measured, one factorization of NEWTON's matrix of
+    the lab cloth (n x n, first step), SuperLU vs banded: 21x21 5.4 vs 3.1 ms, 32x32 19 vs 8.4, 48x48 81 vs 31, 64x64
+    191 vs 98 (band 35 MB, 1.17x SuperLU's entries), 96x96 754 vs 424 ms (120 MB); the factorization is 60-75% of a
+    NEWTON step at 64x64 and about half of one of a cube tetrahedralized at resolution 10.
+
+    The banded factorization runs in OpenBLAS's threads, SuperLU in one. On a machine whose cores are all busy the
+    threads wait on each other: on the 2-core bench machine under load, 2 threads vs 1, the cube at resolution 6 took
+    314 vs 38 ms, at 10 1737 vs 431 ms, the 64x64 cloth 1537 vs 256 ms (SuperLU 70, 1570, 629 ms either way), which
+    is how the banded solve once measured slower than SuperLU on solids. BAND_FLOP_RATIO is from one-thread timings."""
 
     def __init__(self):
         self.plan = None
