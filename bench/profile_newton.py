@@ -181,7 +181,8 @@ def _frames(model, colliders, state, first, last, profile, config):
         its = [r[0] for r in recorder.rows[before:]]
         print(f"frame {frame}: {seconds[-1]:.2f} s, steps {len(its)} (split {stats.split_steps}), iterations {its}, "
               f"halvings {sum(r[1] for r in recorder.rows[before:])}, residual {stats.newton_residual:.3g} m/s, "
-              f"lowest z {state.x[:, 2].min():.3f}, solve {solver.solves.method}", flush=True)
+              f"lowest z {state.x[:, 2].min():.3f}, nearest collider {1e3 * stats.min_distance:.2f} mm, "
+              f"solve {solver.solves.method}", flush=True)
     _report(recorder, seconds, first, last, profiler)
     return state
 

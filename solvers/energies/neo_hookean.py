@@ -70,7 +70,8 @@ def signed_svd(F: np.ndarray):
     w, V = jacobi_eigen(C)
     order = np.argsort(-w, axis=0)
     V = np.take_along_axis(V, order[None], axis=1).transpose(2, 0, 1)  # (k, 3, 3), columns v_a
-    V[:, :, 2] *= np.sign(np.linalg.det(V))[:, None]  # a rotation
+    det_V = np.einsum("ti,ti->t", V[:, :, 0], np.cross(V[:, :, 1], V[:, :, 2]))  # +-1: orthonormal columns
+    V[:, :, 2] *= np.where(det_V < 0.0, -1.0, 1.0)[:, None]  # a rotation
     FV = F @ V
     norms = np.linalg.norm(FV, axis=1)  # |F v_a| = |sigma_a|
     ok = np.isfinite(norms).all(axis=1) & (norms[:, 1] >= SVD_CONDITION * norms[:, 0]) & (norms[:, 0] > 0.0)
