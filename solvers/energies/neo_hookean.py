@@ -23,6 +23,7 @@ x.reshape(12) as (corner a, axis l) -> 3 a + l, matching ``element_stencil``.
 """
 import numpy as np
 
+from ..linalg.eigen3 import jacobi_eigen
 from ..linalg.iterative import inverse_3x3
 from .base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
 
@@ -48,6 +49,39 @@ def determinant_hessian(F: np.ndarray) -> np.ndarray:
     H_J[(i, l), (j, m)] = d2J / dF_il dF_jm = sum_kn eps_ijk eps_lmn F_kn (linear in F, since J is cubic).
     """
     return (F.reshape(-1, 9) @ DET_HESSIAN_BASIS.T).reshape(-1, 9, 9)
+
+
+SVD_CONDITION = 1e-4
+"""``NeoHookean.projected_stress_hessian`` takes its analytic eigensystem only where the second singular value of F is at
+least this times the first: below, u_1 = F v_1 / sigma_1 loses digits (error ~ 1e-16 sigma_0 / sigma_1) and the tet,
+flattened to a segment, is projected by the batched 9x9 eigh instead."""
+_PAIRS = ((1, 2, 0), (0, 2, 1), (0, 1, 2))
+"""(i, j, k): the twist and flip modes mix F's entries (i, j) and (j, i) in the singular frame, k the third axis."""
+
+
+def signed_svd(F: np.ndarray):
+    """F = U diag(sigma) V^T with U, V rotations (det +1) and sigma_0 >= sigma_1 >= |sigma_2|, sigma_2 < 0 for an
+    inverted F (the rotation-variant SVD of Irving et al. 2004). F: (k, 3, 3). Returns (U, sigma, V, ok): (k, 3, 3),
+    (k, 3), (k, 3, 3), and ok (k,) bool, False where sigma_1 < SVD_CONDITION sigma_0 (U is not reliable there).
+
+    V from the cyclic Jacobi eigenvectors of F^T F (``linalg.eigen3``), u_0 and u_1 = F v / sigma, u_2 = u_0 x u_1, so
+    F v_2 = sigma_2 u_2 holds with the sign of det F."""
+    C = np.einsum("tki,tkj->ijt", F, F)  # F^T F, structure of arrays (3, 3, k)
+    w, V = jacobi_eigen(C)
+    order = np.argsort(-w, axis=0)
+    V = np.take_along_axis(V, order[None], axis=1).transpose(2, 0, 1)  # (k, 3, 3), columns v_a
+    det_V = np.einsum("ti,ti->t", V[:, :, 0], np.cross(V[:, :, 1], V[:, :, 2]))  # +-1: orthonormal columns
+    V[:, :, 2] *= np.where(det_V < 0.0, -1.0, 1.0)[:, None]  # a rotation
+    FV = F @ V
+    norms = np.linalg.norm(FV, axis=1)  # |F v_a| = |sigma_a|
+    ok = np.isfinite(norms).all(axis=1) & (norms[:, 1] >= SVD_CONDITION * norms[:, 0]) & (norms[:, 0] > 0.0)
+    safe = np.where(ok[:, None], norms, 1.0)
+    u0 = FV[:, :, 0] / safe[:, :1]
+    u1 = FV[:, :, 1] - np.einsum("ti,ti->t", u0, FV[:, :, 1])[:, None] * u0  # orthogonal to u0 to round-off
+    u1 /= np.where(ok, np.linalg.norm(u1, axis=1), 1.0)[:, None]
+    U = np.stack([u0, u1, np.cross(u0, u1)], axis=2)
+    sigma = np.einsum("tia,tia->ta", U, FV)
+    return U, sigma, V, ok
 
 
 def shape_derivatives(Dm_inv: np.ndarray) -> np.ndarray:
@@ -150,14 +184,92 @@ class NeoHookean(Energy):
         H += (self.lam * (J - self.alpha))[:, None, None] * determinant_hessian(F)
         return H
 
+    def projected_stress_hessian(self, F: np.ndarray, H: np.ndarray = None) -> np.ndarray:
+        """``project_psd(stress_hessian(F))`` (k, 9, 9) [Pa] from the analytic eigensystem of stable Neo-Hookean (Smith,
+        de Goes, Kim 2019, "Analytic Eigensystems for Isotropic Distortion Energies"), without a 9x9 eigh. H: the
+        unprojected ``stress_hessian(F)`` if already computed.
+
+        Psi depends on F only through I_C and J, both unchanged by F -> R F Q for rotations R, Q, so with the signed SVD
+        F = U S V^T the Hessian is (U (x) V) H_S (U (x) V)^T (row-major vec: vec(U X V^T) = (U (x) V) vec X), and H_S,
+        from the formula of ``stress_hessian`` at S = diag(s), splits into
+        - for each pair (i, j) with k the third axis: on (e_ij, e_ji) the block a I2 - c s_k [[0, 1], [1, 0]] (H_J's
+          (ij, ji) entry is -s_k), eigenvalues a - c s_k (flip, (e_ij + e_ji) / sqrt 2) and a + c s_k (twist,
+          (e_ij - e_ji) / sqrt 2);
+        - on the diagonal entries (e_00, e_11, e_22), the scaling block a I3 + b s s^T + lam' g g^T + c K,
+          g = (s_1 s_2, s_0 s_2, s_0 s_1), K = [[0, s_2, s_1], [s_2, 0, s_0], [s_1, s_0, 0]] (H_J's (ii, jj) entry is
+          s_k), eigen-decomposed by cyclic Jacobi (``linalg.eigen3``),
+        with a = mu' (1 - 1/(I_C + 1)), b = 2 mu' / (I_C + 1)^2, c = lam' (J - alpha). The projection adds -lambda e e^T
+        for each eigenpair with lambda < 0 (mode e = vec(U E V^T)), so an element that is PSD keeps H exactly. Tets whose
+        SVD is unreliable (``signed_svd``'s ok, SVD_CONDITION) are projected by ``project_psd``. Equal to
+        ``project_psd`` to round-off (tests/test_neo_hookean_eigensystem.py)."""
+        if H is None:
+            H = self.stress_hessian(F)
+        if len(F) == 0:
+            return H
+        U, s, V, ok = signed_svd(F)
+        I_C = np.einsum("tij,tij->t", F, F)
+        J = s[:, 0] * s[:, 1] * s[:, 2]
+        inv = 1.0 / (I_C + 1.0)
+        a = self.mu * (1.0 - inv)
+        b = 2.0 * self.mu * inv**2
+        c = self.lam * (J - self.alpha)
+        g = np.stack([s[:, 1] * s[:, 2], s[:, 0] * s[:, 2], s[:, 0] * s[:, 1]], axis=1)
+        M = (a[:, None, None] * np.eye(3) + b[:, None, None] * (s[:, :, None] * s[:, None, :])
+             + self.lam[:, None, None] * (g[:, :, None] * g[:, None, :]))
+        for i, j, k in _PAIRS:
+            M[:, i, j] += c * s[:, k]
+            M[:, j, i] += c * s[:, k]
+        mu_scale, Q = jacobi_eigen(np.ascontiguousarray(M.transpose(1, 2, 0)))  # (3, k), (3, 3, k)
+        # Eigenvalues of the 9 modes: scaling 0-2, flip 3-5, twist 6-8 (pairs in _PAIRS order).
+        s_k = s[:, [k for _, _, k in _PAIRS]]
+        lam_modes = np.concatenate([mu_scale.T, a[:, None] - c[:, None] * s_k, a[:, None] + c[:, None] * s_k], axis=1)
+        clamp = np.where(ok[:, None], np.maximum(-lam_modes, 0.0), 0.0)
+        out = H.copy()
+        # -lambda vec(E) vec(E)^T for every mode with lambda < 0, E = U X V^T (X the mode in the singular frame). Near
+        # rest most tets clamp twist modes (a + c s_k ~ 0 there), few any other: the modes clamped in more than a
+        # quarter of the tets go into one batched product E^T diag(w) E over every clamped tet, the rare ones are added
+        # mode by mode in their own tets.
+        negative = clamp > 0.0
+        counts = negative.sum(axis=0)
+        dense = np.flatnonzero(4 * counts > len(F))
+        t = np.flatnonzero(negative[:, dense].any(axis=1))
+        if len(t):
+            E = self._modes(U[t], V[t], Q[:, :, t], dense)
+            out[t] += np.swapaxes(E * clamp[t][:, dense, None], 1, 2) @ E
+        for mode in np.setdiff1d(np.flatnonzero(counts), dense):
+            t = np.flatnonzero(negative[:, mode])
+            e = self._modes(U[t], V[t], Q[:, :, t], [mode])[:, 0]
+            out[t] += clamp[t, mode, None, None] * (e[:, :, None] * e[:, None, :])
+        if not ok.all():
+            out[~ok] = project_psd(H[~ok])
+        return out
+
+    @staticmethod
+    def _modes(U, V, Q, modes):
+        """vec(U X V^T) (m, len(modes), 9) of the eigenmodes ``modes`` (0-2 scaling, X = diag(Q[:, mode]); 3-5 flip,
+        6-8 twist of the pairs in _PAIRS order) for m tets: U, V (m, 3, 3), Q (3, 3, m) the scaling block's
+        eigenvectors (Q[:, e] belongs to eigenvalue e)."""
+        E = np.empty((len(U), len(modes), 3, 3))
+        root_half = np.sqrt(0.5)
+        for n, mode in enumerate(modes):
+            if mode < 3:  # sum_d Q[d] u_d v_d^T
+                E[:, n] = np.einsum("tid,dt,tjd->tij", U, Q[:, mode], V)
+            else:  # (u_i v_j^T +- u_j v_i^T) / sqrt 2: + flip, - twist
+                i, j, _ = _PAIRS[mode % 3]
+                sign = 1.0 if mode < 6 else -1.0
+                E[:, n] = root_half * (U[:, :, i, None] * V[:, None, :, j] + sign * U[:, :, j, None] * V[:, None, :, i])
+        return E.reshape(len(U), len(modes), 9)
+
     def hessian(self, x: np.ndarray, project: bool = True) -> BlockHessian:
         if len(self.tets) == 0:
             return BlockHessian(self.rows, self.cols, np.zeros((0, 3, 3)))
-        H_F = self.stress_hessian(self.deformation_gradient(x))
+        F = self.deformation_gradient(x)
+        H_F = self.stress_hessian(F)
         if project:
             # F is linear in x (dvec(F)/dx = B is constant), so V0 B^T H_F B is PSD whenever H_F is: clamping
             # the 9x9 is enough and cheaper than the 12x12 (Teran et al. 2005 project in F space too). It is
-            # not the Frobenius-nearest PSD 12x12 matrix (B^T B is not the identity), only a PSD one.
-            H_F = project_psd(H_F)
+            # not the Frobenius-nearest PSD 12x12 matrix (B^T B is not the identity), only a PSD one. The 9x9's
+            # eigensystem is analytic (``projected_stress_hessian``), no batched eigh.
+            H_F = self.projected_stress_hessian(F, H_F)
         local = self.rest_volume[:, None, None] * (np.swapaxes(self.B, 1, 2) @ H_F @ self.B)
         return BlockHessian(self.rows, self.cols, element_blocks(local))

@@ -21,9 +21,69 @@ BAND_MIN_UNKNOWNS = 2000
 """Below this many unknowns both solves take tens of microseconds (21x21 cloth, 439 unknowns: 0.035 vs 0.037 ms; a
 1k-tet sphere, 299: 0.029 vs 0.030 ms), so SuperLU stays: switching would change results at round-off for no speed."""
 BAND_FILL_RATIO = 1.6
-"""Banded Cholesky is chosen only when its band holds at most this many times as many entries as SuperLU's factors
-(L + U): measured, the band solve is as fast or faster up to 1.54x (5k-tet sphere: 0.183 vs 0.194 ms) and slower at
-2.17x (21k-tet sphere, 25 MB: 3.5 vs 2.4 ms); cloth grids: 0.94x-1.31x, banded 18-22% faster."""
+"""For a matrix solved many times (``factorize_spd_for_many``) the solves' work counts, which is proportional to the
+factor's entries: banded Cholesky is chosen only when its band holds at most this many times as many entries as
+SuperLU's factors (L + U). Measured, the band solve is as fast or faster up to 1.54x (5k-tet sphere: 0.183 vs 0.194 ms)
+and slower at 2.17x (21k-tet sphere, 25 MB: 3.5 vs 2.4 ms); cloth grids: 0.94x-1.31x, banded 18-22% faster."""
+BAND_FLOP_RATIO = 2.0
+"""For a matrix factorized for one solve (``NewtonSolves``) the factorization's work counts: banded Cholesky is chosen
+when its flops (``banded_cholesky_flops``) are at most this many times SuperLU's work, its flops (``superlu_flops``)
+plus SUPERLU_FLOPS_PER_ENTRY per factor entry. LAPACK's blocked band factorization runs at 2-6 GFlop/s here, rising
+with the bandwidth, SuperLU at 1-2 on its flops. Measured on the 2-core bench machine under load, one BLAS thread, one
+factorization (band flops / SuperLU flops; banded vs SuperLU ms): NEWTON's first matrix of the cube tetrahedralized
+at resolution 4 (1.5x; 1.6 vs 2.8 ms), 6 (1.4x; 37 vs 70), 8 (1.2x; 163 vs 508), 10 (1.2x; 884 vs 2555), the lab
+cloth 21x21 (1.1x; 2.7 vs 22), 32x32 (1.1x; 29 vs 102), 64x64 (1.3x; 385 vs 986); grid matrices with 8 neighbours
+(tests/test_newton_solves.py) 24x24 (3.3x; 1.3 vs 2.9), 64x64 (6.2x; 111 vs 133), 96x96 (9.3x; 429 vs 408): all
+banded but the last (a tie). A 3D mesh's band grows faster with its size than SuperLU's minimum-degree fill (band flops
+~ n^(7/3) against ~ n^2 for a tet mesh), so large solids end up on SuperLU through their flops."""
+SUPERLU_FLOPS_PER_ENTRY = 200.0
+"""SuperLU's cost per entry of its factors beyond their flops (symbolic work, supernode bookkeeping, scattered memory),
+in flops of its numeric rate: fitted to the grids above, where its flops alone (0.1-0.3 GFlop/s of them) would
+predict it 5-10x faster than it is."""
+
+
+def banded_cholesky_flops(n: int, bandwidth: int) -> float:
+    """Floating-point operations of LAPACK's Cholesky of an (n, n) band of half-width ``bandwidth``: column j
+    updates the c_j (c_j + 1) / 2 entries below it with c_j = min(bandwidth, n - 1 - j) (a multiply and an add each)."""
+    c = np.minimum(bandwidth, n - 1 - np.arange(n, dtype=np.float64))
+    return float(np.sum(c * (c + 1.0)))
+
+
+def superlu_flops(A: sp.spmatrix) -> float:
+    """Floating-point operations of SuperLU's factorization of A's sparsity pattern (``_structural_lu``): step j updates
+    the c_j x r_j block below and right of its pivot, c_j and r_j the off-diagonal entries of column j of L and row j
+    of U (a multiply and an add each; SuperLU computes both triangles, the band Cholesky one)."""
+    return _flops_of(_structural_lu(A))
+
+
+def _flops_of(lu) -> float:
+    c = np.diff(lu.L.indptr) - 1  # L holds its unit diagonal
+    r = np.bincount(lu.U.indices, minlength=lu.U.shape[0]) - 1  # U's row counts (CSC: indices are rows)
+    return 2.0 * float(np.dot(c.astype(np.float64), r))
+
+
+def prefer_banded(A: sp.spmatrix, bandwidth: int, lu=None, solves_per_factor: str = "one") -> bool:
+    """Whether the banded Cholesky of A (its RCM ``bandwidth``) does less work than SuperLU: the one rule of
+    ``NewtonSolves`` and ``factorize_spd_for_many``. ``lu``: SuperLU's factors of A's pattern if already computed.
+
+    solves_per_factor "one" (Newton's steps: each factor solves one right-hand side): the factorization's work decides,
+    band within NEWTON_BAND_MEMORY_LIMIT and its flops at most BAND_FLOP_RATIO times SuperLU's work (flops plus
+    SUPERLU_FLOPS_PER_ENTRY per factor entry); "many" (Projective
+    Dynamics' constant matrix): the solves' work, i.e. the factors' entries, decides, at least BAND_MIN_UNKNOWNS rows,
+    band within BAND_MEMORY_LIMIT and at most BAND_FILL_RATIO times SuperLU's entries. Depends on A's pattern only, so
+    a bake repeats exactly."""
+    n = A.shape[0]
+    entries = (bandwidth + 1) * n
+    if solves_per_factor == "many":
+        if n < BAND_MIN_UNKNOWNS or entries * 8 > BAND_MEMORY_LIMIT:
+            return False
+        lu = _structural_lu(A) if lu is None else lu
+        return entries <= BAND_FILL_RATIO * (lu.L.nnz + lu.U.nnz)
+    if entries * 8 > NEWTON_BAND_MEMORY_LIMIT:
+        return False
+    lu = _structural_lu(A) if lu is None else lu
+    superlu_work = _flops_of(lu) + SUPERLU_FLOPS_PER_ENTRY * (lu.L.nnz + lu.U.nnz)
+    return banded_cholesky_flops(n, bandwidth) <= BAND_FLOP_RATIO * superlu_work
 
 
 def factorize_spd(A: sp.spmatrix):
@@ -81,16 +141,15 @@ class BandedCholesky:
         return out.reshape(b.shape)
 
 
-def _structural_fill(A: sp.spmatrix) -> int:
-    """SuperLU's factor entries (L + U) for A's sparsity pattern, whatever its values: factorized on the diagonally
-    dominant matrix of that pattern (off-diagonal entries -1), since the first Newton matrix of a cloth at rest holds
-    exact zeros (flat bending) that SuperLU would skip."""
+def _structural_lu(A: sp.spmatrix):
+    """SuperLU's factors for A's sparsity pattern, whatever its values: factorized on the diagonally dominant matrix of
+    that pattern (off-diagonal entries -1), since the first Newton matrix of a cloth at rest holds exact zeros (flat
+    bending) that SuperLU would skip."""
     S = sp.csr_matrix(A, copy=True)
     S.data[:] = -1.0
     S.setdiag(0.0)
     S = S - sp.diags(np.asarray(S.sum(axis=1)).ravel() - 1.0)
-    lu = _superlu(S)
-    return lu.L.nnz + lu.U.nnz
+    return _superlu(S)
 
 
 class BandTooWide(ValueError):
@@ -102,12 +161,18 @@ class NewtonSolves:
     right-hand side each: Newton's steps, where each factorization is used once.
 
     The first matrix plans the sequence: the banded Cholesky after reverse Cuthill-McKee is chosen when its band fits
-    NEWTON_BAND_MEMORY_LIMIT and holds at most BAND_FILL_RATIO times SuperLU's factor entries for that sparsity
-    pattern (``_structural_fill``); the ordering and bandwidth are kept. A later matrix that the kept ordering leaves wider (contacts
-    between particles far apart in the mesh, e.g. self-contact) is factorized by SuperLU. The choice depends on the
-    matrices only, so a bake repeats exactly. Measured, one factorization of NEWTON's matrix of the lab cloth (n x n,
-    first step), SuperLU vs banded: 21x21 5.4 vs 3.1 ms, 32x32 19 vs 8.4, 48x48 81 vs 31, 64x64 191 vs 98 (band 35 MB,
-    1.17x SuperLU's entries), 96x96 754 vs 424 ms (120 MB); the factorization is 75% of a NEWTON step at 64x64."""
+    NEWTON_BAND_MEMORY_LIMIT and its factorization costs at most BAND_FLOP_RATIO times SuperLU's work for that
+    sparsity pattern (``prefer_banded``); the ordering and bandwidth are kept. A later matrix that the kept ordering
+    leaves wider (contacts between particles far apart in the mesh, e.g. self-contact) is factorized by SuperLU. The
+    choice depends on the matrices only, so a bake repeats exactly. Measured, one factorization of NEWTON's matrix of
+    the lab cloth (n x n, first step), SuperLU vs banded: 21x21 5.4 vs 3.1 ms, 32x32 19 vs 8.4, 48x48 81 vs 31, 64x64
+    191 vs 98 (band 35 MB, 1.17x SuperLU's entries), 96x96 754 vs 424 ms (120 MB); the factorization is 60-75% of a
+    NEWTON step at 64x64 and about half of one of a cube tetrahedralized at resolution 10.
+
+    The banded factorization runs in OpenBLAS's threads, SuperLU in one. On a machine whose cores are all busy the
+    threads wait on each other: on the 2-core bench machine under load, 2 threads vs 1, the cube at resolution 6 took
+    314 vs 38 ms, at 10 1737 vs 431 ms, the 64x64 cloth 1537 vs 256 ms (SuperLU 70, 1570, 629 ms either way), which
+    is how the banded solve once measured slower than SuperLU on solids. BAND_FLOP_RATIO is from one-thread timings."""
 
     def __init__(self):
         self.plan = None
@@ -119,9 +184,7 @@ class NewtonSolves:
         n = A.shape[0]
         if self.plan is None or self.plan[0] != n:
             ordering, bandwidth = BandedCholesky.plan(A)
-            entries = (bandwidth + 1) * n
-            banded = entries * 8 <= NEWTON_BAND_MEMORY_LIMIT and entries <= BAND_FILL_RATIO * _structural_fill(A)
-            self.plan = (n, ordering if banded else None, bandwidth)
+            self.plan = (n, ordering if prefer_banded(A, bandwidth) else None, bandwidth)
         _, ordering, bandwidth = self.plan
         if ordering is not None:
             try:
@@ -140,16 +203,14 @@ def _rcm(A: sp.csr_matrix) -> np.ndarray:
 
 def factorize_spd_for_many(A: sp.spmatrix):
     """Like ``factorize_spd``, for a matrix that will be solved many times (Projective Dynamics' constant matrix): the
-    banded Cholesky when A has at least BAND_MIN_UNKNOWNS rows and its band fits BAND_MEMORY_LIMIT and holds at most
-    BAND_FILL_RATIO times SuperLU's factor entries (where it measured faster), else SuperLU. The choice depends on A
-    only, so a bake repeats exactly. Both give the same x up to round-off. The method's name is on the function as
-    ``.method``."""
+    banded Cholesky where ``prefer_banded`` (solves_per_factor "many": at least BAND_MIN_UNKNOWNS rows, band within
+    BAND_MEMORY_LIMIT and at most BAND_FILL_RATIO times SuperLU's factor entries, where it measured faster), else
+    SuperLU. The choice depends on A only, so a bake repeats exactly. Both give the same x up to round-off. The
+    method's name is on the function as ``.method``."""
     lu = _superlu(A)
-    n = A.shape[0]
-    if n >= BAND_MIN_UNKNOWNS:
+    if A.shape[0] >= BAND_MIN_UNKNOWNS:
         ordering, bandwidth = BandedCholesky.plan(A)
-        entries = (bandwidth + 1) * n
-        if entries * 8 <= BAND_MEMORY_LIMIT and entries <= BAND_FILL_RATIO * (lu.L.nnz + lu.U.nnz):
+        if prefer_banded(A, bandwidth, lu, "many"):
             return _named(BandedCholesky(A, ordering), "banded Cholesky")
     return _named(lu.solve, "SuperLU")
 

@@ -1,0 +1,254 @@
+"""Where NEWTON's time goes (pure engine, no Blender): the parts ``linalg.direct.NewtonSolves`` and
+``energies.base.project_psd`` decide, on the two scenes that were too slow.
+
+- ``factor``: one factorization of NEWTON's first matrix, SuperLU vs banded Cholesky after reverse Cuthill-McKee, for
+  the default cube tetrahedralized at resolutions 6, 8, 10 and the 64 x 64 lab cloth; with the work estimates
+  (flops) ``NewtonSolves`` decides by, and the method it picks.
+- ``psd``: the Neo-Hookean Hessian of the resolution-10 cube (~12k tets) at a deformed state, projected by the
+  analytic eigensystem vs the 9x9 batched eigh.
+- ``cloth-prepare`` / ``cloth``: the 64 x 64 GAMES103 lab cloth (10 m, two corners pinned, sphere r 2.7 at the
+  origin, ground at z = -3, colliders 1 cm thick) at NEWTON's defaults; ``cloth-prepare`` runs frames 1..START and
+  saves the state, ``cloth`` runs the next frames from it: seconds per frame, Newton iterations per step (median,
+  max), halvings, split steps, and a cProfile summary.
+- ``cube``: the hammock of tests/test_bodies.py with its 0.4 m cube tetrahedralized at resolution 10 (2355
+  particles) on NEWTON and the cloth on XPBD: seconds per frame, the cube's Newton iterations and a cProfile summary;
+  ``--eigh`` projects the Neo-Hookean Hessian by the batched 9x9 eigh as before the analytic eigensystem.
+
+Run: ``python bench/profile_newton.py factor|psd|cloth-prepare|cloth|cube [--frames N]``. Timings under load inflate
+2-7x: compare numbers only within one run (the script times both methods back to back in one process).
+"""
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for path in (ROOT, os.path.join(ROOT, "tests")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver  # noqa: E402
+from solvers.builder import grid_quads  # noqa: E402
+from solvers.linalg import direct  # noqa: E402
+
+FPS = 24
+CLOTH_N = 64
+CLOTH_STATE = os.path.join(os.environ.get("TMPDIR", "/tmp"), "softsim_newton_cloth_state.npz")
+CLOTH_START = 24
+"""The cloth reaches the sphere and folds over frames ~25-35."""
+
+
+def lab_cloth(n=CLOTH_N):
+    """The GAMES103 lab cloth as bench/bench_cloth.py builds it (quad edges), on NEWTON at its defaults."""
+    vertices, edges, triangles = grid_cloth(n, 10.0, height=3.0)
+    pinned = np.zeros(n * n, bool)
+    pinned[[0, n - 1]] = True
+    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0, quads=grid_quads(n))
+    colliders = [Sphere(np.zeros(3), 2.7, 0.01), GroundPlane(np.array([0.0, 0.0, -3.0]), np.array([0.0, 0.0, 1.0]), 0.01)]
+    return model, colliders
+
+
+def cube(resolution):
+    """The default cube (2 m) tetrahedralized at ``resolution``, 1 kg, its bottom 0.5 m above a ground at z = 0."""
+    from scenario_scenes import box_mesh, solid_model
+
+    corners, tris = box_mesh(2.0, 2.0, 2.0)
+    model = solid_model(corners - [1.0, 1.0, -0.5], tris, resolution)
+    return model, [GroundPlane(np.zeros(3), np.array([0.0, 0.0, 1.0]), 0.01)]
+
+
+def first_matrix(model):
+    """NEWTON's first Newton matrix (reduced, CSR) of ``model`` at rest, as ``NewtonSolver._direction`` builds it."""
+    solver = make_solver(model, SolverConfig(solver="NEWTON"))
+    x = model.rest_positions.copy()
+    solver.inertia.x_tilde = x
+    h2 = (1.0 / FPS) ** 2
+    blocks = [solver.inertia.hessian(x).blocks] + [h2 * e.hessian(x).blocks for e in solver.potentials]
+    blocks.append(np.zeros((model.particle_count, 3, 3)))
+    return solver.pattern.matrix(solver.pattern.assemble(np.concatenate(blocks))).tocsr()
+
+
+def _best(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def run_factor(args):
+    cases = [(f"cube res {r}", lambda r=r: cube(r)[0]) for r in (4, 6, 8, 10)]
+    cases += [(f"cloth {m}x{m}", lambda m=m: lab_cloth(m)[0]) for m in (21, 32, 64)]
+    print("| matrix | unknowns | bandwidth | band flops | SuperLU flops | SuperLU ms | banded ms | picked |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for name, build in cases:
+        A = first_matrix(build())
+        ordering, bandwidth = direct.BandedCholesky.plan(A)
+        band_flops = direct.banded_cholesky_flops(A.shape[0], bandwidth)
+        lu_flops = direct.superlu_flops(A)  # flops only, without SUPERLU_FLOPS_PER_ENTRY
+        lu_ms = 1e3 * _best(lambda A=A: direct._superlu(A))
+        band_ms = 1e3 * _best(lambda A=A, ordering=ordering: direct.BandedCholesky(A, ordering))
+        solves = direct.NewtonSolves()
+        solves(A, np.ones(A.shape[0]))
+        print(f"| {name} | {A.shape[0]} | {bandwidth} | {band_flops:.3g} | {lu_flops:.3g} | {lu_ms:.0f} | {band_ms:.0f} | "
+              f"{solves.method} |")
+
+
+def run_psd(args):
+    from solvers.energies import NeoHookean
+    from solvers.energies.base import project_psd
+    from solvers.material import material_arrays
+
+    model = cube(10)[0]
+    config = SolverConfig(solver="NEWTON")
+    material = material_arrays(model, config)
+    energy = NeoHookean(model.rest_positions, model.tet_indices, material.tet_mu, material.tet_lambda)
+    rng = np.random.default_rng(0)
+    x = model.rest_positions * [1.0, 1.0, 0.8] + 0.02 * rng.standard_normal(model.rest_positions.shape)
+    F = energy.deformation_gradient(x)
+    H = energy.stress_hessian(F)
+    eigh_s = _best(lambda: project_psd(H), args.repeat)
+    analytic_s = _best(lambda: energy.projected_stress_hessian(F, H), args.repeat)
+    whole_s = _best(lambda: energy.hessian(x), args.repeat)
+    a, b = project_psd(H), energy.projected_stress_hessian(F, H)
+    print(f"{len(F)} tets: 9x9 eigh projection {1e3 * eigh_s:.1f} ms, analytic {1e3 * analytic_s:.1f} ms, "
+          f"whole hessian() {1e3 * whole_s:.1f} ms; max |difference| / max |H| {np.abs(a - b).max() / np.abs(H).max():.2e}")
+
+
+class StepRecorder:
+    """Wraps ``solver.step`` to keep every step's Newton iterations and halvings (split steps included)."""
+
+    def __init__(self, solver):
+        self.rows = []
+        self.logs = []
+        self.solver = solver
+        self._step = solver.step
+        solver.step = self
+
+    def __call__(self, *a, **k):
+        stats = self._step(*a, **k)
+        self.rows.append((stats.newton_iterations, stats.line_search_halvings, stats.newton_residual))
+        self.logs.append(self.solver.log)
+        return stats
+
+
+def _install_eigh():
+    """The Neo-Hookean projection as it was (a batched 9x9 eigh per tet), for the "before" numbers."""
+    from solvers.energies import NeoHookean
+    from solvers.energies.base import project_psd
+
+    NeoHookean.projected_stress_hessian = lambda self, F, H=None: project_psd(self.stress_hessian(F) if H is None else H)
+
+
+def _report(recorder, seconds, first, last, profiler):
+    its = np.array([r[0] for r in recorder.rows])
+    print(f"frames {first}-{last}: {np.mean(seconds):.2f} s/frame (total {np.sum(seconds):.1f} s), iterations per step "
+          f"median {np.median(its):.0f} max {its.max()}, halvings {sum(r[1] for r in recorder.rows)}")
+    worst = int(np.argmax(its))
+    log = recorder.logs[worst]
+    gains = -np.diff(log.energies)
+    print(f"longest step ({its[worst]} iterations): residual max|p|/h [m/s] per iterate "
+          f"{np.array2string(np.asarray(log.residuals), precision=3, max_line_width=200)}")
+    print(f"energy decrease per iterate [kg m^2] {np.array2string(gains, precision=2, max_line_width=200)}")
+    if profiler:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(18)
+        print(out.getvalue())
+
+
+def _frames(model, colliders, state, first, last, profile, config):
+    solver = make_solver(model, config)
+    recorder = StepRecorder(solver)
+    profiler = cProfile.Profile() if profile else None
+    seconds = []
+    for frame in range(first, last + 1):
+        before = len(recorder.rows)
+        start = time.perf_counter()
+        if profiler:
+            profiler.enable()
+        try:
+            stats = advance_frame(solver, state, 1.0 / FPS, config.substeps, colliders)
+        finally:
+            if profiler:
+                profiler.disable()
+        seconds.append(time.perf_counter() - start)
+        its = [r[0] for r in recorder.rows[before:]]
+        print(f"frame {frame}: {seconds[-1]:.2f} s, steps {len(its)} (split {stats.split_steps}), iterations {its}, "
+              f"halvings {sum(r[1] for r in recorder.rows[before:])}, residual {stats.newton_residual:.3g} m/s, "
+              f"lowest z {state.x[:, 2].min():.3f}, nearest collider {1e3 * stats.min_distance:.2f} mm, "
+              f"solve {solver.solves.method}", flush=True)
+    _report(recorder, seconds, first, last, profiler)
+    return state
+
+
+def _config(args):
+    return SolverConfig(solver="NEWTON", newton_tolerance=args.tolerance)
+
+
+def run_cloth_prepare(args):
+    model, colliders = lab_cloth()
+    state = _frames(model, colliders, State.at_rest(model), 1, CLOTH_START, False, _config(args))
+    np.savez(CLOTH_STATE, x=state.x, v=state.v)
+    print(f"saved {CLOTH_STATE}")
+
+
+def run_cloth(args):
+    model, colliders = lab_cloth()
+    state = State.at_rest(model)
+    saved = np.load(CLOTH_STATE)
+    state.x[:], state.v[:] = saved["x"], saved["v"]
+    _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, True, _config(args))
+
+
+def run_cube(args):
+    """The hammock of tests/test_bodies.py with the cube tetrahedralized at resolution 10 on NEWTON, the cloth on XPBD
+    (as the add-on's hammock bench): frames 1..--frames, the cube lands on the cloth at about frame 10."""
+    from test_bodies import hammock_cloth
+
+    from solvers.scene import Scene, advance_scene_frame
+    from scenario_scenes import box_mesh, solid_model
+
+    if args.eigh:
+        _install_eigh()
+    corners, tris = box_mesh(0.4, 0.4, 0.4)
+    cube_model = solid_model(corners - [0.2, 0.2, -2.2], tris, 10, mass=2.0)
+    print(f"cube: {cube_model.particle_count} particles, {cube_model.tet_count} tets")
+    scene = Scene([(hammock_cloth(), SolverConfig(solver="XPBD")), (cube_model, _config(args))])
+    ground = [GroundPlane((0, 0, 0), (0, 0, 1), thickness=0.01, friction=0.5)]
+    solver = scene.bodies[1].solver
+    recorder = StepRecorder(solver)
+    profiler = cProfile.Profile()
+    seconds = []
+    for frame in range(1, args.frames + 1):
+        before = len(recorder.rows)
+        start = time.perf_counter()
+        profiler.enable()
+        advance_scene_frame(scene, 1.0 / FPS, ground)
+        profiler.disable()
+        seconds.append(time.perf_counter() - start)
+        its = [r[0] for r in recorder.rows[before:]]
+        print(f"frame {frame}: {seconds[-1]:.2f} s, cube steps {len(its)}, iterations {its}, halvings "
+              f"{sum(r[1] for r in recorder.rows[before:])}, cube lowest z {scene.bodies[1].state.x[:, 2].min():.3f}, "
+              f"solve {solver.solves.method}", flush=True)
+    _report(recorder, seconds, 1, args.frames, profiler)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=("factor", "psd", "cloth-prepare", "cloth", "cube"))
+    parser.add_argument("--frames", type=int, default=6)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--eigh", action="store_true", help="cube: project the Neo-Hookean Hessian by the 9x9 eigh (before)")
+    parser.add_argument("--tolerance", type=float, default=SolverConfig.newton_tolerance, help="newton_tolerance [m/s]")
+    args = parser.parse_args(argv)
+    {"factor": run_factor, "psd": run_psd, "cloth-prepare": run_cloth_prepare, "cloth": run_cloth, "cube": run_cube}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
