@@ -172,7 +172,8 @@ class NewtonSolves:
     The banded factorization runs in OpenBLAS's threads, SuperLU in one. On a machine whose cores are all busy the
     threads wait on each other: on the 2-core bench machine under load, 2 threads vs 1, the cube at resolution 6 took
     314 vs 38 ms, at 10 1737 vs 431 ms, the 64x64 cloth 1537 vs 256 ms (SuperLU 70, 1570, 629 ms either way), which
-    is how the banded solve once measured slower than SuperLU on solids. BAND_FLOP_RATIO is from one-thread timings."""
+    is how the banded solve once measured slower than SuperLU on solids. BAND_FLOP_RATIO is from one-thread timings,
+    and frames run with one BLAS thread (``linalg.threads``)."""
 
     def __init__(self):
         self.plan = None
