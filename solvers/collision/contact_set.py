@@ -7,9 +7,9 @@ once per step, for
   collider's own motion), each with the contact plane seen over the step (``Collider.contact``), its normal and its
   signed distance;
 - its **face pairs** (``FacePairs``), where its surface has corners and edges of its own (a mesh collider): collider
-  corner against body triangle (point-triangle) and collider edge against body edge (edge-edge), every pair that can
-  come within the collider's thickness over the step, with their distances at detection
-  (``Collider.face_pairs``: a Verlet list that is kept while the body moves less than its skin).
+  corner against body triangle (point-triangle) and collider edge against body edge (edge-edge), every pair within
+  the collider's thickness at the prediction, with their distances at detection (``Collider.face_pairs``: found a
+  skin wider and kept, as a Verlet list, while the body moves less than a third of the skin; then found anew).
 
 Who consumes what:
 
@@ -31,7 +31,6 @@ import numpy as np
 
 def _dot(u, v):
     return np.einsum("ij,ij->i", u, v)
-
 
 
 @dataclass
