@@ -49,6 +49,17 @@ def brute_force(sc, x, motion):
     return vt, set(zip(e1[hit].tolist(), e2[hit].tolist()))
 
 
+def candidates_holding_every_pair(sc, x, x_prev, step):
+    """``sc._candidates`` for the step x_prev -> x, asserted to hold every pair within reach (``brute_force``):
+    returns ((v, t), (e1, e2), the number of pairs within reach)."""
+    (v, t), (e1, e2), _ = sc._candidates(x, x_prev)
+    got_vt, got_ee = set(zip(v.tolist(), t.tolist())), set(zip(e1.tolist(), e2.tolist()))
+    step_motion = (x - x_prev) - (x - x_prev).mean(axis=0)
+    want_vt, want_ee = brute_force(sc, x, np.linalg.norm(step_motion, axis=1))
+    assert want_vt <= got_vt and want_ee <= got_ee, (step, want_vt - got_vt, want_ee - got_ee)
+    return (v, t), (e1, e2), len(want_vt) + len(want_ee)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_verlet_lists_hold_every_pair_within_reach_on_random_motions(seed):
     rng = np.random.default_rng(seed)
@@ -65,12 +76,8 @@ def test_the_verlet_lists_hold_every_pair_within_reach_on_random_motions(seed):
         if step % 7 == 3:
             jump = rng.choice(len(x), 3, replace=False)
             x[jump] += rng.normal(size=(3, 3)) * 1.5 * skin
-        (v, t), (e1, e2), _ = sc._candidates(x, x_prev)
-        got_vt, got_ee = set(zip(v.tolist(), t.tolist())), set(zip(e1.tolist(), e2.tolist()))
-        step_motion = (x - x_prev) - (x - x_prev).mean(axis=0)
-        want_vt, want_ee = brute_force(sc, x, np.linalg.norm(step_motion, axis=1))
-        assert want_vt <= got_vt and want_ee <= got_ee, (step, want_vt - got_vt, want_ee - got_ee)
-        found += len(want_vt) + len(want_ee)
+        (v, t), (e1, e2), within = candidates_holding_every_pair(sc, x, x_prev, step)
+        found += within
     assert found > 100  # the folded layers did come within reach of each other
     assert 1 < sc.rebuilds < 40, sc.rebuilds  # lists were reused, and rebuilt when the motion asked for it
 
@@ -90,12 +97,8 @@ def test_a_few_particles_outrunning_their_skins_grow_them_and_the_lists_still_ho
         if step % 3 == 2:
             jump = rng.choice(len(x))
             x[jump] += rng.normal(size=3) * 2.0 * sc.skin
-        (v, t), (e1, e2), _ = sc._candidates(x, x_prev)
-        got_vt, got_ee = set(zip(v.tolist(), t.tolist())), set(zip(e1.tolist(), e2.tolist()))
-        step_motion = (x - x_prev) - (x - x_prev).mean(axis=0)
-        want_vt, want_ee = brute_force(sc, x, np.linalg.norm(step_motion, axis=1))
-        assert want_vt <= got_vt and want_ee <= got_ee, (step, want_vt - got_vt, want_ee - got_ee)
-        found += len(want_vt) + len(want_ee)
+        (v, t), (e1, e2), within = candidates_holding_every_pair(sc, x, x_prev, step)
+        found += within
         keys = np.concatenate([v * len(sc.triangles) + t, -1 - (e1 * len(sc.edges) + e2)])
         assert len(np.unique(keys)) == len(keys)  # no pair listed twice
     assert found > 100
