@@ -14,7 +14,8 @@ from solvers.linalg import direct
 from solvers.linalg.eigen3 import det_3x3, jacobi_eigen
 from solvers.model import tet_volumes
 from solvers.projective import ProjectiveSolver
-from solvers.projective.constraints import TetStrain, project_unit_product, rotation_svd
+from solvers.linalg.eigen3 import rotation_svd
+from solvers.projective.constraints import TetStrain, project_unit_product
 from solvers.projective.solver import ACCELERATIONS
 from solvers.material import lame_parameters
 from solvers.geometry import tetrahedralize

@@ -23,7 +23,7 @@ x.reshape(12) as (corner a, axis l) -> 3 a + l, matching ``element_stencil``.
 """
 import numpy as np
 
-from ..linalg.eigen3 import jacobi_eigen
+from ..linalg.eigen3 import jacobi_eigen, rotation_svd
 from ..linalg.iterative import inverse_3x3
 from .base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
 
@@ -61,27 +61,13 @@ _PAIRS = ((1, 2, 0), (0, 2, 1), (0, 1, 2))
 
 def signed_svd(F: np.ndarray):
     """F = U diag(sigma) V^T with U, V rotations (det +1) and sigma_0 >= sigma_1 >= |sigma_2|, sigma_2 < 0 for an
-    inverted F (the rotation-variant SVD of Irving et al. 2004). F: (k, 3, 3). Returns (U, sigma, V, ok): (k, 3, 3),
-    (k, 3), (k, 3, 3), and ok (k,) bool, False where sigma_1 < SVD_CONDITION sigma_0 (U is not reliable there).
-
-    V from the cyclic Jacobi eigenvectors of F^T F (``linalg.eigen3``), u_0 and u_1 = F v / sigma, u_2 = u_0 x u_1, so
-    F v_2 = sigma_2 u_2 holds with the sign of det F."""
-    C = np.einsum("tki,tkj->ijt", F, F)  # F^T F, structure of arrays (3, 3, k)
-    w, V = jacobi_eigen(C)
-    order = np.argsort(-w, axis=0)
-    V = np.take_along_axis(V, order[None], axis=1).transpose(2, 0, 1)  # (k, 3, 3), columns v_a
-    det_V = np.einsum("ti,ti->t", V[:, :, 0], np.cross(V[:, :, 1], V[:, :, 2]))  # +-1: orthonormal columns
-    V[:, :, 2] *= np.where(det_V < 0.0, -1.0, 1.0)[:, None]  # a rotation
-    FV = F @ V
-    norms = np.linalg.norm(FV, axis=1)  # |F v_a| = |sigma_a|
-    ok = np.isfinite(norms).all(axis=1) & (norms[:, 1] >= SVD_CONDITION * norms[:, 0]) & (norms[:, 0] > 0.0)
-    safe = np.where(ok[:, None], norms, 1.0)
-    u0 = FV[:, :, 0] / safe[:, :1]
-    u1 = FV[:, :, 1] - np.einsum("ti,ti->t", u0, FV[:, :, 1])[:, None] * u0  # orthogonal to u0 to round-off
-    u1 /= np.where(ok, np.linalg.norm(u1, axis=1), 1.0)[:, None]
-    U = np.stack([u0, u1, np.cross(u0, u1)], axis=2)
-    sigma = np.einsum("tia,tia->ta", U, FV)
-    return U, sigma, V, ok
+    inverted F (``linalg.eigen3.rotation_svd``, Irving et al. 2004, for matrices stacked first). F: (k, 3, 3). Returns
+    (U, sigma, V, ok): (k, 3, 3), (k, 3), (k, 3, 3), and ok (k,) bool, False where sigma_1 < SVD_CONDITION sigma_0 (U
+    is not reliable there)."""
+    U, sigma, V = rotation_svd(np.ascontiguousarray(F.transpose(1, 2, 0)))
+    sigma = sigma.T
+    ok = np.isfinite(sigma).all(axis=1) & (sigma[:, 0] > 0.0) & (sigma[:, 1] >= SVD_CONDITION * sigma[:, 0])
+    return U.transpose(2, 0, 1), sigma, V.transpose(2, 0, 1), ok
 
 
 def shape_derivatives(Dm_inv: np.ndarray) -> np.ndarray:

@@ -57,3 +57,30 @@ def det_3x3(M: np.ndarray) -> np.ndarray:
     return (M[0, 0] * (M[1, 1] * M[2, 2] - M[1, 2] * M[2, 1])
             - M[0, 1] * (M[1, 0] * M[2, 2] - M[1, 2] * M[2, 0])
             + M[0, 2] * (M[1, 0] * M[2, 1] - M[1, 1] * M[2, 0]))
+
+
+def rotation_svd(F: np.ndarray):
+    """F = U diag(S) V^T with U, V rotations (det +1), structure of arrays: F (3, 3, t) -> U (3, 3, t), S (3, t),
+    V (3, 3, t) (entry (i, j) of every tet's matrix is the row [i, j]).
+
+    S is sorted descending and only its last entry can be negative (an inverted tet, det F < 0), so U V^T is the
+    rotation of F's polar decomposition with reflections fixed (Irving, Teran, Fedkiw 2004, "Invertible finite
+    elements"). From the eigen-decomposition F^T F = V diag(S^2) V^T (``jacobi_eigen``, whole-array
+    Jacobi, 3-4x faster than numpy's batched eigh, which was 45% of a PD solid's step): u_a = F v_a / S_a for the
+    two largest, u_2 = u_0 x u_1, S_2 = u_2 . F v_2.
+    """
+    eigenvalues, V = jacobi_eigen(np.einsum("dit,djt->ijt", F, F))
+    order = np.argsort(-eigenvalues, axis=0)  # descending
+    eigenvalues = np.take_along_axis(eigenvalues, order, axis=0)
+    V = np.take_along_axis(V, order[None], axis=1)
+    V[:, 2] *= np.where(det_3x3(V) < 0.0, -1.0, 1.0)
+    FV = np.einsum("dct,ckt->dkt", F, V)
+    S = np.sqrt(np.maximum(eigenvalues, 0.0))
+    U = np.empty_like(F)
+    U[:, :2] = FV[:, :2] / np.maximum(S[:2], 1e-300)
+    u0, u1 = U[:, 0], U[:, 1]
+    U[0, 2] = u0[1] * u1[2] - u0[2] * u1[1]
+    U[1, 2] = u0[2] * u1[0] - u0[0] * u1[2]
+    U[2, 2] = u0[0] * u1[1] - u0[1] * u1[0]
+    S[2] = np.einsum("dt,dt->t", U[:, 2], FV[:, 2])
+    return U, S, V
