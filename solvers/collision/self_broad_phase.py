@@ -62,6 +62,28 @@ class SelfBroadPhase:
         ba, bb = self.body[a], self.body[b]
         return (ba != bb) | self.self_bodies[ba]
 
+    def _admissible_vt(self, v, t):
+        """Mask (k,) of the vertex-triangle pairs (v, t) that may be listed: the vertex not a corner of the triangle,
+        the pair kept by ``_between``, not rest-close (``excluded_vt``)."""
+        tri = self.triangles
+        keep = (tri[t, 0] != v) & (tri[t, 1] != v) & (tri[t, 2] != v)
+        if self.body is not None:
+            keep &= self._between(v, tri[t, 0])
+        kept = np.flatnonzero(keep)  # the exclusion search on the pairs left only (it is the costly test)
+        keep[kept] = _drop(self.excluded_vt, v[kept], t[kept], len(tri))
+        return keep
+
+    def _admissible_ee(self, e1, e2):
+        """Mask (k,) of the edge-edge pairs (e1, e2) that may be listed: no shared vertex, kept by ``_between``, not
+        rest-close (``excluded_ee``)."""
+        A, B = self.edges[e1], self.edges[e2]
+        keep = (A[:, 0] != B[:, 0]) & (A[:, 0] != B[:, 1]) & (A[:, 1] != B[:, 0]) & (A[:, 1] != B[:, 1])
+        if self.body is not None:
+            keep &= self._between(A[:, 0], B[:, 0])
+        kept = np.flatnonzero(keep)
+        keep[kept] = _drop(self.excluded_ee, e1[kept], e2[kept], len(self.edges))
+        return keep
+
     def _spheres(self, x):
         """Bounding spheres of the triangles (centroid, radius) and of the edges (midpoint, half length) at x."""
         centroid, radius = _bounding_spheres(x, self.triangles)
@@ -88,11 +110,7 @@ class SelfBroadPhase:
         # to their size: elements are joined in classes of size, each pair of classes within its own largest sizes.
         grown = radius + s_t
         t, v = _join_points(centroid, grown, x, s_v, reach)
-        keep = (tri[t, 0] != v) & (tri[t, 1] != v) & (tri[t, 2] != v)
-        if self.body is not None:
-            keep &= self._between(v, tri[t, 0])
-        t, v = t[keep], v[keep]
-        keep = _drop(self.excluded_vt, v, t, len(tri))
+        keep = self._admissible_vt(v, t)
         v, t = v[keep], t[keep]
         # The joins' spheres are loose around a sheet's own neighbours; boxes (one axis at a time) drop a part of
         # those before the exact distances (on the 64 x 64 lab cloth as it folds, about 40% of the edge pairs).
@@ -107,12 +125,7 @@ class SelfBroadPhase:
             return vt, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
         grown = half + s_e
         e1, e2 = _self_join(mid, grown, reach)
-        A, B = self.edges[e1], self.edges[e2]
-        keep = (A[:, 0] != B[:, 0]) & (A[:, 0] != B[:, 1]) & (A[:, 1] != B[:, 0]) & (A[:, 1] != B[:, 1])
-        if self.body is not None:
-            keep &= self._between(A[:, 0], B[:, 0])
-        e1, e2 = e1[keep], e2[keep]
-        keep = _drop(self.excluded_ee, e1, e2, len(self.edges))
+        keep = self._admissible_ee(e1, e2)
         e1, e2 = e1[keep], e2[keep]
         keep = _overlapping(lo_e, hi_e, e1, lo_e, hi_e, e2, reach + s_e[e1] + s_e[e2])
         e1, e2 = e1[keep], e2[keep]
@@ -205,13 +218,8 @@ class SelfBroadPhase:
             pairs_v.append(np.concatenate(rows).astype(np.int64) if len(rows) else np.zeros(0, np.int64))
         v = np.concatenate(pairs_v) if pairs_v else np.zeros(0, np.int64)
         t = np.concatenate(pairs_t) if pairs_t else np.zeros(0, np.int64)
-        keep = (tri[t, 0] != v) & (tri[t, 1] != v) & (tri[t, 2] != v)
-        if self.body is not None:
-            keep &= self._between(v, tri[t, 0])
-        v, t = v[keep], t[keep]
-        v, t = _unique_pairs(v, t, len(tri))
-        keep = _drop(self.excluded_vt, v, t, len(tri))
-        v, t = v[keep], t[keep]
+        keep = self._admissible_vt(v, t)
+        v, t = _unique_pairs(v[keep], t[keep], len(tri))
         d_vt = _vt_distance(x0, v, tri[t])
         # New: within the grown reach, beyond the old one (the old pairs are listed already).
         keep = (d_vt <= thick + s_v2[v] + s_t2[t]) & ~_listed(self._list["vt"], v, t, len(tri))
@@ -223,13 +231,8 @@ class SelfBroadPhase:
             a = np.repeat(eo, [len(r) for r in rows])
             b = np.concatenate(rows).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
             e1, e2 = np.minimum(a, b), np.maximum(a, b)
-            A, B = edges[e1], edges[e2]
-            keep = (A[:, 0] != B[:, 0]) & (A[:, 0] != B[:, 1]) & (A[:, 1] != B[:, 0]) & (A[:, 1] != B[:, 1])
-            if self.body is not None:
-                keep &= self._between(A[:, 0], B[:, 0])
+            keep = self._admissible_ee(e1, e2)
             e1, e2 = _unique_pairs(e1[keep], e2[keep], len(edges))
-            keep = _drop(self.excluded_ee, e1, e2, len(edges))
-            e1, e2 = e1[keep], e2[keep]
             d_ee = _ee_distance(x0, edges[e1], edges[e2])
             keep = (d_ee <= thick + s_e2[e1] + s_e2[e2]) & ~_listed(self._list["ee"], e1, e2, len(edges))
             e1, e2, d_ee = e1[keep], e2[keep], d_ee[keep]
