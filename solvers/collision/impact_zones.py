@@ -58,11 +58,9 @@ class ImpactZones:
         e1, e2 = self._list["ee"][0][ee_pos], self._list["ee"][1][ee_pos]
         # Swept boxes: the particles' positions over the step with the mean motion taken out run from x - step to x.
         back = x - step
-        lo, hi = np.minimum(x, back).T, np.maximum(x, back).T  # (3, n)
+        lo, hi = np.ascontiguousarray(np.minimum(x, back).T), np.ascontiguousarray(np.maximum(x, back).T)  # (3, n)
         tri, edges = self.triangles, self.edges
-        lo_t = np.minimum(np.minimum(lo[:, tri[:, 0]], lo[:, tri[:, 1]]), lo[:, tri[:, 2]])
-        hi_t = np.maximum(np.maximum(hi[:, tri[:, 0]], hi[:, tri[:, 1]]), hi[:, tri[:, 2]])
-        lo_e, hi_e = np.minimum(lo[:, edges[:, 0]], lo[:, edges[:, 1]]), np.maximum(hi[:, edges[:, 0]], hi[:, edges[:, 1]])
+        lo_t, hi_t, lo_e, hi_e = self._boxes(lo, hi)
         keep = _overlapping(lo, hi, v, lo_t, hi_t, t)
         v, t = v[keep], t[keep]
         keep = _overlapping(lo_e, hi_e, e1, lo_e, hi_e, e2)

@@ -133,12 +133,17 @@ class SelfBroadPhase:
         keep = d_ee <= reach + s_e[e1] + s_e[e2]
         return vt, (e1[keep], e2[keep], d_ee[keep])
 
-    def _boxes(self, x):
-        """Axis-aligned boxes at x, per axis: of the triangles (lo, hi (3, t)) and of the edges (lo, hi (3, e))."""
-        y = np.ascontiguousarray(x.T)
-        a, b, c = y[:, self.triangles[:, 0]], y[:, self.triangles[:, 1]], y[:, self.triangles[:, 2]]
-        p, q = y[:, self.edges[:, 0]], y[:, self.edges[:, 1]]
-        return np.minimum(np.minimum(a, b), c), np.maximum(np.maximum(a, b), c), np.minimum(p, q), np.maximum(p, q)
+    def _boxes(self, x, hi=None):
+        """Axis-aligned boxes per axis of the triangles (lo, hi (3, t)) and of the edges (lo, hi (3, e)): at x (n, 3),
+        or, with ``hi``, over particle boxes from lo = x to hi, both (3, n)."""
+        lo = np.ascontiguousarray(x.T) if hi is None else x
+        hi = lo if hi is None else hi
+        tri, edges = self.triangles, self.edges
+        lo_t = np.minimum(np.minimum(lo[:, tri[:, 0]], lo[:, tri[:, 1]]), lo[:, tri[:, 2]])
+        hi_t = np.maximum(np.maximum(hi[:, tri[:, 0]], hi[:, tri[:, 1]]), hi[:, tri[:, 2]])
+        lo_e = np.minimum(lo[:, edges[:, 0]], lo[:, edges[:, 1]])
+        hi_e = np.maximum(hi[:, edges[:, 0]], hi[:, edges[:, 1]])
+        return lo_t, hi_t, lo_e, hi_e
 
     def _build(self, x, skin):
         """Run the broad phase at x with per-particle skins ``skin`` (n,) [m] to spare: the Verlet list (see
