@@ -2,7 +2,8 @@
 
 Two ways, chosen by ``Object.softsim.use_embedded``:
 - Default: ``tetrahedralize`` fills the surface; the mesh's own vertices are the first particles, so the
-  simulated surface is the mesh itself (vertices the tetrahedralizer left in no tet are embedded).
+  mesh's faces move with the simulated body (vertices the tetrahedralizer left in no tet are embedded). Other bodies
+  keep clear of those faces as drawn as well as of the finer tet boundary (``drawn_faces``).
 - Embedded: ``tetrahedralize_cage`` builds a coarse cage of tets around a dense mesh (a sculpt); only the
   cage is simulated and every mesh vertex follows the tet around it by its barycentric coordinates
   (Müller, Ten Minute Physics lesson 11). Cost depends on the cage resolution, not the mesh.
@@ -108,6 +109,22 @@ def mesh_mapping(tet):
     return to_mesh
 
 
+def drawn_faces(tet, triangles, quads):
+    """(triangles (t, 3), quads (q, 4)): the mesh's faces whose corners are all simulated particles (mesh vertices in
+    a tet), over the tet mesh's particles; none for a cage, whose particles are not the mesh's vertices. Other bodies
+    keep clear of them (``build_model``'s ``drawn_triangles``)."""
+    if tet.surface_count == 0:
+        return np.zeros((0, 3), np.int64), np.zeros((0, 4), np.int64)
+    simulated = np.ones(tet.surface_count, bool)
+    simulated[tet.embedded_vertices] = False
+
+    def kept(faces):
+        faces = faces[(faces < tet.surface_count).all(axis=1)]
+        return faces[simulated[faces].all(axis=1)]
+
+    return kept(np.asarray(triangles, np.int64).reshape(-1, 3)), kept(np.asarray(quads, np.int64).reshape(-1, 4))
+
+
 def build_solid(obj, body, settings):
     """(Model, to_mesh, surface_count) for an object with role SOLID; raises InputError naming the object.
 
@@ -118,9 +135,11 @@ def build_solid(obj, body, settings):
     carries, ``TetMesh.mass_weights``), or spread evenly with Mass Distribution Uniform.
     """
     tet = tet_mesh_for(obj, body, settings)
+    drawn, quads = drawn_faces(tet, body.triangles, body.quads)
     try:
         model = solvers.build_model(tet.vertices, None, None, tet.tets, solid_pins(tet, body.pinned), settings.mass,
-                                    mass_distribution=settings.mass_distribution, mass_weights=tet.mass_weights)
+                                    mass_distribution=settings.mass_distribution, mass_weights=tet.mass_weights,
+                                    quads=quads, drawn_triangles=drawn)
     except solvers.ModelError as error:
         raise InputError(f"'{obj.name}': {error}") from error
     return model, mesh_mapping(tet), tet.surface_count

@@ -57,7 +57,7 @@ def lumped_masses(vertices, edges, triangles, tets, total_mass: float) -> np.nda
 
 
 def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, total_mass: float = 1.0,
-                mass_distribution: str = "ELEMENT", quads=None, mass_weights=None) -> Model:
+                mass_distribution: str = "ELEMENT", quads=None, mass_weights=None, drawn_triangles=None) -> Model:
     """A Model from arrays.
 
     vertices: (n, 3) positions [m]; edges: (e, 2) vertex pairs (tet edges are added automatically);
@@ -70,6 +70,9 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
     quads: (q, 4) vertex loops of the mesh's quads, if it has any (their triangles must be among ``triangles``,
     split either way): self-collision then keeps both splits of every quad clear of the rest of the cloth
     (``Model.collision_triangles``).
+    drawn_triangles: a solid's (tets given) mesh triangles as Blender draws them, over its vertices among the first
+    particles; with ``quads`` (over the same vertices) both splits of every quad. Contact with other bodies keeps clear
+    of them as well as of the tet boundary (``Model.collision_triangles``, ``collision.body_contact.surface_triangles``).
     Raises ModelError on input that cannot be simulated.
     """
     vertices = np.ascontiguousarray(vertices, np.float64).reshape(-1, 3)
@@ -94,6 +97,14 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
     quads = np.zeros((0, 4), np.int64) if quads is None else np.asarray(quads, np.int64).reshape(-1, 4)
     if len(quads) and quads.max() >= n:
         raise ModelError("a quad refers to a vertex index that does not exist")
+    drawn = np.zeros((0, 3), np.int64) if drawn_triangles is None else np.asarray(drawn_triangles, np.int64).reshape(-1, 3)
+    if len(drawn) and (not len(tets) or drawn.max() >= n):
+        raise ModelError("drawn triangles are for a solid's vertices (tets and existing vertex indices)")
+    faces = drawn if len(tets) else triangles
+    if len(quads):
+        collision = both_quad_splits(faces, quads)
+    else:
+        collision = drawn if len(tets) else np.zeros((0, 3), np.int64)
     rest_length = np.linalg.norm(vertices[edges[:, 0]] - vertices[edges[:, 1]], axis=1)
     if np.any(rest_length <= 1e-12):
         raise ModelError(f"{int(np.sum(rest_length <= 1e-12))} edge(s) have zero length: merge by distance first")
@@ -122,7 +133,7 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
         edge_indices=edges,
         edge_rest_length=rest_length,
         triangle_indices=triangles,
-        collision_triangles=both_quad_splits(triangles, quads) if len(quads) else np.zeros((0, 3), np.int64),
+        collision_triangles=collision,
         tet_indices=tets,
         tet_rest_volume=tet_volumes(vertices, tets) if len(tets) else np.zeros(0),
     )
@@ -136,14 +147,20 @@ def both_quad_splits(triangles, quads) -> np.ndarray:
     quads = np.asarray(quads, np.int64).reshape(-1, 4)
     a, b, c, d = quads.T
     splits = np.concatenate([np.stack(abc, 1) for abc in ((a, b, c), (a, c, d), (a, b, d), (b, c, d))])
+    return np.concatenate([triangles_not_in(triangles, splits), splits])
+
+
+def triangles_not_in(triangles, others) -> np.ndarray:
+    """The rows of ``triangles`` (t, 3) whose corners are not those of a row of ``others`` (k, 3), in any order."""
     triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
-    base = int(max(triangles.max(initial=0), quads.max(initial=0))) + 1
+    others = np.asarray(others, np.int64).reshape(-1, 3)
+    base = int(max(triangles.max(initial=0), others.max(initial=0))) + 1
 
     def keys(t):  # one int64 per triangle, whatever the order of its corners
         t = np.sort(t, axis=1)
         return (t[:, 0] * base + t[:, 1]) * base + t[:, 2]
 
-    return np.concatenate([triangles[~np.isin(keys(triangles), keys(splits))], splits])
+    return triangles[~np.isin(keys(triangles), keys(others))]
 
 
 def grid_quads(n: int) -> np.ndarray:

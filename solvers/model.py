@@ -29,7 +29,8 @@ class Model:
     collision_triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
     """Triangles self-collision keeps apart, shape (k, 3), int64; empty: ``triangle_indices``. A mesh's quads give
     both their splits here (``builder.both_quad_splits``): Blender draws a bent quad split along either diagonal, so
-    the cloth must stay clear of both for the drawn mesh not to pass through itself."""
+    the cloth must stay clear of both for the drawn mesh not to pass through itself. A solid: the triangles of its
+    mesh as drawn (both splits of its quads), which other bodies keep clear of beside its tet boundary."""
     tet_indices: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
     """Positively oriented tetrahedra, shape (tet_count, 4), int64."""
     tet_rest_volume: np.ndarray = field(default_factory=lambda: np.zeros(0))

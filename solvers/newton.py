@@ -58,7 +58,7 @@ import scipy.sparse as sp
 
 from .base import Solver
 from .collision.barrier import ColliderBarrier, barrier_derivative
-from .collision.body_contact import tet_surface
+from .collision.body_contact import surface_triangles
 from .collision.face_barrier import face_triangles
 from .collision.friction import ColliderFriction
 from .collision.self_barrier import SelfContactBarrier
@@ -150,10 +150,10 @@ class NewtonSolver(Solver):
         rows = np.concatenate([h.rows for h in stencils] + [np.arange(n)])
         cols = np.concatenate([h.cols for h in stencils] + [np.arange(n)])
         self.pattern = BlockPattern(rows, cols, self.free)
-        surface = model.triangle_indices if len(model.triangle_indices) or not model.tet_count else tet_surface(model.tet_indices)
+        surface = model.triangle_indices if len(model.triangle_indices) or not model.tet_count else surface_triangles(model)
         self.face_triangles = face_triangles(surface, self.free)
-        """Surface triangles (a cloth's faces, a solid's tet boundary) with a free corner: the ones a face barrier can
-        move."""
+        """Surface triangles (a cloth's faces, a solid's tet boundary and its mesh's faces as drawn) with a free corner:
+        the ones a face barrier can move."""
         self.reduced = np.full(n, -1, np.int64)
         self.reduced[self.pattern.free_index] = np.arange(self.pattern.free_count)
         g = max(float(np.linalg.norm(config.gravity)), 9.81)

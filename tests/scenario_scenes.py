@@ -77,8 +77,10 @@ def place(vertices, lowest, R=None):
 
 
 def solid_model(vertices, triangles, resolution, mass=1.0):
+    """A solid of the closed mesh (vertices, triangles) tetrahedralized at ``resolution``, its mesh's triangles kept as
+    the faces drawn (as ``operators.solid.build_solid`` does)."""
     tet = tetrahedralize(vertices, triangles, resolution=resolution)
-    return build_model(tet.vertices, tets=tet.tets, total_mass=mass)
+    return build_model(tet.vertices, tets=tet.tets, total_mass=mass, drawn_triangles=triangles)
 
 
 def box_mesh(sx, sy, sz):

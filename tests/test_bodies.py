@@ -59,8 +59,10 @@ def run_hammock(solver, frames, cube=True, couple=True, cube_solver=None):
         if cube:
             out["cube_low"] = min(out["cube_low"], float(xs[1][:, 2].min()))
             out["crossings"] = max(out["crossings"], between_crossings(xs, triangles))
-            w = winding_number(xs[0], xs[1], triangles[1], beta=None)
-            out["inside"] = max(out["inside"], int(np.count_nonzero(w > 0.5)))
+            cube_model = scene.bodies[1].model  # inside its simulated surface (tet boundary) or its drawn mesh
+            w = [winding_number(xs[0], xs[1], t, beta=None)
+                 for t in (tet_surface(cube_model.tet_indices), cube_model.collision_triangles)]
+            out["inside"] = max(out["inside"], int(np.count_nonzero(np.maximum(*w) > 0.5)))
     return out
 
 
@@ -161,6 +163,21 @@ def test_tet_surface_is_the_closed_outward_boundary():
     centre = cube.rest_positions.mean(axis=0)
     assert winding_number(centre[None], cube.rest_positions, faces, beta=None)[0] == pytest.approx(1.0)  # outward
     assert abs(np.ptp(cube.rest_positions[np.unique(faces)], axis=0) - 0.4).max() < 1e-9
+
+
+def test_a_solid_meets_other_bodies_on_its_drawn_faces_too():
+    """A solid's contact surface is its tet boundary plus the faces of its mesh as drawn that are not boundary faces
+    (each once): a cube's 12 triangles over its 8 corners, which stay flat where the finer boundary dents."""
+    cube = hammock_cube()
+    boundary, surface = tet_surface(cube.tet_indices), surface_triangles(cube)
+    assert len(cube.collision_triangles) == 12 and cube.collision_triangles.max() < 8
+    key = lambda t: set(map(tuple, np.sort(t, axis=1)))  # noqa: E731
+    assert key(surface) == key(boundary) | key(cube.collision_triangles)
+    assert len(key(surface)) == len(surface)  # no triangle twice
+    assert len(key(boundary) & key(cube.collision_triangles)) == 0  # resolution 4 splits the cube's faces
+    corners, tris = box_mesh(0.4, 0.4, 0.4)
+    coarse = solid_model(corners, tris, 2)  # its own faces may be boundary faces: they are not added twice
+    assert len(key(surface_triangles(coarse))) == len(surface_triangles(coarse))
 
 
 def test_scene_substeps_are_the_largest_of_the_position_level_bodies():

@@ -5,7 +5,7 @@ colliders)`` runs after every lockstep substep of ``scene.advance_scene_frame``,
 step (its own colliders, its own contacts), and moves the bodies' positions in place.
 
 The surface: every body's collision triangles (a cloth's ``collision_triangles`` or ``triangle_indices``; a solid's
-boundary faces of its tets, ``tet_surface``) over the particles they use, concatenated into one index space
+boundary faces of its tets, ``tet_surface``, and its mesh's faces as drawn: ``surface_triangles``) over the particles they use, concatenated into one index space
 (interior particles of a solid take no part: they are in no triangle). On it one ``SelfCollision`` does what it does
 for a single cloth (``self_contact`` has the details): its Verlet-list broad phase over all bodies' vertices,
 triangles and edges at once (one k-d tree join per rebuild, so the cost grows with the elements near each other, not
@@ -24,6 +24,7 @@ closer than it at rest (Müller's rule) are dropped, within a body and between b
 import numpy as np
 
 from ..base import FACE_ALLOWANCE
+from ..builder import triangles_not_in
 from .response import resolve_deep_faces
 from .self_contact import DEFAULT_FRICTION, SelfCollision
 
@@ -40,10 +41,19 @@ def tet_surface(tets: np.ndarray) -> np.ndarray:
 
 
 def surface_triangles(model) -> np.ndarray:
-    """The triangles (t, 3) of ``model`` that meet other bodies: a solid's tet boundary, else its collision
-    triangles (both splits of every quad), else its triangles."""
+    """The triangles (t, 3) of ``model`` that meet other bodies: a solid's tet boundary and the triangles of its mesh
+    as drawn (its ``collision_triangles``, over the mesh's vertices, which are its first particles) that are not
+    boundary faces; else its collision triangles (both splits of every quad), else its triangles.
+
+    A solid's drawn mesh is coarser than its tet boundary (a Blender cube's 12 triangles over 8 corners, its tet
+    boundary ~1200 triangles at resolution 10): where the boundary dents under a load between the corners, the flat
+    drawn face does not, and a body kept clear of the boundary alone shows through the face the user sees."""
     if model.tet_count:
-        return tet_surface(model.tet_indices)
+        boundary = tet_surface(model.tet_indices)
+        drawn = np.asarray(model.collision_triangles, np.int64).reshape(-1, 3)
+        if len(drawn) == 0:
+            return boundary
+        return np.concatenate([boundary, triangles_not_in(drawn, boundary)])
     if len(model.collision_triangles):
         return np.asarray(model.collision_triangles, np.int64)
     return np.asarray(model.triangle_indices, np.int64).reshape(-1, 3)
