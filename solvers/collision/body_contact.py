@@ -5,15 +5,16 @@ colliders)`` runs after every lockstep substep of ``scene.advance_scene_frame``,
 step (its own colliders, its own contacts), and moves the bodies' positions in place.
 
 The surface: every body's collision triangles (a cloth's ``collision_triangles`` or ``triangle_indices``; a solid's
-boundary faces of its tets, ``tet_surface``, and its mesh's faces as drawn: ``surface_triangles``) over the particles they use, concatenated into one index space
-(interior particles of a solid take no part: they are in no triangle). On it one ``SelfCollision`` does what it does
-for a single cloth (``self_contact`` has the details): its Verlet-list broad phase over all bodies' vertices,
-triangles and edges at once (one k-d tree join per rebuild, so the cost grows with the elements near each other, not
-with the pairs of bodies), the exact vertex-triangle and edge-edge response with sides kept from the step's start,
-friction, and the impact-zone fail-safe. A pair filter (``SelfBroadPhase.body``) keeps the pairs of two different
-bodies always and the pairs within one body only when that body's own self-collision is on; the scene then turns that
-body's own self-collision off (``solver.self_collision = None``), so it does not run twice, and then runs the face push the
-solver runs after self-collision (``response.resolve_deep_faces``) on every body.
+boundary faces of its tets, ``tet_surface``, and its mesh's faces as drawn: ``surface_triangles``) over the particles
+they use, concatenated into one index space (interior particles of a solid take no part: they are in no triangle). On
+it one ``SelfCollision`` does what it does for a single cloth (``self_contact`` has the details): its Verlet-list
+broad phase over all bodies' vertices, triangles and edges at once (one k-d tree join per rebuild, so the cost grows
+with the elements near each other, not with the pairs of bodies), the exact vertex-triangle and edge-edge response
+with sides kept from the step's start, friction, and the impact-zone fail-safe. A pair filter
+(``SelfBroadPhase.body``) keeps the pairs of two different bodies always and the pairs within one body only when that
+body's own self-collision is on; the scene then turns that body's own self-collision off (``solver.self_collision =
+None``), so it does not run twice, and then runs the face push the solver runs after self-collision
+(``response.resolve_deep_faces``) on every body.
 
 The response is mass-weighted: a pair's correction moves each particle by its inverse mass (XPBD's weights), so a
 2 kg cube's surface particles move less than the light cloth vertices under them, and linear momentum is kept: the
