@@ -67,6 +67,7 @@ from .energies import (
     Inertia,
     IsometricBending,
     NeoHookean,
+    OnRows,
     SquaredLengthSprings,
     hinges_from_triangles,
 )
@@ -128,47 +129,51 @@ class StepLog:
 class NewtonSolver(Solver):
     """``config.solver == 'NEWTON'`` on one Model; ``step`` returns StepStats with the Newton counters."""
 
-    def __init__(self, model, config):
+    def __init__(self, model, config, parts=None):
+        """parts: None for one body (``model`` with its ``config``); for several bodies solved as one system
+        (``newton_bodies.NewtonBodies``) a sequence of (body model, body config, offset): each body's particles are rows
+        [offset, offset + its particle count) of ``model`` (their concatenation), its elasticity, bending and barrier
+        scale its own, and ``config`` holds what they share (gravity, damping, Newton's tolerance and iterations)."""
         super().__init__(model, config)
         self.free = model.inv_mass > 0.0
         n = model.particle_count
+        several = parts is not None
+        parts = [(model, config, 0)] if parts is None else list(parts)
         self.inertia = Inertia(model.mass, model.rest_positions)
         self.potentials = [Gravity(model.mass, config.gravity)]
-        if model.tet_count:
-            material = material_arrays(model, config)
-            self.potentials.append(NeoHookean(model.rest_positions, model.tet_indices, material.tet_mu, material.tet_lambda))
-        else:
-            k = SPRING_K_PER_STIFFNESS * config.stiffness
-            self.potentials.append(SquaredLengthSprings(model.edge_indices, model.edge_rest_length, k))
-            if config.bending_stiffness > 0.0 and len(model.triangle_indices):
-                hinges = hinges_from_triangles(model.triangle_indices)
-                if len(hinges):
-                    self.potentials.append(IsometricBending(model.rest_positions, hinges, config.bending_stiffness))
+        for body, body_config, offset in parts:
+            own = body_potentials(body, body_config)
+            self.potentials += [OnRows(term, offset, body.particle_count) for term in own] if several else own
         # The fixed stencil: inertia's diagonal and every potential's element blocks (the diagonal also collects the
         # vertex barriers and their friction, which only ever touch a particle's own block).
         stencils = [self.inertia.hessian(model.rest_positions)] + [e.hessian(model.rest_positions) for e in self.potentials]
         rows = np.concatenate([h.rows for h in stencils] + [np.arange(n)])
         cols = np.concatenate([h.cols for h in stencils] + [np.arange(n)])
         self.pattern = BlockPattern(rows, cols, self.free)
-        surface = model.triangle_indices if len(model.triangle_indices) or not model.tet_count else surface_triangles(model)
-        self.face_triangles = face_triangles(surface, self.free)
+        self.face_triangles = face_triangles(np.concatenate([_face_surface(body) + offset for body, _, offset in parts]),
+                                             self.free)
         """Surface triangles (a cloth's faces, a solid's tet boundary and its mesh's faces as drawn) with a free corner:
         the ones a face barrier can move."""
         self.reduced = np.full(n, -1, np.int64)
         self.reduced[self.pattern.free_index] = np.arange(self.pattern.free_count)
         g = max(float(np.linalg.norm(config.gravity)), 9.81)
-        self.kappa = np.full(n, BARRIER_WEIGHT_FACTOR * float(model.mass.sum()) * g)
-        rest = model.rest_positions
-        self.size = float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))) if n else 0.0
+        self.kappa = np.zeros(n)
+        for body, _, offset in parts:
+            self.kappa[offset:offset + body.particle_count] = BARRIER_WEIGHT_FACTOR * float(body.mass.sum()) * g
+        self.size = min(_rest_size(body) for body, _, _ in parts)
+        """The (smallest) body's rest bounding-box diagonal [m]: the length IPC's relative Newton tolerance scales
+        with."""
         self.solves = NewtonSolves()
         """The direct solves of the Newton systems (banded Cholesky or SuperLU, ``linalg.direct.NewtonSolves``)."""
-        """The body's rest bounding-box diagonal [m]: the length IPC's relative Newton tolerance scales with."""
         self.self_contact = []
-        """The body's own barrier (``SelfContactBarrier``) for a cloth with ``use_self_collision``, else empty."""
-        if config.use_self_collision and not model.tet_count and len(model.triangle_indices):
+        """The bodies' barrier between each other and within a cloth with ``use_self_collision``
+        (``SelfContactBarrier``), or empty."""
+        if several:
+            self.self_contact.append(_between_bodies(parts, float(self.kappa.max())))
+        elif config.use_self_collision and not model.tet_count and len(model.triangle_indices):
             # both splits of every quad, as the other solvers' self-collision (``Model.collision_triangles``)
             kept = model.collision_triangles if len(model.collision_triangles) else model.triangle_indices
-            self.self_contact.append(SelfContactBarrier(kept, rest, float(self.kappa.max()),
+            self.self_contact.append(SelfContactBarrier(kept, model.rest_positions, float(self.kappa.max()),
                                                         max(float(config.thickness), MIN_BARRIER_REACH)))
 
     # ------------------------------------------------------------------ the incremental potential
@@ -362,6 +367,48 @@ class NewtonSolver(Solver):
         """Kinetic + gravitational + elastic energy [J] (no contact terms): for checking dissipation."""
         kinetic = 0.5 * float(np.sum(self.model.mass * np.einsum("ij,ij->i", state.v, state.v)))
         return kinetic + sum(term.value(state.x) for term in self.potentials)
+
+
+def body_potentials(model, config) -> list:
+    """A body's elastic terms (besides gravity): a body without tets (cloth, ropes) the course's squared-length spring
+    on every edge with k = stiffness / 4, plus isometric bending of its faces when ``bending_stiffness`` > 0; a body
+    with tets stable Neo-Hookean with Lame parameters from its material."""
+    if model.tet_count:
+        material = material_arrays(model, config)
+        return [NeoHookean(model.rest_positions, model.tet_indices, material.tet_mu, material.tet_lambda)]
+    terms = [SquaredLengthSprings(model.edge_indices, model.edge_rest_length, SPRING_K_PER_STIFFNESS * config.stiffness)]
+    if config.bending_stiffness > 0.0 and len(model.triangle_indices):
+        hinges = hinges_from_triangles(model.triangle_indices)
+        if len(hinges):
+            terms.append(IsometricBending(model.rest_positions, hinges, config.bending_stiffness))
+    return terms
+
+
+def _face_surface(model) -> np.ndarray:
+    """(t, 3) The triangles a body's face barriers keep off colliders: a cloth's faces, a solid's contact surface."""
+    if len(model.triangle_indices) or not model.tet_count:
+        return np.asarray(model.triangle_indices, np.int64).reshape(-1, 3)
+    return surface_triangles(model)
+
+
+def _rest_size(model) -> float:
+    rest = model.rest_positions
+    return float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))) if len(rest) else 0.0
+
+
+def _between_bodies(parts, kappa: float) -> SelfContactBarrier:
+    """One barrier over every body's contact surface (``surface_triangles``): pairs of two different bodies always,
+    pairs within a body when it is a cloth with ``use_self_collision``; reach the largest ``thickness`` of the
+    bodies (at least MIN_BARRIER_REACH)."""
+    triangles, body, own = [], [], []
+    for b, (model, config, offset) in enumerate(parts):
+        triangles.append(surface_triangles(model) + offset)
+        body.append(np.full(model.particle_count, b))
+        own.append(bool(config.use_self_collision) and not model.tet_count)
+    rest = np.concatenate([model.rest_positions for model, _, _ in parts])
+    d_hat = max(max(float(config.thickness) for _, config, _ in parts), MIN_BARRIER_REACH)
+    return SelfContactBarrier(np.concatenate(triangles), rest, kappa, d_hat, body=np.concatenate(body),
+                              self_bodies=np.array(own, bool))
 
 
 def barrier_reach(collider) -> float:

@@ -20,6 +20,7 @@ from .config import SolverConfig
 from .frame import FrameRun, SimulationDiverged, advance_frame, check_finite
 from .linalg.threads import one_blas_thread
 from .model import Model, State
+from .newton_bodies import NewtonBodies, group_key
 from .registry import make_solver
 
 
@@ -56,6 +57,17 @@ class Scene:
         """Indices of the position-level bodies, stepped in lockstep substeps."""
         self.alone = [i for i in range(len(self.bodies)) if i not in self.lockstep]
         """Indices of the bodies that step a whole frame in their own solve (NEWTON), in the order they step."""
+        self.units = []
+        """(body indices, NewtonBodies or None) per solve of the NEWTON bodies, in the order they step: bodies with
+        equal ``newton_bodies.group_key`` are one system (NewtonBodies), a body alone in its group its own solver."""
+        groups = {}
+        for i in self.alone:
+            groups.setdefault(group_key(self.bodies[i].config), []).append(i)
+        for members in groups.values():
+            system = None
+            if len(members) > 1:
+                system = NewtonBodies([(self.bodies[i].model, self.bodies[i].config) for i in members])
+            self.units.append((members, system))
         self.substeps = max((self.bodies[i].config.substeps for i in self.lockstep), default=1)
         together = [self.bodies[i] for i in self.lockstep]
         self.contact = BodyContact([(b.model, b.config, b.solver) for b in together]) if len(together) > 1 else None
@@ -133,17 +145,31 @@ def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets) 
     stats = [None] * len(bodies)
     moved = {}  # body index -> its positions at the frame's start, for the bodies that have stepped alone
     loads = {}  # lockstep body index -> forces (n, 3) [N] the bodies that stepped alone press into it
-    for i in scene.alone:
-        b = bodies[i]
-        others = {j: _surface(scene, j, i, moved) for j in range(len(bodies)) if j != i}
-        start = b.state.x.copy()
-        stats[i] = _naming(i, advance_frame, b.solver, b.state, frame_dt, b.config.substeps,
-                           list(per_body[i]) + list(others.values()), pins[i])
-        moved[i] = start
+    for members, system in scene.units:
+        others = {j: _surface(scene, j, members, moved) for j in range(len(bodies)) if j not in members}
+        starts = {i: bodies[i].state.x.copy() for i in members}
+        if system is None:
+            i = members[0]
+            b = bodies[i]
+            stats[i] = _naming(i, advance_frame, b.solver, b.state, frame_dt, b.config.substeps,
+                               list(per_body[i]) + list(others.values()), pins[i])
+            solver, x = b.solver, b.state.x
+        else:
+            states = [bodies[i].state for i in members]
+            system.gather(states)
+            own = _distinct([c for i in members for c in per_body[i]])
+            frame = _naming(members[0], advance_frame, system.solver, system.state, frame_dt, system.config.substeps,
+                            own + list(others.values()), system.pin_targets([pins[i] for i in members], states))
+            system.scatter(states)
+            for i, s in zip(members, system.body_stats(frame)):
+                stats[i] = s
+            scene.touched.update(members[k] for k in system.bodies_in_contact())
+            solver, x = system.solver, system.state.x
+        moved.update(starts)
         for j in scene.lockstep:
-            force = b.solver.contact_forces(b.state.x, others[j])
+            force = solver.contact_forces(x, others[j])
             if np.any(force):
-                scene.touched.update((i, j))
+                scene.touched.update(members + [j])
                 loads.setdefault(j, np.zeros_like(bodies[j].state.x))[scene.surfaces[j].particles] += force
     # Each frame's reaction is the force at the frame's end with the other body standing still: a cloth it loads moves
     # away from under it over its own step, and at the next frame's end the body may be in the air (no force), so the
@@ -160,12 +186,12 @@ def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets) 
     return stats
 
 
-def _surface(scene: Scene, j: int, i: int, moved: dict) -> MeshCollider:
-    """Body j's surface as a collider for body i: moving over the frame if j has stepped (``moved`` holds its start),
-    else where it stands."""
+def _surface(scene: Scene, j: int, members, moved: dict) -> MeshCollider:
+    """Body j's surface as a collider for body i (an index) or for bodies solved together (a list of indices): moving
+    over the frame if j has stepped (``moved`` holds its start), else where it stands."""
     x = scene.bodies[j].state.x
-    return scene.surfaces[j].collider(moved.get(j, x), x, scene.thickness_between(i, j),
-                                      f"body {j}")
+    thickness = max(scene.thickness_between(i, j) for i in np.atleast_1d(members))
+    return scene.surfaces[j].collider(moved.get(j, x), x, thickness, f"body {j}")
 
 
 def _advance_lockstep(scene: Scene, frame_dt: float, per_body, pins, moved, loads) -> list:

@@ -10,10 +10,11 @@ from blender_helpers import hammock_scene, world_positions as world  # noqa: E40
 FRAMES = 16
 
 
-@pytest.mark.parametrize("solver, cube_solver", [("XPBD", "XPBD"), ("PROJECTIVE", "PROJECTIVE"), ("XPBD", "NEWTON")])
+@pytest.mark.parametrize("solver, cube_solver", [("XPBD", "XPBD"), ("PROJECTIVE", "PROJECTIVE"), ("XPBD", "NEWTON"),
+                                                 ("NEWTON", "NEWTON")])
 def test_a_soft_cube_dropped_into_a_hammock_is_held_by_it(addon, solver, cube_solver):
-    """The hammock holds the cube on the same solver (lockstep substeps, shared contact) and on NEWTON (stepped first
-    with the cloth as a mesh collider, its barrier's reaction loading the cloth). No cloth vertex gets inside the cube
+    """The hammock holds the cube on the same solver (lockstep substeps, shared contact; NEWTON: one system), and a
+    NEWTON cube in an XPBD cloth (stepped first with the cloth as a mesh collider, its barrier's reaction loading it). No cloth vertex gets inside the cube
     as drawn (the hull of its 8 corners), though its finer tet boundary dents under the cloth between the corners."""
     scene, cloth, cube = hammock_scene(FRAMES, solver=solver, cube_solver=cube_solver)
     job = addon.operators.bake.run_bake(bpy.context, [cloth, cube])

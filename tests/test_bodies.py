@@ -103,13 +103,51 @@ def test_newton_cube_in_xpbd_hammock_is_carried():
     assert r["cloth_low"] < empty["cloth_low"] - 0.1, (r, empty)
 
 
-def run_two_cloths(frames, couple=True):
-    """Two 3 m, 21 x 21 cloths, 0.3 m apart, dropped onto a sphere of radius 0.5 m (XPBD). Returns the most crossing
-    pairs between them at any frame and the final heights of their middle vertices (lower, upper) [m]."""
+def test_newton_bodies_are_one_system_and_the_cloth_carries_the_cube():
+    """NEWTON cube in a NEWTON hammock: one Newton solve over both bodies (``NewtonBodies``), the IPC barrier between
+    them and CCD in every step. The cube stays on the cloth, nothing crosses, no cloth vertex inside the cube, and the
+    cloth sags under it more than empty (1.21 m against 1.40 m)."""
+    scene = Scene([(hammock_cloth(), SolverConfig(solver="NEWTON")), (hammock_cube(), SolverConfig(solver="NEWTON"))])
+    assert [(members, type(system).__name__) for members, system in scene.units] == [([0, 1], "NewtonBodies")]
+    r = run_hammock("NEWTON", HAMMOCK_FRAMES)
+    assert r["cube_low"] > 0.2, r
+    assert r["inside"] == 0, r
+    assert r["crossings"] == 0, r
+    empty = run_hammock("NEWTON", HAMMOCK_FRAMES, cube=False)
+    assert r["cloth_low"] < empty["cloth_low"] - 0.1, (r, empty)
+
+
+def test_newton_bodies_meeting_in_free_flight_keep_their_momentum():
+    """Without gravity, damping or colliders, a NEWTON cube thrown at a free NEWTON cloth: the barrier forces between them are
+    internal to the one system (equal and opposite), and every element's projected Hessian keeps translations in its
+    null space, so the total linear momentum is what it was (changed by 1e-14 kg m/s here), and the cloth is pushed
+    along. (A body stepped alone against the other as an immovable collider would
+    bounce off it and reverse the momentum.)"""
+    V, E, T = grid_cloth(9, 1.0, 0.0)
+    cloth = build_model(V, E, T, total_mass=0.5, quads=grid_quads(9))
+    corners, tris = box_mesh(0.3, 0.3, 0.3)
+    cube = solid_model(corners - [0.15, 0.15, -0.1], tris, 2, mass=1.0)
+    config = SolverConfig(solver="NEWTON", gravity=(0.0, 0.0, 0.0), damping=0.0)
+    scene = Scene([(cloth, config), (cube, config)])
+    scene.bodies[1].state.v[:] = (0.0, 0.0, -2.0)
+    momentum = lambda: sum(b.model.mass @ b.state.v for b in scene.bodies)  # noqa: E731
+    before = momentum()
+    triangles = [surface_triangles(b.model) for b in scene.bodies]
+    for _ in range(8):
+        advance_scene_frame(scene, 1.0 / FPS)
+        assert between_crossings([b.state.x for b in scene.bodies], triangles) == 0
+    assert scene.touched == {0, 1}
+    assert np.abs(momentum() - before).max() < 1e-9 * np.abs(before).max()
+    assert (cloth.mass @ scene.bodies[0].state.v)[2] < -0.1 * abs(before[2])  # the cloth was pushed
+
+
+def run_two_cloths(frames, couple=True, solver="XPBD"):
+    """Two 3 m, 21 x 21 cloths, 0.3 m apart, dropped onto a sphere of radius 0.5 m (``solver``). Returns the most
+    crossing pairs between them at any frame and the final heights of their middle vertices (lower, upper) [m]."""
     bodies = []
     for height in (0.7, 1.0):
         V, E, T = grid_cloth(21, 3.0, height)
-        bodies.append((build_model(V, E, T, total_mass=1.0, quads=grid_quads(21)), SolverConfig(solver="XPBD")))
+        bodies.append((build_model(V, E, T, total_mass=1.0, quads=grid_quads(21)), SolverConfig(solver=solver)))
     scene = Scene(bodies)
     if not couple:
         scene.contact = None
@@ -123,10 +161,12 @@ def run_two_cloths(frames, couple=True):
     return worst, tuple(float(b.state.x[centre, 2]) for b in scene.bodies)
 
 
-def test_two_cloths_on_a_sphere_do_not_cross():
+@pytest.mark.parametrize("solver", ["XPBD", "NEWTON"])
+def test_two_cloths_on_a_sphere_do_not_cross(solver):
     """No edge of one cloth through a triangle of the other at any frame, and the upper one lies on the lower one
-    over the sphere's top, at least half the thickness above it. Without the coupling the upper cloth falls through."""
-    worst, (lower, upper) = run_two_cloths(14)
+    over the sphere's top, at least half the thickness above it. Without the coupling the upper cloth falls through.
+    NEWTON: both cloths in one system (their barrier and CCD)."""
+    worst, (lower, upper) = run_two_cloths(14, solver=solver)
     assert worst == 0
     assert upper - lower > 0.5 * 0.01
 

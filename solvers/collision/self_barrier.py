@@ -48,15 +48,21 @@ class SelfContactBarrier(PairBarrier):
     """A body's vertex-triangle and edge-edge barrier (module docstring).
 
     triangles (t, 3): the triangles kept apart (their edges are the edge-edge set); rest (n, 3) [m]: the rest shape
-    (which pairs are neighbours); kappa [N]; d_hat [m] > 0.
+    (which pairs are neighbours); kappa [N]; d_hat [m] > 0. Several bodies in one system: ``body`` (n,) the body of
+    each particle and ``self_bodies`` (bodies,) whether each keeps its own pairs (a cloth with self-collision): pairs
+    of two different bodies are always kept (those closer than d_hat at rest are left out, as within a body).
     Hessian: 16 blocks per pair (its four particles), over the pairs within d_hat at the current positions.
     """
 
-    def __init__(self, triangles, rest, kappa: float, d_hat: float):
+    def __init__(self, triangles, rest, kappa: float, d_hat: float, body=None, self_bodies=None):
         if not d_hat > 0.0:
             raise ValueError("an IPC barrier needs a positive activation distance d_hat")
         self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
         self.edges = triangle_edges(self.triangles)
+        self.body = None if body is None else np.asarray(body, np.int64)
+        """None (one body), or (n,) the body of each particle of several bodies solved as one system."""
+        self.self_bodies = None if self_bodies is None else np.asarray(self_bodies, bool)
+        """(bodies,) with ``body``: whether pairs within each body are kept (pairs of two bodies always are)."""
         self.kappa = float(kappa)
         self.d_hat = float(d_hat)
         self.count = len(rest)
@@ -82,6 +88,11 @@ class SelfContactBarrier(PairBarrier):
         A, B = self.edges[e1], self.edges[e2]
         keep_ee = ((A[:, 0] != B[:, 0]) & (A[:, 0] != B[:, 1]) & (A[:, 1] != B[:, 0]) & (A[:, 1] != B[:, 1])
                    & _drop(self.excluded_ee, e1, e2, len(self.edges)))
+        if self.body is not None:  # several bodies: a body's own pairs only where its self-contact is on
+            first, second = self.body[v], self.body[self.triangles[t, 0]]
+            keep_vt &= (first != second) | self.self_bodies[first]
+            first, second = self.body[A[:, 0]], self.body[B[:, 0]]
+            keep_ee &= (first != second) | self.self_bodies[first]
         return keep_vt, keep_ee
 
     def _join(self, x, reach):

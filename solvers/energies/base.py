@@ -84,3 +84,33 @@ def scatter(indices: np.ndarray, per_element: np.ndarray, particle_count: int) -
     for axis in range(3):
         out[:, axis] = np.bincount(flat, values[:, axis], minlength=particle_count)
     return out
+
+
+class OnRows(Energy):
+    """One body's energy term inside a system of several bodies: ``term``, bound to a body of ``count`` particles,
+    evaluated on rows [offset, offset + count) of the system's positions x (N, 3); its gradient is zero and its
+    Hessian has no blocks outside those rows."""
+
+    def __init__(self, term: Energy, offset: int, count: int):
+        self.term, self.offset, self.count = term, int(offset), int(count)
+        self._rows = None  # (the term's rows, cols) -> shifted copies, made once: the stencil is the same every call
+
+    def _own(self, x):
+        return x[self.offset:self.offset + self.count]
+
+    def value(self, x):
+        return self.term.value(self._own(x))
+
+    def gradient(self, x):
+        out = np.zeros_like(x)
+        out[self.offset:self.offset + self.count] = self.term.gradient(self._own(x))
+        return out
+
+    def hessian(self, x, project=True):
+        h = self.term.hessian(self._own(x), project)
+        if self._rows is None or self._rows[0] is not h.rows or self._rows[1] is not h.cols:
+            self._rows = (h.rows, h.cols, h.rows + self.offset, h.cols + self.offset)
+        return BlockHessian(self._rows[2], self._rows[3], h.blocks)
+
+    def max_step(self, x, dx):
+        return self.term.max_step(self._own(x), dx[self.offset:self.offset + self.count])
