@@ -48,6 +48,10 @@ not a corner of and edges against the edges they share no vertex with (``collisi
 every quad, reach d_hat = ``thickness``, at least MIN_BARRIER_REACH, and the same kappa), with CCD over each Newton
 step, so no accepted iterate passes the cloth through itself. No friction between the body's own layers.
 
+Several bodies solved as one system (``parts``, built by ``newton_bodies.NewtonBodies``): each body's elasticity and
+barrier scale are its own, one such barrier keeps the bodies apart (and a cloth with self-collision off itself), and
+the pairs of two bodies have lagged friction (``BODY_FRICTION``).
+
 The contact part of the Hessian (the face barriers and their friction, the self-contact pairs) is assembled from the triangles in contact at
 each iteration, apart from the fixed pattern of the elastic terms.
 """
@@ -62,6 +66,7 @@ from .collision.body_contact import surface_triangles
 from .collision.face_barrier import face_triangles
 from .collision.friction import ColliderFriction
 from .collision.self_barrier import SelfContactBarrier
+from .collision.self_contact import DEFAULT_FRICTION
 from .energies import (
     Gravity,
     Inertia,
@@ -82,6 +87,8 @@ SPRING_K_PER_STIFFNESS = 0.25
 BARRIER_WEIGHT_FACTOR = 2.5
 """kappa_i = this * body mass * g [N]; see the module docstring."""
 FRICTION_SLIP_SPEED = 1e-3
+BODY_FRICTION = DEFAULT_FRICTION
+"""Coulomb friction coefficient between bodies solved as one system (the position-level bodies' between them, 0.3)."""
 """eps_v [m/s]: slower tangential motion than this is treated as sticking (the course's value)."""
 DIRECT_SOLVE_MAX_DOFS = 50_000
 """Up to this many free DOFs each Newton system is factorized (SuperLU); above, block-preconditioned CG."""
@@ -287,6 +294,10 @@ class NewtonSolver(Solver):
         h2 = dt * dt
         posed = self._barriers(ends)
         frictions = self._frictions(colliders, posed, x_start, dt)
+        for barrier in self.self_contact:  # between bodies solved as one system
+            friction = barrier.lagged_friction(x_start, BODY_FRICTION, FRICTION_SLIP_SPEED * dt)
+            if friction is not None:
+                frictions.append(friction)
         self.log = StepLog([], [], [])
         iterations, halvings = 0, 0
 

@@ -6,8 +6,9 @@ and one IPC barrier (``collision.self_barrier.SelfContactBarrier`` with a body p
 vertices off the other bodies' triangles and its edges off theirs, at the larger ``thickness`` of the bodies, with CCD
 over every Newton step: no accepted iterate has two bodies crossing, and the weight of one is carried by the other
 inside the solve (a cube's barrier forces on the cloth under it are in the same minimization as the cloth's springs).
-No friction between the bodies (the barrier's pairs have none yet). Pairs within a body are kept where that body is a
-cloth with ``use_self_collision``.
+The pairs of two bodies rub with lagged IPC friction (``SelfContactBarrier.lagged_friction``, mu =
+``newton.BODY_FRICTION``). Pairs within a body are kept where that body is a cloth with ``use_self_collision`` (without
+friction).
 
 What the bodies share: Newton's tolerance and iterations, damping, gravity and the substeps per frame (``group_key``
 says which bodies can be solved together). ``gather`` copies the bodies' states into the system's, ``scatter``

@@ -26,15 +26,16 @@ CCD (``max_step``): the largest alpha with no pair closer than (1 - CCD_SAFETY) 
 (additive CCD on all four moving points, ``ccd.point_triangle_ccd`` / ``edge_edge_ccd``), over the listed pairs that
 can reach distance 0 when the lists cover both ends of the motion, else over the pairs whose swept bounding spheres
 (each element's start and end positions) overlap. Every accepted Newton iterate keeps every pair apart, so the body never passes through itself
-within a step. No friction between the body's own layers.
+within a step. No friction between the body's own layers; between bodies solved as one system, ``lagged_friction``.
 """
 import numpy as np
 
-from .barrier import CCD_SAFETY
+from .barrier import CCD_SAFETY, barrier_derivative
 from .ccd import TOLERANCE as CCD_TOLERANCE
 from .ccd import edge_edge_ccd, point_triangle_ccd
 from .crossings import triangle_edges
 from .pair_barrier import PairBarrier, distance_derivatives
+from .pair_friction import PairFriction, closest_point_weights
 from .primitives import edge_edge_distance_squared, point_triangle_distance_squared
 from .self_pairs import LONG_FACTOR, _drop, _ee_distance, _join, _pair_keys, _vt_distance
 
@@ -178,6 +179,26 @@ class SelfContactBarrier(PairBarrier):
                 result.append((stencil, *distance_derivatives(D, g, H)))
         self._cached = (x.copy(), result)
         return result
+
+    def lagged_friction(self, x_start, mu: float, eps: float):
+        """Friction (``pair_friction.PairFriction``) of the pairs of two different bodies within d_hat at x_start,
+        normal forces -b'(d) there; None without such pairs or without ``body``. (A body's own layers have none.)"""
+        if self.body is None:
+            return None
+        (v, t, _), (e1, e2, _) = self._pairs(x_start)
+        parts = []
+        for stencil, distance, edge_edge in ((np.column_stack([v, self.triangles[t]]), point_triangle_distance_squared, False),
+                                             (np.column_stack([self.edges[e1], self.edges[e2]]), edge_edge_distance_squared, True)):
+            stencil = stencil[self.body[stencil[:, 0]] != self.body[stencil[:, 3]]]
+            if len(stencil):
+                D, g, _ = distance(*(x_start[stencil[:, k]] for k in range(4)))
+                weights, r = closest_point_weights(g, edge_edge)
+                force = -barrier_derivative(np.sqrt(np.maximum(D, 0.0)), self.d_hat, self.kappa)
+                parts.append((stencil, weights, r, force))
+        if not parts:
+            return None
+        stencil, weights, r, force = (np.concatenate(a) for a in zip(*parts))
+        return PairFriction(stencil, weights, r, force, x_start, mu, eps)
 
     # ------------------------------------------------------------------ CCD
 
