@@ -5,12 +5,12 @@ Scenes (built in Blender by script, baked with ``operators.bake.run_bake``, whic
   48 frames: baked together (one bake of all ten, their contact checked after every substep) against ten separate
   bakes of one cloth each. The cost of bodies that never come near each other should be the sum of the bodies alone.
 - hammock: a 2 m cloth (21 x 21) pinned at its four corners 1.5 m up, a 0.4 m Solid cube of 2 kg dropped into it
-  from 2.2 m, a ground below, 72 frames, cube and cloth on the same solver (and a NEWTON cube in an XPBD cloth);
-  and the empty hammock for comparison.
+  from 2.2 m, a ground below, 72 frames, cube and cloth on the same solver (NEWTON: one system) and a NEWTON cube
+  in an XPBD cloth; and the empty hammock for comparison.
 
 Figures: bake seconds; for the hammock the lowest point of the cube over all frames, the lowest cloth vertex from
-frame 10 on (after the empty cloth's first dip), and the most cloth vertices inside the cube (its convex hull) in any
-frame.
+frame 10 on (after the empty cloth's first dip), and in the worst frame the cloth vertices inside the cube (the convex
+hull of its 8 corners, as drawn) and the edges of one body through a triangle of the other (the meshes as drawn).
 
 Run: ``python bench/bench_bodies.py`` (``bench/run.py --only bodies`` calls ``run()``).
 """
@@ -27,7 +27,7 @@ for path in (ROOT, os.path.join(ROOT, "tools"), os.path.join(ROOT, "tests")):
         sys.path.insert(0, path)
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim-bench-blender-"))
 
-from blender_helpers import empty_scene, hammock_scene, world_positions  # noqa: E402
+from blender_helpers import crossings_between, empty_scene, hammock_scene, world_positions  # noqa: E402
 
 TITLE = "Bodies meeting each other: bakes of several bodies, a cube in a hammock"
 APART_FRAMES = 48
@@ -82,7 +82,8 @@ def run_hammock(addon, solver, with_cube=True, frames=HAMMOCK_FRAMES, cube_solve
     objects = [cloth] + ([cube] if with_cube else [])
     seconds = _timed_bake(addon, objects)
     label = solver if cube_solver in (None, solver) else f"{cube_solver} cube, {solver} cloth"
-    row = {"solver": label, "cube": with_cube, "frames": frames, "seconds": seconds, "cube_low": None, "inside": 0}
+    row = {"solver": label, "cube": with_cube, "frames": frames, "seconds": seconds, "cube_low": None, "inside": 0,
+           "crossings": 0}
     sheet_low = np.inf
     for frame in range(1, frames + 1):
         sheet = world_positions(cloth, frame)
@@ -93,6 +94,7 @@ def run_hammock(addon, solver, with_cube=True, frames=HAMMOCK_FRAMES, cube_solve
             low = float(box[:, 2].min())
             row["cube_low"] = low if row["cube_low"] is None else min(row["cube_low"], low)
             row["inside"] = max(row["inside"], int((Delaunay(box).find_simplex(sheet) >= 0).sum()))
+            row["crossings"] = max(row["crossings"], crossings_between([cloth, cube], frame))
     row["cloth_low"] = sheet_low
     return row
 
@@ -103,7 +105,8 @@ def run(verbose=True):
     if verbose:
         print(result["apart"], flush=True)
     for solver, cube_solver, with_cube in (("XPBD", None, True), ("XPBD", None, False), ("PROJECTIVE", None, True),
-                                           ("PROJECTIVE", None, False), ("XPBD", "NEWTON", True)):
+                                           ("PROJECTIVE", None, False), ("NEWTON", None, True), ("NEWTON", None, False),
+                                           ("XPBD", "NEWTON", True)):
         row = run_hammock(addon, solver, with_cube, cube_solver=cube_solver)
         result["hammock"].append(row)
         if verbose:
@@ -117,12 +120,14 @@ def markdown(result) -> str:
              f"| {a['count']} cloths apart, baked together, {a['frames']} frames | {a['together_s']:.2f} "
              f"| {a['together_s'] / a['alone_s']:.2f}× the separate bakes |",
              f"| the same {a['count']} cloths, {a['count']} separate bakes | {a['alone_s']:.2f} | 1 |",
-             "", "| hammock | solver | bake s | lowest cube point m | lowest cloth vertex (frame 10 on) m | cloth vertices in cube |",
-             "|---|---|---:|---:|---:|---:|"]
+             "", ("| hammock | solver | bake s | lowest cube point m | lowest cloth vertex (frame 10 on) m | cloth vertices in cube "
+              "| edges through the other body |"),
+             "|---|---|---:|---:|---:|---:|---:|"]
     for row in result["hammock"]:
         cube = "-" if row["cube_low"] is None else f"{row['cube_low']:.3f}"
         lines.append(f"| {'with the cube' if row['cube'] else 'empty'} | {row['solver']} | {row['seconds']:.1f} | {cube} "
-                     f"| {row['cloth_low']:.3f} | {row['inside'] if row['cube'] else '-'} |")
+                     f"| {row['cloth_low']:.3f} | {row['inside'] if row['cube'] else '-'} "
+                     f"| {row.get('crossings', '-') if row['cube'] else '-'} |")
     return "\n".join(lines)
 
 

@@ -126,3 +126,23 @@ def hammock_scene(frames, solver="XPBD", cube_solver=None, with_cube=True):
     cube.softsim.mass = 2.0
     cube.softsim.solver = cube_solver or solver
     return scene, cloth, cube
+
+
+def crossings_between(objects, frame=None):
+    """Edge-triangle pairs of two different objects that cross at ``frame``, over the objects' meshes as Blender
+    draws them (world space, each mesh's loop triangles: the split of each quad the viewport shows)."""
+    from solvers.collision.crossings import self_intersecting_pairs
+
+    xs, triangles, owner = [], [], []
+    offset = 0
+    for k, obj in enumerate(objects):
+        x = world_positions(obj, frame)
+        obj.data.calc_loop_triangles()
+        tris = np.array([t.vertices[:] for t in obj.data.loop_triangles], np.int64).reshape(-1, 3)
+        xs.append(x)
+        triangles.append(tris + offset)
+        owner.append(np.full(len(x), k))
+        offset += len(x)
+    x, tris, owner = np.concatenate(xs), np.concatenate(triangles), np.concatenate(owner)
+    edges, pairs = self_intersecting_pairs(x, tris)
+    return int(np.count_nonzero(owner[edges[pairs[:, 0], 0]] != owner[tris[pairs[:, 1], 0]]))

@@ -5,7 +5,7 @@ from scipy.spatial import Delaunay
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import hammock_scene, world_positions as world  # noqa: E402
+from blender_helpers import crossings_between, empty_scene, hammock_scene, world_positions as world  # noqa: E402
 
 FRAMES = 16
 
@@ -23,6 +23,7 @@ def test_a_soft_cube_dropped_into_a_hammock_is_held_by_it(addon, solver, cube_so
         assert box[:, 2].min() > 0.2, f"frame {frame}: the cube fell to z = {box[:, 2].min():.2f} m"
         inside = Delaunay(box).find_simplex(sheet) >= 0
         assert not inside.any(), f"frame {frame}: {inside.sum()} cloth vertices inside the cube"
+        assert crossings_between([cloth, cube], frame) == 0, f"frame {frame}: an edge of one through the other"
     # It lies in the hammock: the cloth under it is pressed down below the pins.
     assert sheet[:, 2].min() < 1.45 and box[:, 2].min() > sheet[:, 2].min()
     assert "in contact with each other: 'Hammock', 'Jelly'" in job.summary
@@ -46,3 +47,27 @@ def test_live_playback_of_bodies_meets_as_the_bake_does(addon, cube_solver):
     for frame, (sheet, box) in enumerate(live, start=1):
         assert np.allclose(world(cloth, frame), sheet, atol=1e-5), frame
         assert np.allclose(world(cube, frame), box, atol=1e-5), frame
+
+
+def test_two_cloths_dropped_onto_a_sphere_do_not_pass_through_each_other(addon):
+    """Two 3 m cloths (21 x 21, XPBD defaults), one 0.3 m above the other, dropped onto a 1 m sphere: no edge of one
+    through a triangle of the other at any frame, and the upper one ends on top of the lower one over the sphere."""
+    frames = 14
+    scene = empty_scene(frames)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5)
+    bpy.context.object.softsim.role = "SPHERE"
+    cloths = []
+    for name, height in (("Lower", 0.7), ("Upper", 1.0)):
+        bpy.ops.mesh.primitive_grid_add(x_subdivisions=20, y_subdivisions=20, size=3.0, location=(0.0, 0.0, height))
+        cloth = bpy.context.object
+        cloth.name = name
+        cloth.softsim.role = "CLOTH"
+        cloths.append(cloth)
+    addon.operators.bake.run_bake(bpy.context, cloths)
+    for frame in range(1, frames + 1):
+        assert crossings_between(cloths, frame) == 0, f"frame {frame}"
+    lower, upper = (world(c, frames) for c in cloths)
+    middle = np.argmin(np.linalg.norm(lower[:, :2], axis=1))  # the vertex over the sphere's top (same in both grids)
+    assert lower[middle, 2] < 0.55, "the lower cloth has not reached the sphere: the test shows nothing"
+    assert upper[middle, 2] - lower[middle, 2] > 0.005
+    assert scene.frame_end == frames
