@@ -95,15 +95,3 @@ class NewtonBodies:
                 setattr(own, name, getattr(stats, name))
             out.append(own)
         return out
-
-    def bodies_in_contact(self) -> set:
-        """Indices (into the bodies given) of the bodies with a pair of another body within the barrier's reach now."""
-        barrier = self.solver.self_contact[0]
-        (v, t, _), (e1, e2, _) = barrier._pairs(self.state.x)
-        body = barrier.body
-        pairs = [(body[v], body[barrier.triangles[t, 0]]), (body[barrier.edges[e1, 0]], body[barrier.edges[e2, 0]])]
-        touching = set()
-        for first, second in pairs:
-            apart = first != second
-            touching.update(first[apart].tolist() + second[apart].tolist())
-        return touching

@@ -1,8 +1,9 @@
 """Several bodies in one scene frame: contact between the bodies, both ways.
 
 A ``Scene`` holds bodies (each its Model, its solver from ``make_solver``, its State and its own SolverConfig);
-``advance_scene_frame`` advances them all by one frame. NEWTON bodies step first, each the whole frame with the
-others' surfaces as mesh colliders (``BodySurface``); the position-level bodies then step in lockstep substeps with the
+``advance_scene_frame`` advances them all by one frame. NEWTON bodies step first, the whole frame, those with equal
+Newton settings as one system (``newton_bodies.NewtonBodies``), each such solve with the other bodies' surfaces as
+mesh colliders (``BodySurface``); the position-level bodies then step in lockstep substeps with the
 NEWTON bodies' surfaces moving among their colliders and their barriers' reactions as loads, and after every substep
 ``collision.body_contact.BodyContact`` keeps them apart. Every body alone is exactly ``frame.advance_frame`` (the same
 ``frame.FrameRun``: pins interpolated, colliders seen ``over`` each substep, steps that do not converge split,
@@ -40,9 +41,10 @@ class Scene:
 
     Position-level bodies (``base.ProjectedContactSolver``: PBD, XPBD, PROJECTIVE, the mass-spring integrators) step
     in lockstep substeps; with two or more of them the scene owns their contact (``BodyContact``), and a body whose
-    self-collision is on has its own pairs handled there instead of in its solver. A NEWTON body keeps its contacts
-    inside its own solve: it steps its own substeps over the whole frame first, seeing every other body as a mesh
-    collider (``BodySurface``), and the others then see it as a mesh collider moving over the frame.
+    self-collision is on has its own pairs handled there instead of in its solver. NEWTON bodies keep their contacts
+    inside their solve: those with equal ``newton_bodies.group_key`` are one system (``units``), with IPC barriers and
+    friction between them; each solve steps its own substeps over the whole frame first, seeing every other body as a
+    mesh collider (``BodySurface``), and the others then see its bodies as mesh colliders moving over the frame.
     ``substeps``: the lockstep substeps per frame, the largest of the position-level bodies' ``config.substeps``."""
 
     def __init__(self, bodies, states=None, solvers=None):
@@ -108,11 +110,12 @@ class BodySurface:
 def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets=None) -> list:
     """Advance every body of ``scene`` in place by ``frame_dt`` seconds; returns their StepStats (one per body).
 
-    First every body in ``scene.alone`` (NEWTON) advances the whole frame with ``frame.advance_frame`` and its own
-    substeps, with the other bodies' surfaces as mesh colliders (``BodySurface``) keeping the larger of the two
-    thicknesses: a body that stepped before it moving over the frame from where it started to where it ended, every
-    other body standing where it is at the frame's start. Its barriers and CCD then keep it off them at every
-    iterate; it treats them as immovable (it does not push them: they push it, next).
+    First the NEWTON bodies advance the whole frame with ``frame.advance_frame`` and their own substeps, one solve per
+    entry of ``scene.units`` (a system of several bodies sees every collider given to any of them), with the other
+    bodies' surfaces as mesh colliders (``BodySurface``) keeping the larger of the two thicknesses: a body that
+    stepped before it moving over the frame from where it started to where it ended, every other body standing where
+    it is at the frame's start. Its barriers and CCD then keep it off them at every iterate; it treats them as
+    immovable (it does not push them: they push it, next).
 
     Then the position-level bodies take the same substeps: K = ``scene.substeps``, the largest of their
     ``config.substeps``, each of length frame_dt / K, so that contact between them is resolved at common times:
@@ -129,7 +132,8 @@ def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets
     ``scene.bodies`` order); the contact between bodies treats particles resting on any of them as heavy.
     pin_targets: None, or one per body (each None or (n_b, 3) [m], as ``advance_frame``'s).
     A scene of one body gives exactly ``advance_frame(solver, state, frame_dt, config.substeps, colliders, pins)``.
-    Raises ``frame.SimulationDiverged`` as ``advance_frame`` does, with ``body`` the index of the body that failed.
+    Raises ``frame.SimulationDiverged`` as ``advance_frame`` does, with ``body`` the index of the body that failed
+    (of a NEWTON system: its first body).
     BLAS runs on one thread meanwhile (``linalg.threads``).
     """
     with one_blas_thread():
@@ -163,7 +167,7 @@ def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets) 
             system.scatter(states)
             for i, s in zip(members, system.body_stats(frame)):
                 stats[i] = s
-            scene.touched.update(members[k] for k in system.bodies_in_contact())
+            scene.touched.update(members[k] for k in system.solver.self_contact[0].bodies_in_contact(system.state.x))
             solver, x = system.solver, system.state.x
         moved.update(starts)
         for j in scene.lockstep:

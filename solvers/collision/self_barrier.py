@@ -180,6 +180,18 @@ class SelfContactBarrier(PairBarrier):
         self._cached = (x.copy(), result)
         return result
 
+    def bodies_in_contact(self, x) -> set:
+        """With ``body``: the bodies with a pair of another body within d_hat at x (empty without ``body``)."""
+        if self.body is None:
+            return set()
+        (v, t, _), (e1, e2, _) = self._pairs(x)
+        touching = set()
+        for first, second in ((self.body[v], self.body[self.triangles[t, 0]]),
+                              (self.body[self.edges[e1, 0]], self.body[self.edges[e2, 0]])):
+            apart = first != second
+            touching.update(first[apart].tolist() + second[apart].tolist())
+        return touching
+
     def lagged_friction(self, x_start, mu: float, eps: float):
         """Friction (``pair_friction.PairFriction``) of the pairs of two different bodies within d_hat at x_start,
         normal forces -b'(d) there; None without such pairs or without ``body``. (A body's own layers have none.)"""
