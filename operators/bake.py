@@ -140,7 +140,8 @@ class BakeJob:
             try:
                 stats = advance_scene_frame(self.coupling, runs[0].frame_dt, colliders, [prepared[k][1] for k in self.coupled])
             except solvers.SimulationDiverged as error:
-                raise _failure(runs[getattr(error, "body", 0)], frame, error) from error
+                together = [runs[i].name for i in getattr(error, "system", ())[1:]]
+                raise _failure(runs[getattr(error, "body", 0)], frame, error, together) from error
             for k, run, s in zip(self.coupled, runs, stats):
                 run.stats = s
                 results[k] = run.output(prepared[k][0])
@@ -237,9 +238,13 @@ def _couple(runs):
     return tuple(coupled), scene
 
 
-def _failure(run, frame, error) -> InputError:
+def _failure(run, frame, error, together=()) -> InputError:
+    """The bake's error for a body whose step failed; ``together``: names of the bodies solved with it as one system."""
     what = "did not converge" if isinstance(error, StepNotConverged) else "became unstable"
-    return InputError(f"'{run.name}' {what} at frame {frame}: {error}. {run.stability_advice(error)}; the previous bake is kept")
+    name = f"'{run.name}'"
+    if together:
+        name += " (solved as one system with " + ", ".join(f"'{n}'" for n in together) + ")"
+    return InputError(f"{name} {what} at frame {frame}: {error}. {run.stability_advice(error)}; the previous bake is kept")
 
 
 class FrameWorker:

@@ -133,7 +133,7 @@ def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets
     pin_targets: None, or one per body (each None or (n_b, 3) [m], as ``advance_frame``'s).
     A scene of one body gives exactly ``advance_frame(solver, state, frame_dt, config.substeps, colliders, pins)``.
     Raises ``frame.SimulationDiverged`` as ``advance_frame`` does, with ``body`` the index of the body that failed
-    (of a NEWTON system: its first body).
+    (of a NEWTON system: its first body) and ``system`` the indices of the bodies solved with it.
     BLAS runs on one thread meanwhile (``linalg.threads``).
     """
     with one_blas_thread():
@@ -163,7 +163,8 @@ def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets) 
             system.gather(states)
             own = _distinct([c for i in members for c in per_body[i]])
             frame = _naming(members[0], advance_frame, system.solver, system.state, frame_dt, system.config.substeps,
-                            own + list(others.values()), system.pin_targets([pins[i] for i in members], states))
+                            own + list(others.values()), system.pin_targets([pins[i] for i in members], states),
+                            system=members)
             system.scatter(states)
             for i, s in zip(members, system.body_stats(frame)):
                 stats[i] = s
@@ -229,12 +230,14 @@ def _advance_lockstep(scene: Scene, frame_dt: float, per_body, pins, moved, load
     return [run.finish() for run in runs]
 
 
-def _naming(index, call, *args):
-    """call(*args), with the index of the body it concerns set as ``body`` on a SimulationDiverged it raises."""
+def _naming(index, call, *args, system=None):
+    """call(*args), with the index of the body it concerns set as ``body`` on a SimulationDiverged it raises (and the
+    indices of the bodies solved with it as one system as ``system``)."""
     try:
         return call(*args)
     except SimulationDiverged as error:
         error.body = index
+        error.system = list(system or [index])
         raise
 
 

@@ -71,3 +71,19 @@ def test_two_cloths_dropped_onto_a_sphere_do_not_pass_through_each_other(addon):
     assert lower[middle, 2] < 0.55, "the lower cloth has not reached the sphere: the test shows nothing"
     assert upper[middle, 2] - lower[middle, 2] > 0.005
     assert scene.frame_end == frames
+
+
+def test_a_newton_system_that_fails_names_its_bodies_and_keeps_the_previous_bakes(addon):
+    """A NEWTON cube in a NEWTON hammock (one system) with 1 Newton iteration allowed per step cannot converge: the
+    bake stops with a message naming both bodies of the system, and both keep their previous bake."""
+    frames = 4
+    scene, cloth, cube = hammock_scene(frames, solver="NEWTON", cube_solver="NEWTON")
+    addon.operators.bake.run_bake(bpy.context, [cloth, cube])
+    before = [world(obj, frames) for obj in (cloth, cube)]
+    for obj in (cloth, cube):
+        obj.softsim.newton_max_iterations = 1
+    with pytest.raises(Exception, match=r"'Hammock' \(solved as one system with 'Jelly'\) did not converge at frame \d+"
+                                        r".*the previous bake is kept"):
+        addon.operators.bake.run_bake(bpy.context, [cloth, cube])
+    for obj, shown in zip((cloth, cube), before):
+        assert np.array_equal(world(obj, frames), shown)
