@@ -97,6 +97,31 @@ def test_kept_face_pairs_hold_every_pair_while_the_body_moves_within_the_skin():
     assert collider.face_pairs(far, t).corner_triangle is not first.corner_triangle
 
 
+def test_points_far_from_the_edges_move_farther_than_the_skin_without_a_new_list():
+    """A cloth lying on a box's top with its far part lifted and swung by 10 cm: the kept list stays (the moved points
+    lie far from every box edge and corner: their allowance is more than the skin) and still holds every pair; a
+    point near the rim moved by more than SKIN / 3 makes it found anew."""
+    vertices, triangles = box()
+    collider = MeshCollider(vertices, triangles, thickness=0.01)
+    v, _, t = grid_cloth(31, 3.0, height=0.5 + 0.008)  # on the top, overhanging every rim
+    v[:, 0] += 0.9  # the far part lies beyond the box's side x = 1
+    edges = triangle_edges(t)
+    first = collider.face_pairs(v, t)
+    assert len(first) > 10
+    far = v[:, 0] > 1.7  # 0.7 m beyond the rim: more than L + reach + skin from every box edge
+    rng = np.random.default_rng(3)
+    y = v.copy()
+    y[far] += rng.normal(0.0, 0.1, (int(far.sum()), 3)) + [0.0, 0.0, 0.1]
+    kept = collider.face_pairs(y, t)
+    assert kept.corner_triangle is first.corner_triangle  # the same list, not found anew
+    pt, ee = _all_pairs(collider, y, t, edges, collider.thickness)
+    assert pt <= set(zip(*(a.tolist() for a in kept.corner_triangle)))
+    assert ee <= set(zip(*(a.tolist() for a in kept.edge_edge)))
+    near = np.argmin(np.abs(v[:, 0] - 1.0) + np.abs(v[:, 1]))  # on the rim x = 1
+    y[near] += [0.0, 0.0, 0.5 * SKIN]
+    assert collider.face_pairs(y, t).corner_triangle is not first.corner_triangle
+
+
 def test_newton_barrier_on_the_kept_pairs_equals_the_barrier_over_every_pair():
     """NEWTON's mesh barrier reads its corner and edge pairs from the collider's kept list; its energy must equal
     the barrier summed over every pair within d_hat found by brute force."""
