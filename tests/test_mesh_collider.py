@@ -255,6 +255,29 @@ def test_only_sharp_edges_and_borders_take_part_in_the_edge_tests():
     assert on_border[border].all()
 
 
+def test_points_that_cannot_have_crossed_a_closed_mesh_keep_the_side_read_at_the_step_start():
+    """Points around a closed box, inside and outside, moving by up to 2 cm, some through its faces: the contact
+    planes equal those of a collider that reads every point's side at the step's start (its travel set so large
+    that every point may have crossed), and fewer than half of the points had to read it there."""
+    vertices, triangles = box()
+    rng = np.random.default_rng(6)
+    x_prev = rng.uniform([-1.1, -1.1, -0.1], [1.1, 1.1, 0.6], size=(3000, 3))
+    x = x_prev + rng.normal(0.0, 0.01, x_prev.shape)
+    collider = MeshCollider(vertices, triangles, thickness=0.01)
+    asked = []
+    original = collider._sides
+    collider._sides = lambda x_prev, rows: asked.append(len(rows)) or original(x_prev, rows)
+    got = collider.contact(x, x_prev)
+    reference = MeshCollider(vertices, triangles, thickness=0.01)
+    reference.shared.travel = 10.0  # every point reads its side at the start (and many more points are asked)
+    want = reference.contact(x, x_prev)
+    near = np.isfinite(got[0])
+    assert near.sum() > 500 and (want[0][near] < 0.0).sum() > 20  # some inside, pushed out to their own side
+    np.testing.assert_allclose(got[0][near], want[0][near], atol=1e-12)
+    np.testing.assert_allclose(got[1][near], want[1][near], atol=1e-12)
+    assert 0 < sum(asked) < 0.5 * near.sum()
+
+
 def test_kept_candidates_give_the_distances_a_fresh_collider_gives_after_any_motion():
     """The candidates kept between queries (``SKIN``) stand in for a new search only while they can: points moved by
     less and by more than the skin, a few at a time and all at once, get the same nearest distances and contact

@@ -225,9 +225,12 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         """The contact plane on the side each point came from. The side s is where x_prev lay against its own nearest
         triangle at the start pose: s = sign((x_prev - q0) . N0), N0 the pseudo-normal of the feature holding q0
         (``pseudo_normals``), a label that means "the normal side" or "the other side" of a consistently oriented mesh
-        (the outside of a closed mesh whose normals point out). At the end pose, with q the nearest surface point of
-        x on triangle N: inside that triangle's prism the plane's normal is s N; beside it, the direction from q to
-        the point, unless that points to the other side of q's feature (then s N)."""
+        (the outside of a closed mesh whose normals point out). A point that lies farther from the surface than its
+        step's motion plus the collider's travel cannot have crossed it, and takes the side it is on at the end pose
+        (the same label on a closed mesh; beside an open mesh's border, the side of the border's plane it is on
+        now). At the end pose, with q the nearest surface point of x on triangle N: inside that triangle's prism the
+        plane's normal is s N; beside it, the direction from q to the point, unless that points to the other side of
+        q's feature (then s N)."""
         # A point that went into a closed collider during the step lies within its own motion of the surface.
         moved = x - x_prev
         reach = float(np.sqrt(_dot(moved, moved).max())) + self.shared.travel if len(x) else 0.0
@@ -258,12 +261,19 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         rows, tris, bary, q, dist, interior = self._closest(x, margin, among=points)
         if len(rows) == 0:
             return
-        side = self._sides(x_prev, rows)
-        face = side[:, None] * self.face_normals[tris]
         r = x[rows] - q
         away = r / np.where(dist > 0.0, dist, 1.0)[:, None]
+        outward = _dot(away, self.pseudo_normals(tris, bary))  # > 0: x lies on the normal side of its nearest feature
+        # A point farther from the surface than it moved over the step, plus the collider's travel, cannot have
+        # crossed the surface: it came from the side it is on. Only the others read their side at the step's start
+        # (``_sides``), which costs a second nearest-triangle search.
+        moved = x[rows] - x_prev[rows]
+        side = np.where(outward < 0.0, -1.0, 1.0)
+        crossing = np.flatnonzero(dist <= np.sqrt(_dot(moved, moved)) + self.shared.travel)
+        side[crossing] = self._sides(x_prev, rows[crossing])
+        face = side[:, None] * self.face_normals[tris]
         # Beside the triangle the point is on its own side when it is so against the nearest feature's pseudo-normal.
-        use_face = interior | (dist <= 0.0) | (_dot(away, self.pseudo_normals(tris, bary)) * side < 0.0)
+        use_face = interior | (dist <= 0.0) | (outward * side < 0.0)
         normal = np.where(use_face[:, None], face, away)
         n[rows] = normal
         d[rows] = _dot(r, normal) - self.thickness
