@@ -132,7 +132,10 @@ class _Shared:
         self.still = None
         """The last collider of these that stood still through its frame (``MeshCollider.moving_from``)."""
         self.contact_memo = None
-        """(pose's vertex array, (thickness, margin) [m], x, x_prev, d, n): the last ``MeshCollider.contact`` answer."""
+        """(pose's vertex array, (thickness, margin) [m], x, x_prev, d, n): the last ``MeshCollider.contact`` answer of
+        a moving collider."""
+        self.kept_planes = {}
+        """{(point count, thickness [m]): ``kept_planes.KeptPlanes``}: the contact planes of a collider standing still."""
         self.face_cache = {}
         """{(reach, travel) [m]: (body triangles array, x_ref (n, 3), ``FacePairs``, squared allowances (n,) [m^2])}: the
         last ``face_pairs`` of each reach, found at x_ref within reach + SKIN, kept while every point stays within its

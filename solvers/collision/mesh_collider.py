@@ -34,6 +34,7 @@ import numpy as np
 
 from .ccd import point_triangle_ccd
 from .colliders import Collider
+from .kept_planes import kept_contact
 from .mesh_barrier import MeshContactBarrier
 from .mesh_broad_phase import SHARP_ANGLE, SKIN, MeshBroadPhase, _Shared, sharp_edges
 from .mesh_pushes import MeshFacePushes
@@ -235,6 +236,8 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         moved = x - x_prev
         reach = float(np.sqrt(_dot(moved, moved).max())) + self.shared.travel if len(x) else 0.0
         margin = max(SEARCH_MARGIN, reach)
+        if self.start is None and self.shared.travel == 0.0:  # standing still: planes kept per point (kept_planes.py)
+            return kept_contact(self, x, x_prev, margin)
         # Each point's answer depends on its own x and x_prev alone: the end of a step asks again after the face push
         # has moved a few points, and only those are looked up again.
         memo = self.shared.contact_memo
@@ -249,18 +252,18 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
             n = np.zeros((len(x), 3))
             n[:, 2] = 1.0
             points = None
-        self._contact_rows(x, x_prev, margin, points, d, n)
+        rows, d[rows], n[rows], _ = self._contact_rows(x, x_prev, margin, points)
         self.shared.contact_memo = (self.vertices, (self.thickness, margin), x.copy(), x_prev.copy(), d.copy(), n.copy())
         return d, n
 
-    def _contact_rows(self, x, x_prev, margin, points, d, n):
-        """``contact``'s planes of the points (indices into x; None: all) within thickness + margin [m], written into
-        d (n,) and n (n, 3)."""
+    def _contact_rows(self, x, x_prev, margin, points):
+        """``contact``'s planes of the points (indices into x; None: all) within thickness + margin [m]: (their rows of
+        x (k,), d (k,) [m], normal (k, 3), unsigned distance to the surface (k,) [m])."""
         if points is not None and len(points) == 0:
-            return
+            return np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3)), np.zeros(0)
         rows, tris, bary, q, dist, interior = self._closest(x, margin, among=points)
         if len(rows) == 0:
-            return
+            return rows, np.zeros(0), np.zeros((0, 3)), dist
         r = x[rows] - q
         away = r / np.where(dist > 0.0, dist, 1.0)[:, None]
         outward = _dot(away, self.pseudo_normals(tris, bary))  # > 0: x lies on the normal side of its nearest feature
@@ -275,8 +278,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
         # Beside the triangle the point is on its own side when it is so against the nearest feature's pseudo-normal.
         use_face = interior | (dist <= 0.0) | (outward * side < 0.0)
         normal = np.where(use_face[:, None], face, away)
-        n[rows] = normal
-        d[rows] = _dot(r, normal) - self.thickness
+        return rows, _dot(r, normal) - self.thickness, normal, dist
 
     def _sides(self, x_prev, rows):
         """The side (k,) (+1: the normal side, -1: the other; +1 where no triangle is within SIDE_MARGIN) that the

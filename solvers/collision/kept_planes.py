@@ -1,0 +1,85 @@
+"""Contact planes kept between the queries of a mesh collider that stands still (``MeshCollider.contact``).
+
+A position-level step asks a collider for the contact plane of every particle several times (the contact set at the
+prediction, the vertex projection at the step's end, again after the face push), at every substep; a cloth lying on
+a box moves a fraction of a millimetre between the asks, and the nearest-triangle search costs the same for each.
+For a collider that does not move over the frame, a point's answer is a property of where the point is and of the
+side it is on, so it is kept per point and reused, linearized, while the point stays close to where it was measured:
+
+- near the surface (within thickness + the query's margin + SKIN when measured, on its own side, at unsigned
+  distance u0 from the surface): the plane n . x >= n . x0 - d0 is kept while the point stays within KEPT_DRIFT *
+  thickness of x0 and that drift plus its step's motion stays below u0 (no surface point lies within u0 of x0, so the
+  point did not cross the surface: it came from the side it is on). Its signed distance d(x) = d0 + n . (x - x0)
+  differs from the exact one by at most twice the drift (both are 1-Lipschitz in x and equal at x0) and is exact on a
+  face's interior: a point held at d >= 0 stays at least (1 - 2 KEPT_DRIFT) * thickness from the surface.
+- far (no triangle within thickness + margin + SKIN): reported far while its drift is less than the slack left.
+- any other point (inside, on the other side of its plane than it came from; drifted; a new query's margin wider
+  than the slack): measured anew, exactly, and kept from there.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .mesh_broad_phase import SKIN
+from .primitives import _dot
+
+KEPT_DRIFT = 0.2
+"""A kept plane serves a point while it stays within this times the thickness of where the plane was measured."""
+
+
+@dataclass
+class KeptPlanes:
+    """The contact planes of the n points of one body (rows aligned with its particles), as last measured."""
+
+    x0: np.ndarray
+    """(n, 3) [m] where each point was measured."""
+    normal: np.ndarray
+    """(n, 3) the unit normal of its contact plane."""
+    d0: np.ndarray
+    """(n,) [m] its signed distance beyond the thickness along normal at x0; inf: far (no plane)."""
+    clear: np.ndarray
+    """(n,) [m] a lower bound on the unsigned distance from x0 to the surface (0: measure anew at every ask)."""
+
+    @classmethod
+    def unmeasured(cls, n: int):
+        normal = np.zeros((n, 3))
+        normal[:, 2] = 1.0
+        return cls(np.zeros((n, 3)), normal, np.full(n, np.inf), np.full(n, -np.inf))
+
+
+def kept_contact(collider, x, x_prev, margin: float):
+    """``MeshCollider.contact`` of a collider standing still through its frame: (d (n,) [m], n (n, 3)), d inf for points
+    farther than thickness + margin [m] along their plane (module docstring)."""
+    thickness = collider.thickness
+    kept = collider.shared.kept_planes
+    key = (len(x), thickness)
+    planes = kept.get(key)
+    if planes is None:
+        if len(kept) >= 4:  # a few bodies at most
+            kept.clear()
+        planes = kept[key] = KeptPlanes.unmeasured(len(x))
+    shift, step = x - planes.x0, x - x_prev
+    drift = np.sqrt(_dot(shift, shift))
+    near = np.isfinite(planes.d0)
+    valid = np.where(near, (drift <= KEPT_DRIFT * thickness) & (drift + np.sqrt(_dot(step, step)) < planes.clear),
+                     planes.clear - drift > thickness + margin)
+    stale = np.flatnonzero(~valid)
+    if len(stale):
+        wide = margin + SKIN
+        rows, d, normal, dist = collider._contact_rows(x, x_prev, wide, stale)
+        planes.x0[stale] = x[stale]
+        planes.d0[stale] = np.inf
+        planes.clear[stale] = thickness + wide  # no triangle within that
+        planes.d0[rows], planes.normal[rows] = d, normal
+        planes.clear[rows] = np.where(d + thickness > 0.0, dist, 0.0)  # 0: not on its own side, measured every time
+    d = np.full(len(x), np.inf)
+    n = np.zeros((len(x), 3))
+    n[:, 2] = 1.0
+    rows = np.flatnonzero(np.isfinite(planes.d0))
+    linear = planes.d0[rows] + _dot(x[rows] - planes.x0[rows], planes.normal[rows])
+    rows, linear = rows[linear <= margin], linear[linear <= margin]
+    d[rows], n[rows] = linear, planes.normal[rows]
+    return d, n
+
+
+__all__ = ["KEPT_DRIFT", "KeptPlanes", "kept_contact"]
