@@ -6,22 +6,21 @@ face does not widen every query; k-d trees over the pieces' centres (and over th
 per pose read from Blender (once per frame, ``_Shared``) and shared by the interpolated substep poses, each query
 widened by the largest piece radius and by how far any vertex travels between the tree's pose and the asking pose.
 Candidates are found ``SKIN`` wider than asked and kept per point until its motion uses that up (``_Shared.pair_cache``
-for points against triangles, ``_Shared.face_cache`` for corners against a body's triangles and edges against its
-edges); exact distances are the caller's business (``MeshCollider._closest``, ``mesh_pushes``, ``mesh_barrier``).
+for points against triangles; ``mesh_face_pairs`` keeps the corners against a body's triangles and the edges against
+its edges in ``_Shared.face_cache``); exact distances are the caller's business (``MeshCollider._closest``,
+``mesh_face_pairs``, ``mesh_pushes``, ``mesh_barrier``).
 A point's query is bounded by its exact distance to the triangle it last found nearest, so a body resting on a
 finely cut collider asks for the two or three triangles under each point, not for the dozens within the search
 margin; the candidates are culled by each triangle's bounding sphere, plane and box (``lower_bounds``). A collider
 that has not moved since the previous frame keeps that frame's trees and candidates (``MeshCollider.moving_from``).
 """
-from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .contact_set import FacePairs
 from .crossings import triangle_edges
-from .primitives import _cross, _dot, point_triangle_closest, point_triangle_distance, segment_distance
+from .primitives import _cross, _dot, point_triangle_closest
 from .samples import Samples
 
 SHARP_ANGLE = 10.0
@@ -137,9 +136,7 @@ class _Shared:
         self.kept_planes = {}
         """{(point count, thickness [m]): ``kept_planes.KeptPlanes``}: the contact planes of a collider standing still."""
         self.face_cache = {}
-        """{(reach, travel) [m]: (body triangles array, x_ref (n, 3), ``FacePairs``, squared allowances (n,) [m^2])}: the
-        last ``face_pairs`` of each reach, found at x_ref within reach + SKIN, kept while every point stays within its
-        allowance of x_ref (``MeshBroadPhase._allowances``)."""
+        """{(reach, travel) [m]: ``mesh_face_pairs._FaceList``}: the kept face pairs of each reach."""
 
     @cached_property
     def side_edge(self):
@@ -333,57 +330,3 @@ class MeshBroadPhase:
             edges = triangle_edges(triangles)
             self.shared.body_edges = (triangles, edges)
         return edges
-
-    def face_pairs(self, x, triangles, reach: float = None):
-        """``contact_set.FacePairs`` of this collider's corners against a body's triangles (t, 3) and its edges
-        against the body's edges, holding every pair within reach [m] (default: thickness) at x (n, 3), or a superset:
-        from ``_Shared.face_cache`` while no point has moved farther than its allowance (``_allowances``) from where
-        they were found within reach + SKIN; else found anew and cached. The one candidate list of the position-level
-        face push and of NEWTON's barrier (which asks at every iterate)."""
-        reach = self.thickness if reach is None else float(reach)
-        key = (reach, self.shared.travel)
-        cache = self.shared.face_cache.get(key)
-        if cache is not None and cache[0] is triangles and cache[1].shape == x.shape:
-            moved = x - cache[1]
-            if np.all(_dot(moved, moved) <= cache[3]):
-                return replace(cache[2], collider=self)
-        edges = self._body_edges(triangles)
-        wide = reach + SKIN
-        (ci, ti), (ei, bi) = self.corner_pairs(x, triangles, wide), self.edge_pairs(x, edges, wide)
-        # The joins are loose (bounding spheres, the longest body edge): only the pairs whose exact distance lies
-        # within reach + SKIN at some pose of the frame are kept. While the body moves less than SKIN / 3 (or a point
-        # far from the edges less than its allowance, ``_allowances``) a kept list still holds every pair within
-        # reach + 2 SKIN / 3 (a distance moves with its points).
-        limit = (wide + self.shared.travel) * (1.0 + 1e-12) + 1e-12
-        body = x[triangles[ti]]
-        d_pt = point_triangle_distance(self.vertices[self.shared.corners[ci]], body[:, 0], body[:, 1], body[:, 2])[0]
-        near = d_pt <= limit
-        ci, ti, d_pt = ci[near], ti[near], d_pt[near]
-        mine, body = self.shared.edges[ei], edges[bi]
-        d_ee = segment_distance(self.vertices[mine[:, 0]], self.vertices[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])[0]
-        near = d_ee <= limit
-        pairs = FacePairs(self, (ci, ti), (ei[near], bi[near]), d_pt, d_ee[near])
-        if len(self.shared.face_cache) >= 4:  # a few reaches at most (thickness, NEWTON's d_hat, half of it)
-            self.shared.face_cache.clear()
-        self.shared.face_cache[key] = (triangles, x.copy(), pairs, self._allowances(x, edges, reach) ** 2)
-        return pairs
-
-    def _allowances(self, x, edges, reach: float):
-        """How far (n,) [m] each point of a body at x (n, 3) with edges (e, 2) may move before a face-pair list found
-        there within reach + SKIN must be found anew: SKIN / 3, or more for a point far from every sharp edge.
-
-        Why it holds: a pair not in the list lay farther than reach + SKIN; a body element E (triangle or edge) that
-        holds point j lay at least D_j - L from every sharp edge and corner, with D_j a lower bound on point j's own
-        distance to them (the edges' k-d tree: nearest piece centre less the pieces' radius and three times the
-        travel, as ``edge_pairs``) and L the longest body edge. A distance shrinks by at most the motion of the
-        element's farthest-moving point j*, so while every point j moves less than max(SKIN / 3, D_j - L - reach -
-        2 SKIN / 3), no pair outside the list comes within reach + 2 SKIN / 3. (A cloth resting on a box swings its
-        skirt by more than a centimetre a step; only the points near the box's edges need the tight skin.)"""
-        tight = np.full(len(x), SKIN / 3.0)
-        if len(self.shared.edges) == 0 or len(edges) == 0:
-            return tight
-        tree, piece_radius = self.shared.edge_tree_for(self.vertices)
-        lower = tree.query(x)[0] - piece_radius - 3.0 * self.shared.travel
-        span = x[edges[:, 1]] - x[edges[:, 0]]
-        longest = float(np.sqrt(_dot(span, span).max()))
-        return np.maximum(tight, (lower - longest - reach - 2.0 * SKIN / 3.0) * (1.0 - 1e-12))

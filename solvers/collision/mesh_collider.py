@@ -37,6 +37,7 @@ from .colliders import Collider
 from .kept_planes import kept_contact
 from .mesh_barrier import MeshContactBarrier
 from .mesh_broad_phase import SHARP_ANGLE, SKIN, MeshBroadPhase, _Shared, sharp_edges
+from .mesh_face_pairs import MeshFacePairs
 from .mesh_pushes import MeshFacePushes
 from .primitives import _cross, _dot, point_triangle_closest
 
@@ -58,7 +59,7 @@ _POSE_DERIVED = ("radius", "face_normals", "_spheres", "_pseudo")
 
 
 @dataclass
-class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
+class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
     """A triangle mesh in world space; bodies stay ``thickness`` away from it on both sides. Its broad phase is
     ``mesh_broad_phase.MeshBroadPhase``, its corner and edge pushes ``mesh_pushes.MeshFacePushes``."""
 
@@ -325,7 +326,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePushes):
 
     # ----------------------------------------------------------------- corners and edges against a body's faces
 
-    face_pairs = MeshBroadPhase.face_pairs  # the protocol's (``Collider`` comes first among the bases)
+    face_pairs = MeshFacePairs.face_pairs  # the protocol's (``Collider`` comes first among the bases)
 
     def face_barrier(self, triangles, kappa, d_hat, points=None):
         # The body's vertices too (``points``): summed over every triangle within d_hat (mesh_barrier.py says why).
