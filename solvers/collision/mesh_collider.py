@@ -3,7 +3,9 @@
 Bodies keep ``thickness`` from its triangles on both sides of the surface. What a vertex-only test misses is
 covered too: the collider's corners and edges pressing into a body's faces (``resolve_faces``: corner against
 triangle and edge against edge, position-level, as ``faces.py`` does for spheres: ``mesh_pushes.py``). The candidate
-pairs of every query, and the k-d trees and caches they come from, are ``mesh_broad_phase.py``'s.
+pairs of every query, and the k-d trees and caches they come from, are ``mesh_broad_phase.py``'s; the kept lists of
+corner and edge pairs ``mesh_face_pairs.py``'s; the contact planes a collider standing still keeps between asks
+``kept_planes.py``'s.
 
 Sides: which side of the surface a point belongs on is read from where it was at the step's start against its own
 nearest triangle, relative to the normal of the feature that holds its nearest point (the triangle's normal inside
@@ -18,8 +20,9 @@ on the candidates of a k-d tree over the centres of the triangles' pieces (``sam
 into pieces about 25 cm across, so one big face does not widen every query): every triangle with a piece whose centre
 lies within the nearest centre's distance plus the largest piece radius), computed for points within
 ``thickness + SEARCH_MARGIN`` of the surface; farther points report ``inf`` (nothing acts on them). The side a point
-is on comes from where it was at the step's start (``contact``), so a body that a thin or fast collider went through
-is put back on its own side; ``distance_and_normal`` alone (no history) points away from the nearest surface point.
+is on comes from where it was at the step's start (``contact``; a point farther from the surface than its step's
+motion cannot have crossed it and keeps the side it is on), so a body that a thin or fast collider went through is
+put back on its own side; ``distance_and_normal`` alone (no history) points away from the nearest surface point.
 
 Motion: the collider's vertices move linearly between its pose at the step's start (``start``) and its own pose; the
 k-d tree is built once per pose read from Blender (once per frame; kept across frames while the collider stands
@@ -61,7 +64,8 @@ _POSE_DERIVED = ("radius", "face_normals", "_spheres", "_pseudo")
 @dataclass
 class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
     """A triangle mesh in world space; bodies stay ``thickness`` away from it on both sides. Its broad phase is
-    ``mesh_broad_phase.MeshBroadPhase``, its corner and edge pushes ``mesh_pushes.MeshFacePushes``."""
+    ``mesh_broad_phase.MeshBroadPhase``, its face-pair lists ``mesh_face_pairs.MeshFacePairs``, its corner and edge
+    pushes ``mesh_pushes.MeshFacePushes``; standing still, it keeps its contact planes (``kept_planes``)."""
 
     vertices: np.ndarray
     """Vertex positions [m], shape (m, 3), world space."""
@@ -253,7 +257,8 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
             n = np.zeros((len(x), 3))
             n[:, 2] = 1.0
             points = None
-        rows, d[rows], n[rows], _ = self._contact_rows(x, x_prev, margin, points)
+        rows, d_rows, n_rows, _ = self._contact_rows(x, x_prev, margin, points)
+        d[rows], n[rows] = d_rows, n_rows
         self.shared.contact_memo = (self.vertices, (self.thickness, margin), x.copy(), x_prev.copy(), d.copy(), n.copy())
         return d, n
 
