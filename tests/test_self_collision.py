@@ -314,7 +314,9 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere(path):
     it leaves deeper than FACE_ALLOWANCE * thickness are pushed back (``response.resolve_deep_faces``). Deepest face
     measured over 8 round-off paths (radius +-0.2 mm, float32 or float64 settings): 0.8-3.8 mm; 0.1-7.9 mm without
     the last push; 2.6-19.4 mm (19.4 on the second path here) when self-collision measured depths to the bare
-    sphere."""
+    sphere. Whether the fail-safe's zones fire depends on the path (on the first path here they fired on one machine
+    and not on another with the same numpy): the bounds hold either way, and the fail-safe has tests of its own
+    (test_impact_zones.py)."""
     from solvers import Sphere
     from solvers.collision.crossings import deepest_face_penetration
 
@@ -336,7 +338,5 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere(path):
         vertex_depth = max(vertex_depth, radius - float(np.linalg.norm(state.x, axis=1).min()))
         face_depth = max(face_depth, deepest_face_penetration(state.x, T, np.zeros(3), radius))
         assert count_self_intersections(state.x, model.collision_triangles) == 0
-    if path == "add-on float32":  # the fail-safe's zones were exercised (on the other path the folds stay calmer)
-        assert solver_.self_collision.zones > 0
     assert vertex_depth <= COLLIDER_SLACK * config.thickness + 1e-9, vertex_depth
     assert face_depth < 0.5 * config.thickness, face_depth
