@@ -81,8 +81,8 @@ class _PairCache:
         """(k,) [m]: each pair's ``lower_bounds`` where its entry was found (at x_ref, at that pose)."""
 
     def replace(self, points, x, covered, rows, tris, lower=None):
-        """New entries for the points (p,) (unique) at x (p, 3): covered (p,) [m] and the pairs (rows (k,), tris (k,))
-        with their ``lower_bounds`` at x (k,) [m] (rows None: no triangle)."""
+        """New entries for the points (p,) (unique) at x (p, 3): covered (p,) [m] and the pairs (rows (k,), tris (k,)),
+        sorted by point then triangle, with their ``lower_bounds`` at x (k,) [m] (rows None: no triangle)."""
         if not len(points):
             return
         stale = np.zeros(len(self.covered), bool)
@@ -94,10 +94,12 @@ class _PairCache:
             if not keep.all():
                 self.rows, self.tris, self.lower = self.rows[keep], self.tris[keep], self.lower[keep]
             return
-        rows, tris = np.concatenate([self.rows[keep], rows]), np.concatenate([self.tris[keep], tris])
-        lower = np.concatenate([self.lower[keep], lower])
-        order = np.argsort(rows * (int(tris.max(initial=0)) + 1) + tris)  # by point, then triangle (each pair once)
-        self.rows, self.tris, self.lower = rows[order], tris[order], lower[order]
+        kept_rows, kept_tris, kept_lower = self.rows[keep], self.tris[keep], self.lower[keep]
+        # Both sorted by point, then triangle, and no pair in both: merged by inserting the new ones where they go.
+        scale = int(max(kept_tris.max(initial=0), tris.max(initial=0))) + 1
+        at = np.searchsorted(kept_rows * scale + kept_tris, rows * scale + tris)
+        self.rows, self.tris = np.insert(kept_rows, at, rows), np.insert(kept_tris, at, tris)
+        self.lower = np.insert(kept_lower, at, lower)
 
 
 def _unique_pairs(pairs, count: int, counts: bool = False):
@@ -284,9 +286,14 @@ class MeshBroadPhase:
         shift[points] = np.sqrt(_dot(moved, moved))
         need_at = np.full(len(x), -np.inf)
         need_at[points] = need * (1.0 + 1e-12) + 1e-12
-        rows = cache.rows
-        maybe = np.flatnonzero(cache.lower - shift[rows] - self.shared.travel <= need_at[rows])
-        rows, tris = rows[maybe], cache.tris[maybe]
+        rows, tris, found_lower = cache.rows, cache.tris, cache.lower
+        if len(points) < len(x):  # only the asked points' entries (the entries are sorted by point)
+            first, last = np.searchsorted(rows, points), np.searchsorted(rows, points, side="right")
+            count = last - first
+            entries = np.repeat(first - np.cumsum(count) + count, count) + np.arange(int(count.sum()))
+            rows, tris, found_lower = rows[entries], tris[entries], found_lower[entries]
+        maybe = np.flatnonzero(found_lower - shift[rows] - self.shared.travel <= need_at[rows])
+        rows, tris = rows[maybe], tris[maybe]
         keep = np.flatnonzero(lower_bounds(x[rows], self._bounds()[tris]) <= need_at[rows])
         return rows[keep], tris[keep]
 
