@@ -72,15 +72,30 @@ def test_a_point_beside_a_side_face_and_level_with_the_top_is_outside():
     np.testing.assert_allclose(d[0], 3e-5, atol=1e-9)
 
 
-def drop_on_box(solver, count, size, height, frames):
+def split_triangles(vertices, triangles, times):
+    """The mesh with every triangle cut into four at its edges' midpoints, ``times`` times (a box's edges become
+    straight runs of 2**times collinear edges)."""
+    for _ in range(times):
+        pairs = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        mid = len(vertices) + inverse.ravel().reshape(3, -1).T  # (t, 3): midpoints of sides 01, 12, 20
+        vertices = np.concatenate([vertices, 0.5 * (vertices[unique[:, 0]] + vertices[unique[:, 1]])])
+        a, b, c = triangles.T
+        m01, m12, m20 = mid.T
+        triangles = np.concatenate([np.stack(f, axis=1) for f in ((a, m01, m20), (m01, b, m12), (m20, m12, c), (m01, m12, m20))])
+    return vertices, triangles
+
+
+def drop_on_box(solver, count, size, height, frames, splits=0):
     """A cloth (count x count, size [m] across) dropped flat from height [m] onto a 2 x 2 x 0.5 m box mesh on a ground
-    (thickness 1 cm, friction 0.3), advanced that many frames at 24 fps, asserting at every frame that no vertex is inside
-    the box and no box edge crosses a cloth triangle. Returns the final state."""
+    (thickness 1 cm, friction 0.3; its triangles split ``splits`` times), advanced that many frames at 24 fps,
+    asserting at every frame that no vertex is inside the box and no box edge crosses a cloth triangle. Returns the
+    final state."""
     v, e, t = grid_cloth(count, size, height=height)
     model = build_model(v, e, t)
     body = make_solver(model, SolverConfig(solver=solver))
     state = State.at_rest(model)
-    vertices, triangles = box()
+    vertices, triangles = split_triangles(*box(), splits)
     colliders = [MeshCollider(vertices, triangles, thickness=0.01, friction=0.3, name="Box"),
                  GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, name="Ground")]
     P, Q = vertices[BOX_EDGES[:, 0]], vertices[BOX_EDGES[:, 1]]
@@ -102,6 +117,18 @@ def test_a_cloth_dropped_on_a_box_rests_on_it_with_no_corner_or_edge_through_it(
     x = drop_on_box(solver, 21, 2.6, 0.9, 30).x
     centre = x[len(x) // 2]
     assert 0.5 <= centre[2] < 0.5 + 0.01 + 0.05, f"the centre rests at z = {centre[2]:.3f} m"
+
+
+def test_a_subdivided_box_tests_only_its_true_corners_and_keeps_every_edge_outside():
+    """A box whose triangles were split twice: its 12 edges are straight runs of 4 sharp edges each, whose inner
+    vertices take no part in the corner tests (the edge tests cover them); a cloth dropped on it still has nothing
+    inside the box and no box edge through it at any frame."""
+    collider = MeshCollider(*split_triangles(*box(), 2), thickness=0.01)
+    assert len(collider.shared.edges) == 48 and len(collider.shared.corners) == 8
+    np.testing.assert_array_equal(np.sort(np.abs(collider.vertices[collider.shared.corners] - [0.0, 0.0, 0.25]), axis=0),
+                                  np.tile([1.0, 1.0, 0.25], (8, 1)))
+    x = drop_on_box("XPBD", 21, 2.6, 0.9, 30, splits=2).x
+    assert 0.5 <= x[len(x) // 2][2] < 0.5 + 0.01 + 0.05
 
 
 @pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE"])
