@@ -181,7 +181,9 @@ class _Shared:
             u = self.vertices[other[first]] - self.vertices[inner]
             w = self.vertices[other[first + 1]] - self.vertices[inner]
             cross = _cross(u, w)
-            straight = (_dot(cross, cross) <= 1e-18 * _dot(u, u) * _dot(w, w)) & (_dot(u, w) < 0.0)
+            # Straight to 1e-5 rad: Blender's meshes are float32 (a subdivided edge's midpoints are off the line by
+            # ~1e-7 of its length); such a vertex lies within 1e-5 of an edge's length of the run's line.
+            straight = (_dot(cross, cross) <= 1e-10 * _dot(u, u) * _dot(w, w)) & (_dot(u, w) < 0.0)
             count[inner[straight]] = 0
         return np.flatnonzero(count > 0)
 
