@@ -162,8 +162,8 @@ class _Shared:
 
     @cached_property
     def corners(self):
-        """(c,): the vertices of the sharp edges, less those in the middle of a straight run of them (exactly two
-        sharp edges meeting there in a straight line, as along a subdivided box's edge). The distance between a
+        """(c,): the vertices of the sharp edges, less those in the middle of a straight run of them (two sharp edges,
+        and no other, meeting there in a straight line, as along a subdivided box's edge). The distance between a
         segment and a triangle that it does not cross is reached at an end of the segment or on an edge of the
         triangle, so a straight run's inner vertices are neither: the corner tests need its ends, the edge tests do
         the rest. (A box under a level-6 Simple Subdivision keeps its 8 corners of 764.)"""

@@ -6,8 +6,9 @@ slip, as ``faces.py`` does for spheres.
 Each call measures every candidate pair once, exactly (closest points, normal, side, depth: ``_corner_pushes``,
 ``_edge_pushes``), and pushes; the passes after it reuse that geometry, linearized: a pair's depth changes by the
 motion of its body point along its push direction, so a pass costs a gather and a scatter instead of the distance
-routines (the pushes are fractions of a millimetre, far below the triangles' size, and the collider does not move
-within a call).
+routines. The collider does not move within a call, and the geometry is reused only while the body points have moved
+less than LINEAR_DRIFT * thickness since it was measured (a cloth resting on a box is pushed a millimetre or two per
+call, far below its triangles' size); a crumpled or fast body is measured anew every pass.
 """
 from dataclasses import dataclass
 
