@@ -354,7 +354,7 @@ def test_kept_candidates_give_the_distances_a_fresh_collider_gives_after_any_mot
         x_prev = x.copy()
         moving = rng.random(len(x)) < (0.1 if step % 2 else 1.0)
         x[moving] += rng.normal(0.0, (0.3 if step < 4 else 2.0) * SKIN, (int(moving.sum()), 3))
-    assert collider.shared.pair_cache is not None
+    assert collider.shared.pair_caches.items
 
 
 def test_kept_face_candidates_push_as_a_fresh_collider_pushes_after_any_motion():
@@ -444,6 +444,39 @@ def test_kept_planes_of_a_standing_collider_stay_within_their_bound_of_the_exact
     assert 0.0 < worst <= bound
     assert min(exact_share) > 0.9
     assert sum(searched) < 0.5 * 40 * len(x)  # (at 1 mm a step a near point is measured every second or third step)
+
+
+def test_bodies_of_the_same_size_on_one_collider_keep_caches_of_their_own():
+    """Two 0.9 m cloths of 16 x 16 dropped side by side onto one standing box (read anew every frame, as the bridge
+    does): each keeps its own candidates, planes and face pairs (``mesh_broad_phase._Slots``), so baked together they
+    move bitwise as each baked alone; and the collider holds one cache of each kind per cloth."""
+    from solvers.scene import Scene, advance_scene_frame
+
+    def cloth(dx):
+        v, e, t = grid_cloth(16, 0.9, height=0.7)
+        return build_model(v + [dx, 0.0, 0.0], e, t)
+
+    def reads():
+        return [MeshCollider(*box(), thickness=0.01, friction=0.2, name="Box")]
+
+    scene = Scene([(cloth(-0.5), SolverConfig(solver="XPBD")), (cloth(0.5), SolverConfig(solver="XPBD"))])
+    alone = [make_solver(cloth(dx), SolverConfig(solver="XPBD")) for dx in (-0.5, 0.5)]
+    states = [State.at_rest(body.model) for body in alone]
+    previous = [None, None, None]
+    for _ in range(12):
+        read = reads()
+        advance_scene_frame(scene, 1.0 / 24.0, frame_colliders(previous[0], read))
+        previous[0] = read
+        for k, (body, state) in enumerate(zip(alone, states)):
+            read = reads()
+            advance_frame(body, state, 1.0 / 24.0, body.config.substeps, frame_colliders(previous[k + 1], read))
+            previous[k + 1] = read
+    for together, state in zip(scene.bodies, states):
+        np.testing.assert_array_equal(together.state.x, state.x)
+    assert together.state.x[:, 2].min() < 0.52  # they landed on the box
+    shared = previous[0][0].shared
+    assert len(shared.pair_caches.items) == 2 and len(shared.kept_planes[0.01].items) == 2
+    assert len(shared.face_cache) == 2
 
 
 def _measured_passes(x, x_prev, inv_mass, t, passes):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mesh_broad_phase import SKIN
+from .mesh_broad_phase import SKIN, _Slots
 from .primitives import _dot
 
 KEPT_DRIFT = 0.2
@@ -41,10 +41,11 @@ class KeptPlanes:
     """(n,) [m] a lower bound on the unsigned distance from x0 to the surface (0: measure anew at every ask)."""
 
     @classmethod
-    def unmeasured(cls, n: int):
-        normal = np.zeros((n, 3))
+    def unmeasured(cls, x):
+        """Planes for the points x (n, 3) of a body, none measured yet."""
+        normal = np.zeros((len(x), 3))
         normal[:, 2] = 1.0
-        return cls(np.zeros((n, 3)), normal, np.full(n, np.inf), np.full(n, -np.inf))
+        return cls(np.array(x, float), normal, np.full(len(x), np.inf), np.full(len(x), -np.inf))
 
 
 def kept_contact(collider, x, x_prev, margin: float):
@@ -52,12 +53,13 @@ def kept_contact(collider, x, x_prev, margin: float):
     farther than thickness + margin [m] along their plane (module docstring)."""
     thickness = collider.thickness
     kept = collider.shared.kept_planes
-    key = (len(x), thickness)
-    planes = kept.get(key)
-    if planes is None:
-        if len(kept) >= 4:  # a few bodies at most
+    if thickness not in kept:
+        if len(kept) >= 4:  # a few thicknesses at most
             kept.clear()
-        planes = kept[key] = KeptPlanes.unmeasured(len(x))
+        kept[thickness] = _Slots(lambda planes: planes.x0)
+    planes = kept[thickness].nearest(x)  # the asking body's (mesh_broad_phase._Slots)
+    if planes is None:
+        planes = kept[thickness].add(KeptPlanes.unmeasured(x))
     shift, step = x - planes.x0, x - x_prev
     drift = np.sqrt(_dot(shift, shift))
     near = np.isfinite(planes.d0)

@@ -5,8 +5,8 @@ Triangles and sharp edges (``sharp_edges``) are cut into pieces about 25 cm acro
 face does not widen every query; k-d trees over the pieces' centres (and over the sharp edges' corners) are built once
 per pose read from Blender (once per frame, ``_Shared``) and shared by the interpolated substep poses, each query
 widened by the largest piece radius and by how far any vertex travels between the tree's pose and the asking pose.
-Candidates are found ``SKIN`` wider than asked and kept per point until its motion uses that up (``_Shared.pair_cache``
-for points against triangles; ``mesh_face_pairs`` keeps the corners against a body's triangles and the edges against
+Candidates are found ``SKIN`` wider than asked and kept per point until its motion uses that up (``_Shared.pair_caches``
+for points against triangles, one per body; ``mesh_face_pairs`` keeps the corners against a body's triangles and the edges against
 its edges in ``_Shared.face_cache``); exact distances are the caller's business (``MeshCollider._closest``,
 ``mesh_face_pairs``, ``mesh_pushes``, ``mesh_barrier``).
 A point's query is bounded by its exact distance to the triangle it last found nearest, so a body resting on a
@@ -28,7 +28,7 @@ SHARP_ANGLE = 10.0
 (``sharp_edges``)."""
 SKIN = 0.03
 """[m] Candidate pairs are found this much farther than asked and kept until the points that asked have moved far
-enough to use it up (``_Shared.pair_cache``, ``_Shared.face_cache``): the k-d tree joins, not the exact distances,
+enough to use it up (``_Shared.pair_caches``, ``_Shared.face_cache``): the k-d tree joins, not the exact distances,
 were most of the mesh collider's cost (a 31 x 31 XPBD cloth on a box asks ~8 times per substep)."""
 
 
@@ -69,10 +69,12 @@ def lower_bounds(p, bounds):
 class _PairCache:
     """Point-triangle candidates kept for the point sets of one size (n) that ``MeshBroadPhase._candidates`` saw:
     point i's entry (the rows == i of rows, tris) holds every triangle with a point within covered[i] [m] of
-    x_ref[i] (-inf: none asked yet); best[i] is the triangle last found nearest to point i (-1: none)."""
+    x_ref[i] (-inf: none asked yet); best[i] is the triangle last found nearest to point i (-1: none). Made for the
+    positions x (n, 3) of a body, x_ref starting there."""
 
-    def __init__(self, n: int):
-        self.x_ref = np.zeros((n, 3))
+    def __init__(self, x):
+        n = len(x)
+        self.x_ref = np.array(x, float)
         self.covered = np.full(n, -np.inf)
         self.best = np.full(n, -1, np.int64)
         self.rows = self.tris = np.zeros(0, np.int64)
@@ -102,6 +104,46 @@ class _PairCache:
         self.lower = np.insert(kept_lower, at, lower)
 
 
+SLOT_REACH = 0.3
+"""[m] A body's kept caches (``_Slots``) serve points whose mean distance from the cache's reference positions is
+at most this; farther, the points get caches of their own."""
+SLOTS = 8
+"""At most this many bodies' caches of one kind are kept per collider (the oldest go first)."""
+
+
+class _Slots:
+    """Caches of one kind (point-triangle candidates, kept contact planes), one per body that asks: a collider under
+    several bodies of as many particles (napkins on one table) would otherwise hand each body's cache to the next,
+    which finds every entry out of date. A body's cache is the one of its point count whose reference positions
+    (``reference(cache)``, (n, 3)) lie nearest its points, within SLOT_REACH on average. Every cache checks its
+    entries against the positions that ask, so the wrong cache costs time, never a wrong answer; bodies lying within
+    SLOT_REACH of each other point for point (stacked layers of the same mesh) share one."""
+
+    def __init__(self, reference):
+        self.reference = reference
+        self.items = []
+
+    def nearest(self, x):
+        """The kept cache for the points x (n, 3), or None."""
+        best, best_distance = None, SLOT_REACH
+        for cache in self.items:
+            at = self.reference(cache)
+            if at.shape == x.shape:
+                distance = float(np.abs(x - at).max(axis=1).mean()) if len(x) else 0.0
+                if distance <= best_distance:
+                    best, best_distance = cache, distance
+        return best
+
+    def add(self, cache):
+        if len(self.items) >= SLOTS:
+            self.items.pop(0)
+        self.items.append(cache)
+        return cache
+
+    def sizes(self):
+        return [len(self.reference(cache)) for cache in self.items]
+
+
 def _unique_pairs(pairs, count: int, counts: bool = False):
     """``np.unique(pairs, axis=0, return_inverse=True[, return_counts=True])`` of index pairs (k, 2) in [0, count),
     as one integer key per pair (the same rows in the same order, several times faster than unique over rows)."""
@@ -124,21 +166,22 @@ class _Shared:
         self.tree = self.edge_tree = self.corner_tree = None
         self.sides = None
         """(the start pose's vertex array, x_prev, sides): the last ``MeshCollider._sides`` answer."""
-        self.body_edges = (None, None)
-        """(a body's triangles array, its edges): the last body ``resolve_faces`` saw (solvers pass the same array)."""
+        self.body_edges = {}
+        """{id of a body's triangles array: (that array, its edges)} (solvers pass the same array every step)."""
         self.travel = 0.0
         """[m] The most a vertex (so a piece's centre) moves between the tree's pose and any pose that queries it."""
-        self.pair_cache = None
-        """``_PairCache``: the point-triangle candidates of the point sets of one size ``_closest`` saw."""
+        self.pair_caches = _Slots(lambda cache: cache.x_ref)
+        """``_PairCache`` per body: the point-triangle candidates of the bodies ``_closest`` saw."""
         self.still = None
         """The last collider of these that stood still through its frame (``MeshCollider.moving_from``)."""
         self.contact_memo = None
         """(pose's vertex array, (thickness, margin) [m], x, x_prev, d, n): the last ``MeshCollider.contact`` answer of
         a moving collider."""
         self.kept_planes = {}
-        """{(point count, thickness [m]): ``kept_planes.KeptPlanes``}: the contact planes of a collider standing still."""
+        """{thickness [m]: ``_Slots`` of ``kept_planes.KeptPlanes``}: the contact planes of a collider standing still."""
         self.face_cache = {}
-        """{(reach, travel) [m]: ``mesh_face_pairs._FaceList``}: the kept face pairs of each reach."""
+        """{(reach, travel) [m], id of a body's triangles array: ``mesh_face_pairs._FaceList``}: the kept face pairs of
+        each reach and body."""
 
     @cached_property
     def side_edge(self):
@@ -248,8 +291,8 @@ class MeshBroadPhase:
         return known
 
     def _candidates(self, x, points, limit: float):
-        """(point (k,) (indices into x), triangle (k,)), sorted by point then triangle, for the points (p,) (sorted
-        indices into x (n, 3)): for each a bound ``need`` <= limit [m] on its nearest triangle's distance when that is
+        """(point (k,) (indices into x), triangle (k,), the body's ``_PairCache``), the pairs sorted by point then
+        triangle, for the points (p,) (sorted indices into x (n, 3)): for each a bound ``need`` <= limit [m] on its nearest triangle's distance when that is
         within limit, and every triangle within need of it (none where no triangle lies within limit), with no
         triangle whose bounding sphere lies farther. None when x is a smaller point set than the kept one (a few
         points, friction's motion: the caller asks the tree and keeps the body's entries).
@@ -257,18 +300,19 @@ class MeshBroadPhase:
         The bound: the exact distance to the triangle last found nearest to the point (``_PairCache.best``: a step
         asks from nearly the same positions each time, so it is nearly exact), else, for a point with none within
         limit, the nearest piece's centre (a point on the surface) from a k-d tree query, which also tells the points
-        no triangle can reach. Kept per point in ``_Shared.pair_cache`` for point sets of x's size: a point whose
+        no triangle can reach. Kept per point in the body's ``_PairCache`` (``_Shared.pair_caches``): a point whose
         need plus its motion m since its entry was found still lies within what the entry covered reuses it (a
         triangle within r of x lies within r + m of where x was); the others are found anew (``_pairs``) within
         need + SKIN, or recorded as empty as far as the tree proves nothing lies. Every solver step asks for the
         whole body several times from nearly the same positions (contact constraints, the vertex projections before
         and after the face push, the sides at the step's start). The bounding spheres then drop what the skin and a
         loose bound added, before the exact distances."""
-        cache = self.shared.pair_cache
-        if cache is None or len(cache.covered) != len(x):
-            if cache is not None and len(x) < len(cache.covered):
+        caches = self.shared.pair_caches
+        cache = caches.nearest(x)
+        if cache is None:
+            if any(len(x) < size for size in caches.sizes()):
                 return None
-            cache = self.shared.pair_cache = _PairCache(len(x))
+            cache = caches.add(_PairCache(x))
         need = np.full(len(points), float(limit))
         best = cache.best[points]
         has = np.flatnonzero(best >= 0)
@@ -317,7 +361,7 @@ class MeshBroadPhase:
         maybe = np.flatnonzero(found_lower - shift[rows] - self.shared.travel <= need_at[rows])
         rows, tris = rows[maybe], tris[maybe]
         keep = np.flatnonzero(lower_bounds(x[rows], self._bounds()[tris]) <= need_at[rows])
-        return rows[keep], tris[keep]
+        return rows[keep], tris[keep], cache
 
     def edge_pairs(self, x, edges, reach: float):
         """Candidate pairs (collider edge (k,), body edge (k,)), each once, of the collider's edges and a body's edges
@@ -353,9 +397,10 @@ class MeshBroadPhase:
         return ci[keep], ti[keep]
 
     def _body_edges(self, triangles):
-        """The edges (e, 2) of a body's triangles (t, 3), kept for the last triangles array asked about."""
-        known, edges = self.shared.body_edges
-        if known is not triangles:
-            edges = triangle_edges(triangles)
-            self.shared.body_edges = (triangles, edges)
-        return edges
+        """The edges (e, 2) of a body's triangles (t, 3), kept per triangles array."""
+        known = self.shared.body_edges.get(id(triangles))
+        if known is None or known[0] is not triangles:
+            if len(self.shared.body_edges) >= SLOTS:
+                self.shared.body_edges.clear()
+            known = self.shared.body_edges[id(triangles)] = (triangles, triangle_edges(triangles))
+        return known[1]

@@ -181,8 +181,10 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
         limit = self.thickness + (SEARCH_MARGIN if margin is None else margin)
         points = np.arange(len(x)) if among is None else np.asarray(among, np.int64)
-        found = self._candidates(x, points, limit)
-        if found is None:  # a few points: a tree query for them, the body's kept candidates left alone
+        found, cache = self._candidates(x, points, limit), None
+        if found is not None:
+            *found, cache = found
+        else:  # a few points: a tree query for them, the body's kept candidates left alone
             nearest = self.shared.tree_for(self.vertices).query(x[points])[0]
             # The nearest piece's centre lies on the surface, so it bounds the distance from above (plus the travel
             # since the tree's pose); every triangle that can be nearer has a piece whose centre lies within that
@@ -203,8 +205,8 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         # then triangle, and lexsort is stable).
         order = np.lexsort((d, rows))
         first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
-        if self.shared.pair_cache is not None and len(self.shared.pair_cache.best) == len(x):
-            self.shared.pair_cache.best[rows[first]] = tris[first]  # the next query's bound
+        if cache is not None:
+            cache.best[rows[first]] = tris[first]  # the next query's bound
         first = first[d[first] <= limit]
         return rows[first], tris[first], bary[first], q[first], d[first], interior[first]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .contact_set import FacePairs
-from .mesh_broad_phase import SKIN
+from .mesh_broad_phase import SKIN, SLOTS
 from .primitives import _dot, point_triangle_distance, segment_distance
 
 REFRESH_SHARE = 0.1
@@ -54,7 +54,7 @@ class MeshFacePairs:
         anew. The one candidate list of the position-level face push and of NEWTON's barrier (which asks at every
         iterate)."""
         reach = self.thickness if reach is None else float(reach)
-        key = (reach, self.shared.travel)
+        key = (reach, self.shared.travel), id(triangles)  # per body: solvers pass the same triangles every step
         kept = self.shared.face_cache.get(key)
         if kept is not None and kept.triangles is triangles and kept.reference.shape == x.shape:
             moved = _dot(x - kept.reference, x - kept.reference)
@@ -70,7 +70,7 @@ class MeshFacePairs:
         (ci, ti, d_pt), (ei, bi, d_ee) = self._pairs_within(x, triangles, np.arange(len(triangles)), edges,
                                                             np.arange(len(edges)), reach + SKIN, reach + SKIN)
         pairs = FacePairs(self, (ci, ti), (ei, bi), d_pt, d_ee)
-        if len(self.shared.face_cache) >= 4:  # a few reaches at most (thickness, NEWTON's d_hat, half of it)
+        if len(self.shared.face_cache) >= 4 * SLOTS:  # a few reaches (thickness, NEWTON's d_hat, half of it) a body
             self.shared.face_cache.clear()
         self.shared.face_cache[key] = _FaceList(triangles, x.copy(), self._allowances(x, edges, reach), pairs)
         return pairs
