@@ -57,12 +57,12 @@ class MeshFacePairs:
         key = (reach, self.shared.travel), id(triangles)  # per body: solvers pass the same triangles every step
         kept = self.shared.face_cache.get(key)
         if kept is not None and kept.triangles is triangles and kept.reference.shape == x.shape:
-            moved = _dot(x - kept.reference, x - kept.reference)
-            if np.all(moved <= kept.allowance**2):
+            moved_sq = _dot(x - kept.reference, x - kept.reference)
+            if np.all(moved_sq <= kept.allowance**2):
                 return replace(kept.pairs, collider=self)
             # Refreshed with every point beyond half its allowance: a point sliding along an edge goes past its
             # allowance again soon, and one refresh of many points costs about what one of a few does.
-            beyond = np.flatnonzero(moved > (0.5 * kept.allowance) ** 2)
+            beyond = np.flatnonzero(moved_sq > (0.5 * kept.allowance) ** 2)
             if len(beyond) <= REFRESH_SHARE * len(x):
                 self._refresh(kept, x, beyond, reach)
                 return replace(kept.pairs, collider=self)
@@ -86,12 +86,13 @@ class MeshFacePairs:
         ci, ti = self.corner_pairs(x, triangles[tri_rows], float(tri_reach.max(initial=0.0)))
         body = x[triangles[tri_rows[ti]]]
         d_pt = point_triangle_distance(self.vertices[self.shared.corners[ci]], body[:, 0], body[:, 1], body[:, 2])[0]
-        near = d_pt <= (tri_reach[ti] + travel) * (1.0 + 1e-12) + 1e-12
+        near_pt = d_pt <= (tri_reach[ti] + travel) * (1.0 + 1e-12) + 1e-12
         ei, bi = self.edge_pairs(x, edges[edge_rows], float(edge_reach.max(initial=0.0)))
         mine, body = self.shared.edges[ei], edges[edge_rows[bi]]
         d_ee = segment_distance(self.vertices[mine[:, 0]], self.vertices[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])[0]
-        far = d_ee <= (edge_reach[bi] + travel) * (1.0 + 1e-12) + 1e-12
-        return (ci[near], tri_rows[ti[near]], d_pt[near]), (ei[far], edge_rows[bi[far]], d_ee[far])
+        near_ee = d_ee <= (edge_reach[bi] + travel) * (1.0 + 1e-12) + 1e-12
+        return ((ci[near_pt], tri_rows[ti[near_pt]], d_pt[near_pt]),
+                (ei[near_ee], edge_rows[bi[near_ee]], d_ee[near_ee]))
 
     def _refresh(self, kept: _FaceList, x, points, reach: float) -> None:
         """Move the references of points (p,) to x and find again the pairs of every element holding one of them
