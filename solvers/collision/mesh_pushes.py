@@ -43,19 +43,19 @@ class _Pushes:
     def __len__(self):
         return len(self.depth)
 
-    def at(self, x):
-        """The same pairs with the body points at x (n, 3): (depth (k,) [m], slip (k, 3) [m]), moved by each body
-        point's motion since it was measured (its gap grows by its motion along direction)."""
-        shift = self._shift(x)
+    def shift(self, x):
+        """(k, 3) [m] each body point's motion since it was measured, with the body at x (n, 3)."""
+        return np.einsum("ks,ksd->kd", self.weights, x[self.stencil]) - self.origin
+
+    def at(self, shift):
+        """The pairs' (depth (k,) [m], slip (k, 3) [m]) once their body points have moved by shift (k, 3) [m] (a body
+        point's gap grows by its motion along direction)."""
         return self.depth - _dot(shift, self.direction), self.slip + shift
 
-    def drift(self, x) -> float:
-        """[m] The farthest any body point has moved since it was measured."""
-        shift = self._shift(x)
-        return float(np.sqrt(_dot(shift, shift).max(initial=0.0)))
 
-    def _shift(self, x):
-        return np.einsum("ks,ksd->kd", self.weights, x[self.stencil]) - self.origin
+def _drift(shift) -> float:
+    """[m] The farthest any body point has moved (``_Pushes.shift``)."""
+    return float(np.sqrt(_dot(shift, shift).max(initial=0.0)))
 
 
 _EMPTY = _Pushes(np.zeros((0, 3), np.int64), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)),
@@ -74,8 +74,12 @@ class MeshFacePushes:
         point of a pair has moved more than LINEAR_DRIFT * thickness since it was measured, else they measure anew."""
         found, measured = 0, None
         for k in range(passes):
-            if measured is not None and max(kind.drift(x) for kind in measured) <= LINEAR_DRIFT * self.thickness:
-                moved = sum(self._apply(x, inv_mass, kind, *kind.at(x)) for kind in measured)  # corners, then edges
+            shifts = None if measured is None else [kind.shift(x) for kind in measured]
+            if shifts is not None and max(map(_drift, shifts)) <= LINEAR_DRIFT * self.thickness:
+                corners, edge_pushes = measured
+                moved = self._apply(x, inv_mass, corners, *corners.at(shifts[0]))
+                # The edges at the positions the corners left.
+                moved += self._apply(x, inv_mass, edge_pushes, *edge_pushes.at(edge_pushes.shift(x)))
             else:  # measured now: corners, then edges at the positions the corners left
                 pairs = self.face_pairs(x, triangles)
                 corners = self._corner_pushes(x, x_prev, triangles, start, pairs.corner_triangle)
