@@ -5,10 +5,10 @@ Triangles and sharp edges (``sharp_edges``) are cut into pieces about 25 cm acro
 face does not widen every query; k-d trees over the pieces' centres (and over the sharp edges' corners) are built once
 per pose read from Blender (once per frame, ``_Shared``) and shared by the interpolated substep poses, each query
 widened by the largest piece radius and by how far any vertex travels between the tree's pose and the asking pose.
-Candidates are found ``SKIN`` wider than asked and kept per point until its motion uses that up (``_Shared.pair_caches``
-for points against triangles, one per body; ``mesh_face_pairs`` keeps the corners against a body's triangles and the edges against
-its edges in ``_Shared.face_cache``); exact distances are the caller's business (``MeshCollider._closest``,
-``mesh_face_pairs``, ``mesh_pushes``, ``mesh_barrier``).
+Candidates are found ``SKIN`` wider than asked and kept per point until its motion uses that up
+(``_Shared.pair_caches`` for points against triangles, one per body; ``mesh_face_pairs`` keeps the corners against a
+body's triangles and the edges against its edges in ``_Shared.face_cache``); exact distances are the caller's
+business (``MeshCollider._closest``, ``mesh_face_pairs``, ``mesh_pushes``, ``mesh_barrier``).
 A point's query is bounded by its exact distance to the triangle it last found nearest, so a body resting on a
 finely cut collider asks for the two or three triangles under each point, not for the dozens within the search
 margin; the candidates are culled by each triangle's bounding sphere, plane and box (``lower_bounds``). A collider
@@ -294,9 +294,9 @@ class MeshBroadPhase:
 
     def _candidates(self, x, points, limit: float):
         """(point (k,) (indices into x), triangle (k,), the body's ``_PairCache``), the pairs sorted by point then
-        triangle, for the points (p,) (sorted indices into x (n, 3)): for each a bound ``need`` <= limit [m] on its nearest triangle's distance when that is
-        within limit, and every triangle within need of it (none where no triangle lies within limit), with no
-        triangle whose bounding sphere lies farther. None when x is a smaller point set than the kept one (a few
+        triangle, for the points (p,) (sorted indices into x (n, 3)): for each a bound ``need`` <= limit [m] on its
+        nearest triangle's distance when that is within limit, and every triangle within need of it (none where no
+        triangle lies within limit), with no triangle whose bounding sphere lies farther. None when x is a smaller point set than the kept one (a few
         points, friction's motion: the caller asks the tree and keeps the body's entries).
 
         The bound: the exact distance to the triangle last found nearest to the point (``_PairCache.best``: a step

@@ -57,7 +57,8 @@ class MeshFacePairs:
         key = (reach, self.shared.travel), id(triangles)  # per body: solvers pass the same triangles every step
         kept = self.shared.face_cache.get(key)
         if kept is not None and kept.triangles is triangles and kept.reference.shape == x.shape:
-            moved_sq = _dot(x - kept.reference, x - kept.reference)
+            moved = x - kept.reference
+            moved_sq = _dot(moved, moved)
             if np.all(moved_sq <= kept.allowance**2):
                 return replace(kept.pairs, collider=self)
             # Refreshed with every point beyond half its allowance: a point sliding along an edge goes past its
@@ -102,25 +103,21 @@ class MeshFacePairs:
         kept.allowance[points] = self._allowances(x, edges, reach, points)
         mark = np.zeros(len(x), bool)
         mark[points] = True
-        tri_rows = np.flatnonzero(mark[kept.triangles].any(axis=1))
-        edge_rows = np.flatnonzero(mark[edges].any(axis=1))
+        touched_tri, touched_edge = mark[kept.triangles].any(axis=1), mark[edges].any(axis=1)
+        tri_rows, edge_rows = np.flatnonzero(touched_tri), np.flatnonzero(touched_edge)
         base = reach + 2.0 * SKIN / 3.0
-        found = self._pairs_within(kept.reference, kept.triangles, tri_rows, edges, edge_rows,
-                                   base + kept.allowance[kept.triangles[tri_rows]].max(axis=1),
-                                   base + kept.allowance[edges[edge_rows]].max(axis=1))
+        (ci, ti, d_pt), (ei, bi, d_ee) = self._pairs_within(
+            kept.reference, kept.triangles, tri_rows, edges, edge_rows,
+            base + kept.allowance[kept.triangles[tri_rows]].max(axis=1), base + kept.allowance[edges[edge_rows]].max(axis=1))
         old = kept.pairs
-        stale_tri = np.zeros(len(kept.triangles), bool)
-        stale_tri[tri_rows] = True
-        stale_edge = np.zeros(len(edges), bool)
-        stale_edge[edge_rows] = True
-        keep_pt = ~stale_tri[old.corner_triangle[1]]
-        keep_ee = ~stale_edge[old.edge_edge[1]]
-        (ci, ti, d_pt), (ei, bi, d_ee) = found
-        kept.pairs = FacePairs(self, (np.concatenate([old.corner_triangle[0][keep_pt], ci]),
-                                      np.concatenate([old.corner_triangle[1][keep_pt], ti])),
-                               (np.concatenate([old.edge_edge[0][keep_ee], ei]), np.concatenate([old.edge_edge[1][keep_ee], bi])),
-                               np.concatenate([old.corner_distance[keep_pt], d_pt]),
-                               np.concatenate([old.edge_distance[keep_ee], d_ee]))
+        keep_pt, keep_ee = ~touched_tri[old.corner_triangle[1]], ~touched_edge[old.edge_edge[1]]
+
+        def joined(before, keep, new):  # the untouched elements' pairs, then the touched ones' found again
+            return np.concatenate([before[keep], new])
+
+        kept.pairs = FacePairs(self, (joined(old.corner_triangle[0], keep_pt, ci), joined(old.corner_triangle[1], keep_pt, ti)),
+                               (joined(old.edge_edge[0], keep_ee, ei), joined(old.edge_edge[1], keep_ee, bi)),
+                               joined(old.corner_distance, keep_pt, d_pt), joined(old.edge_distance, keep_ee, d_ee))
 
     def _allowances(self, x, edges, reach: float, points=None):
         """How far (p,) [m] the points (default all) of a body at x (n, 3) with edges (e, 2) may move from x before a
