@@ -335,17 +335,24 @@ def run_xpbd(n: int, frames: int, spec: dict) -> dict:
     positions = []
     seconds = 0.0
     diverged = None
+    newton_iterations, halved = [], 0  # NEWTON: iterations a frame, steps split in two
     for _ in range(frames):
         start = time.perf_counter()
         try:
-            advance_frame(solver, state, 1.0 / FPS, config.substeps, colliders)
+            stats = advance_frame(solver, state, 1.0 / FPS, config.substeps, colliders)
         except SimulationDiverged as error:
             diverged = str(error)
             break
         finally:
             seconds += time.perf_counter() - start
         positions.append(state.x.copy())
-    return dict(seconds=seconds, build_seconds=build_seconds, positions=positions, diverged=diverged)
+        newton_iterations.append(stats.newton_iterations)
+        halved += stats.split_steps
+    newton = ""
+    if config.solver == "NEWTON" and newton_iterations:
+        newton = (f"Newton iterations a frame median {np.median(newton_iterations):.0f}, max {max(newton_iterations)}; "
+                  f"{halved} steps halved")
+    return dict(seconds=seconds, build_seconds=build_seconds, positions=positions, diverged=diverged, newton=newton)
 
 
 SELF_COLLISION_PEER = "Blender Cloth (built-in), self-collision on"
@@ -413,7 +420,7 @@ def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, re
                 max_strain_pct=100.0 * q["strain"], p99_strain_pct=100.0 * q["strain99"],
                 motion_error_mm=1000.0 * motion_error(result["positions"], reference["mean"]),
                 penetration_mm=1000.0 * q["depth"], face_depth_mm=1000.0 * q["face_depth"], crossings=q["crossings"],
-                build_seconds=result["build_seconds"], note=result.get("diverged") or "",
+                build_seconds=result["build_seconds"], note=result.get("diverged") or "", newton=result.get("newton", ""),
                 reference_substeps=reference["substeps"], reference_gap_mm=1000.0 * reference["gap"],
             )
             rows.append(row)
@@ -439,6 +446,7 @@ def markdown(rows: list, frames: int = None) -> str:
     ]
     for r in rows:
         method = r["method"] + (f" (diverged after {r['frames']} frames)" if r["note"] else "")
+        method += f" ({r['newton']})" if r.get("newton") else ""
         peer = "" if r["peer"] == BUILTIN or r["method"] == r["peer"] else " (vs Cloth with self-collision)"
         lines.append(
             f"| {r['n']} | {method} | {_fmt(r['seconds'], 2)} | {_fmt(r['ms_per_frame'], 1)} | {_fmt(r['fps'], 1)} "
