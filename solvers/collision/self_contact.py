@@ -91,10 +91,14 @@ the fail-safe's crossing tests, each ~0.3-0.4 s a frame on the folding 64 x 64 l
 frames 21-36 from a saved state, XPBD 30 x 1: 1.9 s a frame, 1.7 of them self-collision: rebuilds 0.7, the lists'
 check and skin growths 0.35, response 0.4, fail-safe 0.3, friction and impact zones ~0; the same run before the box
 tests, the restricted passes and the skin growth took 2.6 s); self-collision still makes that bake several times
-slower, so it is off by default. Contact is needed at every substep as the response is built (sides read at the
-step's start, the fail-safe's witnesses along the step's straight motion): run on every 6th substep only (the
-built-in Cloth's 5 a frame at 30 substeps) the lab cloth crossed itself from frame 23 on (7 to 526 pairs by frame 28),
-on every 2nd from frame 27 on (45, 98).
+slower, so it is off by default. It runs on every substep because that is the cheapest schedule measured. Called on
+every 6th substep only (the built-in Cloth's 5 a frame at 30 substeps) with the sides and witnesses still read at the
+substep's start, the lab cloth crossed itself from frame 23 on (7 to 526 pairs by frame 28), on every 2nd from frame 27
+on (45, 98). Read from the positions of the previous call instead (a checkpoint k substeps back, the velocity change
+spread over those k substeps), it kept 0 crossings at every frame but cost more, since every list, reach and skin
+grows with the motion between calls (frames 21-30 from the saved state above, one run each on an idle machine): every
+substep 1.88 s a frame (32 rebuilds, 85k pairs listed at the end), every 2nd 2.30 s (24, 367k), every 3rd 3.25 s (21,
+918k); every 6th 11.8 s a frame over frames 21-36 (beside another run; 1.9M pairs listed).
 
 Modules: ``self_broad_phase`` (the Verlet lists), ``impact_zones`` (the fail-safe), this one (the response)."""
 import numpy as np
