@@ -87,9 +87,9 @@ SPRING_K_PER_STIFFNESS = 0.25
 BARRIER_WEIGHT_FACTOR = 2.5
 """kappa_i = this * body mass * g [N]; see the module docstring."""
 FRICTION_SLIP_SPEED = 1e-3
+"""eps_v [m/s]: slower tangential motion than this is treated as sticking (the course's value)."""
 BODY_FRICTION = DEFAULT_FRICTION
 """Coulomb friction coefficient between bodies solved as one system (the position-level bodies' between them, 0.3)."""
-"""eps_v [m/s]: slower tangential motion than this is treated as sticking (the course's value)."""
 DIRECT_SOLVE_MAX_DOFS = 50_000
 """Up to this many free DOFs each Newton system is factorized (SuperLU); above, block-preconditioned CG."""
 CG_TOLERANCE = 1e-4
