@@ -43,7 +43,7 @@ al. 2014, section 5; ``contacts_in_solve``): without that, where the solve pulls
 the projection pushes it back every step, storing energy in the springs. At the start of a step every free particle
 that the prediction y puts within its step's motion of such a collider gets its contact plane (``Collider.contact``,
 as PBD's ``ContactConstraints``), and every particle the last step's end-of-step projection moved gets a plane
-through where that left it (``_remember_pushes``: mostly vertices of faces pushed off a mesh collider's edges, which
+through where that left it (``collision.held_planes``: mostly vertices of faces pushed off a mesh collider's edges, which
 no vertex plane sees). Each is a unilateral constraint (``PlaneContacts``): one scalar row e_i, whose projection is
 the particle moved onto the plane where it is inside and left where it is outside, so the matrix gains a diagonal
 weight per contact and is refactorized when the set changes (3.75 ms on a 31 x 31 cloth; at rest on a box every
@@ -80,6 +80,7 @@ import scipy.sparse as sp
 
 from ..base import ProjectedContactSolver
 from ..collision.contact_set import find_contacts
+from ..collision.held_planes import HeldPlanes
 from ..linalg import factorize_spd_for_many
 from ..energies import hinges_from_triangles
 from ..material import material_arrays
@@ -111,9 +112,6 @@ the cloth blew up at frame 40, at 1000 at frame 19. A plane's weight enters the 
 a step's few iterations it also holds the particle near its iterate along the plane, and the stiffer it is the
 further those iterates lag implicit Euler's solution (beyond what the energy check's 12 iterations recover); what a
 weak plane lets through, the end-of-step projection takes (a quarter of the load's sink at 3)."""
-PUSH_MEMORY_TOLERANCE = 1e-3
-"""A particle the end-of-step projection moved farther than this fraction of the thickness is held next step
-(``ProjectiveSolver._remember_pushes``)."""
 
 
 @dataclass
@@ -185,12 +183,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         """Contact planes of the colliders that reach between corners inside the solve (``PlaneContacts``; module
         docstring). The ground's stay out: the planes' weight holds a contact particle near its iterate along the
         plane too, a tangential drag that a frictionless ground must not exert."""
-        self.held = np.zeros(n, bool)
-        """Particles held by a plane where the last end-of-step projection left them (``_remember_pushes``)."""
-        self.held_normal = np.zeros((n, 3))
-        self.held_offset = np.zeros(n)
-        self.hold_reach = float(model.edge_rest_length.max(initial=0.0)) + config.thickness
-        """[m] Only a particle this near a collider is held (a face within one edge of it can touch the collider)."""
+        self.held = HeldPlanes(n, float(model.edge_rest_length.max(initial=0.0)) + config.thickness, config.thickness)
+        """The planes that hold the particles the last end-of-step projection moved (``collision.held_planes``)."""
         self._free_index = np.full(n, -1, np.int64)
         self._free_index[self.free] = np.arange(len(self.free))
         self.rho = {}
@@ -224,9 +218,9 @@ class ProjectiveSolver(ProjectedContactSolver):
         ``Collider.contact`` from x_start (n, 3)), or None."""
         found = find_contacts(y, x_start, self.model.inv_mass, colliders, self.pad2)
         sets = [(c.collider, c.particles, c.normal, c.offset, None) for c in found.points]
-        held = np.flatnonzero(self.held)
+        held, normal, offset = self.held.planes()
         if len(held):
-            sets.append((None, held, self.held_normal[held], self.held_offset[held], None))
+            sets.append((None, held, normal, offset, None))
         if not sets:
             return None
         diagonal = self._diagonals.get(h)
@@ -356,29 +350,11 @@ class ProjectiveSolver(ProjectedContactSolver):
         solved = x.copy() if planar else None
         self.finish_step(x, x_start, v, h, colliders)
         if planar:
-            self._remember_pushes(solved, x, planar)
+            self.held.remember(solved, x, self.model.inv_mass, planar, self.pad2)
         stats = measure_stats(self.model, x) if measure else StepStats()
         stats.iterations = done
         stats.pd_residual = residual
         return stats
-
-    def _remember_pushes(self, solved, x, colliders):
-        """The next step's held planes from this step's end-of-step projection (positions solved -> x, (n, 3) [m]):
-        each free particle it moved, within ``hold_reach`` of a collider, must stay on the side n . x >= n . x_end of
-        the plane through where it was left, n along its push. Those are mostly the vertices of faces pushed off a
-        box's edges and corners, which no vertex plane sees: without them the solve pulls them back in every step and
-        the projection pushes them out again, storing energy in the springs each time. A plane lasts one step (a
-        collider that moves away releases the cloth a step later); the far ones are moves of self-collision."""
-        pushed = np.sqrt(np.einsum("ij,ij->i", x - solved, x - solved))
-        moved = np.flatnonzero((pushed > PUSH_MEMORY_TOLERANCE * max(self.config.thickness, 1e-6)) & (self.model.inv_mass > 0.0))
-        self.held[:] = False
-        if len(moved):
-            pad2 = self.pad2[moved] if self.pad2 is not None else None
-            moved = moved[np.min([c.distance(x[moved], pad2) for c in colliders], axis=0) < self.hold_reach]
-            n = (x[moved] - solved[moved]) / pushed[moved][:, None]
-            self.held[moved] = True
-            self.held_normal[moved] = n
-            self.held_offset[moved] = np.einsum("ij,ij->i", x[moved], n)
 
     # ------------------------------------------------------------------ the energy check
 
