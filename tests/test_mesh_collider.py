@@ -113,10 +113,16 @@ def drop_on_box(solver, count, size, height, frames, splits=0):
 @pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE", "IMPLICIT_EULER", "NEWTON"])
 def test_a_cloth_dropped_on_a_box_rests_on_it_with_no_corner_or_edge_through_it(solver):
     """A 2.6 m cloth (21 x 21) dropped 0.4 m onto a 2 x 2 x 0.5 m box on a ground: nothing inside the box, no box edge
-    through the cloth at any frame, and its centre rests on the top within thickness + 5 cm."""
+    through the cloth at any frame, its centre rests on the top within thickness + 5 cm, and at rest it is not
+    stretched over the box's rim (measured at frame 30, largest edge strain: XPBD 0.4%, PROJECTIVE 0.3%,
+    IMPLICIT_EULER 0.3%; IMPLICIT_EULER was at 52.6% when its solve pulled the rim's vertices back in every step)."""
     x = drop_on_box(solver, 21, 2.6, 0.9, 30).x
     centre = x[len(x) // 2]
     assert 0.5 <= centre[2] < 0.5 + 0.01 + 0.05, f"the centre rests at z = {centre[2]:.3f} m"
+    v, e, t = grid_cloth(21, 2.6, height=0.9)
+    rest = np.linalg.norm(v[e[:, 0]] - v[e[:, 1]], axis=1)
+    strain = np.linalg.norm(x[e[:, 0]] - x[e[:, 1]], axis=1) / rest - 1.0
+    assert strain.max() < 0.02, f"an edge is stretched {100 * strain.max():.1f}% at rest"
 
 
 def test_a_subdivided_box_tests_only_its_true_corners_and_keeps_every_edge_outside():

@@ -29,18 +29,22 @@ class HeldPlanes:
         self.hold_reach = float(hold_reach)
         self.tolerance = PUSH_MEMORY_TOLERANCE * max(float(thickness), 1e-6)
 
-    def remember(self, solved, x, inv_mass, colliders, pad2=None) -> None:
+    def remember(self, solved, x, inv_mass, colliders, pad2=None, faces_only=False) -> None:
         """The next step's planes from this step's end-of-step projection (positions solved -> x, both (n, 3) [m]):
         each free particle (inv_mass (n,) > 0) it moved farther than the tolerance, within ``hold_reach`` of one of
         ``colliders``, must stay on the side n . x >= n . x_end of the plane through where it was left, n along its
         push. pad2: the particles' sphere pads (``faces.sphere_pads``) or None. The far ones are moves of
-        self-collision, not of a collider."""
+        self-collision, not of a collider. faces_only: hold only the particles that were outside every collider at
+        ``solved`` (moved by a face push, not as a vertex inside a collider)."""
         pushed = np.sqrt(np.einsum("ij,ij->i", x - solved, x - solved))
         moved = np.flatnonzero((pushed > self.tolerance) & (inv_mass > 0.0))
         self.held[:] = False
         if len(moved) and colliders:
             pads = pad2[moved] if pad2 is not None else None
             moved = moved[np.min([c.distance(x[moved], pads) for c in colliders], axis=0) < self.hold_reach]
+            if faces_only and len(moved):
+                pads = pad2[moved] if pad2 is not None else None
+                moved = moved[np.min([c.distance(solved[moved], pads) for c in colliders], axis=0) >= 0.0]
             n = (x[moved] - solved[moved]) / pushed[moved][:, None]
             self.held[moved] = True
             self.normal[moved] = n

@@ -40,18 +40,19 @@ def _norm(a):
     return float(np.sqrt(np.einsum("i,i->", a, a)))
 
 
-def block_cg(A, D_inv, b, x, tol, max_iterations):
-    """Conjugate gradients preconditioned with the inverse block diagonal. Returns (x, iterations, rel. residual)."""
+def block_cg(A, D_inv, b, x, tol, max_iterations, atol=0.0):
+    """Conjugate gradients preconditioned with the inverse block diagonal, from x until |b - A x| <= tol times its
+    value at the start, or <= atol. Returns (x, iterations, rel. residual)."""
     x = x.copy()
     r = b - A @ x
     r0_norm = _norm(r)
-    if r0_norm == 0.0:
-        return x, 0, 0.0
+    if r0_norm == 0.0 or r0_norm <= atol:
+        return x, 0, 0.0 if r0_norm == 0.0 else 1.0
     z = _apply_block_diagonal(D_inv, r)
     p = z.copy()
     rz = _dot(r, z)
     iterations = 0
-    while iterations < max_iterations and _norm(r) > tol * r0_norm:
+    while iterations < max_iterations and _norm(r) > max(tol * r0_norm, atol):
         Ap = A @ p
         pAp = _dot(p, Ap)
         if not pAp > 0.0:  # only at an exact solution (p = 0) for an SPD matrix
@@ -68,15 +69,16 @@ def block_cg(A, D_inv, b, x, tol, max_iterations):
     return x, iterations, _norm(b - A @ x) / r0_norm
 
 
-def block_jacobi(A, D_inv, b, x, tol, max_iterations):
-    """Block Jacobi x <- x + D^-1 (b - A x). Returns (x, iterations, rel. residual)."""
+def block_jacobi(A, D_inv, b, x, tol, max_iterations, atol=0.0):
+    """Block Jacobi x <- x + D^-1 (b - A x), until |b - A x| <= tol times its value at the start, or <= atol.
+    Returns (x, iterations, rel. residual)."""
     x = x.copy()
     r = b - A @ x
     r0_norm = _norm(r)
-    if r0_norm == 0.0:
-        return x, 0, 0.0
+    if r0_norm == 0.0 or r0_norm <= atol:
+        return x, 0, 0.0 if r0_norm == 0.0 else 1.0
     iterations = 0
-    while iterations < max_iterations and _norm(r) > tol * r0_norm:
+    while iterations < max_iterations and _norm(r) > max(tol * r0_norm, atol):
         x += _apply_block_diagonal(D_inv, r)
         r = b - A @ x
         iterations += 1
