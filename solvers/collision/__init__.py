@@ -12,6 +12,8 @@ One package for everything that keeps bodies apart (docs/design.md, "Contact pip
 - ``ccd``: continuous collision detection (additive CCD) for point-triangle and edge-edge pairs;
 - ``crossings``: exact edge-triangle crossing tests (quality figures, the self-collision fail-safe);
 - ``response``: the position-level contact response (PBD/XPBD, Projective Dynamics, mass-spring);
+- ``held_planes``: the particles that response pushed off a collider's edges, held for the next solve (Projective
+  Dynamics, implicit Euler's cloth);
 - ``faces``: triangles against spheres (the face push and the sphere pads);
 - ``barrier``, ``face_barrier``, ``friction``: NEWTON's IPC barrier and lagged friction energies;
 - ``self_contact``, ``self_broad_phase``, ``self_pairs``, ``impact_zones``: cloth self-collision.
