@@ -52,7 +52,8 @@ _TABLE = (
     # 1 m cube at resolution 10 resting on the ground -0.93% -> -0.23% (worst at impact 2.85% -> 1.10%), 533 -> 507
     # ms/frame; 64 x 64 lab cloth worst strain 13.4% -> 6.7%, 100 -> 110 ms/frame (the two timed alternately).
     SolverInfo("PROJECTIVE", 5, "projective", "ProjectiveSolver",
-               ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "iterations"), 16, default_iterations=2),
+               ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "iterations", "internal_damping"), 16,
+               default_iterations=2),
     SolverInfo("NEWTON", 6, "newton", "NewtonSolver",
                ("stiffness", "bending_stiffness", "use_self_collision", "thickness", "newton_tolerance", "newton_max_iterations"), 1),
 )

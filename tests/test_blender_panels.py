@@ -78,13 +78,13 @@ def test_body_panels_draw_every_solver(addon, solver):
 @pytest.mark.parametrize("solver", [name for name in AVAILABLE_SOLVERS if "SOLID" in REGISTRY[name].roles])
 def test_solid_panel_shows_the_material_and_internal_damping_where_the_solver_reads_it(addon, solver):
     """Every solver's solid is the Young's modulus / Poisson's ratio material (PBD's too: its tet constraints are
-    compliant); Internal Damping only where the solver implements it (PBD, XPBD)."""
+    compliant); Internal Damping only where the solver implements it (PBD, XPBD, PROJECTIVE)."""
     scene, cloth, sphere = lab_scene(frames=3)
     sphere.softsim.role = "SOLID"
     sphere.softsim.solver = solver
     names = [name for kind, name in draw_all(addon, sphere, scene) if kind in ("prop", "prop_search")]
     assert {"youngs_modulus", "poisson_ratio"} <= set(names)
-    assert ("internal_damping" in names) == (solver in ("PBD", "XPBD"))
+    assert ("internal_damping" in names) == (solver in ("PBD", "XPBD", "PROJECTIVE"))
 
 
 def test_collider_panel_shows_its_settings(addon):

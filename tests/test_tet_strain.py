@@ -197,7 +197,7 @@ def _vibrating_bar(solver, tau, frames=48, spin=None):
     return model, state, np.array(stretch)
 
 
-@pytest.mark.parametrize("solver", ["PBD", "XPBD"])
+@pytest.mark.parametrize("solver", ["PBD", "XPBD", "PROJECTIVE"])
 def test_internal_damping_damps_vibration_and_not_rigid_motion(solver):
     """Internal damping (Macklin et al. 2016 eq. 26, gamma = tau / h) resists strain rates only: the bar's axial
     vibration dies (measured amplitude in the second second: 6.7% at tau 0, 2.8% at 0.01 s, 0.74% at 0.03 s), while

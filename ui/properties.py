@@ -134,7 +134,7 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     internal_damping: FloatProperty(
         update=_settings_changed,
         name="Internal Damping", default=DEFAULTS["internal_damping"], min=0.0, soft_max=0.05, precision=4,
-        description="Solid, PBD/XPBD: material damping in s. Deformation is resisted with this time times the "
+        description="Solid, PBD/XPBD/Projective: material damping in s. Deformation is resisted with this time times the "
         "material's stiffness, so a dropped body bounces less and stops wobbling sooner; moving and turning as a "
         "whole is not damped. 0 = perfectly elastic",
     )
