@@ -362,7 +362,7 @@ def test_internal_damping_takes_the_bounce_out_of_a_dropped_solid():
         solver = make_solver(model, config)
         state = State.at_rest(model)
         lowest = []
-        for frame in range(36):
+        for _ in range(36):
             advance_frame(solver, state, 1.0 / 24.0, config.substeps, ground)
             lowest.append(float(state.x[:, 2].min()))
         rebound[tau] = max(lowest[18:])  # it lands at frame 17
