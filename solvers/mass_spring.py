@@ -256,7 +256,7 @@ class MassSpringSolver(ProjectedContactSolver):
         (nf,), target normal velocity -max(d, 0) / dt (nf,) [m/s], 0 without collider). A solid's from every collider;
         a cloth's only its held planes (``collision.held_planes``): the particles the last step's projection pushed
         off a collider's edges and corners, which the solve would pull back in (the cloth stretched over a box's rim:
-        29% / 20% largest / 99th-percentile strain at rest on the box drape, 4% / 0.6% with them, frictionless).
+        29% / 20% largest / 99th-percentile strain at rest on the box drape, 4% / 1% with them; frictionless).
         Its other contacts are projected after the step, as before."""
         normal = np.zeros((self.nf, 3))
         distance = np.full(self.nf, np.inf)
@@ -304,10 +304,10 @@ class MassSpringSolver(ProjectedContactSolver):
         elimination: v = S y + z, S = I - n n^T at a contact, I elsewhere, z = target n, solving
         (S A S + (I - S) m) y = S (b - A z)).
 
-        The solve stops at tol times its own starting residual, or at atol [kg m/s].
-        Returns (v (nf, 3), iterations, relative residual, contact impulse A v - b at contacts [N s], (nf, 3), 0
-        elsewhere, the starting residual |rhs - A_c y0| [kg m/s]). Without pins the momentum fix of the module docstring is applied (in the contacts' tangent
-        plane when they all share one normal, not at all when their normals differ)."""
+        The solve stops at tol times its own starting residual, or at atol [kg m/s]. Returns (v (nf, 3), iterations,
+        relative residual, contact impulse A v - b at contacts [N s] (nf, 3) (0 elsewhere), the starting residual
+        |rhs - A_c y0| [kg m/s]). Without pins the momentum fix of the module docstring is applied (in the contacts'
+        tangent plane when they all share one normal, not at all when their normals differ)."""
         nn = normal[:, :, None] * normal[:, None, :] * contact[:, None, None]
         z = (target * contact)[:, None] * normal
         if contact.any():
