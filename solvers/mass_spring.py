@@ -223,9 +223,8 @@ class MassSpringSolver(ProjectedContactSolver):
         self.pattern = BlockPattern(np.concatenate([r for r, _ in self.energy_stencils]),
                                     np.concatenate([c for _, c in self.energy_stencils]), self.free)
         self.free_index = self.pattern.free_index
-        self.reduced = np.full(self.model.particle_count, -1, np.int64)
+        self.reduced = self.pattern.reduced
         """Each particle's row among the free ones (-1: pinned)."""
-        self.reduced[self.free_index] = np.arange(len(self.free_index))
         self.nf = self.pattern.free_count
         self.mass_free = self.model.mass[self.free_index]
         self.max_linear_iterations = max(int(self.config.iterations), MIN_LINEAR_ITERATIONS)

@@ -161,8 +161,7 @@ class NewtonSolver(Solver):
                                              self.free)
         """Surface triangles (a cloth's faces, a solid's tet boundary and its mesh's faces as drawn) with a free corner:
         the ones a face barrier can move."""
-        self.reduced = np.full(n, -1, np.int64)
-        self.reduced[self.pattern.free_index] = np.arange(self.pattern.free_count)
+        self.reduced = self.pattern.reduced
         g = max(float(np.linalg.norm(config.gravity)), 9.81)
         self.kappa = np.zeros(n)
         for body, _, offset in parts:

@@ -15,14 +15,15 @@ class BlockPattern:
     """Reduced block matrix over the free particles, from COO block triplets (rows, cols) of length b.
 
     free: (particle_count,) bool. ``free_index`` (nf,) are the free particles in order; row/column k of the
-    reduced matrix (3 scalar rows) is particle ``free_index[k]``. Every free particle has a diagonal block.
+    reduced matrix (3 scalar rows) is particle ``free_index[k]``, and ``reduced`` (particle_count,) is each particle's
+    row (-1: pinned). Every free particle has a diagonal block.
     """
 
     def __init__(self, rows: np.ndarray, cols: np.ndarray, free: np.ndarray):
         self.free_index = np.nonzero(free)[0]
         nf = len(self.free_index)
         self.free_count = nf
-        reduced = np.full(len(free), -1, np.int64)
+        self.reduced = reduced = np.full(len(free), -1, np.int64)
         reduced[self.free_index] = np.arange(nf)
         r, c = reduced[rows], reduced[cols]
         kept = np.nonzero((r >= 0) & (c >= 0))[0]
