@@ -1,12 +1,17 @@
-# Soft Sim developer commands. Everything runs in .venv, bootstrapped from requirements-dev.txt.
-PYTHON ?= python3
+# Soft Sim developer commands. Everything runs in .venv (the newest Blender LTS: bpy 5.2, Python 3.13),
+# bootstrapped from requirements-dev.txt; `make test-lts` in .venv-lts (the oldest: bpy 4.2, Python 3.11).
+# tools/find_python.sh finds each Python (pythonX.Y on PATH, or pyenv's), or says what to install.
+# Override with e.g. `make test PYTHON=/usr/bin/python3.13`.
+PYTHON ?= $(shell sh tools/find_python.sh 3.13)
+PYTHON_LTS ?= $(shell sh tools/find_python.sh 3.11)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-lts build bench clean
+.PHONY: demo test test-lts test-package-50 build bench clean
 
 $(STAMP): requirements-dev.txt
+	@test -n "$(PYTHON)" || { echo "error: Python 3.13 is needed for the development venv (see above)" >&2; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
@@ -25,13 +30,29 @@ PY_LTS := $(VENV_LTS)/bin/python
 STAMP_LTS := $(VENV_LTS)/.installed
 
 $(STAMP_LTS): requirements-lts.txt
-	test -x $(PY_LTS) || $(PYTHON) -m venv $(VENV_LTS)
+	@test -n "$(PYTHON_LTS)" || { echo "error: Python 3.11 is needed for the 4.2 LTS venv (see above)" >&2; exit 1; }
+	test -x $(PY_LTS) || $(PYTHON_LTS) -m venv $(VENV_LTS)
 	$(PY_LTS) -m pip install --quiet --upgrade pip
 	$(PY_LTS) -m pip install --quiet -r requirements-lts.txt
 	touch $(STAMP_LTS)
 
 test-lts: $(STAMP_LTS)
 	$(PY_LTS) -m pytest -q -n auto --dist loadscope tests
+
+# The installed-zip test on Blender 5.0 as well (bpy 5.0.1, Python 3.11), in .venv-50.
+VENV_50 := .venv-50
+PY_50 := $(VENV_50)/bin/python
+STAMP_50 := $(VENV_50)/.installed
+
+$(STAMP_50): requirements-blender50.txt
+	@test -n "$(PYTHON_LTS)" || { echo "error: Python 3.11 is needed for the Blender 5.0 venv (see above)" >&2; exit 1; }
+	test -x $(PY_50) || $(PYTHON_LTS) -m venv $(VENV_50)
+	$(PY_50) -m pip install --quiet --upgrade pip
+	$(PY_50) -m pip install --quiet -r requirements-blender50.txt
+	touch $(STAMP_50)
+
+test-package-50: $(STAMP_50)
+	$(PY_50) -m pytest -q tests/test_extension_package.py
 
 build: $(STAMP)
 	$(PY) tools/build.py

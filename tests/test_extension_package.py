@@ -1,10 +1,13 @@
 """The installable extension: the manifest, ``tools/build.py`` (Blender's own extension tool with bundled
-scipy wheels), and installing the built zip into Blender, enabling it and baking a tiny cloth.
+scipy wheels, one zip set per Blender range), and installing the built zip into Blender, enabling it and baking a
+tiny cloth, on whichever Blender runs the suite (``make test``: 5.2 LTS, Python 3.13; ``make test-lts``: 4.2 LTS,
+Python 3.11).
 
 Blender's user folders point at a throw-away place (tests/conftest.py sets BLENDER_USER_RESOURCES before
 bpy is imported), so installing here never touches a real user's extensions. bpy is imported inside
 the tests for that reason.
 """
+import importlib.util
 import os
 import platform
 import struct
@@ -19,9 +22,17 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "blender_manifest.toml")
 BUILD = os.path.join(ROOT, "tools", "build.py")
-SCIPY_WHEEL_PREFIX = "scipy-1.17.1-cp311-cp311-"
-PURE_WHEELS = ["threadpoolctl-3.8.0-py3-none-any.whl"]  # in every platform's zip
+SCIPY_VERSION = "1.17.1"
+PURE_WHEELS = ["threadpoolctl-3.8.0-py3-none-any.whl"]  # in every zip
 MODULE = "bl_ext.user_default.soft_sim"
+
+RANGES = {
+    # dist/<folder>: (Python ABI of its wheels, blender_version_min, blender_version_max or None, platforms)
+    "blender-4.2-to-5.0": ("cp311", "4.2.0", "5.1.0", {"linux_x64", "macos_arm64", "macos_x64", "windows_x64",
+                                                        "windows_arm64"}),
+    "blender-5.1-and-newer": ("cp313", "5.1.0", None, {"linux_x64", "macos_arm64", "windows_x64", "windows_arm64"}),
+}
+WHEEL_MACHINE = {"x64": ("x86_64", "amd64"), "arm64": ("aarch64", "arm64")}
 
 
 def load_manifest():
@@ -37,6 +48,22 @@ def this_platform_suffix():
     return f"{system}_{machine}"
 
 
+def bpy_version():
+    """The version of the installed bpy module, read from its folder name without importing it (``(5, 2)``)."""
+    spec = importlib.util.find_spec("bpy")
+    if spec is None:
+        return None
+    versions = [name for base in spec.submodule_search_locations for name in os.listdir(base)
+                if name.replace(".", "").isdigit()]
+    assert len(versions) == 1, versions
+    return tuple(int(p) for p in versions[0].split("."))
+
+
+def range_for(version):
+    """The dist/ folder whose zips this Blender version installs."""
+    return "blender-4.2-to-5.0" if version < (5, 1) else "blender-5.1-and-newer"
+
+
 # --- manifest ------------------------------------------------------------------------------------
 
 def test_manifest_contract():
@@ -45,6 +72,8 @@ def test_manifest_contract():
     assert manifest["id"] == "soft_sim"
     assert manifest["type"] == "add-on"
     assert manifest["blender_version_min"] == "4.2.0"
+    # Written into each zip's copy by tools/build.py, per Blender range and platform.
+    assert not {"wheels", "platforms", "blender_version_max"} & set(manifest), manifest
     assert any(lic.startswith("SPDX:GPL-") for lic in manifest["license"]), manifest["license"]
     files = manifest["permissions"]["files"]
     assert isinstance(files, str) and files.strip()
@@ -53,68 +82,55 @@ def test_manifest_contract():
     assert len(files) <= 64 and not files.endswith(".")
 
 
-def test_manifest_wheels_match_platforms():
-    manifest = load_manifest()
-    wheels = [w for w in manifest["wheels"] if w not in ["./wheels/" + p for p in PURE_WHEELS]]
-    assert len(wheels) == len(manifest["wheels"]) - len(PURE_WHEELS), manifest["wheels"]
-    assert all(w.startswith("./wheels/" + SCIPY_WHEEL_PREFIX) and w.endswith(".whl") for w in wheels), wheels
-    platforms = manifest["platforms"]
-    assert {"linux-x64", "linux-arm64", "macos-arm64", "windows-x64"} <= set(platforms)
-    assert len(wheels) == len(platforms)  # one scipy wheel per platform
-
-
 # --- build ---------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def built_zips():
-    """Run tools/build.py once for this module; returns {platform suffix: zip path}."""
+    """Run tools/build.py once for this module; returns {(range folder, platform suffix): zip path}."""
     proc = subprocess.run(
         [sys.executable, BUILD], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800,
     )
     assert proc.returncode == 0, f"tools/build.py failed (exit {proc.returncode}):\n{proc.stdout}"
     manifest = load_manifest()
     zips = {}
-    for plat in manifest["platforms"]:
-        suffix = plat.replace("-", "_")
-        path = os.path.join(ROOT, "dist", f"{manifest['id']}-{manifest['version']}-{suffix}.zip")
-        assert os.path.isfile(path), f"{path} missing; build output:\n{proc.stdout}"
-        assert os.path.basename(path) in proc.stdout  # listed in the report with its size
-        zips[suffix] = path
+    for folder, (_, _, _, suffixes) in RANGES.items():
+        for suffix in suffixes:
+            path = os.path.join(ROOT, "dist", folder, f"{manifest['id']}-{manifest['version']}-{suffix}.zip")
+            assert os.path.isfile(path), f"{path} missing; build output:\n{proc.stdout}"
+            assert os.path.relpath(path, ROOT) in proc.stdout  # listed in the report with its size
+            zips[folder, suffix] = path
+    written = sorted(os.path.relpath(p, ROOT) for p in Path(ROOT, "dist").rglob("*.zip"))
+    assert written == sorted(os.path.relpath(p, ROOT) for p in zips.values()), written
     return zips
 
 
-def test_linux_zip_contents(built_zips):
-    path = built_zips["linux_x64"]
-    assert os.path.basename(path) == f"soft_sim-{load_manifest()['version']}-linux_x64.zip"
-    with zipfile.ZipFile(path) as zf:
-        names = zf.namelist()
-        packaged_manifest = tomllib.loads(zf.read("blender_manifest.toml").decode("utf-8"))
-    assert "blender_manifest.toml" in names
-    assert "__init__.py" in names
-    assert "solvers/__init__.py" in names
-    assert any(n.startswith("operators/") for n in names)
-    wheels = [n for n in names if n.endswith(".whl") and n not in ["wheels/" + p for p in PURE_WHEELS]]
-    assert sorted(set(names) & {"wheels/" + p for p in PURE_WHEELS}) == ["wheels/" + p for p in PURE_WHEELS]
-    assert len(wheels) == 1 and wheels[0].startswith("wheels/" + SCIPY_WHEEL_PREFIX + "manylinux"), wheels
-    assert wheels[0].endswith("_x86_64.whl")
-    for forbidden in ("tests/", "bench/", "tools/", ".venv/", ".ci/", ".git/", "demo_out/", "bench_out/", "dist/"):
-        assert not any(n.startswith(forbidden) for n in names), forbidden
-    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
-    assert "Makefile" not in names and "ruff.toml" not in names
-    # --split-platforms writes the platform into the packaged manifest.
-    assert packaged_manifest["build"]["generated"]["platforms"] == ["linux-x64"]
-
-
-def test_each_zip_has_only_its_own_wheel(built_zips):
-    for suffix, path in built_zips.items():
+def test_zip_contents(built_zips):
+    """Every zip: the package, its own platform and Python's scipy wheel and the pure wheels, its Blender range in
+    its manifest, no development files, well under the extension platform's size limit."""
+    for (folder, suffix), path in built_zips.items():
+        abi, version_min, version_max, _ = RANGES[folder]
+        assert os.path.basename(path) == f"soft_sim-{load_manifest()['version']}-{suffix}.zip"
+        assert os.path.getsize(path) < 100 * 2 ** 20, (path, os.path.getsize(path))
         with zipfile.ZipFile(path) as zf:
-            wheels = [n for n in zf.namelist() if n.endswith(".whl")]
-        assert sorted(w for w in wheels if w in ["wheels/" + p for p in PURE_WHEELS]) == ["wheels/" + p for p in PURE_WHEELS]
-        wheels = [w for w in wheels if w not in ["wheels/" + p for p in PURE_WHEELS]]
-        assert len(wheels) == 1, (suffix, wheels)
-        tag = wheels[0][:-len(".whl")].split("-")[-1]
-        machine = {"x64": ("x86_64", "amd64"), "arm64": ("aarch64", "arm64")}[suffix.split("_")[1]]
-        assert tag.endswith(machine), (suffix, wheels[0])
+            names = zf.namelist()
+            packaged = tomllib.loads(zf.read("blender_manifest.toml").decode("utf-8"))
+        assert "__init__.py" in names and "solvers/__init__.py" in names
+        assert any(n.startswith("operators/") for n in names)
+        pure = ["wheels/" + p for p in PURE_WHEELS]
+        assert sorted(set(names) & set(pure)) == pure, (path, names)
+        wheels = [n for n in names if n.endswith(".whl") and n not in pure]
+        assert len(wheels) == 1 and wheels[0].startswith(f"wheels/scipy-{SCIPY_VERSION}-{abi}-{abi}-"), (path, wheels)
+        assert wheels[0][:-len(".whl")].split("-")[-1].endswith(WHEEL_MACHINE[suffix.split("_")[1]]), (path, wheels)
+        assert packaged["wheels"] == ["./" + wheels[0], *("./" + p for p in pure)]
+        assert packaged["platforms"] == [suffix.replace("_", "-")]
+        # --split-platforms writes the platform into the packaged manifest.
+        assert packaged["build"]["generated"]["platforms"] == [suffix.replace("_", "-")]
+        assert packaged["blender_version_min"] == version_min
+        assert packaged.get("blender_version_max") == version_max
+        for forbidden in ("tests/", "bench/", "tools/", ".venv", ".ci/", ".git/", "demo_out/", "bench_out/", "dist/"):
+            assert not any(n.startswith(forbidden) for n in names), (path, forbidden)
+        assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+        assert "Makefile" not in names and "ruff.toml" not in names
 
 
 # --- install into Blender, enable, bake ----------------------------------------------------------
@@ -145,13 +161,14 @@ def user_default_repo_dir(bpy):
 
 
 def test_install_enable_and_bake(built_zips, tmp_path):
+    folder = range_for(bpy_version())
     suffix = this_platform_suffix()
-    if suffix not in built_zips:
+    if (folder, suffix) not in built_zips:
         pytest.skip(f"no zip is built for this platform ({suffix})")
-    zip_path = built_zips[suffix]
+    zip_path = built_zips[folder, suffix]
 
+    import bpy  # first: Blender's own modules (addon_utils) are importable once bpy is
     import addon_utils
-    import bpy
 
     user_resources = os.environ["BLENDER_USER_RESOURCES"]
     extensions_dir = bpy.utils.user_resource("EXTENSIONS")
@@ -231,3 +248,26 @@ def test_install_enable_and_bake(built_zips, tmp_path):
     assert MODULE not in bpy.context.preferences.addons
     assert not hasattr(bpy.types, "SOFTSIM_OT_bake")
     assert not os.path.exists(os.path.join(repo_dir, "soft_sim"))
+
+
+def test_other_range_is_refused(built_zips):
+    """The zip built for the other Blender range does not install here (its version bounds say so before its
+    wheels of another Python could break anything), and nothing of it is left."""
+    this = range_for(bpy_version())
+    other = next(folder for folder in RANGES if folder != this)
+    suffix = this_platform_suffix()
+    if (other, suffix) not in built_zips:
+        pytest.skip(f"no zip of the other range is built for this platform ({suffix})")
+
+    import bpy
+
+    repo_dir = user_default_repo_dir(bpy)
+    try:
+        bpy.ops.extensions.package_install_files(filepath=built_zips[other, suffix], repo="user_default",
+                                                 enable_on_install=True)
+        assert not os.path.exists(os.path.join(repo_dir, "soft_sim"))
+        assert MODULE not in bpy.context.preferences.addons
+        assert not hasattr(bpy.types, "SOFTSIM_OT_bake")
+    finally:
+        if os.path.exists(os.path.join(repo_dir, "soft_sim")):
+            bpy.ops.extensions.package_uninstall(repo_directory=repo_dir, pkg_id="soft_sim")

@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Build the installable Soft Sim extension zips, one per platform, into ``dist/``.
+"""Build the installable Soft Sim extension zips into ``dist/``: one set per Blender range, one zip per platform.
+
+Blender's extension installer reads the Python versions an extension supports from the wheels it carries, and
+Blender 4.2 unpacks every wheel in a zip whatever its Python: one zip cannot carry scipy for both CPython 3.11
+(Blender 4.2 to 5.0) and 3.13 (Blender 5.1 and newer). So each ``BlenderRange`` gets its own zips, each with its
+``blender_version_min`` / ``blender_version_max`` and only its own Python's scipy wheel:
+
+    dist/blender-4.2-to-5.0/soft_sim-<version>-<platform>.zip     cp311 wheels
+    dist/blender-5.1-and-newer/soft_sim-<version>-<platform>.zip  cp313 wheels
 
 Steps (any failure stops the build with a non-zero exit status and an ``error:`` message):
 
-1. Download the unmodified scipy wheels (cp311, the Python of Blender 4.2+) for every platform in
-   ``TARGETS``, and the pure-Python wheels of ``PURE_WHEELS`` (one for every platform), into ``wheels/`` with pip;
-   a wheel already in ``wheels/`` is reused.
-2. Make the ``wheels = [...]`` and ``platforms = [...]`` lists of ``blender_manifest.toml`` name exactly
-   those wheels and platforms. Only these two lists are rewritten (and only when they differ);
-   every other byte of the manifest is kept.
-3. Run Blender's own extension tool (``blender_ext.py`` from the installed ``bpy`` package, the code
-   behind ``blender --command extension``): ``build --split-platforms`` and then ``validate`` on
-   each zip written.
-4. Check each zip's contents (manifest, package, exactly its own scipy wheel and the pure wheels, no development
-   files)
-   and print the zips with their sizes.
+1. Download the unmodified scipy wheels of each range's Python for each of its platforms, and the pure-Python
+   wheels of ``PURE_WHEELS`` (one for every zip), into ``wheels/`` with pip; a wheel already there is reused.
+2. For each range and platform, lay out a staging copy of the extension (the repository less its development
+   folders) whose ``blender_manifest.toml`` is the repository's with the range's version bounds, the platform and
+   its wheels added; every other byte of the manifest is kept.
+3. Run Blender's own extension tool on it (``blender_ext.py`` from the installed ``bpy`` package, the code behind
+   ``blender --command extension``): ``build --split-platforms``, then ``validate`` on the zip.
+4. Check each zip's contents (manifest, package, exactly its own wheels, no development files) and print the zips
+   with their sizes.
 
 Run with the development venv: ``make build`` or ``.venv/bin/python tools/build.py``.
 """
@@ -24,6 +29,7 @@ import glob
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,36 +43,59 @@ WHEELS_DIR = os.path.join(ROOT, "wheels")
 DIST_DIR = os.path.join(ROOT, "dist")
 
 SCIPY_VERSION = "1.17.1"
-PYTHON_VERSION = "3.11"  # Blender 4.2 up to 5.x bundle CPython 3.11.
-ABI = "cp311"
 PURE_WHEELS = (("threadpoolctl", "3.8.0"),)
-"""Pure-Python runtime dependencies (name, version): one ``py3-none-any`` wheel each, in every platform's zip.
+"""Pure-Python runtime dependencies (name, version): one ``py3-none-any`` wheel each, in every zip.
 threadpoolctl keeps BLAS on one thread while a frame is simulated (``solvers/linalg/threads.py`` says why)."""
 
 
 @dataclass(frozen=True)
-class Target:
-    platform: str      # Blender platform name, as in the manifest's `platforms` list.
+class Platform:
+    name: str          # Blender platform name, as in a manifest's `platforms` list.
     pip_platform: str  # `pip download --platform`: the oldest system Blender supports (pip accepts older tags).
-    tag_regex: str     # Matches the platform tag of a wheel file name for this target.
-    required: bool     # When False the platform is left out if PyPI has no cp311 wheel for it.
+    tag_regex: str     # Matches the platform tag of a wheel file name for this platform.
 
 
-TARGETS = (
-    Target("linux-x64", "manylinux_2_28_x86_64", r"^manylinux[0-9_]*_x86_64(\.manylinux[0-9_]*_x86_64)*$", True),
-    Target("linux-arm64", "manylinux_2_28_aarch64", r"^manylinux[0-9_]*_aarch64(\.manylinux[0-9_]*_aarch64)*$", True),
-    # scipy's oldest Apple-silicon wheel needs macOS 12 (there is no macosx_11_0_arm64 build).
-    Target("macos-arm64", "macosx_12_0_arm64", r"^macosx_12_0_arm64$", True),
-    # Intel Macs: pip picks the macosx_10_14_x86_64 wheel (runs on macOS 11, Blender's minimum).
-    Target("macos-x64", "macosx_11_0_x86_64", r"^macosx_1[01]_[0-9]+_x86_64$", False),
-    Target("windows-x64", "win_amd64", r"^win_amd64$", True),
+LINUX_X64 = Platform("linux-x64", "manylinux_2_28_x86_64", r"^manylinux[0-9_]*_x86_64(\.manylinux[0-9_]*_x86_64)*$")
+# scipy's oldest Apple-silicon wheel needs macOS 12 (there is no macosx_11_0_arm64 build).
+MACOS_ARM64 = Platform("macos-arm64", "macosx_12_0_arm64", r"^macosx_1[0-9]_0_arm64$")
+# Intel Macs: pip picks the macosx_10_14_x86_64 wheel (runs on macOS 11, Blender's minimum).
+MACOS_X64 = Platform("macos-x64", "macosx_11_0_x86_64", r"^macosx_1[01]_[0-9]+_x86_64$")
+WINDOWS_X64 = Platform("windows-x64", "win_amd64", r"^win_amd64$")
+WINDOWS_ARM64 = Platform("windows-arm64", "win_arm64", r"^win_arm64$")
+
+
+@dataclass(frozen=True)
+class BlenderRange:
+    folder: str                   # dist/<folder>/ holds this range's zips.
+    python: str                   # The CPython Blender bundles in this range ("3.11").
+    blender_min: str              # blender_version_min (inclusive).
+    blender_max: str | None       # blender_version_max (exclusive), None for open-ended.
+    platforms: tuple[Platform, ...]
+
+    @property
+    def abi(self) -> str:
+        return "cp" + self.python.replace(".", "")
+
+
+RANGES = (
+    # Blender 4.2 LTS to 5.0 bundle CPython 3.11. Intel Macs are served up to 4.5 LTS (Blender 5.0 dropped them).
+    BlenderRange("blender-4.2-to-5.0", "3.11", "4.2.0", "5.1.0",
+                 (LINUX_X64, MACOS_ARM64, MACOS_X64, WINDOWS_X64, WINDOWS_ARM64)),
+    # Blender 5.1 moved to CPython 3.13 (5.2 LTS too); no Intel Mac builds.
+    BlenderRange("blender-5.1-and-newer", "3.13", "5.1.0", None, (LINUX_X64, MACOS_ARM64, WINDOWS_X64, WINDOWS_ARM64)),
 )
+"""The zip sets `make build` writes. Linux on ARM is left out: Blender ships no build for it and the extension
+platform does not accept it."""
 
 # Top-level paths that must never be shipped (checked in every zip after the build).
 FORBIDDEN_PREFIXES = (
     "tests/", "bench/", "tools/", ".venv/", "demo_out/", "bench_out/", "dist/", ".ci/", ".git/",
     ".github/", ".pytest_cache/", "Makefile", "requirements-", "ruff.toml", ".gitignore",
 )
+
+# Not copied into a staging folder at all (big, or never shipped); the manifest's exclude patterns do the rest.
+STAGING_SKIP = (".git", ".venv*", "dist", "wheels", "bench_out", "demo_out", ".pytest_cache",
+                ".ruff_cache", "__pycache__")
 
 
 class BuildError(Exception):
@@ -85,16 +114,16 @@ def wheel_platform_tag(filename: str) -> str:
     return os.path.basename(filename)[:-len(".whl")].split("-")[-1]
 
 
-def find_cached_wheel(target: Target) -> str | None:
-    pattern = os.path.join(WHEELS_DIR, "scipy-{:s}-{:s}-{:s}-*.whl".format(SCIPY_VERSION, ABI, ABI))
-    found = sorted(p for p in glob.glob(pattern) if re.match(target.tag_regex, wheel_platform_tag(p)))
+def find_cached_wheel(abi: str, platform: Platform) -> str | None:
+    pattern = os.path.join(WHEELS_DIR, "scipy-{:s}-{:s}-{:s}-*.whl".format(SCIPY_VERSION, abi, abi))
+    found = sorted(p for p in glob.glob(pattern) if re.match(platform.tag_regex, wheel_platform_tag(p)))
     if len(found) > 1:
-        raise BuildError("several scipy wheels in wheels/ match {:s}: {:s}; remove all but one".format(
-            target.platform, ", ".join(os.path.basename(p) for p in found)))
+        raise BuildError("several {:s} scipy wheels in wheels/ match {:s}: {:s}; remove all but one".format(
+            abi, platform.name, ", ".join(os.path.basename(p) for p in found)))
     return found[0] if found else None
 
 
-def check_wheel(path: str) -> None:
+def check_wheel(path: str, abi: str) -> None:
     """Cheap sanity check of a wheel file (a readable zip holding scipy's metadata with the right tag)."""
     name = os.path.basename(path)
     try:
@@ -103,79 +132,57 @@ def check_wheel(path: str) -> None:
     except (OSError, KeyError, zipfile.BadZipFile) as ex:
         raise BuildError("{:s} is not a valid scipy {:s} wheel ({:s}); delete it and rerun".format(
             path, SCIPY_VERSION, str(ex))) from ex
-    expected = "{:s}-{:s}-".format(ABI, ABI)
+    expected = "{:s}-{:s}-".format(abi, abi)
     tags = [line.split(":", 1)[1].strip() for line in wheel_meta.splitlines() if line.startswith("Tag:")]
     if not any(t.startswith(expected) for t in tags):
-        raise BuildError("{:s}: WHEEL tags {!r} are not {:s}".format(name, tags, ABI))
+        raise BuildError("{:s}: WHEEL tags {!r} are not {:s}".format(name, tags, abi))
 
 
-def download_wheel(target: Target) -> str | None:
-    """Download the wheel for ``target`` into wheels/. Returns its path, or None if PyPI has none (optional targets)."""
+def pip_download(requirement: str, extra_args: list[str], what: str) -> str:
+    """Download one wheel into wheels/ with pip; returns its path."""
     os.makedirs(WHEELS_DIR, exist_ok=True)
     # Download into a private folder first so an interrupted download never looks like a cached wheel.
     with tempfile.TemporaryDirectory(prefix=".download-", dir=WHEELS_DIR) as tmp:
-        cmd = [
-            sys.executable, "-m", "pip", "download", "scipy=={:s}".format(SCIPY_VERSION),
-            "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-            "--python-version", PYTHON_VERSION, "--implementation", "cp", "--abi", ABI,
-            "--platform", target.pip_platform, "--dest", tmp,
-        ]
-        log("downloading scipy {:s} for {:s} ({:s})".format(SCIPY_VERSION, target.platform, target.pip_platform))
+        cmd = [sys.executable, "-m", "pip", "download", requirement, "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", *extra_args, "--dest", tmp]
+        log("downloading " + what)
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if proc.returncode != 0:
-            if not target.required and "No matching distribution found" in proc.stdout:
-                log("warning: PyPI has no scipy {:s} {:s} wheel for {:s}; that platform is left out".format(
-                    SCIPY_VERSION, ABI, target.platform))
-                return None
-            raise BuildError("pip download failed for {:s} (exit {:d}):\n{:s}".format(
-                target.platform, proc.returncode, proc.stdout.rstrip()))
         files = glob.glob(os.path.join(tmp, "*.whl"))
-        if len(files) != 1:
-            raise BuildError("pip download for {:s} produced {!r}, expected one wheel".format(
-                target.platform, [os.path.basename(f) for f in files]))
-        name = os.path.basename(files[0])
-        if not re.match(target.tag_regex, wheel_platform_tag(name)):
-            raise BuildError("pip chose {:s} for {:s}, which does not match {:s}".format(
-                name, target.platform, target.tag_regex))
-        dest = os.path.join(WHEELS_DIR, name)
+        if proc.returncode != 0 or len(files) != 1:
+            raise BuildError("pip download of {:s} failed or gave {!r} (exit {:d}):\n{:s}".format(
+                what, [os.path.basename(f) for f in files], proc.returncode, proc.stdout.rstrip()))
+        dest = os.path.join(WHEELS_DIR, os.path.basename(files[0]))
         os.replace(files[0], dest)
     return dest
 
 
-def ensure_wheels() -> list[tuple[Target, str]]:
-    result = []
-    for target in TARGETS:
-        path = find_cached_wheel(target)
-        if path is None:
-            path = download_wheel(target)
-            if path is None:
-                continue
-        else:
-            log("using wheels/{:s}".format(os.path.basename(path)))
-        check_wheel(path)
-        result.append((target, path))
-    return result
+def ensure_scipy_wheel(blender_range: BlenderRange, platform: Platform) -> str:
+    abi = blender_range.abi
+    path = find_cached_wheel(abi, platform)
+    if path is None:
+        path = pip_download("scipy=={:s}".format(SCIPY_VERSION), [
+            "--python-version", blender_range.python, "--implementation", "cp", "--abi", abi,
+            "--platform", platform.pip_platform,
+        ], "scipy {:s} {:s} for {:s} ({:s})".format(SCIPY_VERSION, abi, platform.name, platform.pip_platform))
+        if not re.match(platform.tag_regex, wheel_platform_tag(path)):
+            os.remove(path)
+            raise BuildError("pip chose {:s} for {:s}, which does not match {:s}".format(
+                os.path.basename(path), platform.name, platform.tag_regex))
+    else:
+        log("using wheels/{:s}".format(os.path.basename(path)))
+    check_wheel(path, abi)
+    return path
 
 
 def ensure_pure_wheels() -> list[str]:
     """The paths of the ``PURE_WHEELS`` in wheels/, downloaded with pip where missing."""
-    os.makedirs(WHEELS_DIR, exist_ok=True)
     paths = []
     for name, version in PURE_WHEELS:
         path = os.path.join(WHEELS_DIR, "{:s}-{:s}-py3-none-any.whl".format(name, version))
         if os.path.isfile(path):
             log("using wheels/{:s}".format(os.path.basename(path)))
-        else:
-            with tempfile.TemporaryDirectory(prefix=".download-", dir=WHEELS_DIR) as tmp:
-                cmd = [sys.executable, "-m", "pip", "download", "{:s}=={:s}".format(name, version), "--no-deps",
-                       "--only-binary=:all:", "--disable-pip-version-check", "--dest", tmp]
-                log("downloading {:s} {:s}".format(name, version))
-                proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                files = glob.glob(os.path.join(tmp, "*.whl"))
-                if proc.returncode != 0 or [os.path.basename(f) for f in files] != [os.path.basename(path)]:
-                    raise BuildError("pip download of {:s} {:s} failed or gave {!r} (exit {:d}):\n{:s}".format(
-                        name, version, [os.path.basename(f) for f in files], proc.returncode, proc.stdout.rstrip()))
-                os.replace(files[0], path)
+        elif pip_download("{:s}=={:s}".format(name, version), [], "{:s} {:s}".format(name, version)) != path:
+            raise BuildError("pip download of {:s} {:s} did not give {:s}".format(name, version, path))
         try:
             with zipfile.ZipFile(path) as zf:
                 zf.read("{:s}-{:s}.dist-info/WHEEL".format(name, version))
@@ -186,7 +193,7 @@ def ensure_pure_wheels() -> list[str]:
 
 
 # -----------------------------------------------------------------------------
-# 2. Manifest
+# 2. The staging copy and its manifest
 
 def toml_string_list(key: str, values: list[str]) -> str:
     return "{:s} = [\n{:s}]".format(key, "".join('  "{:s}",\n'.format(v) for v in values))
@@ -198,59 +205,55 @@ def top_level_span(text: str) -> int:
     return m.start() if m else len(text)
 
 
-def set_top_level_list(text: str, key: str, values: list[str], insert_after_key: str) -> str:
+def set_top_level(text: str, key: str, rendered: str, value_regex: str, insert_after_key: str) -> str:
+    """Replace the top-level ``key = <value>`` of a TOML text by ``rendered``, or add it after ``insert_after_key``."""
     head_end = top_level_span(text)
     head, tail = text[:head_end], text[head_end:]
-    rendered = toml_string_list(key, values)
-    regex = re.compile(r"^{:s}[ \t]*=[ \t]*\[[^\]]*\]".format(re.escape(key)), flags=re.M)
+    regex = re.compile(r"^{:s}[ \t]*=[ \t]*{:s}".format(re.escape(key), value_regex), flags=re.M)
     matches = list(regex.finditer(head))
     if len(matches) > 1:
         raise BuildError("blender_manifest.toml declares `{:s}` more than once".format(key))
     if matches:
         m = matches[0]
         return head[:m.start()] + rendered + head[m.end():] + tail
-    # Missing: add it on the line after the `insert_after_key` list.
-    anchor = re.compile(r"^{:s}[ \t]*=[ \t]*\[[^\]]*\][^\n]*\n".format(re.escape(insert_after_key)), flags=re.M)
+    anchor = re.compile(r"^{:s}[ \t]*=[^\n]*\n".format(re.escape(insert_after_key)), flags=re.M)
     m = anchor.search(head)
     if m is None:
-        raise BuildError("cannot place `{:s}` in blender_manifest.toml: no top-level `{:s}` list".format(
+        raise BuildError("cannot place `{:s}` in blender_manifest.toml: no top-level `{:s}`".format(
             key, insert_after_key))
     return head[:m.end()] + rendered + "\n" + head[m.end():] + tail
 
 
-def sync_manifest(wheels: list[tuple[Target, str]], pure: list[str] = ()) -> dict:
-    with open(MANIFEST, "rb") as fh:
-        raw = fh.read()
-    text = raw.decode("utf-8")
-    try:
-        before = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as ex:
-        raise BuildError("blender_manifest.toml does not parse: {:s}".format(str(ex))) from ex
+def staged_manifest(text: str, blender_range: BlenderRange, platform: Platform, wheel_names: list[str]) -> str:
+    """The repository's manifest text with the range's version bounds, the platform and its wheels."""
+    before = tomllib.loads(text)
+    for key in ("wheels", "platforms", "blender_version_max"):
+        if key in before:
+            raise BuildError("blender_manifest.toml must not set `{:s}`: tools/build.py writes it into each zip".format(key))
+    new = set_top_level(text, "blender_version_min", 'blender_version_min = "{:s}"'.format(blender_range.blender_min),
+                        r'"[^"\n]*"', "version")
+    if blender_range.blender_max:
+        new = set_top_level(new, "blender_version_max", 'blender_version_max = "{:s}"'.format(blender_range.blender_max),
+                            r'"[^"\n]*"', "blender_version_min")
+    new = set_top_level(new, "wheels", toml_string_list("wheels", ["./wheels/" + n for n in wheel_names]),
+                        r"\[[^\]]*\]", "license")
+    new = set_top_level(new, "platforms", toml_string_list("platforms", [platform.name]), r"\[[^\]]*\]", "license")
+    after = tomllib.loads(new)
+    changed = {"wheels", "platforms", "blender_version_min", "blender_version_max"}
+    strip = lambda d: {k: v for k, v in d.items() if k not in changed}  # noqa: E731
+    if strip(after) != strip(before) or after["platforms"] != [platform.name]:
+        raise BuildError("internal error: staging the manifest would change more than its range, platform and wheels")
+    return new
 
-    want_wheels = ["./wheels/{:s}".format(os.path.basename(path)) for _, path in wheels]
-    want_wheels += ["./wheels/{:s}".format(os.path.basename(path)) for path in pure]
-    want_platforms = [target.platform for target, _ in wheels]
-    if before.get("wheels") == want_wheels and before.get("platforms") == want_platforms:
-        log("blender_manifest.toml: wheels and platforms are up to date")
-        return before
 
-    if "wheels" not in before:
-        raise BuildError("blender_manifest.toml has no top-level `wheels` list to update")
-    new_text = set_top_level_list(text, "wheels", want_wheels, insert_after_key="wheels")
-    new_text = set_top_level_list(new_text, "platforms", want_platforms, insert_after_key="wheels")
-
-    after = tomllib.loads(new_text)
-    strip = lambda d: {k: v for k, v in d.items() if k not in ("wheels", "platforms")}  # noqa: E731
-    if (after.get("wheels") != want_wheels or after.get("platforms") != want_platforms
-            or strip(after) != strip(before)):
-        raise BuildError("internal error: rewriting blender_manifest.toml would change more than wheels/platforms")
-
-    tmp = MANIFEST + ".tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(new_text.encode("utf-8"))
-    os.replace(tmp, MANIFEST)
-    log("blender_manifest.toml: updated wheels = {!r}, platforms = {!r}".format(want_wheels, want_platforms))
-    return after
+def stage(stage_dir: str, manifest_text: str, wheel_paths: list[str]) -> None:
+    """Copy the extension into ``stage_dir`` with the given manifest text and wheels."""
+    shutil.copytree(ROOT, stage_dir, ignore=shutil.ignore_patterns(*STAGING_SKIP), symlinks=False)
+    with open(os.path.join(stage_dir, "blender_manifest.toml"), "w", encoding="utf-8") as fh:
+        fh.write(manifest_text)
+    os.makedirs(os.path.join(stage_dir, "wheels"))
+    for path in wheel_paths:
+        shutil.copy2(path, os.path.join(stage_dir, "wheels", os.path.basename(path)))
 
 
 # -----------------------------------------------------------------------------
@@ -283,7 +286,7 @@ def find_blender_ext() -> tuple[str, str]:
 
 def run_blender_ext(blender_ext: str, args: list[str]) -> None:
     cmd = [sys.executable, blender_ext, *args]
-    log("$ blender_ext.py {:s}".format(" ".join(args)))
+    log("$ blender_ext.py {:s}".format(" ".join(os.path.relpath(a, ROOT) if a.startswith(ROOT) else a for a in args)))
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     for line in proc.stdout.splitlines():
         log("  " + line)
@@ -295,14 +298,14 @@ def run_blender_ext(blender_ext: str, args: list[str]) -> None:
         raise BuildError("blender_ext.py {:s} reported errors:\n{:s}".format(args[0], "\n".join(bad)))
 
 
-def zip_name(manifest: dict, platform: str) -> str:
-    return "{:s}-{:s}-{:s}.zip".format(manifest["id"], manifest["version"], platform.replace("-", "_"))
+def zip_name(manifest: dict, platform: Platform) -> str:
+    return "{:s}-{:s}-{:s}.zip".format(manifest["id"], manifest["version"], platform.name.replace("-", "_"))
 
 
 # -----------------------------------------------------------------------------
 # 4. Checking the zips
 
-def check_zip(path: str, wheel_name: str, pure_names: list[str] = ()) -> None:
+def check_zip(path: str, wheel_names: list[str]) -> None:
     with zipfile.ZipFile(path) as zf:
         bad_member = zf.testzip()
         names = zf.namelist()
@@ -315,7 +318,7 @@ def check_zip(path: str, wheel_name: str, pure_names: list[str] = ()) -> None:
     if not any(n.startswith("solvers/") for n in names):
         problems.append("missing solvers/")
     wheels = sorted(n for n in names if n.endswith(".whl"))
-    expected = sorted("wheels/" + n for n in [wheel_name, *pure_names])
+    expected = sorted("wheels/" + n for n in wheel_names)
     if wheels != expected:
         problems.append("wheels are {!r}, expected {!r}".format(wheels, expected))
     leaks = sorted(n for n in names if n.startswith(FORBIDDEN_PREFIXES) or "__pycache__/" in n or n.endswith(".pyc"))
@@ -326,40 +329,41 @@ def check_zip(path: str, wheel_name: str, pure_names: list[str] = ()) -> None:
 
 
 def main() -> int:
-    if sys.version_info[:2] != (3, 11):
-        log("warning: running under Python {:d}.{:d}; the venv (.venv/bin/python) uses 3.11".format(
-            *sys.version_info[:2]))
-    wheels = ensure_wheels()
+    with open(MANIFEST, encoding="utf-8") as fh:
+        manifest_text = fh.read()
+    try:
+        manifest = tomllib.loads(manifest_text)
+    except tomllib.TOMLDecodeError as ex:
+        raise BuildError("blender_manifest.toml does not parse: {:s}".format(str(ex))) from ex
     pure = ensure_pure_wheels()
-    manifest = sync_manifest(wheels, pure)
     blender_ext, tags = find_blender_ext()
 
-    os.makedirs(DIST_DIR, exist_ok=True)
-    # Remove earlier zips of this version so only what this run writes is left (e.g. a dropped platform).
-    for old in glob.glob(os.path.join(DIST_DIR, "{:s}-{:s}*.zip".format(manifest["id"], manifest["version"]))):
-        os.remove(old)
-
-    run_blender_ext(blender_ext, [
-        "build", "--split-platforms", "--source-dir", ROOT, "--output-dir", DIST_DIR, "--valid-tags", tags,
-    ])
-
+    # Remove earlier zips so only what this run writes is left (e.g. a dropped platform or range).
+    shutil.rmtree(DIST_DIR, ignore_errors=True)
     written = []
-    for target, wheel_path in wheels:
-        path = os.path.join(DIST_DIR, zip_name(manifest, target.platform))
-        if not os.path.isfile(path):
-            raise BuildError("expected {:s} was not written".format(path))
-        check_zip(path, os.path.basename(wheel_path), [os.path.basename(p) for p in pure])
-        written.append(path)
-
-    # The Linux x64 zip first (the one tested), then the others.
-    for path in written:
-        run_blender_ext(blender_ext, ["validate", path, "--valid-tags", tags])
+    with tempfile.TemporaryDirectory(prefix="softsim-stage-") as staging_root:
+        for blender_range in RANGES:
+            out_dir = os.path.join(DIST_DIR, blender_range.folder)
+            os.makedirs(out_dir)
+            for platform in blender_range.platforms:
+                wheel_paths = [ensure_scipy_wheel(blender_range, platform), *pure]
+                wheel_names = [os.path.basename(p) for p in wheel_paths]
+                stage_dir = os.path.join(staging_root, blender_range.folder, platform.name)
+                stage(stage_dir, staged_manifest(manifest_text, blender_range, platform, wheel_names), wheel_paths)
+                run_blender_ext(blender_ext, ["build", "--split-platforms", "--source-dir", stage_dir,
+                                              "--output-dir", out_dir, "--valid-tags", tags])
+                path = os.path.join(out_dir, zip_name(manifest, platform))
+                if not os.path.isfile(path):
+                    raise BuildError("expected {:s} was not written".format(path))
+                check_zip(path, wheel_names)
+                run_blender_ext(blender_ext, ["validate", path, "--valid-tags", tags])
+                written.append(path)
 
     log("")
     log("zips written:")
     for path in written:
         size = os.path.getsize(path)
-        log("  {:<40s} {:6.1f} MiB  ({:d} bytes)".format(os.path.relpath(path, ROOT), size / (1 << 20), size))
+        log("  {:<60s} {:6.1f} MiB  ({:d} bytes)".format(os.path.relpath(path, ROOT), size / (1 << 20), size))
     return 0
 
 
