@@ -79,8 +79,10 @@ def build(target: Target) -> str:
     proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"{target.platform}: zig cc failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-    # zig writes a Windows import library and debug database next to the DLL; only the DLL ships.
-    for extra in glob.glob(os.path.splitext(out)[0] + ".lib") + glob.glob(os.path.splitext(out)[0] + ".pdb"):
+    # zig writes a Windows import library (named after the first source) and maybe a debug database next to the
+    # DLL; only the DLL ships.
+    folder = os.path.dirname(out)
+    for extra in glob.glob(os.path.join(folder, "*.lib")) + glob.glob(os.path.join(folder, "*.pdb")):
         os.remove(extra)
     return out
 
