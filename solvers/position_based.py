@@ -16,6 +16,7 @@ from .constraints import BendingConstraints, DistanceConstraints, PinTethers, Te
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
 from .native import library as native_library
+from .native.kernels import Tethers
 
 
 CONTACT_ITERATIONS = 2
@@ -181,6 +182,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         (every sweep in NumPy); ``solvers.native.status(config.compute)`` says why."""
         self.sweeps = [_Sweep(c, model.particle_count, self.scheme, self.native) for c in sets]
         self.tethers = PinTethers(model, config.tether_stretch) if config.tether_stretch is not None else None
+        if self.tethers is not None and self.native is not None:
+            self.tethers = Tethers(self.native, self.tethers, model.particle_count)  # the same passes in C
         self.gravity = np.asarray(config.gravity, float)
         self.free = (inv_mass > 0.0)[:, None]
         self._steps = 0  # the tet sweeps alternate their colour order (see _Sweep.alternate)

@@ -203,3 +203,60 @@ def test_bending_binding_refuses_an_index_out_of_range(library):
     with pytest.raises(ValueError, match="must be C-contiguous"):
         sweep.bind(len(x0), sweep.colour_start, sweep.curved, sweep.hinges, sweep.K.T.copy().T, sweep.wK,
                    sweep.rest_norm)
+
+
+# ------------------------------------------------------------------ pin tethers
+
+def tethered_cloth(pins):
+    model, _, rng = grid(n=14)
+    pinned = np.zeros(model.particle_count, bool)
+    pinned[pins] = True
+    vertices, edges, triangles = model.rest_positions, model.edge_indices, model.triangle_indices
+    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0)
+    return model, rng
+
+
+@pytest.mark.parametrize("pins, passes", [([0, 13], 8), ([0], 3), (list(range(0, 14)), 8), ([0, 13, 90], 1)])
+def test_tethers_equal_their_numpy_twin(library, pins, passes):
+    """Pulled past their limits (stretched and shaken), one slot or many: the same positions after the same passes."""
+    from solvers.constraints import PinTethers
+    from solvers.native.kernels import Tethers
+
+    model, rng = tethered_cloth(pins)
+    twin = PinTethers(model, 0.01)
+    kernel = Tethers(library, twin, model.particle_count)
+    x0 = np.ascontiguousarray(model.rest_positions * 1.05 + rng.normal(scale=0.05, size=model.rest_positions.shape))
+    x0[pins] = model.rest_positions[pins]
+    x, y = x0.copy(), x0.copy()
+    runs = kernel.apply(x, passes=passes)
+    twin.apply(y, passes=passes)
+    assert 1 <= runs <= passes
+    assert not np.array_equal(x, x0)
+    assert_same(x, y, 10.0)
+    # Within the limits now (to the 0.1% the passes stop at): another call moves nothing past 0.1%.
+    z = x.copy()
+    kernel.apply(z, passes=1)
+    twin_z = x.copy()
+    twin.apply(twin_z, passes=1)
+    assert_same(z, twin_z, 10.0)
+
+
+def test_tether_binding_refuses_bad_input(library):
+    from solvers.constraints import PinTethers
+    from solvers.native.kernels import Tethers
+
+    model, _ = tethered_cloth([0, 13])
+    kernel = Tethers(library, PinTethers(model, 0.01), model.particle_count)
+    n = model.particle_count
+    particle = kernel.particle.copy()
+    particle[5] = n
+    with pytest.raises(ValueError, match=re.escape(f"particle: index {n} out of range [0, {n})")):
+        kernel.bind(n, kernel.slot_start, particle, kernel.pin, kernel.limit)
+    pin = kernel.pin.copy()
+    pin[0] = kernel.particle[1]
+    with pytest.raises(ValueError, match="a pin is also a tethered particle"):
+        kernel.bind(n, kernel.slot_start, kernel.particle, pin, kernel.limit)
+    with pytest.raises(ValueError, match="limit: dtype must be float64"):
+        kernel.bind(n, kernel.slot_start, kernel.particle, kernel.pin, kernel.limit.astype(np.float32))
+    with pytest.raises(ValueError, match="x: must be C-contiguous"):
+        kernel.apply(np.asfortranarray(model.rest_positions))

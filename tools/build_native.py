@@ -36,9 +36,10 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from solvers.native.library import LIB_DIR, SIGNATURES, default_path, host_platform, library_file  # noqa: E402
+from solvers.native.library import LIB_DIR, SIGNATURES, default_path, host_platform, library_file  # noqa: E402, F401
 
 SOURCES = sorted(glob.glob(os.path.join(ROOT, "solvers", "native", "src", "*.c")))
+HEADER = os.path.join(ROOT, "solvers", "native", "src", "softsim_native.h")
 FLAGS = ["-O2", "-shared", "-fvisibility=hidden", "-fPIC", "-s", "-ffp-contract=off", "-std=c11",
          "-Wall", "-Wextra", "-Werror"]
 SANITIZE_DIR = os.path.join(ROOT, "build", "native-sanitize")

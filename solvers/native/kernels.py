@@ -9,7 +9,8 @@ the positions array x passed in (dtype, contiguity, shape: the one array that co
 Each binding has a NumPy twin that computes the same thing with the same operations in the same order, and
 tests/test_native_*.py hold them equal bit for bit:
 - ``DistanceSweep``  <-> ``constraints.distance.DistanceColourSweep`` (``DistanceConstraints.corrections`` per colour);
-- ``BendingSweep``   <-> ``constraints.bending.BendingColourSweep``.
+- ``BendingSweep``   <-> ``constraints.bending.BendingColourSweep``;
+- ``Tethers``        <-> ``constraints.tether.PinTethers.apply``.
 """
 import numpy as np
 
@@ -136,7 +137,8 @@ class DistanceSweep:
         (updated); compliant: XPBD's alpha = compliance / dt^2 (dt [s]), else PBD's hard projection."""
         address = self.positions(x)
         self._coefficients(dt, compliant)
-        direct = len(lams) == len(self.views) and all(a is b for a, b in zip(lams, self.views))
+        # lams may go on with the tail's multipliers (``_Sweep.new_multipliers``): only the first len(views) are ours.
+        direct = len(lams) >= len(self.views) and all(a is b for a, b in zip(lams, self.views))
         if not direct:
             _concatenate_into(self.lam, zip(lams, self.views))
         p = self._pointers
@@ -204,7 +206,8 @@ class BendingSweep:
             _concatenate_into(self.alpha, zip(alphas, self.subsets))
             _concatenate_into(self.inverse_denominator, [(s._inverse_denominator(a), s) for s, a in zip(self.subsets, alphas)])
             self._dt = dt
-        direct = len(lams) == len(self.views) and all(a is b for a, b in zip(lams, self.views))
+        # lams may go on with the tail's multipliers (``_Sweep.new_multipliers``): only the first len(views) are ours.
+        direct = len(lams) >= len(self.views) and all(a is b for a, b in zip(lams, self.views))
         if not direct:
             _concatenate_into(self.lam, zip(lams, self.views))
         p = self._pointers
@@ -212,3 +215,44 @@ class BendingSweep:
         if not direct:
             for lam, view in zip(lams, self.views):
                 lam[...] = view
+
+
+class Tethers:
+    """Pin tethers in C (``softsim_tether_apply``): the ``PinTethers.apply`` of ``tethers`` (a
+    ``constraints.PinTethers``, kept as ``twin``), its slots concatenated in order. ``slots`` and ``apply_reference``
+    are the twin's."""
+
+    def __init__(self, library, tethers, particle_count: int):
+        self.function = library.softsim_tether_apply
+        self.library = library
+        self.twin, self.slots = tethers, tethers.slots
+        self.apply_reference = tethers.apply_reference  # the row-wise NumPy form (tests compare against it)
+        counts = [len(particle) for particle, _, _ in tethers.slots]
+        concatenated = [np.concatenate([slot[k] for slot in tethers.slots]) if tethers.slots else np.zeros(0)
+                        for k in range(3)]
+        self.bind(particle_count, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+                  np.ascontiguousarray(concatenated[0], np.int64), np.ascontiguousarray(concatenated[1], np.int64),
+                  np.ascontiguousarray(concatenated[2], np.float64))
+
+    def bind(self, particle_count, slot_start, particle, pin, limit) -> None:
+        """Validate and keep: slot_start (S + 1,) int64, particle and pin (t,) int64 in [0, n), limit (t,) float64 [m];
+        no particle twice in a slot and no pin among the tethered particles (the kernel's independence within a
+        slot); ValueError on anything wrong."""
+        t = len(particle) if isinstance(particle, np.ndarray) else -1
+        self.particle = checked_indices("particle", particle, particle_count, (t,))
+        self.pin = checked_indices("pin", pin, particle_count, (t,))
+        self.limit = checked("limit", limit, F64, (t,))
+        self.slot_start = checked_colours(slot_start, t, self.particle[:, None])
+        if np.intersect1d(self.particle, self.pin).size:
+            raise ValueError("a pin is also a tethered particle")
+        self.positions = _PositionsCheck(particle_count)
+        self.slot_count = len(self.slot_start) - 1
+        # Scratch of the kernel: when each particle was last projected, when each slot last began a visit.
+        self.stamp, self.seen = np.zeros(particle_count, np.int64), np.zeros(max(self.slot_count, 1), np.int64)
+        self._pointers = [pointer(a) for a in (self.slot_start, self.particle, self.pin, self.limit, self.stamp,
+                                               self.seen)]
+
+    def apply(self, x: np.ndarray, passes: int = 3) -> int:
+        """``PinTethers.apply`` in place on x (n, 3) float64 C-contiguous [m]; returns the passes run."""
+        p = self._pointers
+        return self.function(self.positions(x), self.slot_count, p[0], p[1], p[2], p[3], int(passes), p[4], p[5])

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -41,6 +41,7 @@ SIGNATURES = {
     "softsim_abi_version": (_I, ()),
     "softsim_distance_sweep": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _I)),
     "softsim_bending_sweep": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_tether_apply": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P)),
 }
 
 

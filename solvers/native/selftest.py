@@ -1,6 +1,6 @@
 """The self-test a freshly loaded library must pass before any solver uses it (``library._load``).
 
-Every kernel runs a few sweeps on a small jiggled cloth (7 x 7, curved rest shape so bending's curved branch runs,
+Every kernel runs a few sweeps (tethers: passes) on a small jiggled cloth (7 x 7, curved rest shape so bending's curved branch runs,
 random per-edge compliance, two pins), once in C and once with its NumPy twin, both compliant and hard. They must
 agree to SELF_TEST_TOLERANCE (they agree bit for bit on x86-64; the margin is for a platform whose SciPy build fuses
 a multiply-add in the sparse product the bending twin uses). Costs a few milliseconds, once per process.
@@ -35,10 +35,10 @@ def _differs(name, a, b, scale) -> str:
 def run(library) -> str:
     """'' when every kernel of ``library`` matches its NumPy twin, else the first difference found."""
     from ..colouring import colour_constraints
-    from ..constraints import BendingConstraints, DistanceConstraints
+    from ..constraints import BendingConstraints, DistanceConstraints, PinTethers
     from ..constraints.bending import BendingColourSweep
     from ..constraints.distance import DistanceColourSweep
-    from .kernels import BendingSweep, DistanceSweep
+    from .kernels import BendingSweep, DistanceSweep, Tethers
 
     model, x0, rng = _cloth()
     n, dt = len(x0), 1.0 / 240.0
@@ -70,6 +70,17 @@ def run(library) -> str:
         reference.sweep(y, dt, ref_lams, True)
     if np.array_equal(x, x0):
         return "bending sweep moved nothing"
-    return (_differs("bending sweep", x, y, 1.0)
-            or _differs("bending sweep multipliers", np.concatenate(lams), np.concatenate(ref_lams),
-                        max(1e-300, float(np.max(np.abs(np.concatenate(ref_lams)))))))
+    problem = (_differs("bending sweep", x, y, 1.0)
+               or _differs("bending sweep multipliers", np.concatenate(lams), np.concatenate(ref_lams),
+                           max(1e-300, float(np.max(np.abs(np.concatenate(ref_lams)))))))
+    if problem:
+        return problem
+    twin = PinTethers(model, 0.01)
+    native = Tethers(library, twin, n)
+    stretched = x0 * 1.1  # every particle pulled away from the pins, past its limit
+    x, y = stretched.copy(), stretched.copy()
+    native.apply(x, passes=8)
+    twin.apply(y, passes=8)
+    if np.array_equal(x, stretched):
+        return "pin tethers moved nothing"
+    return _differs("pin tethers", x, y, 1.0)

@@ -17,12 +17,17 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 1
+#define SOFTSIM_ABI_VERSION 2
 
 #if defined(_WIN32)
 #define SOFTSIM_API __declspec(dllexport)
 #else
 #define SOFTSIM_API __attribute__((visibility("default")))
+/* Pin tethers: project particles past their distance limit from a pin back onto it, slot after slot (xpbd.c). */
+SOFTSIM_API int64_t softsim_tether_apply(double *x, int64_t slot_count, const int64_t *slot_start,
+                                         const int64_t *particle, const int64_t *pin, const double *limit,
+                                         int64_t passes, int64_t *stamp, int64_t *seen);
+
 #endif
 
 /* The ABI version the library was built with (SOFTSIM_ABI_VERSION). */
@@ -39,5 +44,10 @@ SOFTSIM_API void softsim_bending_sweep(double *x, int64_t colour_count, const in
                                        const int64_t *curved, const int64_t *hinges, const double *K,
                                        const double *wK, const double *rest_norm, const double *alpha,
                                        const double *inverse_denominator, double *lambda);
+
+/* Pin tethers: project particles past their distance limit from a pin back onto it, slot after slot (xpbd.c). */
+SOFTSIM_API int64_t softsim_tether_apply(double *x, int64_t slot_count, const int64_t *slot_start,
+                                         const int64_t *particle, const int64_t *pin, const double *limit,
+                                         int64_t passes, int64_t *stamp, int64_t *seen);
 
 #endif

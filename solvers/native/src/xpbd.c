@@ -95,3 +95,54 @@ void softsim_bending_sweep(double *x, int64_t colour_count, const int64_t *colou
         }
     }
 }
+
+/* Pin tethers (solvers/constraints/tether.py, PinTethers.apply): slot s holds tethers slot_start[s] ..
+ * slot_start[s + 1] - 1, each a free particle, its pin and the largest distance allowed between them [m]; no particle
+ * is twice in a slot and no pin is a tethered particle, so the tethers of a slot are independent and a loop over them
+ * equals the NumPy twin's whole-slot arithmetic. A particle past its limit is put on it: x_p = x_pin + d limit/|d|.
+ * Slots run in order (Gauss-Seidel over the pins); the passes repeat while some particle was more than 0.1% past
+ * its limit, at most `passes` times (once when there is a single slot). A pass that finds nothing past ends the
+ * call, as the twin's up-front check (_any_past) does.
+ *
+ * Pins do not move within a call, so after its first visit a slot need only look again at particles projected since
+ * that visit began (the twin's passes after the first do the same): stamp[p] (scratch, indexed by particle) counts
+ * when p was last projected, seen[s] (scratch, one per slot) the count when slot s last began a visit. Looking again
+ * at any other particle would find it where the slot left it, so skipping it changes nothing. Returns the passes run. */
+int64_t softsim_tether_apply(double *x, int64_t slot_count, const int64_t *slot_start, const int64_t *particle,
+                             const int64_t *pin, const double *limit, int64_t passes, int64_t *stamp, int64_t *seen)
+{
+    int64_t run = 0, count = 0;
+    for (int64_t k = 0; k < slot_start[slot_count]; ++k)
+        stamp[particle[k]] = 0;
+    for (int64_t s = 0; s < slot_count; ++s)
+        seen[s] = -1; /* never visited: look at every tether */
+    for (int64_t pass = 0; pass < passes; ++pass) {
+        int far_past = 0;
+        ++run;
+        for (int64_t s = 0; s < slot_count; ++s) {
+            int64_t since = seen[s];
+            seen[s] = count;
+            for (int64_t k = slot_start[s]; k < slot_start[s + 1]; ++k) {
+                if (since >= 0 && stamp[particle[k]] <= since)
+                    continue;
+                double *xp = x + 3 * particle[k];
+                const double *xa = x + 3 * pin[k];
+                double dx = xp[0] - xa[0], dy = xp[1] - xa[1], dz = xp[2] - xa[2];
+                double length = sqrt((dx * dx + dz * dz) + dy * dy); /* the twin's (x^2 + z^2) + y^2 */
+                if (length > limit[k]) {
+                    /* 1.001 * limit as the twin computes it, so both stop after the same pass */
+                    if (length > 1.001 * limit[k])
+                        far_past = 1;
+                    double scale = limit[k] / length;
+                    xp[0] = xa[0] + dx * scale;
+                    xp[1] = xa[1] + dy * scale;
+                    xp[2] = xa[2] + dz * scale;
+                    stamp[particle[k]] = ++count;
+                }
+            }
+        }
+        if (!far_past || slot_count == 1)
+            break;
+    }
+    return run;
+}
