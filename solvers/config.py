@@ -10,6 +10,8 @@ from typing import Optional
 CONSTRAINT_SCHEMES = ("GAUSS_SEIDEL", "JACOBI")
 LINEAR_SOLVERS = ("CG", "JACOBI")
 MASS_DISTRIBUTIONS = ("ELEMENT", "UNIFORM")
+COMPUTE_MODES = ("AUTO", "NUMPY")
+"""``SolverConfig.compute`` (the same tuple as ``solvers.native.COMPUTE_MODES``)."""
 
 
 @dataclass
@@ -81,6 +83,11 @@ class SolverConfig:
     """NEWTON iterations per step before the step fails with NewtonNotConverged."""
     max_speed: float = 1000.0
     """A particle faster than this [m/s] means the simulation exploded."""
+    compute: str = "AUTO"
+    """Where the hot loops run, read when a solver is built: AUTO = the native kernels (``solvers/native``, C compiled
+    ahead of time) when the platform's library loads and passes its self-test, else NumPy; NUMPY = always the NumPy
+    code (the reference). Both give the same results (bit for bit on x86-64). ``solvers.native.status(compute)``
+    says which runs and why. So far PBD/XPBD's Gauss-Seidel distance and bending sweeps have native kernels."""
 
     def __post_init__(self):
         from .registry import REGISTRY, SOLVERS
@@ -95,6 +102,8 @@ class SolverConfig:
             raise ValueError(f"unknown constraint_scheme {self.constraint_scheme!r}; one of {', '.join(CONSTRAINT_SCHEMES)}")
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ValueError(f"unknown linear_solver {self.linear_solver!r}; one of {', '.join(LINEAR_SOLVERS)}")
+        if self.compute not in COMPUTE_MODES:
+            raise ValueError(f"unknown compute {self.compute!r}; one of {', '.join(COMPUTE_MODES)}")
         if not 0.0 <= self.poisson_ratio < 0.5:
             raise ValueError(f"poisson_ratio must be in [0, 0.5), got {self.poisson_ratio}")
         if not self.youngs_modulus > 0.0:

@@ -15,6 +15,8 @@ from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
+from .native import library as native_library
+from .native.kernels import Tethers
 
 
 CONTACT_ITERATIONS = 2
@@ -72,10 +74,12 @@ class _Sweep:
     Jacobi: ``tail`` holds everything and ``batches`` is empty.
     ``fast``: the set's own whole-sweep kernel over the big colours (``colour_sweep``, e.g.
     ``constraints.distance.DistanceColourSweep``), or None for sets without one or when it does not pay
-    (``colouring.colour_order_pays``): those are swept batch by batch.
+    (``colouring.colour_order_pays``): those are swept batch by batch. With ``native`` (a loaded
+    ``solvers.native`` library) a set that has a native twin (``native_sweep``) gets it as ``fast`` instead: the same
+    update in one C call per sweep.
     """
 
-    def __init__(self, constraints, particle_count: int, scheme: str):
+    def __init__(self, constraints, particle_count: int, scheme: str, native=None):
         self.batches, self.tail, self.fast = [], None, None
         # Tet sets alternate their colour order over iterations and steps, and sweep both orders at once in the last
         # iteration of every step (SYMMETRIC_SWEEPS).
@@ -86,7 +90,9 @@ class _Sweep:
             big = [c for c in colours if len(c) >= MIN_COLOUR_FRACTION * largest]
             small = [c for c in colours if len(c) < MIN_COLOUR_FRACTION * largest]
             self.batches = [constraints.subset(c) for c in big]
-            if hasattr(constraints, "colour_sweep"):
+            if native is not None and hasattr(constraints, "native_sweep"):
+                self.fast = constraints.native_sweep(native, big, particle_count)
+            elif hasattr(constraints, "colour_sweep"):
                 self.fast = constraints.colour_sweep(big, particle_count)
             if small:
                 self.tail = _Jacobi(constraints.subset(np.concatenate(small)), particle_count)
@@ -105,6 +111,9 @@ class _Sweep:
 
     def new_multipliers(self):
         """Lagrange multipliers: one array per batch, then one for the tail."""
+        if self.fast is not None and hasattr(self.fast, "new_multipliers"):  # views of a native kernel's own buffer
+            tail = [self.tail.constraints] if self.tail else []
+            return self.fast.new_multipliers() + [np.zeros((len(c),) + getattr(c, "multiplier_shape", ())) for c in tail]
         sets = self.batches + ([self.tail.constraints] if self.tail else [])
         # A vector constraint (bending) has a vector multiplier: shape (m,) + multiplier_shape.
         return [np.zeros((len(c),) + getattr(c, "multiplier_shape", ())) for c in sets]
@@ -168,8 +177,13 @@ class PositionBasedSolver(ProjectedContactSolver):
                                                         config.bending_stiffness)
             if bending is not None:
                 sets.append(bending)
-        self.sweeps = [_Sweep(c, model.particle_count, self.scheme) for c in sets]
+        self.native = native_library.load(config.compute)
+        """The native kernel library (``solvers/native``) when ``config.compute`` allows it and it loaded, else None
+        (every sweep in NumPy); ``solvers.native.status(config.compute)`` says why."""
+        self.sweeps = [_Sweep(c, model.particle_count, self.scheme, self.native) for c in sets]
         self.tethers = PinTethers(model, config.tether_stretch) if config.tether_stretch is not None else None
+        if self.tethers is not None and self.native is not None:
+            self.tethers = Tethers(self.native, self.tethers, model.particle_count)  # the same passes in C
         self.gravity = np.asarray(config.gravity, float)
         self.free = (inv_mass > 0.0)[:, None]
         self._steps = 0  # the tet sweeps alternate their colour order (see _Sweep.alternate)

@@ -107,6 +107,13 @@ class BendingConstraints:
         """The Gauss-Seidel sweep over ``colours`` (lists of hinge indices sharing no particle) as sparse products."""
         return BendingColourSweep(self, colours, particle_count)
 
+    def native_sweep(self, library, colours, particle_count: int):
+        """The same Gauss-Seidel sweep as ``colour_sweep`` in C (``solvers.native.kernels.BendingSweep``), for a
+        loaded native ``library``."""
+        from ..native.kernels import BendingSweep
+
+        return BendingSweep(library, self, colours, particle_count)
+
     def corrections(self, x, alpha, lam):
         """XPBD update of every hinge from positions ``x`` (n, 3); lam (m, 3) the accumulated multipliers.
 

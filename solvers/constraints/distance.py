@@ -142,6 +142,13 @@ class DistanceConstraints:
             return None
         return DistanceColourSweep(self, colours, particle_count)
 
+    def native_sweep(self, library, colours, particle_count: int):
+        """The same Gauss-Seidel sweep as ``colour_sweep`` in C (``solvers.native.kernels.DistanceSweep``), for a
+        loaded native ``library``; pays at every size (no reordering of memory)."""
+        from ..native.kernels import DistanceSweep
+
+        return DistanceSweep(library, self, colours, particle_count)
+
     def _jacobi_setup(self, particle_count: int) -> dict:
         """Gather indices (3, 2, m) into x.reshape(-1), and the sort that groups the 2 m corrections by particle."""
         m, n = len(self), particle_count

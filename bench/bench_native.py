@@ -1,0 +1,90 @@
+"""Native kernels against their NumPy twins on the 64 x 64 lab cloth (``bench_kernels``'s scene, the add-on's default
+XPBD: 30 substeps x 1 iteration, quad edges, bending 1e-3 N m, pin tethers at 1%), from the state after
+``WARM_FRAMES`` frames (the cloth draped on its sphere).
+
+Rows, each for Compute NUMPY and AUTO (native) with the speed-up: one Gauss-Seidel distance sweep, one bending sweep,
+one pin-tether call of the last iteration (up to 8 passes), one whole substep (``solver.step`` with the colliders:
+contacts stay NumPy on both paths) and one frame (``advance_frame``, 30 substeps). Best of several repeats. Also
+checks that both paths end the timed frames with the same positions.
+
+Run: ``python bench/bench_native.py [--n 64]`` (needs ``tools/build_native.py --host`` first).
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for path in (ROOT, os.path.dirname(os.path.abspath(__file__))):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from bench_kernels import FPS, best_seconds, lab_scene, snapshot  # noqa: E402
+from solvers import SolverConfig, State, advance_frame, make_solver, native  # noqa: E402
+
+
+def config(compute: str) -> SolverConfig:
+    return SolverConfig(solver="XPBD", stiffness=1.0e4, damping=0.1, substeps=30, iterations=1, tether_stretch=0.01,
+                        compute=compute)
+
+
+def measure(model, colliders, x0, compute: str, frames: int = 4) -> dict:
+    cfg = config(compute)
+    solver = make_solver(model, cfg)
+    dt = 1.0 / FPS / cfg.substeps
+    x = x0.copy()
+
+    def reset():
+        np.copyto(x, x0)
+
+    out = {}
+    for label, sweep in zip(("distance sweep", "bending sweep"), solver.sweeps):
+        lams = sweep.new_multipliers()
+        out[label] = best_seconds(lambda s=sweep, lams=lams: s.fast.sweep(x, dt, lams, True), reset)
+    out["pin tethers (8 passes at most)"] = best_seconds(lambda: solver.tethers.apply(x, passes=8), reset)
+    state = State.at_rest(model)
+    np.copyto(state.x, x0)
+    best_step = float("inf")
+    for _ in range(3):  # a frame's worth of steps, timed one by one (the state moves on: a real substep each time)
+        for _ in range(cfg.substeps):
+            start = time.perf_counter()
+            solver.step(state, dt, colliders, measure=False)
+            best_step = min(best_step, time.perf_counter() - start)
+    out["substep (best)"] = best_step
+    state = State.at_rest(model)
+    np.copyto(state.x, x0)
+    best_frame = float("inf")
+    for _ in range(frames):
+        start = time.perf_counter()
+        advance_frame(solver, state, 1.0 / FPS, cfg.substeps, colliders)
+        best_frame = min(best_frame, time.perf_counter() - start)
+    out["frame (best, 30 substeps)"] = best_frame
+    out["_x"] = state.x.copy()
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=64)
+    args = parser.parse_args(argv)
+    where, reason = native.status()
+    if where != "native":
+        sys.exit(f"the native path is not available: {reason}")
+    model, colliders = lab_scene(args.n, False)
+    x0 = snapshot(model, colliders)
+    numpy_run = measure(model, colliders, x0, "NUMPY")
+    native_run = measure(model, colliders, x0, "AUTO")
+    same = np.array_equal(numpy_run.pop("_x"), native_run.pop("_x"))
+    print(f"Lab cloth {args.n}x{args.n}, quad edges, XPBD 30x1 + bending + tethers; {reason}; "
+          f"final positions {'bit for bit equal' if same else 'DIFFERENT'}\n")
+    print("| part | NumPy | native | speed-up |\n|---|---:|---:|---:|")
+    for key in numpy_run:
+        a, b = numpy_run[key], native_run[key]
+        unit, scale = ("ms", 1e3) if a > 1e-3 else ("us", 1e6)
+        print(f"| {key} | {scale * a:.1f} {unit} | {scale * b:.1f} {unit} | {a / b:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()

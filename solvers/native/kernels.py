@@ -1,0 +1,258 @@
+"""Python bindings of the native kernels: validate once, keep the arrays, call with raw pointers.
+
+Every binding object is built once per solver (never per step). Its constructor checks each array it hands to C:
+dtype (float64 or int64 exactly), C-contiguity, shape, and every particle index within [0, n); any problem raises
+ValueError naming the array (a wrong index in C would write outside x and crash Blender). It then keeps those
+arrays alive in attributes and caches their addresses, so a call is one ctypes call of ~1 us plus the check of
+the positions array x passed in (dtype, contiguity, shape: the one array that comes from outside on each call).
+
+Each binding has a NumPy twin that computes the same thing with the same operations in the same order, and
+tests/test_native_*.py hold them equal bit for bit:
+- ``DistanceSweep``  <-> ``constraints.distance.DistanceColourSweep`` (``DistanceConstraints.corrections`` per colour);
+- ``BendingSweep``   <-> ``constraints.bending.BendingColourSweep``;
+- ``Tethers``        <-> ``constraints.tether.PinTethers.apply``.
+"""
+import numpy as np
+
+from .library import pointer
+
+F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
+
+
+def checked(name: str, array, dtype, shape: tuple) -> np.ndarray:
+    """``array`` itself if it is an ndarray of exactly ``dtype``, C-contiguous, of ``shape`` (None in shape: any
+    length); else ValueError naming ``name`` and what is wrong."""
+    if not isinstance(array, np.ndarray):
+        raise ValueError(f"{name}: expected a numpy array, got {type(array).__name__}")
+    if array.dtype != dtype:
+        raise ValueError(f"{name}: dtype must be {np.dtype(dtype).name}, got {array.dtype.name}")
+    if len(array.shape) != len(shape) or any(want is not None and got != want for got, want in zip(array.shape, shape)):
+        wanted = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name}: shape must be {wanted}, got {array.shape}")
+    if not array.flags.c_contiguous:
+        raise ValueError(f"{name}: must be C-contiguous")
+    return array
+
+
+def checked_indices(name: str, array, count: int, shape: tuple) -> np.ndarray:
+    """``checked`` int64 indices, each within [0, count)."""
+    array = checked(name, array, I64, shape)
+    if array.size and (array.min() < 0 or array.max() >= count):
+        bad = array[(array < 0) | (array >= count)].ravel()[0]
+        raise ValueError(f"{name}: index {bad} out of range [0, {count})")
+    return array
+
+
+def checked_colours(colour_start, constraint_count: int, indices: np.ndarray) -> np.ndarray:
+    """colour_start (C + 1,) int64 from 0 to constraint_count, non-decreasing, and no particle twice in one colour
+    (which would break the Gauss-Seidel order the NumPy twin follows, not memory safety)."""
+    colour_start = checked("colour_start", colour_start, I64, (None,))
+    if len(colour_start) < 1 or colour_start[0] != 0 or colour_start[-1] != constraint_count:
+        raise ValueError(f"colour_start must run from 0 to {constraint_count}, got {colour_start[:1]} .. {colour_start[-1:]}")
+    if np.any(np.diff(colour_start) < 0):
+        raise ValueError("colour_start must be non-decreasing")
+    for c, (a, b) in enumerate(zip(colour_start[:-1], colour_start[1:])):
+        particles = indices[a:b].ravel()
+        if len(np.unique(particles)) != len(particles):
+            raise ValueError(f"colour {c} has a particle in two of its constraints")
+    return colour_start
+
+
+class _PositionsCheck:
+    """The per-call check of x (n, 3) float64 C-contiguous, remembering the last array's address (an array keeps its
+    buffer for life, and holding it here keeps it alive)."""
+
+    def __init__(self, particle_count: int):
+        self.n = particle_count
+        self.last, self.address = None, 0
+
+    def __call__(self, x) -> int:
+        if x is self.last:
+            return self.address
+        checked("x", x, F64, (self.n, 3))
+        self.last, self.address = x, pointer(x)
+        return self.address
+
+
+def _concatenate_into(out: np.ndarray, parts) -> None:
+    np.concatenate([np.broadcast_to(p, (len(q),) + out.shape[1:]) if np.ndim(p) == 0 else p
+                    for p, q in parts], out=out)
+
+
+class DistanceSweep:
+    """A Gauss-Seidel sweep of XPBD distance constraints in C (``softsim_distance_sweep``).
+
+    library: a ``library.NativeLibrary``; constraints: a ``constraints.DistanceConstraints``; colours: list of int
+    arrays of constraint indices, no two constraints of a colour sharing a particle; particle_count: n.
+    The constraints are stored in colour order; ``sweep`` projects colour after colour, in place on x.
+    Multipliers: ``new_multipliers()`` gives one (m_c,) array per colour, views of one buffer the C code reads
+    directly (any other list of arrays of those shapes works too, at the cost of a copy in and out).
+    """
+
+    def __init__(self, library, constraints, colours, particle_count: int):
+        self.function = library.softsim_distance_sweep
+        self.library = library  # keeps the shared library loaded while this object lives
+        colours = [np.asarray(c, np.int64) for c in colours]
+        order = np.concatenate(colours) if colours else np.zeros(0, np.int64)
+        # The subsets the NumPy twin projects: alpha and 1 / (w_i + w_j + alpha) come from their own code, so both
+        # paths divide the same numbers.
+        self.subsets = [constraints.subset(c) for c in colours]
+        counts = [len(c) for c in colours]
+        self.bind(particle_count, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+                  np.ascontiguousarray(constraints.indices[order]), np.ascontiguousarray(constraints.rest_length[order]),
+                  np.ascontiguousarray(constraints.w_i[order]), np.ascontiguousarray(constraints.w_j[order]))
+
+    def bind(self, particle_count, colour_start, edges, rest_length, w_i, w_j) -> None:
+        """Validate and keep the arrays (see the class docstring for shapes); ValueError on anything wrong."""
+        m = len(edges) if isinstance(edges, np.ndarray) else -1
+        self.edges = checked_indices("edges", edges, particle_count, (m, 2))
+        self.colour_start = checked_colours(colour_start, m, self.edges)
+        self.rest_length = checked("rest_length", rest_length, F64, (m,))
+        self.w_i, self.w_j = checked("w_i", w_i, F64, (m,)), checked("w_j", w_j, F64, (m,))
+        self.alpha, self.inverse_denominator, self.lam = np.zeros(m), np.zeros(m), np.zeros(m)
+        starts = self.colour_start
+        self.views = [self.lam[a:b] for a, b in zip(starts[:-1], starts[1:])]
+        self.positions = _PositionsCheck(particle_count)
+        self.colour_count = len(starts) - 1
+        self._key = None
+        self._pointers = [pointer(a) for a in (self.colour_start, self.edges, self.rest_length, self.w_i, self.w_j,
+                                               self.alpha, self.inverse_denominator, self.lam)]
+
+    def new_multipliers(self) -> list:
+        """Zeroed multipliers, one (m_c,) view per colour of the buffer the kernel uses directly."""
+        self.lam.fill(0.0)
+        return list(self.views)
+
+    def _coefficients(self, dt: float, compliant: bool) -> None:
+        """alpha and 1 / (w_i + w_j + alpha) for this dt, from each colour's own NumPy code (once per dt)."""
+        if self._key == (dt, compliant):
+            return
+        alphas = [(s.alpha(dt) if compliant else 0.0) for s in self.subsets]
+        _concatenate_into(self.alpha, zip(alphas, self.subsets))
+        _concatenate_into(self.inverse_denominator, [(s._inverse_denominator(a), s) for s, a in zip(self.subsets, alphas)])
+        self._key = (dt, compliant)
+
+    def sweep(self, x, dt: float, lams, compliant: bool) -> None:
+        """One sweep in place on x (n, 3) float64 C-contiguous [m]; lams: one (m_c,) multiplier array per colour
+        (updated); compliant: XPBD's alpha = compliance / dt^2 (dt [s]), else PBD's hard projection."""
+        address = self.positions(x)
+        self._coefficients(dt, compliant)
+        # lams may go on with the tail's multipliers (``_Sweep.new_multipliers``): only the first len(views) are ours.
+        direct = len(lams) >= len(self.views) and all(a is b for a, b in zip(lams, self.views))
+        if not direct:
+            _concatenate_into(self.lam, zip(lams, self.views))
+        p = self._pointers
+        self.function(address, self.colour_count, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], 1 if compliant else 0)
+        if not direct:
+            for lam, view in zip(lams, self.views):
+                lam[...] = view
+
+
+class BendingSweep:
+    """A Gauss-Seidel sweep of isometric bending constraints in C (``softsim_bending_sweep``), always compliant.
+
+    library: a ``library.NativeLibrary``; constraints: a ``constraints.BendingConstraints``; colours: list of int
+    arrays of hinge indices sharing no particle; particle_count: n. Multipliers are (m_c, 3) per colour
+    (``new_multipliers``: views of the kernel's own buffer).
+    """
+
+    def __init__(self, library, constraints, colours, particle_count: int):
+        self.function = library.softsim_bending_sweep
+        self.library = library
+        colours = [np.asarray(c, np.int64) for c in colours]
+        order = np.concatenate(colours) if colours else np.zeros(0, np.int64)
+        self.subsets = [constraints.subset(c) for c in colours]
+        counts = [len(c) for c in colours]
+        # Each hinge's corners in increasing particle order: the NumPy twin's y = A x sums a row of a canonical
+        # (column-sorted) CSR matrix, so the C loop adds the corners in that order too, and rounds the same way.
+        hinges = constraints.indices[order]
+        corners = np.argsort(hinges, axis=1, kind="stable")
+        self.bind(particle_count, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+                  np.array([int(s.curved) for s in self.subsets], np.int64),
+                  np.ascontiguousarray(np.take_along_axis(hinges, corners, axis=1)),
+                  np.ascontiguousarray(np.take_along_axis(constraints.K[order], corners, axis=1)),
+                  np.ascontiguousarray(np.take_along_axis(constraints.wK[order], corners, axis=1)),
+                  np.ascontiguousarray(constraints.rest_norm[order]))
+
+    def bind(self, particle_count, colour_start, curved, hinges, K, wK, rest_norm) -> None:
+        """Validate and keep the arrays: colour_start (C + 1,), curved (C,) int64 0/1, hinges (m, 4) int64 in [0, n),
+        K and wK (m, 4) float64, rest_norm (m,) float64 [m]; ValueError on anything wrong."""
+        m = len(hinges) if isinstance(hinges, np.ndarray) else -1
+        self.hinges = checked_indices("hinges", hinges, particle_count, (m, 4))
+        self.colour_start = checked_colours(colour_start, m, self.hinges)
+        self.curved = checked("curved", curved, I64, (len(self.colour_start) - 1,))
+        self.K, self.wK = checked("K", K, F64, (m, 4)), checked("wK", wK, F64, (m, 4))
+        self.rest_norm = checked("rest_norm", rest_norm, F64, (m,))
+        self.alpha, self.inverse_denominator, self.lam = np.zeros(m), np.zeros(m), np.zeros((m, 3))
+        starts = self.colour_start
+        self.views = [self.lam[a:b] for a, b in zip(starts[:-1], starts[1:])]
+        self.positions = _PositionsCheck(particle_count)
+        self.colour_count = len(starts) - 1
+        self._dt = None
+        self._pointers = [pointer(a) for a in (self.colour_start, self.curved, self.hinges, self.K, self.wK,
+                                               self.rest_norm, self.alpha, self.inverse_denominator, self.lam)]
+
+    def new_multipliers(self) -> list:
+        """Zeroed multipliers, one (m_c, 3) view per colour of the buffer the kernel uses directly."""
+        self.lam.fill(0.0)
+        return list(self.views)
+
+    def sweep(self, x, dt: float, lams, compliant: bool = True) -> None:
+        """One sweep in place on x (n, 3) float64 C-contiguous [m]; lams: one (m_c, 3) array per colour (updated).
+        Bending is always compliant (``BendingConstraints.always_compliant``): ``compliant`` is ignored."""
+        address = self.positions(x)
+        if self._dt != dt:
+            alphas = [s.alpha(dt) for s in self.subsets]
+            _concatenate_into(self.alpha, zip(alphas, self.subsets))
+            _concatenate_into(self.inverse_denominator, [(s._inverse_denominator(a), s) for s, a in zip(self.subsets, alphas)])
+            self._dt = dt
+        # lams may go on with the tail's multipliers (``_Sweep.new_multipliers``): only the first len(views) are ours.
+        direct = len(lams) >= len(self.views) and all(a is b for a, b in zip(lams, self.views))
+        if not direct:
+            _concatenate_into(self.lam, zip(lams, self.views))
+        p = self._pointers
+        self.function(address, self.colour_count, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8])
+        if not direct:
+            for lam, view in zip(lams, self.views):
+                lam[...] = view
+
+
+class Tethers:
+    """Pin tethers in C (``softsim_tether_apply``): the ``PinTethers.apply`` of ``tethers`` (a
+    ``constraints.PinTethers``, kept as ``twin``), its slots concatenated in order. ``slots`` and ``apply_reference``
+    are the twin's."""
+
+    def __init__(self, library, tethers, particle_count: int):
+        self.function = library.softsim_tether_apply
+        self.library = library
+        self.twin, self.slots = tethers, tethers.slots
+        self.apply_reference = tethers.apply_reference  # the row-wise NumPy form (tests compare against it)
+        counts = [len(particle) for particle, _, _ in tethers.slots]
+        concatenated = [np.concatenate([slot[k] for slot in tethers.slots]) if tethers.slots else np.zeros(0)
+                        for k in range(3)]
+        self.bind(particle_count, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+                  np.ascontiguousarray(concatenated[0], np.int64), np.ascontiguousarray(concatenated[1], np.int64),
+                  np.ascontiguousarray(concatenated[2], np.float64))
+
+    def bind(self, particle_count, slot_start, particle, pin, limit) -> None:
+        """Validate and keep: slot_start (S + 1,) int64, particle and pin (t,) int64 in [0, n), limit (t,) float64 [m];
+        no particle twice in a slot and no pin among the tethered particles (the kernel's independence within a
+        slot); ValueError on anything wrong."""
+        t = len(particle) if isinstance(particle, np.ndarray) else -1
+        self.particle = checked_indices("particle", particle, particle_count, (t,))
+        self.pin = checked_indices("pin", pin, particle_count, (t,))
+        self.limit = checked("limit", limit, F64, (t,))
+        self.slot_start = checked_colours(slot_start, t, self.particle[:, None])
+        if np.intersect1d(self.particle, self.pin).size:
+            raise ValueError("a pin is also a tethered particle")
+        self.positions = _PositionsCheck(particle_count)
+        self.slot_count = len(self.slot_start) - 1
+        # Scratch of the kernel: when each particle was last projected, when each slot last began a visit.
+        self.stamp, self.seen = np.zeros(particle_count, np.int64), np.zeros(max(self.slot_count, 1), np.int64)
+        self._pointers = [pointer(a) for a in (self.slot_start, self.particle, self.pin, self.limit, self.stamp,
+                                               self.seen)]
+
+    def apply(self, x: np.ndarray, passes: int = 3) -> int:
+        """``PinTethers.apply`` in place on x (n, 3) float64 C-contiguous [m]; returns the passes run."""
+        p = self._pointers
+        return self.function(self.positions(x), self.slot_count, p[0], p[1], p[2], p[3], int(passes), p[4], p[5])

@@ -1,0 +1,171 @@
+"""Finding, loading and checking the native kernel library (C sources in ``solvers/native/src``).
+
+Layout: one shared library per Blender platform, built by ``tools/build_native.py`` with ``zig cc``:
+
+    solvers/native/lib/<platform>/softsim_native.<so|dll|dylib>
+
+with <platform> the Blender extension platform name (``linux-x64``, ``linux-arm64``, ``windows-x64``,
+``macos-arm64``, ``macos-x64``; ``host_platform()``). The ``lib/`` folder is a build output (gitignored).
+
+The library is loaded lazily, on the first ``load()`` (which the solvers call when they are built), once per
+process: ``ctypes.CDLL``, the ABI version check (``softsim_abi_version`` must return ``ABI_VERSION``), the
+argument types of every function (raw pointers as ``c_void_p``, counts as ``c_int64``, so a call costs ~1 us),
+and a self-test that runs every kernel on a small problem and compares it bit for bit with its NumPy twin
+(``_self_test``). Any failure leaves the NumPy path in charge and says why in ``status()``; nothing raises.
+
+Environment (for tests and sanitizer runs, not for users): ``SOFTSIM_NATIVE_LIBRARY`` = a path loads that file
+instead of the platform's; ``SOFTSIM_COMPUTE=NUMPY`` forces the NumPy path in the whole process.
+"""
+import ctypes
+import os
+import platform
+import sys
+import threading
+
+import numpy as np
+
+ABI_VERSION = 2
+"""The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
+
+COMPUTE_MODES = ("AUTO", "NUMPY")
+"""``SolverConfig.compute``: AUTO runs the native kernels when the library loads and passes its self-test, else
+NumPy; NUMPY always runs the NumPy code (the reference)."""
+
+LIBRARY_NAME = "softsim_native"
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIB_DIR = os.path.join(HERE, "lib")
+
+_P, _I, _D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+SIGNATURES = {
+    # name: (restype, argtypes); every exported function, checked by tools/build_native.py in each binary too.
+    "softsim_abi_version": (_I, ()),
+    "softsim_distance_sweep": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _I)),
+    "softsim_bending_sweep": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_tether_apply": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P)),
+}
+
+
+def host_platform() -> str:
+    """The Blender platform name of this process ('linux-x64', 'windows-x64', 'macos-arm64', ...), or
+    '<sys.platform>-<machine>' for one Blender does not ship to."""
+    machine = platform.machine().lower()
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
+    system = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(sys.platform, sys.platform)
+    return f"{system}-{arch}"
+
+
+def library_file(platform_name: str) -> str:
+    """The library's file name on a platform: softsim_native.so / .dll / .dylib."""
+    extension = ".dll" if platform_name.startswith("windows") else ".dylib" if platform_name.startswith("macos") else ".so"
+    return LIBRARY_NAME + extension
+
+
+def default_path(platform_name: str = None) -> str:
+    """Where the platform's library sits: solvers/native/lib/<platform>/<library_file>."""
+    platform_name = platform_name or host_platform()
+    return os.path.join(LIB_DIR, platform_name, library_file(platform_name))
+
+
+class NativeLibrary:
+    """A loaded, checked library: ``functions[name]`` is the ctypes function of SIGNATURES[name]; ``cdll`` keeps the
+    handle alive; ``path`` is the file it came from."""
+
+    def __init__(self, cdll, path: str):
+        self.cdll, self.path = cdll, path
+        self.functions = {}
+        for name, (restype, argtypes) in SIGNATURES.items():
+            function = getattr(cdll, name)  # AttributeError for a missing export
+            function.restype, function.argtypes = restype, argtypes
+            self.functions[name] = function
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["functions"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class _Loader:
+    """The process's one attempt to load the library (``load``), remembered with its reason."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        self.done, self.library, self.reason = False, None, "not loaded yet"
+
+    def load(self):
+        with self.lock:
+            if not self.done:
+                self.library, self.reason = _load(os.environ.get("SOFTSIM_NATIVE_LIBRARY") or default_path())
+                self.done = True
+            return self.library
+
+
+_LOADER = _Loader()
+
+
+def _load(path: str):
+    """(NativeLibrary or None, one-line reason)."""
+    name = f"{os.path.basename(path)} ({host_platform()})"
+    if not os.path.isfile(path):
+        return None, f"numpy: library not found at {path}"
+    try:
+        library = NativeLibrary(ctypes.CDLL(path), path)
+    except (OSError, AttributeError) as error:
+        return None, f"numpy: cannot load {path}: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+    version = library.softsim_abi_version()
+    if version != ABI_VERSION:
+        return None, f"numpy: {name} has ABI version {version}, these bindings need {ABI_VERSION}"
+    try:
+        problem = _self_test(library)
+    except Exception as error:  # a kernel binding that refuses the test problem is a failed self-test too
+        problem = f"{type(error).__name__}: {error}"
+    if problem:
+        return None, f"numpy: self-test failed: {problem}"
+    return library, f"native: {name}"
+
+
+def _self_test(library) -> str:
+    """Run every kernel once on a small cloth against its NumPy twin; '' if all agree bit for bit, else what differs."""
+    from . import selftest
+
+    return selftest.run(library)
+
+
+def load(compute: str = "AUTO"):
+    """The checked library for ``compute`` (one of COMPUTE_MODES), or None for the NumPy path."""
+    if compute not in COMPUTE_MODES:
+        raise ValueError(f"unknown compute {compute!r}; one of {', '.join(COMPUTE_MODES)}")
+    if compute == "NUMPY" or _forced_numpy():
+        return None
+    return _LOADER.load()
+
+
+def status(compute: str = "AUTO") -> tuple:
+    """(path, reason): path 'native' or 'numpy', reason one line, e.g. 'native: softsim_native.so (linux-x64)',
+    'numpy: library not found at ...', 'numpy: self-test failed: ...', 'numpy: Compute set to NumPy'.
+    Loads the library if nothing has tried yet."""
+    if compute == "NUMPY":
+        return "numpy", "numpy: Compute set to NumPy"
+    if _forced_numpy():
+        return "numpy", "numpy: SOFTSIM_COMPUTE=NUMPY in the environment"
+    library = load(compute)
+    return ("native" if library is not None else "numpy"), _LOADER.reason
+
+
+def _forced_numpy() -> bool:
+    return os.environ.get("SOFTSIM_COMPUTE", "").upper() == "NUMPY"
+
+
+def reload() -> None:
+    """Forget the loaded library (and its reason), so the next ``load`` tries again: for tests that point
+    SOFTSIM_NATIVE_LIBRARY elsewhere. Kernel objects built before keep the library they hold."""
+    with _LOADER.lock:
+        _LOADER.reset()
+
+
+def pointer(array: np.ndarray) -> int:
+    """The address of an array's first element (the caller keeps the array alive)."""
+    return array.ctypes.data

@@ -1,0 +1,53 @@
+/* Soft Sim native kernels: the C side of solvers/native (loaded with ctypes by solvers/native/library.py).
+ *
+ * Conventions every kernel follows (the Python bindings in solvers/native/kernels.py rely on them):
+ * - Arrays are C-contiguous float64 (double) or int64 (int64_t), passed as raw pointers; counts are int64_t.
+ *   The binding validates shapes, dtypes and every index once when it is built: the C code checks nothing,
+ *   so a wrong index here would write outside an array and crash Blender.
+ * - No allocation, no global state, no threads: the binding owns every buffer, and a call only touches the
+ *   arrays it is given. Loops run in a fixed order, so results are bitwise repeatable.
+ * - The arithmetic repeats the NumPy twin's operations in the same order (built with -ffp-contract=off so no
+ *   a*b+c becomes a fused multiply-add), so a kernel agrees with NumPy bit for bit; tests/test_native_*.py
+ *   check that.
+ * - Bump SOFTSIM_ABI_VERSION whenever a signature or an array layout changes: the loader refuses a library
+ *   whose version differs from the one solvers/native/library.py declares.
+ */
+#ifndef SOFTSIM_NATIVE_H
+#define SOFTSIM_NATIVE_H
+
+#include <stdint.h>
+
+#define SOFTSIM_ABI_VERSION 2
+
+#if defined(_WIN32)
+#define SOFTSIM_API __declspec(dllexport)
+#else
+#define SOFTSIM_API __attribute__((visibility("default")))
+/* Pin tethers: project particles past their distance limit from a pin back onto it, slot after slot (xpbd.c). */
+SOFTSIM_API int64_t softsim_tether_apply(double *x, int64_t slot_count, const int64_t *slot_start,
+                                         const int64_t *particle, const int64_t *pin, const double *limit,
+                                         int64_t passes, int64_t *stamp, int64_t *seen);
+
+#endif
+
+/* The ABI version the library was built with (SOFTSIM_ABI_VERSION). */
+SOFTSIM_API int64_t softsim_abi_version(void);
+
+/* One Gauss-Seidel sweep of XPBD distance constraints C = |x_i - x_j| - l0, colour after colour (xpbd.c). */
+SOFTSIM_API void softsim_distance_sweep(double *x, int64_t colour_count, const int64_t *colour_start,
+                                        const int64_t *edges, const double *rest_length, const double *w_i,
+                                        const double *w_j, const double *alpha, const double *inverse_denominator,
+                                        double *lambda, int64_t use_alpha);
+
+/* One Gauss-Seidel sweep of isometric bending (vector) constraints, colour after colour (xpbd.c). */
+SOFTSIM_API void softsim_bending_sweep(double *x, int64_t colour_count, const int64_t *colour_start,
+                                       const int64_t *curved, const int64_t *hinges, const double *K,
+                                       const double *wK, const double *rest_norm, const double *alpha,
+                                       const double *inverse_denominator, double *lambda);
+
+/* Pin tethers: project particles past their distance limit from a pin back onto it, slot after slot (xpbd.c). */
+SOFTSIM_API int64_t softsim_tether_apply(double *x, int64_t slot_count, const int64_t *slot_start,
+                                         const int64_t *particle, const int64_t *pin, const double *limit,
+                                         int64_t passes, int64_t *stamp, int64_t *seen);
+
+#endif
