@@ -125,10 +125,16 @@ def evaluated_input(obj, depsgraph):
 
 def check_shape_key_input(obj) -> str:
     """The reason Output Shape Keys cannot hold ``obj``'s simulation, or '' if it can: shape keys come before every
-    modifier, so modifiers above Soft Sim would move the result again (and one that changes the vertex count gives
-    keys of the wrong size), and the user's keys feeding the input would be muted to show it."""
-    if obj.type != "MESH" or not is_fed(obj):
+    modifier, so enabled modifiers above Soft Sim (all of them: a shape-key bake has no cache modifier to mark a place)
+    would move the result again, and one that changes the vertex count would give keys of the wrong size. The user's
+    own shape keys feeding the input are no reason: they come before the bake's keys too, and are muted while the
+    bake's keys show (as the live key does), so what shows is the simulation alone; Free unmutes them."""
+    if obj.type != "MESH":
         return ""
-    return (f"'{obj.name}': Output Shape Keys cannot hold its simulation, because {what_feeds(obj)} move{'s' if ',' not in what_feeds(obj) else ''} "
+    modifiers = feeding_modifiers(obj)
+    if not modifiers:
+        return ""
+    names = ", ".join(f"the {m.type.replace('_', ' ').title()} modifier '{m.name}'" for m in modifiers)
+    return (f"'{obj.name}': Output Shape Keys cannot hold its simulation, because {names} move{'s' if len(modifiers) == 1 else ''} "
             "its mesh before Soft Sim reads it, and shape keys come before every modifier (the modifiers would move the result "
             "a second time): set Output to PC2 Cache, whose 'SoftSim Cache' modifier goes after them")
