@@ -12,7 +12,7 @@ import solvers  # noqa: E402  (the pure engine, to recompute what the solver mus
 from solvers.cache import read_pc2  # noqa: E402
 
 
-HANDLER_LISTS = ("frame_change_post", "load_post", "undo_post", "redo_post", "save_post")
+HANDLER_LISTS = ("frame_change_post", "load_post", "undo_post", "redo_post", "save_pre", "save_post", "save_post_fail")
 
 
 def our_handlers():
@@ -25,7 +25,9 @@ def test_register_and_unregister_twice_leave_nothing_behind():
         module.register()
         assert hasattr(bpy.types.Object, "softsim") and hasattr(bpy.types.Scene, "softsim")
         assert our_handlers() == ["frame_change_post:on_frame_change_post", "load_post:on_load_post", "load_post:on_load_post",
-                                  "redo_post:on_undo_redo", "save_post:on_save_post", "undo_post:on_undo_redo"]
+                                  "redo_post:on_undo_redo", "save_post:on_save_post", "save_post:reattach_live_after_save",
+                                  "save_post_fail:reattach_live_after_save", "save_pre:detach_live_before_save",
+                                  "undo_post:on_undo_redo"]
         assert hasattr(bpy.types, "SOFTSIM_OT_bake")
         module.unregister()
         assert not hasattr(bpy.types.Object, "softsim") and not hasattr(bpy.types.Scene, "softsim")

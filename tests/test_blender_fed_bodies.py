@@ -1,12 +1,16 @@
 """Bodies something above Soft Sim feeds, through bpy: a cloth lifted by an animated shape key baked to shape keys (and
 to a PC2 cache), and the rigged cape (``blender_helpers.rig_scene``) played live. Checked against what the key or the
 rig puts the pinned vertices at, against gravity, and against the user's own data given back unchanged."""
+import os
+import shutil
+
 import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import cache_file, empty_scene, evaluated_positions, original_positions  # noqa: E402
+from blender_helpers import (COLUMNS, cache_file, empty_scene, evaluated_positions, original_positions, rig_scene,  # noqa: E402
+                             rigged_positions)
 from solvers.cache import read_pc2  # noqa: E402
 
 N = 11  # vertices along each side of the keyed cloth
@@ -122,3 +126,95 @@ def test_a_cloth_lifted_by_an_animated_shape_key_bakes_and_gives_the_keys_back(a
         assert np.abs(evaluated_positions(cloth)[pinned] - keyed[pinned]).max() <= 1e-5, frame
     scene.frame_set(1)
     assert object_state(cloth) == before
+
+
+def test_the_rigged_cape_plays_live_as_it_bakes(addon, tmp_path):
+    scene, cape, _ = rig_scene(tmp_path, frames=24)
+    before = object_state(cape)
+    collar = np.arange(COLUMNS)
+    hem = collar + (len(original_positions(cape)) - COLUMNS)
+    live_frames, rigged_collar_x = [], []
+    for frame in range(scene.frame_start, scene.frame_end + 1):
+        scene.frame_set(frame)
+        assert "Error" not in cape.softsim.status, cape.softsim.status
+        shown = evaluated_positions(cape)
+        rigged = rigged_positions(cape, frame)
+        assert np.abs(shown[collar] - rigged[collar]).max() <= 1e-5, frame  # the pins are where the rig puts them
+        live_frames.append(shown)
+        rigged_collar_x.append(rigged[collar, 0].mean())
+    assert [m.name for m in cape.modifiers] == ["Armature", "SoftSim Live"]  # shown after what it reads, as a bake's
+    assert rigged_collar_x[-1] > 0.99  # the bone carried the collar 1 m along +X
+    hem_x = [frame[hem, 0].mean() for frame in live_frames]
+    assert hem_x[15] < rigged_collar_x[15] - 0.3  # frame 16: the hem lags behind the collar (it has mass)...
+    assert hem_x[-1] > 0.5  # ...and by frame 24 the cloth has carried it along
+
+    scene.frame_set(6)  # scrubbing back shows a frame from memory
+    assert np.array_equal(evaluated_positions(cape), live_frames[5])
+    scene.frame_set(1)  # the start frame resets: what live added is gone, the object is as it was
+    assert object_state(cape) == before
+    assert np.array_equal(evaluated_positions(cape), rigged_positions(cape, 1))
+
+    assert bpy.ops.softsim.bake() == {"FINISHED"}  # a bake and live playback give the same frames
+    baked = read_pc2(cache_file(cape))[0]
+    assert np.abs(baked - np.stack(live_frames)).max() <= 1e-6
+    assert bpy.ops.softsim.free_bake() == {"FINISHED"}
+    assert object_state(cape) == before
+
+
+def test_leaving_a_rigged_live_simulation_or_saving_in_its_middle_leaves_the_cape_as_it_was(addon, tmp_path, monkeypatch):
+    scene, cape, _ = rig_scene(tmp_path, frames=12)
+    before = object_state(cape)
+    for frame in range(1, 5):
+        scene.frame_set(frame)
+    live_file = bpy.path.abspath(cape.modifiers["SoftSim Live"].filepath)
+    assert os.path.isfile(live_file)
+    assert bpy.ops.softsim.free_bake() == {"FINISHED"}  # Free leaves live playback too
+    assert [m.name for m in cape.modifiers] == ["Armature"] and not os.path.exists(live_file)
+    assert object_state(cape) == before
+
+    for frame in range(1, 5):
+        scene.frame_set(frame)
+    live_file = bpy.path.abspath(cape.modifiers["SoftSim Live"].filepath)
+    assert bpy.ops.softsim.reset() == {"FINISHED"}
+    assert [m.name for m in cape.modifiers] == ["Armature"] and not os.path.exists(live_file)
+    assert object_state(cape) == before
+
+    for frame in range(1, 7):
+        scene.frame_set(frame)
+    shown = evaluated_positions(cape)
+    path = str(tmp_path / "cape.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    assert [m.name for m in cape.modifiers] == ["Armature", "SoftSim Live"]  # still playing after the save
+    assert np.array_equal(evaluated_positions(cape), shown)
+    scene.frame_set(7)
+    assert "Error" not in cape.softsim.status and not np.array_equal(evaluated_positions(cape), shown)
+    assert saved_modifiers(path) == ["Armature"]  # the saved file holds the cape as the user made it
+
+    # A file written without the save handlers (an autosave, a recovered session) holds the live modifier; opening it
+    # removes it, so nobody meets a modifier playing a temporary file.
+    from soft_sim.operators.output import live_cache
+
+    monkeypatch.setattr(live_cache, "detach_for_save", lambda objects: None)
+    unclean = str(tmp_path / "autosave.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=unclean, copy=True)
+    assert saved_modifiers(unclean) == ["Armature", "SoftSim Live"]
+    for saved in (unclean, path):
+        bpy.ops.wm.open_mainfile(filepath=saved)
+        cape = bpy.data.objects["Cape"]
+        assert object_state(cape) == before
+        assert [m.name for m in cape.modifiers] == ["Armature"]
+        assert np.array_equal(evaluated_positions(cape, 6), rigged_positions(cape, 6))
+
+
+def saved_modifiers(path):
+    """Names of the modifiers the cape has in the .blend at ``path`` (a copy of it linked in, read, unlinked again)."""
+    copy = os.path.join(os.path.dirname(path), "read-" + os.path.basename(path))
+    shutil.copyfile(path, copy)  # a file cannot link from itself
+    with bpy.data.libraries.load(copy, link=True) as (_, linked):
+        linked.objects = ["Cape"]
+    obj = linked.objects[0]
+    names = [m.name for m in obj.modifiers]
+    library = obj.library
+    bpy.data.objects.remove(obj)
+    bpy.data.libraries.remove(library)
+    return names

@@ -80,14 +80,6 @@ def test_shape_keys_output_is_refused_on_a_rigged_body(addon, tmp_path):
     assert cape.data.shape_keys is not None
 
 
-def test_live_playback_of_a_rigged_body_says_to_bake_it(addon, tmp_path):
-    scene, cape, _ = rig_scene(tmp_path, frames=4)
-    scene.frame_set(1)
-    scene.frame_set(2)
-    assert "live playback shows a simulation as a shape key, which the modifier 'Armature'" in cape.softsim.status
-    assert cape.data.shape_keys is None
-
-
 def good_bake(tmp_path):
     scene, cape, _ = rig_scene(tmp_path, frames=4)
     assert bpy.ops.softsim.bake() == {"FINISHED"}
