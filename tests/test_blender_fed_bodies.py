@@ -9,7 +9,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import (COLUMNS, cache_file, empty_scene, evaluated_positions, original_positions, rig_scene,  # noqa: E402
+from blender_helpers import (COLUMNS, ROWS, cache_file, empty_scene, evaluated_positions, original_positions, rig_scene,  # noqa: E402
                              rigged_positions)
 from solvers.cache import read_pc2  # noqa: E402
 
@@ -218,3 +218,15 @@ def saved_modifiers(path):
     bpy.data.objects.remove(obj)
     bpy.data.libraries.remove(library)
     return names
+
+
+def test_a_bake_after_live_playback_puts_its_cache_where_the_live_modifier_was(addon, tmp_path):
+    scene, cape, _ = rig_scene(tmp_path, frames=6)
+    for frame in range(1, 4):
+        scene.frame_set(frame)
+    cape.modifiers.new("Subdivision", "SUBSURF").levels = 1  # added during live playback: below the live modifier
+    scene.frame_set(4)
+    assert len(evaluated_positions(cape)) == (2 * COLUMNS - 1) * (2 * ROWS - 1)  # the live frames are subdivided for show
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    assert [m.name for m in cape.modifiers] == ["Armature", "SoftSim Cache", "Subdivision"]
+    assert read_pc2(cache_file(cape))[0].shape == (6, len(original_positions(cape)), 3)  # simulated at the cape's count
