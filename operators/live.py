@@ -42,9 +42,13 @@ class LiveRun:
         self.frames[frame] = positions
         self.last_frame = frame
         if self.by_modifier:
-            if self.path is None:
-                self.path = new_live_file(obj.name, self.frames[self.start_frame], self.start_frame)
-            append_live_frame(obj, self.path, positions)
+            try:
+                if self.path is None:
+                    self.path = new_live_file(obj.name, self.frames[self.start_frame], self.start_frame)
+                append_live_frame(obj, self.path, positions)
+            except OSError as error:
+                raise InputError(f"'{obj.name}': cannot write its live frames to {error.filename or 'the temporary folder'} "
+                                 f"({error.strerror or error}): free some space there, or bake it") from error
         self.show(obj, frame)
 
     def show(self, obj, frame: int) -> None:
