@@ -2,7 +2,8 @@
 Blender's own Cloth (shape keys, Armature, Hook, Subdivision, Mirror...).
 
 Soft Sim's place is the index of its "SoftSim Cache" Mesh Cache modifier; an object without one (never baked to a
-PC2 Cache, or baked to shape keys) has its place at the END of the stack, where the first PC2 bake adds the modifier.
+PC2 Cache, or baked to shape keys) has its place at its "SoftSim Live" modifier while live playback shows it through one
+(``output/live_cache.py``), else at the END of the stack, where the first PC2 bake (or live playback) adds its modifier.
 A user may move the modifier; a re-bake keeps its index. So: the enabled modifiers above the cache modifier, and the
 user's shape keys, are the input; the modifiers below it apply to the cached result (say, Subdivision for render).
 
@@ -16,16 +17,21 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .output.names import CACHE_MODIFIER, LIVE_KEY, STAGED_KEY_PREFIX
+from .output.names import CACHE_MODIFIER, LIVE_KEY, LIVE_MODIFIER, STAGED_KEY_PREFIX
 from .output.shape_keys import _bake_blocks, _muted_by_us
 
 
 def soft_sim_place(obj) -> int:
-    """Index in ``obj.modifiers`` where Soft Sim sits: its cache modifier's index, else the end of the stack."""
+    """Index in ``obj.modifiers`` where Soft Sim sits: its cache modifier's index, else its live modifier's, else the
+    end of the stack."""
+    live = None
     for index, modifier in enumerate(obj.modifiers):
-        if modifier.name == CACHE_MODIFIER and modifier.type == "MESH_CACHE":
-            return index
-    return len(obj.modifiers)
+        if modifier.type == "MESH_CACHE":
+            if modifier.name == CACHE_MODIFIER:
+                return index
+            if modifier.name == LIVE_MODIFIER and live is None:
+                live = index
+    return len(obj.modifiers) if live is None else live
 
 
 def feeding_modifiers(obj) -> list:
@@ -125,10 +131,16 @@ def evaluated_input(obj, depsgraph):
 
 def check_shape_key_input(obj) -> str:
     """The reason Output Shape Keys cannot hold ``obj``'s simulation, or '' if it can: shape keys come before every
-    modifier, so modifiers above Soft Sim would move the result again (and one that changes the vertex count gives
-    keys of the wrong size), and the user's keys feeding the input would be muted to show it."""
-    if obj.type != "MESH" or not is_fed(obj):
+    modifier, so enabled modifiers above Soft Sim (all of them: a shape-key bake has no cache modifier to mark a place)
+    would move the result again, and one that changes the vertex count would give keys of the wrong size. The user's
+    own shape keys feeding the input are no reason: they come before the bake's keys too, and are muted while the
+    bake's keys show (as the live key does), so what shows is the simulation alone; Free unmutes them."""
+    if obj.type != "MESH":
         return ""
-    return (f"'{obj.name}': Output Shape Keys cannot hold its simulation, because {what_feeds(obj)} move{'s' if ',' not in what_feeds(obj) else ''} "
+    modifiers = feeding_modifiers(obj)
+    if not modifiers:
+        return ""
+    names = ", ".join(f"the {m.type.replace('_', ' ').title()} modifier '{m.name}'" for m in modifiers)
+    return (f"'{obj.name}': Output Shape Keys cannot hold its simulation, because {names} move{'s' if len(modifiers) == 1 else ''} "
             "its mesh before Soft Sim reads it, and shape keys come before every modifier (the modifiers would move the result "
             "a second time): set Output to PC2 Cache, whose 'SoftSim Cache' modifier goes after them")

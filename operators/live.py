@@ -3,6 +3,12 @@
 Playing forward one frame at a time simulates; going back to the start frame resets; frames already
 simulated are shown from memory when scrubbing. Baked bodies are left to their bake. Bodies that advance to the same
 frame together are simulated together (``solvers.scene``), so they collide with each other as in a bake.
+
+A frame shows as the 'SoftSim Live' shape key (the user's own keys muted meanwhile), or, for a body that modifiers
+above Soft Sim feed (a rigged cape: shape keys come before every modifier, which would move it again), through a
+'SoftSim Live' Mesh Cache modifier at Soft Sim's place in the stack playing a temporary PC2 file that grows by a frame
+as each is simulated (``output/live_cache.py``), as a PC2 bake would show it. Saving the .blend leaves that modifier
+out of the file; opening a file removes any it holds.
 """
 import bpy
 from bpy.app.handlers import persistent
@@ -11,27 +17,47 @@ from .. import solvers
 from ..solvers.scene import Scene, advance_scene_frame
 from . import body_input
 from .bridge import BODY_ROLES, InputError, scene_colliders, takes_part
-from .output import remove_live, show_live
+from .output import OutputError, append_live_frame, check_live_modifier_name, new_live_file, remove_live, show_live, show_live_file
+from .output import live_cache
 from .simulation import BodyRun
 
 
 class LiveRun:
     def __init__(self, obj, scene, depsgraph, frame: int):
-        check_live_display(obj)
+        # Modifiers above Soft Sim's place would move a shape key again: such a body shows through a Mesh Cache modifier.
+        self.by_modifier = obj.type == "MESH" and bool(body_input.feeding_modifiers(obj))
+        if self.by_modifier:
+            try:
+                check_live_modifier_name(obj)
+            except OutputError as error:
+                raise InputError(str(error)) from error
         self.body = BodyRun(obj, scene, depsgraph)
+        self.start_frame = frame
         self.frames = {frame: self.body.rest_local()}
         self.last_frame = frame
+        self.path = None  # the live file (by_modifier), made when the first simulated frame shows
 
+    def add(self, obj, frame: int, positions) -> None:
+        """Keep and show the frame just simulated, the one after ``last_frame``."""
+        self.frames[frame] = positions
+        self.last_frame = frame
+        if self.by_modifier:
+            try:
+                if self.path is None:
+                    self.path = new_live_file(obj.name, self.frames[self.start_frame], self.start_frame)
+                append_live_frame(obj, self.path, positions)
+            except OSError as error:
+                raise InputError(f"'{obj.name}': cannot write its live frames to {error.filename or 'the temporary folder'} "
+                                 f"({error.strerror or error}): free some space there, or bake it") from error
+        self.show(obj, frame)
 
-def check_live_display(obj) -> None:
-    """Raise InputError if live playback cannot show ``obj``'s simulation: it shows it as a shape key, and shape keys
-    come before every modifier, so enabled modifiers above Soft Sim's place (an Armature...) would move the
-    simulated result a second time. Such a body reads its evaluated mesh as a bake does; a PC2 bake shows it."""
-    fed_by = body_input.feeding_modifiers(obj)
-    if fed_by:
-        names = ", ".join(f"'{m.name}'" for m in fed_by)
-        raise InputError(f"'{obj.name}': live playback shows a simulation as a shape key, which the modifier{'s' if len(fed_by) > 1 else ''} "
-                         f"{names} above Soft Sim would move again: bake it (Output PC2 Cache) to see it")
+    def show(self, obj, frame: int) -> None:
+        """Show a simulated ``frame`` (after the start frame)."""
+        if not self.by_modifier:
+            show_live(obj, self.frames[frame])
+        elif self.path is not None:
+            # The file holds every frame simulated: the modifier shows the scene's frame from it, scrubbing included.
+            show_live_file(obj, self.path, self.start_frame, body_input.soft_sim_place(obj))
 
 
 _runs = {}  # (scene name, object name) -> LiveRun; never holds bpy objects
@@ -92,7 +118,7 @@ def _update_body(obj, scene, depsgraph, frame: int):
         # Playback started without visiting the start frame: start from the mesh at this frame's transform.
         run = _runs[key] = LiveRun(obj, scene, depsgraph, frame - 1)
     if frame in run.frames:
-        show_live(obj, run.frames[frame])
+        run.show(obj, frame)
         return None
     return run if frame == run.last_frame + 1 else None
 
@@ -136,9 +162,7 @@ def _release(scene_name) -> None:
 
 
 def _show(obj, run, frame, positions) -> None:
-    run.frames[frame] = positions
-    run.last_frame = frame
-    show_live(obj, positions)
+    run.add(obj, frame, positions)
     obj.softsim.status = run.body.status_text(frame)
 
 
@@ -186,14 +210,32 @@ def _stop(scene, objects, frame, error) -> None:
 @persistent
 def on_load_post(*_args):
     discard()
+    live_cache.remove_stale(bpy.data.objects)
+
+
+@persistent
+def detach_live_before_save(*_args):
+    live_cache.detach_for_save(bpy.data.objects)  # the saved file holds the objects as the user made them
+
+
+@persistent
+def reattach_live_after_save(*_args):
+    live_cache.reattach_after_save(bpy.data.objects)  # live playback goes on showing
+
+
+# save_post_fail (Blender 4.3+): a failed write puts the live modifiers back too.
+_handlers = (("frame_change_post", on_frame_change_post), ("load_post", on_load_post), ("save_pre", detach_live_before_save),
+             ("save_post", reattach_live_after_save), ("save_post_fail", reattach_live_after_save))
 
 
 def register():
-    bpy.app.handlers.frame_change_post.append(on_frame_change_post)
-    bpy.app.handlers.load_post.append(on_load_post)
+    for name, function in _handlers:
+        if hasattr(bpy.app.handlers, name):
+            getattr(bpy.app.handlers, name).append(function)
 
 
 def unregister():
-    bpy.app.handlers.load_post.remove(on_load_post)
-    bpy.app.handlers.frame_change_post.remove(on_frame_change_post)
+    for name, function in reversed(_handlers):
+        if hasattr(bpy.app.handlers, name):
+            getattr(bpy.app.handlers, name).remove(function)
     discard()

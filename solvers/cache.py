@@ -45,3 +45,23 @@ def read_pc2(path: str):
     if data.size != frame_count * vertex_count * 3:
         raise ValueError(f"{path} is truncated: expected {frame_count} frames of {vertex_count} vertices")
     return data.reshape(frame_count, vertex_count, 3), frame_start, sample_rate
+
+
+def append_pc2_frame(path: str, positions: np.ndarray) -> int:
+    """Append one frame (vertex_count, 3) to the PC2 file at ``path`` and count it in the header; returns the new frame
+    count. The frame is written before the header counts it, so a reader never sees a frame that is not there (the
+    live display grows its file this way, one simulated frame at a time)."""
+    frame = np.ascontiguousarray(positions, dtype="<f4")
+    with open(path, "r+b") as f:
+        signature, version, vertex_count, frame_start, sample_rate, frame_count = HEADER.unpack(f.read(HEADER.size))
+        if signature != SIGNATURE:
+            raise ValueError(f"{path} is not a PC2 file")
+        if frame.shape != (vertex_count, 3):
+            raise ValueError(f"{path} holds {vertex_count} vertices per frame, not {frame.shape}")
+        f.seek(HEADER.size + frame_count * vertex_count * 12)
+        f.write(frame.tobytes())
+        f.truncate()
+        f.flush()
+        f.seek(0)
+        f.write(HEADER.pack(signature, version, vertex_count, frame_start, sample_rate, frame_count + 1))
+    return frame_count + 1

@@ -146,3 +146,56 @@ def crossings_between(objects, frame=None):
     x, tris, owner = np.concatenate(xs), np.concatenate(triangles), np.concatenate(owner)
     edges, pairs = self_intersecting_pairs(x, tris)
     return int(np.count_nonzero(owner[edges[pairs[:, 0], 0]] != owner[tris[pairs[:, 1], 0]]))
+
+
+COLUMNS, ROWS = 21, 11
+"""The rigged cape: an armature whose bone "Collar" is keyed to move 1 m along +X over the first second (frames 1-25
+at 24 fps), and a 2 m x 1 m cape of COLUMNS x ROWS vertices hanging in the XZ plane whose top row has weight 1.0 in
+the vertex group "Collar" (the bone's group, so the Armature modifier moves it) and is the Pin Group."""
+
+
+def rig_scene(tmp_path, frames=48):
+    """The rigged cape (see ``COLUMNS``) as (scene, cape, rig): the cape with an Armature modifier on the rig, Role
+    Cloth, Pin Group "Collar"; the cache folder ``tmp_path/cache``."""
+    import bpy
+
+    scene = empty_scene(frames, str(tmp_path / "cache"))
+
+    rig = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig"))
+    scene.collection.objects.link(rig)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    bone = rig.data.edit_bones.new("Collar")
+    bone.head, bone.tail = (0.0, 0.0, 2.0), (0.0, 0.5, 2.0)  # along +Y, roll 0: the bone's local X is world X
+    bpy.ops.object.mode_set(mode="OBJECT")
+    pose = rig.pose.bones["Collar"]
+    for frame, x in ((1, 0.0), (25, 1.0)):
+        pose.location = (x, 0.0, 0.0)
+        pose.keyframe_insert("location", frame=frame)
+
+    x, z = np.meshgrid(np.linspace(-1.0, 1.0, COLUMNS), np.linspace(2.0, 1.0, ROWS))  # row 0 is the top, at z = 2 m
+    vertices = np.stack([x.ravel(), np.zeros(x.size), z.ravel()], axis=1)
+    index = np.arange(ROWS * COLUMNS).reshape(ROWS, COLUMNS)
+    faces = np.stack([index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]], axis=-1).reshape(-1, 4)
+    mesh = bpy.data.meshes.new("Cape")
+    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
+    cape = bpy.data.objects.new("Cape", mesh)
+    scene.collection.objects.link(cape)
+    cape.vertex_groups.new(name="Collar").add(index[0].tolist(), 1.0, "REPLACE")
+    cape.modifiers.new("Armature", "ARMATURE").object = rig
+    cape.softsim.role = "CLOTH"
+    cape.softsim.pin_group = "Collar"
+    bpy.context.view_layer.objects.active = cape
+    return scene, cape, rig
+
+
+def rigged_positions(cape, frame):
+    """Local positions as the rig alone puts them at ``frame`` (Soft Sim's cache and live modifiers switched off)."""
+    modifiers = [m for m in cape.modifiers if m.name in ("SoftSim Cache", "SoftSim Live") and m.show_viewport]
+    for modifier in modifiers:
+        modifier.show_viewport = False
+    try:
+        return evaluated_positions(cape, frame)
+    finally:
+        for modifier in modifiers:
+            modifier.show_viewport = True

@@ -12,11 +12,12 @@ import solvers  # noqa: E402  (the pure engine, to recompute what the solver mus
 from solvers.cache import read_pc2  # noqa: E402
 
 
-HANDLER_LISTS = ("frame_change_post", "load_post", "undo_post", "redo_post", "save_post")
+HANDLER_LISTS = ("frame_change_post", "load_post", "undo_post", "redo_post", "save_pre", "save_post", "save_post_fail")
 
 
 def our_handlers():
-    return sorted(f"{name}:{h.__name__}" for name in HANDLER_LISTS for h in getattr(bpy.app.handlers, name) if h.__module__.startswith("soft_sim"))
+    return sorted(f"{name}:{h.__name__}" for name in HANDLER_LISTS for h in getattr(bpy.app.handlers, name, ())
+                  if h.__module__.startswith("soft_sim"))
 
 
 def test_register_and_unregister_twice_leave_nothing_behind():
@@ -24,8 +25,10 @@ def test_register_and_unregister_twice_leave_nothing_behind():
     for _ in range(2):
         module.register()
         assert hasattr(bpy.types.Object, "softsim") and hasattr(bpy.types.Scene, "softsim")
-        assert our_handlers() == ["frame_change_post:on_frame_change_post", "load_post:on_load_post", "load_post:on_load_post",
-                                  "redo_post:on_undo_redo", "save_post:on_save_post", "undo_post:on_undo_redo"]
+        expected = ["frame_change_post:on_frame_change_post", "load_post:on_load_post", "load_post:on_load_post",
+                    "redo_post:on_undo_redo", "save_post:on_save_post", "save_post:reattach_live_after_save",
+                    "save_post_fail:reattach_live_after_save", "save_pre:detach_live_before_save", "undo_post:on_undo_redo"]
+        assert our_handlers() == [h for h in expected if hasattr(bpy.app.handlers, h.split(":")[0])]
         assert hasattr(bpy.types, "SOFTSIM_OT_bake")
         module.unregister()
         assert not hasattr(bpy.types.Object, "softsim") and not hasattr(bpy.types.Scene, "softsim")

@@ -1,8 +1,6 @@
 """A body simulates its evaluated mesh: a cape weighted to an armature bone follows the rig (through bpy).
 
-The rig is built here: an armature whose bone "Collar" is keyed to move 1 m along +X over the first second
-(frames 1-25 at 24 fps), and a 2 m x 1 m cape (21 x 11 vertices) hanging in the XZ plane whose top row has weight
-1.0 in the vertex group "Collar" (the bone's group, so the Armature modifier moves it) and is the Pin Group.
+The rig is ``blender_helpers.rig_scene``: a bone moving a 21 x 11 cape's top row 1 m along +X over the first second.
 """
 import os
 
@@ -11,54 +9,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import cache_file, empty_scene, evaluated_positions, original_positions  # noqa: E402
+from blender_helpers import COLUMNS, ROWS, cache_file, evaluated_positions, original_positions, rig_scene, rigged_positions  # noqa: E402
 from solvers.cache import read_pc2  # noqa: E402
-
-COLUMNS, ROWS = 21, 11
-
-
-def rig_scene(tmp_path, frames=48):
-    """(scene, cape, rig): the cape with an Armature modifier on the rig, Role Cloth, Pin Group "Collar"."""
-    scene = empty_scene(frames, str(tmp_path / "cache"))
-
-    rig = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig"))
-    scene.collection.objects.link(rig)
-    bpy.context.view_layer.objects.active = rig
-    bpy.ops.object.mode_set(mode="EDIT")
-    bone = rig.data.edit_bones.new("Collar")
-    bone.head, bone.tail = (0.0, 0.0, 2.0), (0.0, 0.5, 2.0)  # along +Y, roll 0: the bone's local X is world X
-    bpy.ops.object.mode_set(mode="OBJECT")
-    pose = rig.pose.bones["Collar"]
-    for frame, x in ((1, 0.0), (25, 1.0)):
-        pose.location = (x, 0.0, 0.0)
-        pose.keyframe_insert("location", frame=frame)
-
-    x, z = np.meshgrid(np.linspace(-1.0, 1.0, COLUMNS), np.linspace(2.0, 1.0, ROWS))  # row 0 is the top, at z = 2 m
-    vertices = np.stack([x.ravel(), np.zeros(x.size), z.ravel()], axis=1)
-    index = np.arange(ROWS * COLUMNS).reshape(ROWS, COLUMNS)
-    faces = np.stack([index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]], axis=-1).reshape(-1, 4)
-    mesh = bpy.data.meshes.new("Cape")
-    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
-    cape = bpy.data.objects.new("Cape", mesh)
-    scene.collection.objects.link(cape)
-    cape.vertex_groups.new(name="Collar").add(index[0].tolist(), 1.0, "REPLACE")
-    cape.modifiers.new("Armature", "ARMATURE").object = rig
-    cape.softsim.role = "CLOTH"
-    cape.softsim.pin_group = "Collar"
-    bpy.context.view_layer.objects.active = cape
-    return scene, cape, rig
-
-
-def rigged_positions(cape, frame):
-    """Local positions as the rig alone puts them at ``frame`` (the bake's cache modifier switched off)."""
-    modifier = cape.modifiers.get("SoftSim Cache")
-    if modifier is not None:
-        modifier.show_viewport = False
-    try:
-        return evaluated_positions(cape, frame)
-    finally:
-        if modifier is not None:
-            modifier.show_viewport = True
 
 
 def data(path):
@@ -126,14 +78,6 @@ def test_shape_keys_output_is_refused_on_a_rigged_body(addon, tmp_path):
     cape.modifiers["Armature"].show_viewport = False  # nothing feeds it now: shape keys hold it
     assert bpy.ops.softsim.bake() == {"FINISHED"}
     assert cape.data.shape_keys is not None
-
-
-def test_live_playback_of_a_rigged_body_says_to_bake_it(addon, tmp_path):
-    scene, cape, _ = rig_scene(tmp_path, frames=4)
-    scene.frame_set(1)
-    scene.frame_set(2)
-    assert "live playback shows a simulation as a shape key, which the modifier 'Armature'" in cape.softsim.status
-    assert cape.data.shape_keys is None
 
 
 def good_bake(tmp_path):

@@ -41,3 +41,16 @@ def test_truncated_file_is_reported(tmp_path):
         f.truncate(40)
     with pytest.raises(ValueError, match="truncated"):
         cache.read_pc2(path)
+
+
+def test_appending_frames_gives_the_file_write_pc2_writes_of_all_of_them(tmp_path):
+    frames = np.random.default_rng(0).normal(size=(4, 5, 3)).astype(np.float32)
+    grown, whole = str(tmp_path / "grown.pc2"), str(tmp_path / "whole.pc2")
+    cache.write_pc2(grown, frames[:1], frame_start=3)
+    for k in range(1, 4):
+        assert cache.append_pc2_frame(grown, frames[k]) == k + 1
+    cache.write_pc2(whole, frames, frame_start=3)
+    assert open(grown, "rb").read() == open(whole, "rb").read()
+    with pytest.raises(ValueError, match="holds 5 vertices per frame"):
+        cache.append_pc2_frame(grown, frames[0, :4])
+    assert open(grown, "rb").read() == open(whole, "rb").read()

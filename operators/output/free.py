@@ -1,6 +1,7 @@
 """Freeing bakes: all-or-nothing release of the cache files, then removal of whatever a bake left on the object."""
 from .pc2_cache import CacheRelease, cache_file_of, detach_cache
-from .shape_keys import check_shape_keys_editable, has_our_keys, remove_live, remove_shape_key_bake
+from .live_cache import remove_live
+from .shape_keys import check_shape_keys_editable, has_our_keys, remove_shape_key_bake
 
 
 def release_bakes(objects) -> list:
@@ -27,9 +28,9 @@ def release_bakes(objects) -> list:
 def free_bake(obj) -> None:
     """Phase 2 of Free: remove whatever bake ``obj`` has, and its live key: the mesh shows its original shape again."""
     detach_cache(obj)
+    remove_live(obj)
     if obj.type == "MESH":  # a body whose object is no mesh (an error when baked) has no keys to remove
         remove_shape_key_bake(obj)
-        remove_live(obj)
     obj.softsim.is_baked = False
     obj.softsim.baked_output = ""
     obj.softsim.baked_frame_start = obj.softsim.baked_frame_end = 0

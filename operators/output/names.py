@@ -2,6 +2,7 @@
 import re
 
 LIVE_KEY = "SoftSim Live"
+LIVE_MODIFIER = "SoftSim Live"  # the live display of a body modifiers feed (output/live_cache.py)
 BAKE_KEY_PREFIX = "SoftSim f"
 STAGED_KEY_PREFIX = "SoftSim staged f"
 CACHE_MODIFIER = "SoftSim Cache"

@@ -96,7 +96,8 @@ def show_live(obj, local_positions: np.ndarray) -> None:
     obj.data.update()
 
 
-def remove_live(obj) -> None:
+def remove_live_key(obj) -> None:
+    """Remove the live shape key; the user's keys it muted come back (unless a shape-key bake still shows)."""
     keys = obj.data.shape_keys
     block = keys.key_blocks.get(LIVE_KEY) if keys else None
     if block is None:

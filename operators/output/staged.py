@@ -14,8 +14,8 @@ from .names import CACHE_MODIFIER, STAGED_KEY_PREFIX, OutputError, bake_key_name
 from .pc2_cache import (CacheRelease, _blend_relative, _same_file, _strerror, _written_here, blend_identity,
                         cache_file_name, cache_file_of, cache_folder, check_modifier_name, detach_cache, new_cache_token,
                         other_users, our_cache_modifier, plain_file_mode)
-from .shape_keys import (_ensure_basis, _mute_user_keys, _set_key_positions, check_shape_key_bake, remove_live,
-                         remove_shape_key_bake)
+from .live_cache import live_modifier_index, remove_live
+from .shape_keys import _ensure_basis, _mute_user_keys, _set_key_positions, check_shape_key_bake, remove_shape_key_bake
 
 
 class StagedShapeKeys:
@@ -172,13 +172,17 @@ class StagedCache:
     def commit(self, obj) -> list:
         """Point the object's Mesh Cache modifier at the file (already in place). Returns notes for the report."""
         notes = list(self.release.notes)
+        live_index = live_modifier_index(obj)
         remove_live(obj)
         remove_shape_key_bake(obj)
         modifier = our_cache_modifier(obj)
         if modifier is None:
-            # At the end of the stack, after the modifiers the bake read its input through (body_input); a modifier
-            # already there keeps its index, wherever the user moved it.
+            # Where the bake read its input (body_input.soft_sim_place): the live modifier's index if live playback
+            # showed it, else the end of the stack. A modifier already there keeps its index, wherever the user moved it.
             modifier = obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
+            if live_index is not None and live_index < len(obj.modifiers) - 1:
+                obj.modifiers.move(len(obj.modifiers) - 1, live_index)
+                modifier = obj.modifiers[live_index]
         modifier.cache_format = "PC2"
         modifier.filepath = _blend_relative(self.path)
         modifier.time_mode = "FRAME"  # 'TIME' is broken for PC2
