@@ -22,6 +22,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) tools/build_native.py --host
 	$(PY) -m pytest -q -n auto --dist loadscope tests
 
 # The same tests on the oldest Blender the manifest supports (4.2 LTS), in a second venv from requirements-lts.txt.
@@ -37,6 +38,7 @@ $(STAMP_LTS): requirements-lts.txt
 	touch $(STAMP_LTS)
 
 test-lts: $(STAMP_LTS)
+	$(PY_LTS) tools/build_native.py --host
 	$(PY_LTS) -m pytest -q -n auto --dist loadscope tests
 
 # The installed-zip test on Blender 5.0 as well (bpy 5.0.1, Python 3.11), in .venv-50.
@@ -55,6 +57,7 @@ test-package-50: $(STAMP_50)
 	$(PY_50) -m pytest -q tests/test_extension_package.py
 
 build: $(STAMP)
+	$(PY) tools/build_native.py --all
 	$(PY) tools/build.py
 
 bench: $(STAMP)

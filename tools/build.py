@@ -14,12 +14,14 @@ Steps (any failure stops the build with a non-zero exit status and an ``error:``
 1. Download the unmodified scipy wheels of each range's Python for each of its platforms, and the pure-Python
    wheels of ``PURE_WHEELS`` (one for every zip), into ``wheels/`` with pip; a wheel already there is reused.
 2. For each range and platform, lay out a staging copy of the extension (the repository less its development
-   folders) whose ``blender_manifest.toml`` is the repository's with the range's version bounds, the platform and
-   its wheels added; every other byte of the manifest is kept.
+   folders, with only that platform's native kernel library) whose ``blender_manifest.toml`` is the repository's
+   with the range's version bounds, the platform and its wheels added; every other byte of the manifest is kept.
 3. Run Blender's own extension tool on it (``blender_ext.py`` from the installed ``bpy`` package, the code behind
    ``blender --command extension``): ``build --split-platforms``, then ``validate`` on the zip.
-4. Check each zip's contents (manifest, package, exactly its own wheels, no development files) and print the zips
-   with their sizes.
+4. Check each zip's contents (manifest, package, exactly its own wheels and native library, the library's C
+   sources, no development files) and print the zips with their sizes.
+
+The native kernel libraries must be built first (``tools/build_native.py --all``; ``make build`` does both).
 
 Run with the development venv: ``make build`` or ``.venv/bin/python tools/build.py``.
 """
@@ -94,8 +96,12 @@ FORBIDDEN_PREFIXES = (
 )
 
 # Not copied into a staging folder at all (big, or never shipped); the manifest's exclude patterns do the rest.
-STAGING_SKIP = (".git", ".venv*", "dist", "wheels", "bench_out", "demo_out", ".pytest_cache",
+STAGING_SKIP = (".git", ".venv*", "dist", "wheels", "build", "bench_out", "demo_out", ".pytest_cache",
                 ".ruff_cache", "__pycache__")
+
+NATIVE_LIB_DIR = os.path.join(ROOT, "solvers", "native", "lib")
+"""tools/build_native.py --all writes one library per platform here (``<platform>/softsim_native.*``); each zip
+carries only its own platform's, beside the C sources it was built from (``solvers/native/src``)."""
 
 
 class BuildError(Exception):
@@ -246,9 +252,22 @@ def staged_manifest(text: str, blender_range: BlenderRange, platform: Platform, 
     return new
 
 
-def stage(stage_dir: str, manifest_text: str, wheel_paths: list[str]) -> None:
-    """Copy the extension into ``stage_dir`` with the given manifest text and wheels."""
+def native_library(platform: Platform) -> str:
+    """The path of the platform's native kernel library, which must have been built (``build_native.py --all``)."""
+    found = glob.glob(os.path.join(NATIVE_LIB_DIR, platform.name, "softsim_native.*"))
+    if len(found) != 1:
+        raise BuildError("expected one native library in {:s}, found {!r}: run tools/build_native.py --all".format(
+            os.path.join(NATIVE_LIB_DIR, platform.name), found))
+    return found[0]
+
+
+def stage(stage_dir: str, manifest_text: str, wheel_paths: list[str], library: str) -> None:
+    """Copy the extension into ``stage_dir`` with the given manifest text, wheels and native library."""
     shutil.copytree(ROOT, stage_dir, ignore=shutil.ignore_patterns(*STAGING_SKIP), symlinks=False)
+    staged_lib = os.path.join(stage_dir, os.path.relpath(NATIVE_LIB_DIR, ROOT))
+    shutil.rmtree(staged_lib, ignore_errors=True)
+    os.makedirs(os.path.join(staged_lib, os.path.basename(os.path.dirname(library))))
+    shutil.copy2(library, os.path.join(staged_lib, os.path.relpath(library, NATIVE_LIB_DIR)))
     with open(os.path.join(stage_dir, "blender_manifest.toml"), "w", encoding="utf-8") as fh:
         fh.write(manifest_text)
     os.makedirs(os.path.join(stage_dir, "wheels"))
@@ -305,7 +324,7 @@ def zip_name(manifest: dict, platform: Platform) -> str:
 # -----------------------------------------------------------------------------
 # 4. Checking the zips
 
-def check_zip(path: str, wheel_names: list[str]) -> None:
+def check_zip(path: str, wheel_names: list[str], library: str) -> None:
     with zipfile.ZipFile(path) as zf:
         bad_member = zf.testzip()
         names = zf.namelist()
@@ -324,6 +343,12 @@ def check_zip(path: str, wheel_names: list[str]) -> None:
     leaks = sorted(n for n in names if n.startswith(FORBIDDEN_PREFIXES) or "__pycache__/" in n or n.endswith(".pyc"))
     if leaks:
         problems.append("development files included: " + ", ".join(leaks[:20]))
+    libraries = sorted(n for n in names if n.startswith("solvers/native/lib/"))
+    expected_lib = os.path.relpath(library, ROOT).replace(os.sep, "/")
+    if libraries != [expected_lib]:
+        problems.append("native libraries are {!r}, expected {!r}".format(libraries, [expected_lib]))
+    if not any(n.startswith("solvers/native/src/") and n.endswith(".c") for n in names):
+        problems.append("missing the native library's C sources (solvers/native/src)")
     if problems:
         raise BuildError("{:s}:\n  {:s}".format(os.path.basename(path), "\n  ".join(problems)))
 
@@ -349,13 +374,15 @@ def main() -> int:
                 wheel_paths = [ensure_scipy_wheel(blender_range, platform), *pure]
                 wheel_names = [os.path.basename(p) for p in wheel_paths]
                 stage_dir = os.path.join(staging_root, blender_range.folder, platform.name)
-                stage(stage_dir, staged_manifest(manifest_text, blender_range, platform, wheel_names), wheel_paths)
+                library = native_library(platform)
+                stage(stage_dir, staged_manifest(manifest_text, blender_range, platform, wheel_names), wheel_paths,
+                      library)
                 run_blender_ext(blender_ext, ["build", "--split-platforms", "--source-dir", stage_dir,
                                               "--output-dir", out_dir, "--valid-tags", tags])
                 path = os.path.join(out_dir, zip_name(manifest, platform))
                 if not os.path.isfile(path):
                     raise BuildError("expected {:s} was not written".format(path))
-                check_zip(path, wheel_names)
+                check_zip(path, wheel_names, library)
                 run_blender_ext(blender_ext, ["validate", path, "--valid-tags", tags])
                 written.append(path)
 

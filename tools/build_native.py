@@ -57,8 +57,8 @@ class Target:
 
 TARGETS = (
     Target("linux-x64", "x86_64-linux-gnu.2.28", "x86_64"),  # glibc 2.28: Blender's and manylinux_2_28's floor
-    Target("linux-arm64", "aarch64-linux-gnu.2.28", "arm64"),
     Target("windows-x64", "x86_64-windows-gnu", "x86_64"),  # MinGW-w64 against the UCRT (part of Windows 10+)
+    Target("windows-arm64", "aarch64-windows-gnu", "arm64"),
     Target("macos-arm64", "aarch64-macos.11.0", "arm64"),    # macOS 11: Blender's minimum
     Target("macos-x64", "x86_64-macos.11.0", "x86_64"),
 )

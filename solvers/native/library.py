@@ -4,7 +4,7 @@ Layout: one shared library per Blender platform, built by ``tools/build_native.p
 
     solvers/native/lib/<platform>/softsim_native.<so|dll|dylib>
 
-with <platform> the Blender extension platform name (``linux-x64``, ``linux-arm64``, ``windows-x64``,
+with <platform> the Blender extension platform name (``linux-x64``, ``windows-x64``, ``windows-arm64``,
 ``macos-arm64``, ``macos-x64``; ``host_platform()``). The ``lib/`` folder is a build output (gitignored).
 
 The library is loaded lazily, on the first ``load()`` (which the solvers call when they are built), once per
