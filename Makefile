@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-lts test-package-50 build bench clean
+.PHONY: demo test test-lts test-sanitize test-package-50 build bench clean
 
 $(STAMP): requirements-dev.txt
 	@test -n "$(PYTHON)" || { echo "error: Python 3.13 is needed for the development venv (see above)" >&2; exit 1; }
@@ -41,6 +41,14 @@ test-lts: $(STAMP_LTS)
 	$(PY_LTS) tools/build_native.py --host
 	$(PY_LTS) -m pytest -q -n auto --dist loadscope tests
 
+# The native kernels' tests against a library built with AddressSanitizer and UndefinedBehaviorSanitizer (the
+# system gcc and its libasan; the runtime is preloaded because Python loads the library after start-up).
+SANITIZED_LIB := build/native-sanitize/softsim_native.so
+test-sanitize: $(STAMP)
+	$(PY) tools/build_native.py --sanitize
+	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 SOFTSIM_NATIVE_LIBRARY=$(SANITIZED_LIB) \
+		SOFTSIM_REQUIRE_NATIVE=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_native_kernels.py tests/test_native_loading.py
+
 # The installed-zip test on Blender 5.0 as well (bpy 5.0.1, Python 3.11), in .venv-50.
 VENV_50 := .venv-50
 PY_50 := $(VENV_50)/bin/python
@@ -65,4 +73,4 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf dist demo_out bench_out wheels
+	rm -rf dist demo_out bench_out wheels build solvers/native/lib

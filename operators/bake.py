@@ -11,10 +11,11 @@ import numpy as np
 from bpy.props import BoolProperty
 
 from .. import solvers
+from ..solvers import native
 from ..solvers.frame import StepNotConverged
 from ..solvers.scene import Scene, advance_scene_frame
 from . import body_input, live
-from .bridge import BODY_ROLES, InputError, scene_colliders, takes_part
+from .bridge import BODY_ROLES, InputError, compute_preference, scene_colliders, takes_part
 from .output import (OutputError, StagedCache, StagedShapeKeys, check_cache_writable, check_modifier_name, check_shape_key_bake,
                      check_shape_keys_editable, free_bake, has_our_keys, release_bakes, remove_created_folders, remove_live)
 from .simulation import BodyRun
@@ -204,7 +205,8 @@ class BakeJob:
         seconds = time.perf_counter() - self.started
         worst = max(run.stats.max_strain for run in self.runs)
         self.summary = (f"Soft Sim: baked {len(self.runs)} bod{'y' if len(self.runs) == 1 else 'ies'}, {self.frame_count} frames "
-                        f"in {seconds:.1f} s; last frame's max edge strain {100 * worst:.2f}%")
+                        f"in {seconds:.1f} s; last frame's max edge strain {100 * worst:.2f}%; "
+                        f"{native.status(compute_preference())[1]}")
         if self.coupling is not None and self.coupling.touched:
             touched = sorted(self.runs[self.coupled[i]].name for i in self.coupling.touched)
             self.summary += "; in contact with each other: " + ", ".join(f"'{name}'" for name in touched)

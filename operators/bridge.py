@@ -357,6 +357,20 @@ def check_settings(settings) -> None:
             _check_setting(settings, name)
 
 
+ADDON_PACKAGE = __package__.rpartition(".")[0]
+"""The add-on's package name (``soft_sim``, or ``bl_ext.<repository>.soft_sim`` when installed): its preferences'
+key in ``bpy.context.preferences.addons``."""
+
+
+def compute_preference() -> str:
+    """The add-on preference Compute ('AUTO' or 'NUMPY'); 'AUTO' where the add-on is registered without an entry in
+    the preferences (the package imported and registered by a script, as the tests do)."""
+    import bpy
+
+    addon = bpy.context.preferences.addons.get(ADDON_PACKAGE)
+    return addon.preferences.compute if addon is not None and addon.preferences is not None else "AUTO"
+
+
 def config_from_settings(settings, scene) -> "solvers.SolverConfig":
     """The one place Blender properties become a SolverConfig; raises InputError naming the object and the setting.
 
@@ -385,7 +399,7 @@ def config_from_settings(settings, scene) -> "solvers.SolverConfig":
         "newton_tolerance": settings.newton_tolerance,
         "newton_max_iterations": settings.newton_max_iterations,
     }
-    return solvers.SolverConfig(solver=stored_solver(settings), gravity=gravity,
+    return solvers.SolverConfig(solver=stored_solver(settings), gravity=gravity, compute=compute_preference(),
                                 **{name: value for name, value in values.items() if name in reads})
 
 

@@ -22,6 +22,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "blender_manifest.toml")
 BUILD = os.path.join(ROOT, "tools", "build.py")
+BUILD_NATIVE = os.path.join(ROOT, "tools", "build_native.py")
 SCIPY_VERSION = "1.17.1"
 PURE_WHEELS = ["threadpoolctl-3.8.0-py3-none-any.whl"]  # in every zip
 MODULE = "bl_ext.user_default.soft_sim"
@@ -86,11 +87,14 @@ def test_manifest_contract():
 
 @pytest.fixture(scope="module")
 def built_zips():
-    """Run tools/build.py once for this module; returns {(range folder, platform suffix): zip path}."""
-    proc = subprocess.run(
-        [sys.executable, BUILD], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800,
-    )
-    assert proc.returncode == 0, f"tools/build.py failed (exit {proc.returncode}):\n{proc.stdout}"
+    """Run what `make build` runs once for this module (every platform's native library cross-built and checked,
+    then tools/build.py); returns {(range folder, platform suffix): zip path}."""
+    for script in (BUILD_NATIVE, BUILD):
+        proc = subprocess.run(
+            [sys.executable, script, *(["--all"] if script == BUILD_NATIVE else [])], cwd=ROOT,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800,
+        )
+        assert proc.returncode == 0, f"{script} failed (exit {proc.returncode}):\n{proc.stdout}"
     manifest = load_manifest()
     zips = {}
     for folder, (_, _, _, suffixes) in RANGES.items():
@@ -131,6 +135,12 @@ def test_zip_contents(built_zips):
             assert not any(n.startswith(forbidden) for n in names), (path, forbidden)
         assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
         assert "Makefile" not in names and "ruff.toml" not in names
+        # Its own platform's native kernel library, beside the C sources it was built from.
+        platform_name = suffix.replace("_", "-")
+        library = "softsim_native." + {"windows": "dll", "macos": "dylib", "linux": "so"}[suffix.split("_")[0]]
+        assert [n for n in names if n.startswith("solvers/native/lib/")] == [
+            f"solvers/native/lib/{platform_name}/{library}"], (path, names)
+        assert "solvers/native/src/softsim_native.h" in names
 
 
 # --- install into Blender, enable, bake ----------------------------------------------------------
@@ -203,6 +213,12 @@ def test_install_enable_and_bake(built_zips, tmp_path):
         )
         assert probe.returncode == 0, probe.stdout
 
+        # The installed copy runs the native kernels it carries.
+        native = importlib.import_module(MODULE + ".solvers.native")
+        path, reason = native.status()
+        assert path == "native", reason
+        assert os.path.realpath(native.library.LIB_DIR).startswith(os.path.realpath(repo_dir))
+
         # The public contract is registered.
         assert hasattr(bpy.types, "SOFTSIM_OT_bake")
         assert bpy.ops.softsim.bake.get_rna_type() is not None  # KeyError if the operator is missing
@@ -239,6 +255,15 @@ def test_install_enable_and_bake(built_zips, tmp_path):
         assert mean_z(last) < mean_z(first) - 1e-3, (mean_z(first), mean_z(last))
         # What Blender shows at frame 5 is the cache's last frame.
         assert max(abs(a - b) for va, vb in zip(last, frames[-1]) for a, b in zip(va, vb)) < 1e-5
+
+        # The add-on preference Compute = NumPy bakes the same frames on the NumPy path, and the bake says so.
+        preferences = bpy.context.preferences.addons[MODULE].preferences
+        assert preferences.compute == "AUTO"
+        preferences.compute = "NUMPY"
+        job = sys.modules[MODULE].operators.bake.run_bake(bpy.context, [obj])
+        assert job.summary.endswith("numpy: Compute set to NumPy"), job.summary
+        numpy_frames, _, _ = read_pc2(Path(bpy.path.abspath(obj.modifiers["SoftSim Cache"].filepath)))
+        assert numpy_frames == frames
     finally:
         bpy.ops.extensions.package_uninstall(repo_directory=repo_dir, pkg_id="soft_sim")
         if MODULE in bpy.context.preferences.addons:  # uninstall failed: at least disable it
