@@ -7,6 +7,8 @@
  * its einsums contract over a short axis while looping over the tets innermost, so each contraction is a sum from 0
  * in increasing index order (over (i, a) with i outer for the two-index ones), and every other step is one
  * elementwise NumPy operation; the comments below name the NumPy line each step repeats. x is (n, 3) row-major.
+ * One exception: for a colour of a single tet the tet axis has length 1, einsum loops over a corner axis and sums in
+ * another (unrolled) order, a few ulp apart; TetStrainConstraints.native_sweep leaves such sets to NumPy.
  */
 #include <math.h>
 #include <string.h>
