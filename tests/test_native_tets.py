@@ -75,6 +75,12 @@ def test_native_sweep_leaves_single_tet_colours_to_numpy(library):
     native.sweep(x, DT, native.new_multipliers())
     reference.sweep(y, DT, [np.zeros((len(c), 2)) for c in colours])
     np.testing.assert_allclose(x, y, rtol=0.0, atol=1e-14)
+    # A solver on such a body keeps the NumPy colour sweep under Compute AUTO, as under NUMPY.
+    model = build_model(x0, tets=tets.indices, total_mass=1.0)
+    for compute in ("AUTO", "NUMPY"):
+        sim = make_solver(model, SolverConfig(solver="XPBD", compute=compute))
+        if any(len(b) == 1 for b in sim.sweeps[0].batches):
+            assert type(sim.sweeps[0].fast).__name__ == "TetStrainColourSweep"
 
 
 MESHES = ["block", "block, flat collapsed and inverted tets", "ico sphere"]
