@@ -76,7 +76,8 @@ class _Sweep:
     ``constraints.distance.DistanceColourSweep``), or None for sets without one or when it does not pay
     (``colouring.colour_order_pays``): those are swept batch by batch. With ``native`` (a loaded
     ``solvers.native`` library) a set that has a native twin (``native_sweep``) gets it as ``fast`` instead: the same
-    update in one C call per sweep.
+    update in one C call per sweep (a twin that returns None, e.g. tet sets with a single-tet colour, leaves
+    ``colour_sweep`` in charge, as on the NumPy path).
     """
 
     def __init__(self, constraints, particle_count: int, scheme: str, native=None):
@@ -92,7 +93,7 @@ class _Sweep:
             self.batches = [constraints.subset(c) for c in big]
             if native is not None and hasattr(constraints, "native_sweep"):
                 self.fast = constraints.native_sweep(native, big, particle_count)
-            elif hasattr(constraints, "colour_sweep"):
+            if self.fast is None and hasattr(constraints, "colour_sweep"):  # also where the native twin declines
                 self.fast = constraints.colour_sweep(big, particle_count)
             if small:
                 self.tail = _Jacobi(constraints.subset(np.concatenate(small)), particle_count)

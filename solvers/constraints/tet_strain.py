@@ -206,6 +206,18 @@ class TetStrainConstraints:
             return None
         return TetStrainColourSweep(self, colours, particle_count)
 
+    def native_sweep(self, library, colours, particle_count: int):
+        """The same Gauss-Seidel sweeps as ``colour_sweep`` in C (``solvers.native.kernels.TetStrainSweep``), for a
+        loaded native ``library``; None where ``colour_sweep`` is None, so the NumPy path's per-colour batches (whose
+        batched matmuls round differently) run on both paths and Compute never changes a step. Also None when a
+        colour holds a single tet: NumPy's einsum then loops over a corner axis instead of the tets and sums in another
+        order (a few ulp apart); only a body whose largest colour has under 8 tets keeps one among its big colours."""
+        if not colour_order_pays(self.indices, colours, particle_count) or min(len(c) for c in colours) < 2:
+            return None
+        from ..native.kernels import TetStrainSweep
+
+        return TetStrainSweep(library, self, colours, particle_count)
+
 
 def _cofactor_index():
     """Flat indices into F.reshape(9, m) for cof F[i, j] = F[i+1, j+1] F[i+2, j+2] - F[i+2, j+1] F[i+1, j+2]

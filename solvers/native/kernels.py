@@ -10,7 +10,8 @@ Each binding has a NumPy twin that computes the same thing with the same operati
 tests/test_native_*.py hold them equal bit for bit:
 - ``DistanceSweep``  <-> ``constraints.distance.DistanceColourSweep`` (``DistanceConstraints.corrections`` per colour);
 - ``BendingSweep``   <-> ``constraints.bending.BendingColourSweep``;
-- ``Tethers``        <-> ``constraints.tether.PinTethers.apply``.
+- ``Tethers``        <-> ``constraints.tether.PinTethers.apply``;
+- ``TetStrainSweep`` <-> ``constraints.tet_strain.TetStrainColourSweep`` (``sweep``, ``symmetric_sweep``).
 """
 import numpy as np
 
@@ -256,3 +257,115 @@ class Tethers:
         """``PinTethers.apply`` in place on x (n, 3) float64 C-contiguous [m]; returns the passes run."""
         p = self._pointers
         return self.function(self.positions(x), self.slot_count, p[0], p[1], p[2], p[3], int(passes), p[4], p[5])
+
+
+# ------------------------------------------------------------------------------------------------------- solids
+
+
+class TetStrainSweep:
+    """A Gauss-Seidel sweep of Neo-Hookean tet constraint pairs in C (``softsim_tet_strain_sweep`` and
+    ``softsim_tet_strain_symmetric_sweep``), the twin of ``constraints.tet_strain.TetStrainColourSweep`` with the
+    same methods (``sweep`` forward or reversed, ``symmetric_sweep``, ``set_damping``), always compliant.
+
+    library: a ``library.NativeLibrary``; constraints: a ``constraints.TetStrainConstraints``; colours: list of int
+    arrays of tet indices sharing no particle; particle_count: n. Multipliers are (m_c, 2) per colour
+    (``new_multipliers``: views of the kernel's own buffer).
+    """
+
+    def __init__(self, library, constraints, colours, particle_count: int):
+        self.function = library.softsim_tet_strain_sweep
+        self.symmetric_function = library.softsim_tet_strain_symmetric_sweep
+        self.library = library
+        colours = [np.asarray(c, np.int64) for c in colours]
+        # The twin's per-colour subsets: D, w, kappa and alpha come from their own code, so both paths use the same
+        # numbers.
+        self.subsets = [constraints.subset(c) for c in colours]
+        counts = [len(c) for c in colours]
+
+        def joined(name, shape):
+            parts = [getattr(s, name) for s in self.subsets]
+            return np.ascontiguousarray(np.concatenate(parts) if parts else np.zeros((0,) + shape), np.float64)
+
+        order = np.concatenate(colours) if colours else np.zeros(0, np.int64)
+        self.bind(particle_count, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+                  np.ascontiguousarray(constraints.indices[order]), joined("D", (4, 3)), joined("w", (4,)),
+                  joined("kappa", ()))
+
+    def bind(self, particle_count, colour_start, tets, D, w, kappa) -> None:
+        """Validate and keep the arrays: colour_start (C + 1,) int64, tets (m, 4) int64 in [0, n), D (m, 4, 3) [1/m],
+        w (m, 4) [1/kg], kappa (m,) float64; ValueError naming the array on anything wrong."""
+        m = len(tets) if isinstance(tets, np.ndarray) else -1
+        self.tets = checked_indices("tets", tets, particle_count, (m, 4))
+        self.colour_start = checked_colours(colour_start, m, self.tets)
+        self.D = checked("D", D, F64, (m, 4, 3))
+        self.w = checked("w", w, F64, (m, 4))
+        self.kappa = checked("kappa", kappa, F64, (m,))
+        self.n, self.m = particle_count, m
+        self.alpha, self.lam, self.lam_back = np.zeros((m, 4)), np.zeros((m, 2)), np.zeros((m, 2))
+        self.x_back = np.zeros((particle_count, 3))  # the backward half of symmetric_sweep
+        starts = self.colour_start
+        self.views = [self.lam[a:b] for a, b in zip(starts[:-1], starts[1:])]
+        self.positions = _PositionsCheck(particle_count)
+        self.colour_count = len(starts) - 1
+        self._dt = None
+        self.damping, self.x_prev, self._prev_address = 0.0, None, None
+        self._pointers = [pointer(a) for a in (self.colour_start, self.tets, self.D, self.w, self.kappa, self.alpha,
+                                               self.lam, self.x_back, self.lam_back)]
+
+    def new_multipliers(self) -> list:
+        """Zeroed multipliers, one (m_c, 2) view per colour of the buffer the kernel uses directly."""
+        self.lam.fill(0.0)
+        return list(self.views)
+
+    def set_damping(self, gamma: float, x_prev=None) -> None:
+        """``TetStrainConstraints.set_damping`` for the sweep: gamma = tau / dt, x_prev (n, 3) float64 C-contiguous,
+        the step's start positions (kept and read by the kernel while gamma > 0); ValueError naming x_prev."""
+        self.damping = float(gamma)
+        if self.damping > 0.0:
+            self.x_prev = checked("x_prev", x_prev, F64, (self.n, 3))
+            self._prev_address = pointer(self.x_prev)
+        else:
+            self.x_prev, self._prev_address = None, None
+
+    def _alphas(self, dt: float) -> None:
+        """(alpha_D, alpha_H, alpha_D, alpha_H where finite else 0) per tet, from each colour's own NumPy code, as
+        ``TetStrainColourSweep._alphas`` (once per dt)."""
+        if self._dt == dt:
+            return
+        for s, a, b in zip(self.subsets, self.colour_start[:-1], self.colour_start[1:]):
+            alpha = s.alpha(dt)
+            self.alpha[a:b, 0], self.alpha[a:b, 1], self.alpha[a:b, 2] = alpha[:, 0], alpha[:, 1], alpha[:, 0]
+            self.alpha[a:b, 3] = np.where(np.isfinite(alpha[:, 1]), alpha[:, 1], 0.0)
+        self._dt = dt
+
+    def _enter(self, x, dt, lams):
+        address = self.positions(x)
+        self._alphas(dt)
+        # lams may go on with the tail's multipliers (``_Sweep.new_multipliers``): only the first len(views) are ours.
+        direct = len(lams) >= len(self.views) and all(a is b for a, b in zip(lams, self.views))
+        if not direct:
+            _concatenate_into(self.lam, zip(lams, self.views))
+        return address, direct
+
+    def _leave(self, lams, direct) -> None:
+        if not direct:
+            for lam, view in zip(lams, self.views):
+                lam[...] = view
+
+    def sweep(self, x, dt: float, lams, compliant: bool = True, reverse: bool = False) -> None:
+        """One sweep in place on x (n, 3) float64 C-contiguous [m], colours first to last (reverse: last to first);
+        lams: one (m_c, 2) array per colour (updated). Always compliant: ``compliant`` is ignored."""
+        address, direct = self._enter(x, dt, lams)
+        p = self._pointers
+        self.function(address, self.colour_count, p[0], p[1], p[2], p[3], p[4], p[5], p[6], self.damping,
+                      self._prev_address, 1 if reverse else 0)
+        self._leave(lams, direct)
+
+    def symmetric_sweep(self, x, dt: float, lams) -> None:
+        """The mean of a forward and a backward sweep, both from x (positions and multipliers), as
+        ``TetStrainColourSweep.symmetric_sweep``."""
+        address, direct = self._enter(x, dt, lams)
+        p = self._pointers
+        self.symmetric_function(address, self.n, self.colour_count, p[0], p[1], p[2], p[3], p[4], p[5], p[6],
+                                self.damping, self._prev_address, p[7], p[8])
+        self._leave(lams, direct)

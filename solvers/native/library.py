@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -42,6 +42,9 @@ SIGNATURES = {
     "softsim_distance_sweep": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _I)),
     "softsim_bending_sweep": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_tether_apply": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P)),
+    # Solids (src/tets.c, kernels.TetStrainSweep).
+    "softsim_tet_strain_sweep": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _I)),
+    "softsim_tet_strain_symmetric_sweep": (None, (_P, _I, _I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P, _P)),
 }
 
 

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 2
+#define SOFTSIM_ABI_VERSION 3
 
 #if defined(_WIN32)
 #define SOFTSIM_API __declspec(dllexport)
@@ -49,5 +49,17 @@ SOFTSIM_API void softsim_bending_sweep(double *x, int64_t colour_count, const in
 SOFTSIM_API int64_t softsim_tether_apply(double *x, int64_t slot_count, const int64_t *slot_start,
                                          const int64_t *particle, const int64_t *pin, const double *limit,
                                          int64_t passes, int64_t *stamp, int64_t *seen);
+
+/* Solids (tets.c): one Gauss-Seidel sweep of XPBD Neo-Hookean tet constraint pairs (C_D, C_H), colour after colour
+ * (reverse != 0: last to first), and the mean of a forward and a backward sweep from the same state. */
+SOFTSIM_API void softsim_tet_strain_sweep(double *x, int64_t colour_count, const int64_t *colour_start,
+                                          const int64_t *tets, const double *D, const double *w, const double *kappa,
+                                          const double *alpha, double *lambda, double damping, const double *x_prev,
+                                          int64_t reverse);
+SOFTSIM_API void softsim_tet_strain_symmetric_sweep(double *x, int64_t particle_count, int64_t colour_count,
+                                                    const int64_t *colour_start, const int64_t *tets, const double *D,
+                                                    const double *w, const double *kappa, const double *alpha,
+                                                    double *lambda, double damping, const double *x_prev,
+                                                    double *x_back, double *lambda_back);
 
 #endif

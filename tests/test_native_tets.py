@@ -1,0 +1,213 @@
+"""The native tet-strain sweeps (solvers/native/src/tets.c, ``kernels.TetStrainSweep``) against their NumPy twin
+``constraints.tet_strain.TetStrainColourSweep``: forward, reversed and symmetric sweeps, with and without internal
+damping, on jiggled blocks, a tetrahedralized ico sphere and meshes with flat, collapsed and inverted tets; bit for
+bit on x86-64 (``native_helpers.assert_same``), since the C code repeats the twin's operations in its order. Also the
+binding's refusals (ValueError naming the array) and a solid dropped on the ground, Compute AUTO against NUMPY.
+"""
+import numpy as np
+import pytest
+
+from native_helpers import assert_same, native_library
+from solvers import GroundPlane, SolverConfig, State, advance_frame, build_model, make_solver
+from solvers.colouring import colour_constraints
+from solvers.constraints import TetStrainConstraints
+from solvers.constraints.tet_strain import TetStrainColourSweep
+from solvers.geometry import tetrahedralize
+from solvers.material import lame_parameters
+from solvers.native.kernels import TetStrainSweep
+from solvers.native.selftest import tet_block
+from test_projective import icosphere
+
+DT = 1.0 / 720.0
+
+
+@pytest.fixture(scope="module")
+def library():
+    return native_library()
+
+
+def ico_sphere(resolution=6, seed=0, jiggle=0.02):
+    """Blender's default ico sphere (2 levels, r 1 m) tetrahedralized: (model, jiggled positions, x_prev)."""
+    v, f = icosphere(2, 1.0)
+    tet = tetrahedralize(v, f, resolution=resolution)
+    model = build_model(tet.vertices, None, None, tet.tets, None, 1.0)
+    rng = np.random.default_rng(seed)
+    x = np.ascontiguousarray(tet.vertices + rng.normal(scale=jiggle, size=tet.vertices.shape))
+    x_prev = np.ascontiguousarray(tet.vertices + rng.normal(scale=jiggle, size=tet.vertices.shape))
+    return model, x, x_prev
+
+
+def mesh(name, poisson_ratio):
+    """(constraints, x, x_prev) for a named test mesh."""
+    if name.startswith("block"):
+        tets, x, x_prev, _ = tet_block(cells=3, seed=5, poisson_ratio=poisson_ratio)
+        if name == "block, flat collapsed and inverted tets":
+            t = tets.indices
+            x[t[0]] = x[t[0]].mean(axis=0)  # a tet collapsed to a point (F = 0)
+            x[t[7, 3]] = x[t[7, :3]].mean(axis=0)  # a flat tet (J = 0)
+            a, b, c, d = x[t[20]]  # a tet inverted: its fourth corner mirrored through the plane of the others
+            normal = np.cross(b - a, c - a)
+            normal /= np.linalg.norm(normal)
+            x[t[20, 3]] = d - 2.0 * np.dot(d - a, normal) * normal
+            x[t[40]] = x[t[40]][::-1]  # and one turned inside out by reordering its corners' positions
+        return tets, np.ascontiguousarray(x), x_prev
+    model, x, x_prev = ico_sphere()
+    mu, lam = lame_parameters(1.0e5, poisson_ratio)
+    return TetStrainConstraints.from_model(model.rest_positions, model.tet_indices, model.inv_mass, mu, lam), x, x_prev
+
+
+def big_colours(tets, n):
+    """The colours of at least 2 tets (``TetStrainConstraints.native_sweep`` leaves sets with a single-tet colour to
+    NumPy, whose einsum sums in another order over an axis of length 1)."""
+    return [c for c in colour_constraints(tets.indices, n) if len(c) >= 2]
+
+
+def test_native_sweep_leaves_single_tet_colours_to_numpy(library):
+    tets, x0, _, _ = tet_block()
+    n = len(x0)
+    colours = colour_constraints(tets.indices, n)
+    assert min(len(c) for c in colours) == 1
+    assert tets.native_sweep(library, colours, n) is None
+    assert isinstance(tets.native_sweep(library, big_colours(tets, n), n), TetStrainSweep)
+    # and there the two differ by round-off only
+    native, reference = TetStrainSweep(library, tets, colours, n), TetStrainColourSweep(tets, colours, n)
+    x, y = x0.copy(), x0.copy()
+    native.sweep(x, DT, native.new_multipliers())
+    reference.sweep(y, DT, [np.zeros((len(c), 2)) for c in colours])
+    np.testing.assert_allclose(x, y, rtol=0.0, atol=1e-14)
+    # A solver on such a body keeps the NumPy colour sweep under Compute AUTO, as under NUMPY.
+    model = build_model(x0, tets=tets.indices, total_mass=1.0)
+    for compute in ("AUTO", "NUMPY"):
+        sim = make_solver(model, SolverConfig(solver="XPBD", compute=compute))
+        if any(len(b) == 1 for b in sim.sweeps[0].batches):
+            assert type(sim.sweeps[0].fast).__name__ == "TetStrainColourSweep"
+
+
+MESHES = ["block", "block, flat collapsed and inverted tets", "ico sphere"]
+
+
+@pytest.mark.parametrize("name", MESHES)
+@pytest.mark.parametrize("poisson_ratio", [0.4, -0.2])  # -0.2: lam < 0, no hydrostatic row (infinite alpha_H)
+@pytest.mark.parametrize("damping", [0.0, 2.4])
+def test_tet_strain_sweeps_equal_their_numpy_twin(library, name, poisson_ratio, damping):
+    tets, x0, x_prev = mesh(name, poisson_ratio)
+    n = len(x0)
+    colours = big_colours(tets, n)
+    native, reference = TetStrainSweep(library, tets, colours, n), TetStrainColourSweep(tets, colours, n)
+    native.set_damping(damping, x_prev)
+    reference.set_damping(damping, x_prev)
+    x, y = x0.copy(), x0.copy()
+    lams, ref_lams = native.new_multipliers(), [np.zeros((len(c), 2)) for c in colours]
+    for step in range(6):
+        if step < 4:
+            native.sweep(x, DT, lams, reverse=step % 2 == 1)
+            reference.sweep(y, DT, ref_lams, reverse=step % 2 == 1)
+        else:
+            native.symmetric_sweep(x, DT, lams)
+            reference.symmetric_sweep(y, DT, ref_lams)
+        assert_same(x, y)
+        assert_same(np.concatenate(lams), np.concatenate(ref_lams), float(np.max(np.abs(np.concatenate(ref_lams)))))
+    assert not np.array_equal(x, x0)
+    assert np.all(np.isfinite(x))
+
+
+def test_tet_strain_sweep_takes_multipliers_it_does_not_own(library):
+    """A list of the caller's arrays (and a tail multiplier after the colours') is copied in and out."""
+    tets, x0, _, _ = tet_block()
+    n = len(x0)
+    colours = big_colours(tets, n)
+    native, reference = TetStrainSweep(library, tets, colours, n), TetStrainColourSweep(tets, colours, n)
+    rng = np.random.default_rng(3)
+    start = [rng.normal(scale=1e-3, size=(len(c), 2)) for c in colours]
+    lams, ref_lams = [a.copy() for a in start] + [np.ones(3)], [a.copy() for a in start]
+    x, y = x0.copy(), x0.copy()
+    native.sweep(x, DT, lams)
+    reference.sweep(y, DT, ref_lams)
+    native.symmetric_sweep(x, DT, lams)
+    reference.symmetric_sweep(y, DT, ref_lams)
+    assert_same(x, y)
+    for a, b in zip(lams, ref_lams):
+        assert_same(a, b)
+    assert np.array_equal(lams[-1], np.ones(3))
+
+
+@pytest.fixture
+def tet_sweep(library):
+    tets, x0, _, _ = tet_block(cells=2)
+    n = len(x0)
+    return TetStrainSweep(library, tets, colour_constraints(tets.indices, n), n), x0
+
+
+def _bind_args(sweep):
+    return dict(particle_count=sweep.n, colour_start=sweep.colour_start.copy(), tets=sweep.tets.copy(),
+                D=sweep.D.copy(), w=sweep.w.copy(), kappa=sweep.kappa.copy())
+
+
+def _bad_index(args):
+    args["tets"][3, 2] = args["particle_count"]
+
+
+def _shared_particle(args):
+    a, b = args["colour_start"][:2]
+    args["tets"][a + 1, 0] = args["tets"][a, 0]  # two tets of colour 0 share a particle
+    assert b > a + 1
+
+
+@pytest.mark.parametrize("change, message", [
+    (_bad_index, r"tets: index \d+ out of range"),
+    (lambda a: a.update(tets=a["tets"].astype(np.int32)), "tets: dtype must be int64"),
+    (lambda a: a.update(tets=-a["tets"]), "tets: index -"),
+    (lambda a: a.update(D=a["D"][:, :3]), r"D: shape must be"),
+    (lambda a: a.update(D=np.asfortranarray(a["D"])), "D: must be C-contiguous"),
+    (lambda a: a.update(w=a["w"].astype(np.float32)), "w: dtype must be float64"),
+    (lambda a: a.update(w=a["w"][:-1]), "w: shape must be"),
+    (lambda a: a.update(kappa=list(a["kappa"])), "kappa: expected a numpy array"),
+    (lambda a: a.update(colour_start=a["colour_start"][:-1]), "colour_start must run from 0"),
+    (_shared_particle, "colour 0 has a particle in two of its constraints"),
+])
+def test_tet_strain_binding_refuses_bad_arrays(tet_sweep, change, message):
+    sweep, _ = tet_sweep
+    args = _bind_args(sweep)
+    change(args)
+    with pytest.raises(ValueError, match=message):
+        sweep.bind(**args)
+
+
+@pytest.mark.parametrize("make_x, message", [
+    (lambda x: x[:-1].copy(), "x: shape must be"),
+    (lambda x: x.astype(np.float32), "x: dtype must be float64"),
+    (lambda x: np.asfortranarray(x), "x: must be C-contiguous"),
+])
+def test_tet_strain_sweep_refuses_bad_positions(tet_sweep, make_x, message):
+    sweep, x0 = tet_sweep
+    lams = sweep.new_multipliers()
+    with pytest.raises(ValueError, match=message):
+        sweep.sweep(make_x(x0), DT, lams)
+    with pytest.raises(ValueError, match=message):
+        sweep.symmetric_sweep(make_x(x0), DT, lams)
+    with pytest.raises(ValueError, match=message.replace("x:", "x_prev:")):
+        sweep.set_damping(2.0, make_x(x0))
+
+
+@pytest.mark.parametrize("solver", ["XPBD", "PBD"])
+def test_solid_dropped_on_the_ground_equals_numpy(library, solver):
+    """The ico sphere (1220 tets) dropped 10 cm onto a ground with friction 0.5, XPBD/PBD defaults (30 substeps, the
+    symmetric last sweep, the Jacobi tail, internal damping), 8 frames: every frame's positions equal on both paths."""
+    model, _, _ = ico_sphere()
+    runs = {}
+    for compute in ("NUMPY", "AUTO"):
+        cfg = SolverConfig(solver=solver, compute=compute)
+        sim = make_solver(model, cfg)
+        kinds = {type(sweep.fast).__name__ for sweep in sim.sweeps}
+        assert kinds == ({"TetStrainSweep"} if compute == "AUTO" else {"TetStrainColourSweep"})
+        state = State.at_rest(model)
+        state.x[:, 2] += 1.1  # lowest point 10 cm above the ground
+        ground = [GroundPlane((0.0, 0.0, 0.0), (0.0, 0.0, 1.0), friction=0.5)]
+        frames = []
+        for _ in range(8):
+            advance_frame(sim, state, 1.0 / 24.0, cfg.substeps, ground)
+            frames.append(state.x.copy())
+        runs[compute] = frames
+    assert runs["NUMPY"][-1][:, 2].min() < 0.01  # it reached the ground
+    for a, b in zip(runs["NUMPY"], runs["AUTO"]):
+        assert_same(b, a)
