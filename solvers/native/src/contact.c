@@ -432,9 +432,8 @@ static int64_t sphere_faces(double *x, const double *x_prev, int64_t n, const do
                 const double *P0 = x_prev + 3 * tj[0], *P1 = x_prev + 3 * tj[1], *P2 = x_prev + 3 * tj[2];
                 double moved[3];
                 for (int d = 0; d < 3; ++d) {
-                    /* einsum("km,ikm->im") adds the corners (0 + 1) + 2, but (0 + 2) + 1 over a single column */
-                    double before = m == 1 ? (b[0] * P0[d] + b[2] * P2[d]) + b[1] * P1[d]
-                                           : (b[0] * P0[d] + b[1] * P1[d]) + b[2] * P2[d];
+                    /* einsum("km,ikm->im") over the twin's strided gather adds the corners (0 + 1) + 2 */
+                    double before = (b[0] * P0[d] + b[1] * P1[d]) + b[2] * P2[d];
                     moved[d] = q[d] + delta[d] - before - drift[d];
                 }
                 double along = dot_columns(moved, normal);
