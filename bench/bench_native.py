@@ -3,8 +3,9 @@ XPBD: 30 substeps x 1 iteration, quad edges, bending 1e-3 N m, pin tethers at 1%
 ``WARM_FRAMES`` frames (the cloth draped on its sphere).
 
 Rows, each for Compute NUMPY and AUTO (native) with the speed-up: one Gauss-Seidel distance sweep, one bending sweep,
-one pin-tether call of the last iteration (up to 8 passes), one whole substep (``solver.step`` with the colliders:
-contacts stay NumPy on both paths) and one frame (``advance_frame``, 30 substeps). Best of several repeats. Also
+one pin-tether call of the last iteration (up to 8 passes), the contact kernels of one substep on the draped state
+(finding the contacts, the end-of-step vertex and face push), one whole substep (``solver.step`` with the colliders) and
+one frame (``advance_frame``, 30 substeps). Best of several repeats. Also
 checks that both paths end the timed frames with the same positions.
 
 Run: ``python bench/bench_native.py [--n 64]`` (needs ``tools/build_native.py --host`` first).
@@ -23,6 +24,8 @@ for path in (ROOT, os.path.dirname(os.path.abspath(__file__))):
 
 from bench_kernels import FPS, best_seconds, lab_scene, snapshot  # noqa: E402
 from solvers import SolverConfig, State, advance_frame, make_solver, native  # noqa: E402
+from solvers.collision.contact_set import find_contacts  # noqa: E402
+from solvers.collision.response import resolve_collider_contacts  # noqa: E402
 
 
 def config(compute: str) -> SolverConfig:
@@ -44,6 +47,19 @@ def measure(model, colliders, x0, compute: str, frames: int = 4) -> dict:
         lams = sweep.new_multipliers()
         out[label] = best_seconds(lambda s=sweep, lams=lams: s.fast.sweep(x, dt, lams, True), reset)
     out["pin tethers (8 passes at most)"] = best_seconds(lambda: solver.tethers.apply(x, passes=8), reset)
+    # The contacts of a substep from the draped state: its prediction x from x_prev = x0 (one step of gravity).
+    x_prev = np.ascontiguousarray(x0 - dt * dt * np.asarray(cfg.gravity))
+    pad2, triangles, inv_mass = solver.pad2, model.triangle_indices, model.inv_mass
+    if solver.native_contacts is not None:
+        contacts = solver.native_contacts
+        contacts.pose(colliders)
+        out["contacts: find"] = best_seconds(lambda: contacts.find(x, x_prev), reset)
+        out["contacts: end of step (vertices, faces)"] = best_seconds(lambda: contacts.finish(x, x_prev), reset)
+    else:
+        out["contacts: find"] = best_seconds(
+            lambda: find_contacts(x, x_prev, inv_mass, colliders, pad2, triangles), reset)
+        out["contacts: end of step (vertices, faces)"] = best_seconds(
+            lambda: resolve_collider_contacts(x, x_prev, inv_mass, triangles, colliders, pad2), reset)
     state = State.at_rest(model)
     np.copyto(state.x, x0)
     best_step = float("inf")

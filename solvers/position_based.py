@@ -10,13 +10,13 @@ import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
 from .collision.contact_set import find_contacts
-from .collision.response import ContactConstraints
+from .collision.response import ContactConstraints, resolve_collider_contacts
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
 from .native import library as native_library
-from .native.kernels import Tethers
+from .native.kernels import AnalyticContacts, Tethers
 
 
 CONTACT_ITERATIONS = 2
@@ -186,12 +186,23 @@ class PositionBasedSolver(ProjectedContactSolver):
         if self.tethers is not None and self.native is not None:
             self.tethers = Tethers(self.native, self.tethers, model.particle_count)  # the same passes in C
         self.gravity = np.asarray(config.gravity, float)
+        self.native_contacts = None
+        """With the native library and no self-collision: prediction, collider contacts (ground planes and spheres
+        only; other colliders take the NumPy path for that step) and velocity update in C
+        (``native.kernels.AnalyticContacts``)."""
+        if self.native is not None and self.self_collision is None:
+            self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(inv_mass, np.float64), self.pad2,
+                                                    model.triangle_indices)
+            self._gravity = np.ascontiguousarray(self.gravity, np.float64)
         self.free = (inv_mass > 0.0)[:, None]
         self._steps = 0  # the tet sweeps alternate their colour order (see _Sweep.alternate)
         self.damped = [sweep for sweep in self.sweeps if sweep.alternate] if config.internal_damping > 0.0 else []
         """The tet sweeps, when the solid has internal damping (``config.internal_damping``, ``set_damping``)."""
 
     def step(self, state: State, dt: float, colliders=(), measure: bool = True) -> StepStats:
+        native = self.native_contacts
+        if native is not None and native.supports(colliders):
+            return self._native_contact_step(state, dt, colliders, measure)
         x, v = state.x, state.v
         self._steps += 1
         v += dt * self.gravity * self.free
@@ -209,6 +220,46 @@ class PositionBasedSolver(ProjectedContactSolver):
         symmetric = self.model.tet_count > 0 and SYMMETRIC_SWEEPS
         if contacts:
             contacts.project(x)  # Gauss-Seidel order: the sweeps start from positions outside the colliders
+        self._iterate(x, dt, multipliers, iterations, symmetric, contacts.project if contacts else None)
+        if contacts:
+            contacts.apply_friction(x, x_prev)  # once per step, on the step's tangential slip
+        # Safety net: every vertex (ground too; particles the sweeps pushed in that were no contact candidates), and
+        # the faces (``finish_step``).
+        self.finish_step(x, x_prev, v, dt, colliders)
+        if not measure:
+            return StepStats(iterations=self.config.iterations)
+        return measure_stats(self.model, x, iterations=self.config.iterations)
+
+    def _native_contact_step(self, state: State, dt: float, colliders, measure: bool) -> StepStats:
+        """``step`` with the prediction, the contacts of ground planes and spheres and the velocity update in C
+        (``native.kernels.AnalyticContacts``: the same operations in the same order as the NumPy path below)."""
+        x, v = state.x, state.v
+        native = self.native_contacts
+        self._steps += 1
+        native.pose(colliders)
+        x_prev = native.predict(x, v, self._gravity, dt)
+        multipliers = [sweep.new_multipliers() for sweep in self.sweeps]
+        if self.damped:
+            for sweep in self.damped:
+                sweep.set_damping(self.config.internal_damping / dt, x_prev)
+        contacts = native.find(x, x_prev) > 0
+        solid_contact = contacts and self.model.tet_count > 0
+        iterations = max(self.config.iterations, CONTACT_ITERATIONS) if solid_contact else self.config.iterations
+        symmetric = self.model.tet_count > 0 and SYMMETRIC_SWEEPS
+        if contacts:
+            native.project(x)
+        self._iterate(x, dt, multipliers, iterations, symmetric, native.project if contacts else None)
+        if contacts:
+            native.friction(x, x_prev)
+        if colliders and native.finish(x, x_prev) > 1:  # a step walked in sweeps: the NumPy twin
+            resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
+        native.velocity(x, v, dt, np.exp(-self.config.damping * dt) if self.config.damping > 0.0 else None)
+        if not measure:
+            return StepStats(iterations=self.config.iterations)
+        return measure_stats(self.model, x, iterations=self.config.iterations)
+
+    def _iterate(self, x, dt, multipliers, iterations, symmetric, project) -> None:
+        """The step's iterations: every sweep, the tethers, then ``project`` (the contacts), when given."""
         for iteration in range(iterations):
             for sweep, lams in zip(self.sweeps, multipliers):
                 reverse = sweep.alternate and (iteration + self._steps) % 2 == 1
@@ -230,16 +281,8 @@ class PositionBasedSolver(ProjectedContactSolver):
             if self.tethers is not None:
                 # One pass per iteration keeps the sweeps honest; the last iteration's passes settle them.
                 self.tethers.apply(x, passes=1 if iteration + 1 < iterations else 8)
-            if contacts:
-                contacts.project(x)
-        if contacts:
-            contacts.apply_friction(x, x_prev)  # once per step, on the step's tangential slip
-        # Safety net: every vertex (ground too; particles the sweeps pushed in that were no contact candidates), and
-        # the faces (``finish_step``).
-        self.finish_step(x, x_prev, v, dt, colliders)
-        if not measure:
-            return StepStats(iterations=self.config.iterations)
-        return measure_stats(self.model, x, iterations=self.config.iterations)
+            if project is not None:
+                project(x)
 
     def _alpha(self, constraints, dt):
         # constraints.alpha(dt) is cached on dt, which lets DistanceConstraints reuse 1 / (w_i + w_j + alpha).

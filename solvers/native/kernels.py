@@ -369,3 +369,163 @@ class TetStrainSweep:
         self.symmetric_function(address, self.n, self.colour_count, p[0], p[1], p[2], p[3], p[4], p[5], p[6],
                                 self.damping, self._prev_address, p[7], p[8])
         self._leave(lams, direct)
+class AnalyticContacts:
+    """The contact handling of a position-based step against analytic colliders (ground planes and spheres, still or
+    moving), and the step's prediction and velocity update, in C (``src/contact.c``). NumPy twins:
+
+    - ``predict``  <-> the top of ``PositionBasedSolver.step`` (v += dt g on free particles, x_prev = x, x += dt v);
+    - ``find``     <-> ``collision.find_contacts`` (point contacts; analytic colliders have no face pairs);
+    - ``project``  <-> ``collision.response.ContactConstraints.project``;
+    - ``friction`` <-> ``ContactConstraints.apply_friction``;
+    - ``finish``   <-> ``collision.response.resolve_collider_contacts`` when it takes one sweep (vertices, the sphere
+      face push of ``collision.faces.resolve_sphere_faces``, vertices again);
+    - ``velocity`` <-> the end of ``ProjectedContactSolver.finish_step`` (v = (x - x_prev) / dt, damping).
+
+    Built once per solver: inv_mass (n,) float64 [1/kg], pad2 (n,) float64 [m^2] or None (the sphere pads), triangles
+    (t, 3) int64 in [0, n) (the collision triangles of the face push). ``pose(colliders)`` before each step fills the
+    collider table (``supports`` says whether a list can be posed). The step's contacts and the face push's work
+    space are the binding's own buffers; ``x_prev`` is the previous positions buffer ``predict`` fills.
+    """
+
+    ROW = 16  # SOFTSIM_COLLIDER_ROW
+
+    def __init__(self, library, inv_mass, pad2, triangles):
+        self.library = library
+        self.functions = [getattr(library, name) for name in (
+            "softsim_predict", "softsim_velocity", "softsim_contacts_find", "softsim_contacts_project",
+            "softsim_contacts_friction", "softsim_contacts_finish")]
+        triangles = np.ascontiguousarray(np.asarray(triangles, np.int64).reshape(-1, 3))
+        pairs = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
+        edges = np.ascontiguousarray(np.unique(pairs, axis=0)) if len(pairs) else np.zeros((0, 2), np.int64)
+        self.bind(len(inv_mass), inv_mass, pad2, triangles, edges)
+
+    def bind(self, particle_count, inv_mass, pad2, triangles, edges) -> None:
+        """Validate and keep: inv_mass (n,) float64, pad2 (n,) float64 or None, triangles (t, 3) and edges (e, 2)
+        int64 in [0, n) (edges: the triangles' unique edges, for the face push's bound on the longest edge)."""
+        from ..collision import faces, response
+
+        n = particle_count
+        self.n = n
+        self.inv_mass = checked("inv_mass", inv_mass, F64, (n,))
+        self.pad2 = None if pad2 is None else checked("pad2", pad2, F64, (n,))
+        self.triangles = checked_indices("triangles", triangles, n, (len(triangles) if isinstance(triangles, np.ndarray) else -1, 3))
+        self.edges = checked_indices("edges", edges, n, (len(edges) if isinstance(edges, np.ndarray) else -1, 2))
+        self.settings = np.array([faces.FACE_TOLERANCE, response.SWEEP_LENGTH, response.MAX_SWEEPS,
+                                  faces.REFIT_GROWTH], np.float64)
+        self.face_passes = int(faces.FACE_PASSES)
+        t = len(self.triangles)
+        self.x_prev = np.zeros((n, 3))
+        self.topology_state, self.x0 = np.zeros(2), np.zeros((n, 3))
+        self.work_i, self.work_d = np.zeros(t + 2 * n, np.int64), np.zeros(8 * t + 5 * n)
+        self.positions = _PositionsCheck(n)
+        self.velocities = _PositionsCheck(n)
+        self.count = 0
+        self._capacity(1)
+        self._posed = None
+
+    def _capacity(self, colliders: int) -> None:
+        """The collider table and the contact buffers for this many colliders (n contacts each at most)."""
+        colliders = max(colliders, 1)
+        cap = self.n * colliders
+        self.table = np.zeros((colliders, self.ROW))
+        self.particle, self.owner = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+        self.normal, self.offset, self.pushed = np.zeros((cap, 3)), np.zeros(cap), np.zeros(cap)
+        # resolve_contacts' own contacts (the step's stay readable for tests)
+        self.r_particle, self.r_owner = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+        self.r_normal, self.r_distance, self.r_scratch = np.zeros((cap, 3)), np.zeros(cap), np.zeros(cap)
+        self.collider_count, self.count = 0, 0
+        self._p = {name: pointer(getattr(self, name)) for name in (
+            "inv_mass", "triangles", "edges", "settings", "x_prev", "topology_state", "x0", "work_i", "work_d", "table",
+            "particle", "owner", "normal", "offset", "pushed", "r_particle", "r_owner", "r_normal", "r_distance",
+            "r_scratch")}
+        self._p["pad2"] = None if self.pad2 is None else pointer(self.pad2)
+
+    @staticmethod
+    def supports(colliders) -> bool:
+        """Whether every collider is a ground plane or a sphere (exactly those classes: a subclass may answer the
+        protocol differently)."""
+        from ..collision.colliders import GroundPlane, Sphere
+
+        return all(type(c) is GroundPlane or type(c) is Sphere for c in colliders)
+
+    def pose(self, colliders) -> None:
+        """Fill the collider table from posed colliders (``Collider.over``); a list of the same objects as last time
+        is not read again."""
+        from ..collision.colliders import PAD_LIMIT, GroundPlane
+
+        colliders = list(colliders)
+        if self._posed is not None and len(self._posed) == len(colliders) and all(
+                a is b for a, b in zip(self._posed, colliders)):
+            return
+        if len(colliders) > len(self.table):
+            self._capacity(len(colliders))
+        for row, c in zip(self.table, colliders):
+            row.fill(0.0)
+            start = c.start
+            row[1] = 0.0 if start is None else 1.0
+            row[2] = float(c.friction)
+            if type(c) is GroundPlane:
+                row[3:6] = c.normal
+                row[6] = c.point @ c.normal + c.thickness  # GroundPlane.distance's offset, in its own expression
+                if start is not None:
+                    row[7:10] = c.point - start.point
+            else:
+                rho = c.radius + c.thickness
+                row[0] = 1.0
+                row[3:6] = c.center
+                row[6] = rho
+                row[7] = ((1.0 + PAD_LIMIT) ** 2 - 1.0) * rho * rho  # padded_radius's cap
+                if start is not None:
+                    row[8:11] = start.center
+                    row[11] = c.radius - start.radius
+                    row[12:15] = c.center - start.center
+        self.collider_count = len(colliders)
+        self._posed = colliders
+
+    def predict(self, x, v, gravity, dt: float) -> np.ndarray:
+        """v += dt g on free particles, x_prev = x, x += dt v, in place on x and v (n, 3); gravity (3,) float64
+        [m/s^2]. Returns x_prev (the binding's buffer, valid until the next predict)."""
+        gravity = checked("gravity", gravity, F64, (3,))
+        self.functions[0](self.positions(x), self.velocities(v), self._p["x_prev"], self.n, self._p["inv_mass"],
+                          pointer(gravity), float(dt))
+        return self.x_prev
+
+    def velocity(self, x, v, dt: float, damping_factor: float = None) -> None:
+        """v = (x - x_prev) / dt, times damping_factor unless None, x_prev the buffer of ``predict``."""
+        self.functions[1](self.positions(x), self._p["x_prev"], self.velocities(v), self.n, float(dt),
+                          1.0 if damping_factor is None else float(damping_factor), 0 if damping_factor is None else 1)
+
+    def _previous(self, x_prev) -> int:
+        if x_prev is self.x_prev:
+            return self._p["x_prev"]
+        checked("x_prev", x_prev, F64, (self.n, 3))
+        return pointer(x_prev)
+
+    def find(self, x, x_prev) -> int:
+        """The step's point contacts of the posed colliders at the prediction x from x_prev; returns their count."""
+        p = self._p
+        self.count = self.functions[2](self.positions(x), self._previous(x_prev), self.n, p["inv_mass"], p["pad2"],
+                                       self.collider_count, p["table"], 1, p["particle"], p["owner"], p["normal"],
+                                       p["offset"], p["pushed"])
+        return self.count
+
+    def project(self, x) -> None:
+        """Every contact of ``find`` below its plane put back on it (``ContactConstraints.project``)."""
+        p = self._p
+        self.functions[3](self.positions(x), self.count, p["particle"], p["normal"], p["offset"], p["pushed"])
+
+    def friction(self, x, x_prev) -> None:
+        """``ContactConstraints.apply_friction`` of the contacts of ``find``."""
+        p = self._p
+        self.functions[4](self.positions(x), self._previous(x_prev), self.count, p["table"], p["particle"], p["owner"],
+                          p["normal"], p["pushed"])
+
+    def finish(self, x, x_prev) -> int:
+        """``resolve_collider_contacts`` in place on x when the step takes one sweep; returns the sweeps it takes
+        (more than 1: x untouched, the caller runs the NumPy twin)."""
+        p = self._p
+        return self.functions[5](self.positions(x), self._previous(x_prev), self.n, p["inv_mass"], p["pad2"],
+                                 self.collider_count, p["table"], len(self.triangles), p["triangles"], len(self.edges),
+                                 p["edges"], self.face_passes, p["settings"], p["r_particle"], p["r_owner"],
+                                 p["r_normal"], p["r_distance"], p["r_scratch"], p["topology_state"], p["x0"],
+                                 p["work_i"], p["work_d"])

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -45,6 +45,13 @@ SIGNATURES = {
     # Solids (src/tets.c, kernels.TetStrainSweep).
     "softsim_tet_strain_sweep": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _I)),
     "softsim_tet_strain_symmetric_sweep": (None, (_P, _I, _I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P, _P)),
+    "softsim_predict": (None, (_P, _P, _P, _I, _P, _P, _D)),
+    "softsim_velocity": (None, (_P, _P, _P, _I, _D, _D, _I)),
+    "softsim_contacts_find": (_I, (_P, _P, _I, _P, _P, _I, _P, _I, _P, _P, _P, _P, _P)),
+    "softsim_contacts_project": (None, (_P, _I, _P, _P, _P, _P)),
+    "softsim_contacts_friction": (None, (_P, _P, _I, _P, _P, _P, _P, _P)),
+    "softsim_contacts_finish": (_I, (_P, _P, _I, _P, _P, _I, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P,
+                                     _P, _P)),
 }
 
 

@@ -1,7 +1,8 @@
 """The self-test a freshly loaded library must pass before any solver uses it (``library._load``).
 
-Every kernel runs a few sweeps (tethers: passes) on a small jiggled cloth (the tet-strain sweeps: on a jiggled block
-of 162 tets, ``run_solids``) (7 x 7, curved rest shape so bending's curved branch runs,
+Every kernel runs a few sweeps (tethers: passes; contacts: steps of ``contact_scene``) on a small jiggled cloth
+(the tet-strain sweeps: on a jiggled block of 162 tets, ``run_solids``) (7 x 7, curved rest shape so bending's
+curved branch runs,
 random per-edge compliance, two pins), once in C and once with its NumPy twin, both compliant and hard. They must
 agree to SELF_TEST_TOLERANCE (they agree bit for bit on x86-64; the margin is for a platform whose SciPy build fuses
 a multiply-add in the sparse product the bending twin uses). Costs a few milliseconds, once per process.
@@ -87,7 +88,7 @@ def run(library) -> str:
     problem = _differs("pin tethers", x, y, 1.0)
     if problem:
         return problem
-    return run_solids(library)
+    return run_solids(library) or _contacts(library)
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -140,3 +141,88 @@ def run_solids(library) -> str:
     return (_differs("tet-strain sweep", x, y, 1.0)
             or _differs("tet-strain sweep multipliers", np.concatenate(lams), np.concatenate(ref_lams),
                         max(1e-300, float(np.max(np.abs(np.concatenate(ref_lams)))))))
+
+
+def contact_scene(n: int = 9, seed: int = 2, moving: bool = True, friction: float = 0.3, thickness: float = 0.002):
+    """A cloth (n x n, 2 m, two pins) falling through a sphere onto a ground plane, both moving (when ``moving``)
+    and with ``friction``: (model, x (n^2, 3), v (n^2, 3), colliders at their end pose with their start poses).
+    The shared scene of the contact kernels' self-test and tests."""
+    from ..builder import build_model, grid_cloth
+    from ..collision.colliders import GroundPlane, Sphere
+
+    vertices, edges, triangles = grid_cloth(n, 2.0, diagonals=True)
+    pinned = np.zeros(n * n, bool)
+    pinned[[0, n - 1]] = True
+    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0)
+    rng = np.random.default_rng(seed)
+    centre = vertices.mean(axis=0) + np.array([0.0, 0.0, -0.6])
+    x = np.ascontiguousarray(vertices + rng.normal(scale=0.003, size=vertices.shape))
+    v = np.ascontiguousarray(rng.normal(scale=0.2, size=vertices.shape) + np.array([0.0, 0.0, -0.5]))
+    ground_z = float(vertices[:, 2].min()) - 0.004
+    sphere = Sphere(centre, 0.6, thickness=thickness, friction=friction)
+    ground = GroundPlane(np.array([0.0, 0.0, ground_z]), np.array([0.002, 0.0, 1.0]), thickness=thickness,
+                         friction=friction)
+    if moving:
+        sphere = sphere.moving_from(Sphere(centre - np.array([0.003, 0.002, 0.006]), 0.598, thickness=thickness,
+                                           friction=friction))
+        ground = ground.moving_from(GroundPlane(np.array([0.0, 0.0, ground_z - 0.003]), np.array([0.0, 0.001, 1.0]),
+                                                thickness=thickness, friction=friction))
+    return model, x, v, [sphere, ground]
+
+
+def contact_step_numpy(model, x, v, colliders, pad2, dt: float, gravity, damping_factor: float) -> None:
+    """The twins of ``kernels.AnalyticContacts`` in a position-based step's order, without the constraint sweeps:
+    predict, find the contacts, project, friction, the end-of-step resolve, velocity; in place on x and v."""
+    from ..collision.contact_set import find_contacts
+    from ..collision.response import ContactConstraints, resolve_collider_contacts
+
+    free = (model.inv_mass > 0.0)[:, None]
+    v += dt * gravity * free
+    x_prev = x.copy()
+    x += dt * v
+    found = find_contacts(x, x_prev, model.inv_mass, colliders, pad2, model.triangle_indices)
+    contacts = ContactConstraints(found) if found else None
+    if contacts:
+        contacts.project(x)
+        contacts.project(x)
+        contacts.apply_friction(x, x_prev)
+    resolve_collider_contacts(x, x_prev, model.inv_mass, model.triangle_indices, colliders, pad2)
+    v[:] = (x - x_prev) / dt
+    v *= damping_factor
+
+
+def contact_step_native(binding, x, v, colliders, dt: float, gravity, damping_factor: float) -> int:
+    """``contact_step_numpy`` with ``binding`` (a ``kernels.AnalyticContacts``); returns the sweeps of ``finish``
+    (more than 1: the NumPy twin must finish, which this does not)."""
+    binding.pose(colliders)
+    x_prev = binding.predict(x, v, gravity, dt)
+    if binding.find(x, x_prev):
+        binding.project(x)
+        binding.project(x)
+        binding.friction(x, x_prev)
+    sweeps = binding.finish(x, x_prev)
+    binding.velocity(x, v, dt, damping_factor)
+    return sweeps
+
+
+def _contacts(library) -> str:
+    """The contact kernels over a few steps of ``contact_scene`` against their twins, with the sphere pads and without
+    (then the faces dip into the sphere and the face push acts)."""
+    from ..collision.faces import sphere_pads
+    from .kernels import AnalyticContacts
+
+    model, x0, v0, colliders = contact_scene()
+    gravity, dt, factor = np.array([0.0, 0.0, -9.81]), 1.0 / 720.0, float(np.exp(-0.1 / 720.0))
+    for pad2 in (sphere_pads(model.rest_positions, model.triangle_indices), None):
+        binding = AnalyticContacts(library, model.inv_mass, pad2, model.triangle_indices)
+        x, v, y, u = x0.copy(), v0.copy(), x0.copy(), v0.copy()
+        for _ in range(3):
+            if contact_step_native(binding, x, v, colliders, dt, gravity, factor) != 1:
+                return "contact scene: the step should take one sweep"
+            contact_step_numpy(model, y, u, colliders, pad2, dt, gravity, factor)
+        if not binding.count:
+            return "contact scene found no contacts"
+        problem = _differs("contacts", x, y, 1.0) or _differs("contact velocities", v, u, 1.0)
+        if problem:
+            return problem
+    return ""

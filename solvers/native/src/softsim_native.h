@@ -17,7 +17,10 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 3
+#define SOFTSIM_ABI_VERSION 4
+
+/* Doubles per collider in the collider table of the contact kernels (contact.c). */
+#define SOFTSIM_COLLIDER_ROW 16
 
 #if defined(_WIN32)
 #define SOFTSIM_API __declspec(dllexport)
@@ -61,5 +64,36 @@ SOFTSIM_API void softsim_tet_strain_symmetric_sweep(double *x, int64_t particle_
                                                     const double *w, const double *kappa, const double *alpha,
                                                     double *lambda, double damping, const double *x_prev,
                                                     double *x_back, double *lambda_back);
+/* The position-based step's prediction: v += dt g on free particles, x_prev = x, x += dt v (contact.c). */
+SOFTSIM_API void softsim_predict(double *x, double *v, double *x_prev, int64_t n, const double *inv_mass,
+                                 const double *gravity, double dt);
+
+/* The step's velocity from positions, v = (x - x_prev) / dt, times damping_factor when damped (contact.c). */
+SOFTSIM_API void softsim_velocity(const double *x, const double *x_prev, double *v, int64_t n, double dt,
+                                  double damping_factor, int64_t damped);
+
+/* Point contacts of analytic colliders (ground planes, spheres), within the step's margin or inside (contact.c). */
+SOFTSIM_API int64_t softsim_contacts_find(const double *x, const double *x_prev, int64_t n, const double *inv_mass,
+                                          const double *pad2, int64_t collider_count, const double *colliders,
+                                          int64_t margin_mode, int64_t *particle, int64_t *owner, double *normal,
+                                          double *offset, double *pushed);
+
+/* Contacts projected onto their planes, the normal corrections accumulated (contact.c). */
+SOFTSIM_API void softsim_contacts_project(double *x, int64_t count, const int64_t *particle, const double *normal,
+                                          const double *offset, double *pushed);
+
+/* Position-level Coulomb friction of the step's pushed contacts (contact.c). */
+SOFTSIM_API void softsim_contacts_friction(double *x, const double *x_prev, int64_t count, const double *colliders,
+                                           const int64_t *particle, const int64_t *owner, const double *normal,
+                                           const double *pushed);
+
+/* The end of a step against analytic colliders: vertices, sphere faces, vertices again (contact.c). */
+SOFTSIM_API int64_t softsim_contacts_finish(double *x, const double *x_prev, int64_t n, const double *inv_mass,
+                                            const double *pad2, int64_t collider_count, const double *colliders,
+                                            int64_t t, const int64_t *triangles, int64_t edge_count,
+                                            const int64_t *edges, int64_t face_passes, const double *settings,
+                                            int64_t *particle, int64_t *owner, double *normal, double *distance,
+                                            double *scratch, double *topology_state, double *x0, int64_t *work_i,
+                                            double *work_d);
 
 #endif
