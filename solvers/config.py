@@ -61,7 +61,8 @@ class SolverConfig:
     material's stiffness (Rayleigh damping proportional to stiffness, Macklin et al. 2016 eq. 26), so a dropped body
     bounces less and stops vibrating sooner, while rigid motion is not damped at all. A mode of angular frequency w
     gets the damping ratio tau w / 2. 0 = none (an elastic body). PROJECTIVE damps in proportion to the tets' shear
-    stiffness only (``projective/solver.py``: a dropped cube comes back to 13% of its drop height instead of 30%).
+    stiffness only (``projective/solver.py``: a cube dropped 2.2 m stays on the ground instead of coming back 0.20 m,
+    at 20 iterations).
     Other solvers and cloth do not read it.
     Default 0.01 s: at 0 a PBD/XPBD solid is nearly perfectly elastic (Blender's default ico sphere came
     back to 85% of its drop height) and a body that is not exactly symmetric bounces off sideways like a die: the

@@ -21,7 +21,9 @@ Integrators, with a = f / m (0 for pinned particles) and gravity on free particl
   Phi(u) = 1/2 sum_free m |u - v - dt g|^2 + E(x + dt u) [J], found by Newton from u = 0. The first Newton step is
   Baraff & Witkin 1998's linearised step [M + dt^2 K] v+ = M v + dt f(x). K = -df/dx is PSD: per spring
   k [max(1 - l0/l, 0) (I - n n^T) + n n^T] (the clamp of Choi & Ko 2002), per tet the Neo-Hookean Hessian projected
-  to PSD, plus bending's. Pinned particles are not unknowns (their velocity moves to the right-hand side).
+  to PSD, plus bending's. Pinned particles are not unknowns: they move by their kinematic velocity in every
+  linearization point and every line-search trial (Dirichlet, as in NEWTON), so K and f of the first step are
+  evaluated with the pins at their targets and only the free particles' velocities are searched.
   ``config.linear_solver``: 'CG' (block-Jacobi preconditioned) or 'JACOBI' (block Jacobi, weight 1 on springs, where
   it always converges, and ``_jacobi_weight``'s Gershgorin-bounded weight on a solid, where weight 1 diverged). Both
   stop at ``config.linear_tolerance`` times the linearization's initial residual (an inexact Newton step; the
@@ -215,8 +217,8 @@ class MassSpringSolver(ProjectedContactSolver):
 
         Every spring contributes +K_e to blocks (i, i) and (j, j) and -K_e to (i, j) and (j, i); the
         Neo-Hookean tets and the bending hinges add their energy's fixed stencil (``element_stencil`` order).
-        Blocks touching a pinned particle are dropped (the (free, pinned) ones reach the right-hand side
-        through ``_pinned_load``).
+        Blocks touching a pinned particle are dropped: the pins stand at their targets in every linearization
+        point, so their motion reaches the free rows through the forces f(x + dt u).
         """
         # Each energy's blocks come in its own stencil order (its rows, cols): springs, elasticity, bending.
         self.energy_stencils = [(e.rows, e.cols) for e in self.energies]
@@ -343,16 +345,6 @@ class MassSpringSolver(ProjectedContactSolver):
         impulse = np.where(contact[:, None], -r, 0.0)
         return v_new, iterations, residual, impulse, start_residual
 
-    def _pinned_load(self, energy_blocks, v):
-        """K v_P: the stiffness matrix times the velocities of the pinned particles only, (n, 3)."""
-        vp = v * (~self.free)[:, None]
-        load = np.zeros_like(v)
-        for blocks, (rows, cols) in zip(energy_blocks, self.energy_stencils):
-            per_block = np.einsum("kab,kb->ka", blocks, vp[cols])
-            for axis in range(3):
-                load[:, axis] += np.bincount(rows, per_block[:, axis], minlength=len(v))
-        return load
-
 
 class _ImplicitStep:
     """One IMPLICIT_EULER step of a ``MassSpringSolver``: the state its two Newton phases share.
@@ -373,7 +365,12 @@ class _ImplicitStep:
         self.candidate = np.isfinite(self.distance)
         self.contact = np.zeros(solver.nf, bool)
         self.solve = block_cg if solver.config.linear_solver == "CG" else block_jacobi
-        self.u = np.zeros_like(x)  # the linearization point is x + dt u (u = 0: Baraff and Witkin's single step)
+        # The linearization point is x + dt u. The pins are not unknowns: they sit on their kinematic velocity from the
+        # start (Dirichlet, as in NEWTON), the free particles start at u = 0 (Baraff and Witkin's single step). Carried
+        # in the Newton direction instead, the pins' motion was measured by the line search as a rise of Phi (a rig
+        # moving a collar stretches the cloth below it), the step was cut, the pins got a fraction of their motion
+        # per linearization, and a cape pinned to a bone at 0.1 m/s never ended a step.
+        self.u = self.v_pinned.copy()
         self.v_free = self.v0.copy()  # warm start of the linear solves
         self.predicted = self.v0 + dt * solver.gravity
         self.iterations = self.linearizations = self.halvings = 0
@@ -439,12 +436,11 @@ class _ImplicitStep:
         u_free = u[free]
         gradient = -dt * f  # dPhi/du: M (u - v0) - dt f(x + dt u) on free rows, -dt f on pinned ones
         gradient[free] += solver.mass_free[:, None] * (u_free - self.v0)
-        # [M + dt^2 K] u' = M v0 + dt f + dt^2 K u - dt^2 K_FP (pins' remaining motion), K u = (A u - M u) / dt^2.
+        # [M + dt^2 K] u' = M v0 + dt f + dt^2 K u over the free rows, K u = (A u - M u) / dt^2 (the pins already
+        # stand at their targets in x + dt u).
         A = solver.pattern.matrix(data)
         b = solver.mass_free[:, None] * self.v0 + dt * f[free] + (A @ u_free.ravel()).reshape(-1, 3) \
             - solver.mass_free[:, None] * u_free
-        if solver.has_pins:
-            b -= dt**2 * solver._pinned_load(energy_blocks, self.v_pinned - np.where(self.pinned[:, None], u, 0.0))[free]
         if self.sliding is not None:
             _, g_friction, H = self._friction_terms(u_free)
             gradient[free] += g_friction
@@ -489,10 +485,11 @@ class _ImplicitStep:
             self.predicted = self.v_free
 
     def _line_search(self, gradient, phi, phase):
-        """Backtracking (Armijo) on the potential along u -> (v_free, pins' velocity); moves u. Returns (step length
-        alpha, potential at the new u [J]); StepNotConverged if alpha falls below MIN_LINE_SEARCH_STEP."""
+        """Backtracking (Armijo) on the potential along u_free -> v_free (the pins stay on their velocity); moves u.
+        Returns (step length alpha, potential at the new u [J]); StepNotConverged if alpha falls below
+        MIN_LINE_SEARCH_STEP."""
         solver, u = self.solver, self.u
-        direction = self.v_pinned - np.where(self.pinned[:, None], u, 0.0)
+        direction = np.zeros_like(u)
         direction[solver.free_index] = self.v_free - u[solver.free_index]
         slope = float(np.sum(gradient * direction))
         alpha = 1.0
