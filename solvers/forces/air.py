@@ -20,7 +20,12 @@ falling flat at terminal speed v_t = sqrt(2 m g / (rho C_n A)), edge-on only the
 never reverses a relative velocity and is stable at any step.
 """
 import numpy as np
+import scipy.sparse as sp
 
+AREA_REFRESH_TIME = 1.0 / 200.0
+"""[s] ``relax`` re-measures the faces (area vectors) once this much step time has passed since it last did (every 4th
+XPBD substep at 24 fps, every step of the implicit solvers): a face turns little in 5 ms, and measuring is most of the
+air's cost (8k triangles: about 2.5 ms)."""
 AIR_DENSITY = 1.2
 """rho [kg/m^3]: air at sea level and 20 C."""
 TANGENTIAL_FRACTION = 0.02
@@ -36,16 +41,23 @@ class AirDrag:
         self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
         self.particle_count = particle_count
         self.coefficient = float(coefficient)
-        self._corners = self.triangles.ravel()
+        t = self.triangles
+        # corners (n, t): 1/6 where particle i is a corner of face f, so that corners @ (e1 x e2) = sum A_f n_f / 3.
+        self._area = None  # (|a|, a/|a|) last measured, and the step time since
+        self._since = 0.0
+        self.corners = sp.csr_matrix((np.full(t.size, 1.0 / 6.0), (t.ravel(), np.repeat(np.arange(len(t)), 3))),
+                                     shape=(particle_count, len(t)))
 
     def area_vectors(self, x: np.ndarray) -> np.ndarray:
         """a_i = sum over the faces at particle i of A_f n_f / 3 [m^2], (n, 3), at positions x (n, 3)."""
         t = self.triangles
-        a = np.cross(x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]]) / 6.0  # A n / 3 per corner
-        out = np.empty((self.particle_count, 3))
-        for k in range(3):
-            out[:, k] = np.bincount(self._corners, np.repeat(a[:, k], 3), minlength=self.particle_count)
-        return out
+        p0 = x[t[:, 0]]
+        e1, e2 = x[t[:, 1]] - p0, x[t[:, 2]] - p0
+        cross = np.empty_like(e1)  # e1 x e2 = 2 A n, by components (np.cross is several times slower)
+        cross[:, 0] = e1[:, 1] * e2[:, 2] - e1[:, 2] * e2[:, 1]
+        cross[:, 1] = e1[:, 2] * e2[:, 0] - e1[:, 0] * e2[:, 2]
+        cross[:, 2] = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+        return self.corners @ cross
 
     def forces(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         """F (n, 3) [N] on particles at x moving at w (n, 3) [m/s] relative to the air (module docstring)."""
@@ -71,12 +83,12 @@ class AirDrag:
         b = 0.5 * AIR_DENSITY * area * dt * inv_mass
         cn = self.coefficient
         factor_n = 2.0 / (1.0 + np.sqrt(1.0 + 4.0 * b * cn * np.abs(wn)))
-        factor_t = 2.0 / (1.0 + np.sqrt(1.0 + 4.0 * b * cn * TANGENTIAL_FRACTION * np.linalg.norm(wt, axis=1)))
+        factor_t = 2.0 / (1.0 + np.sqrt(1.0 + 4.0 * b * cn * TANGENTIAL_FRACTION * np.sqrt(np.einsum("ij,ij->i", wt, wt))))
         return (factor_n * wn)[:, None] * normal + factor_t[:, None] * wt
 
 
 def _split(a: np.ndarray):
     """(|a| (n,), a / |a| (n, 3), zero where |a| = 0)."""
-    area = np.linalg.norm(a, axis=1)
+    area = np.sqrt(np.einsum("ij,ij->i", a, a))
     normal = np.divide(a, area[:, None], out=np.zeros_like(a), where=area[:, None] > 0.0)
     return area, normal

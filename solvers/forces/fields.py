@@ -163,6 +163,9 @@ def geometry(f: ForceField, x: np.ndarray):
 def falloff(f: ForceField, x: np.ndarray) -> np.ndarray:
     """The field's falloff factor (n,) in [0, 1] at particles x (n, 3) (module docstring; Blender's
     ``effector_falloff``)."""
+    if f.z_direction == "BOTH" and f.falloff_power == 0.0 and not f.use_max_distance and (
+            f.falloff_type == "SPHERE" or (f.radial_falloff == 0.0 and not f.use_radial_max)):
+        return np.ones(len(x))  # 1 everywhere (the default Wind's): no geometry needed
     _, d, z, r_perp = geometry(f, x)
     out = np.ones(len(x))
     if f.z_direction == "POSITIVE":

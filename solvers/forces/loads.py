@@ -61,6 +61,7 @@ class BodyLoads:
         self.air = AirDrag(model.triangle_indices, model.particle_count, coefficient) if coefficient > 0.0 and has_faces else None
         self.gravity = np.asarray(config.gravity, float)
         self.free = model.inv_mass > 0.0
+        self.all_free = bool(self.free.all())
 
     def active(self, fields) -> bool:
         return self.air is not None or (self.weight > 0.0 and bool(fields))
@@ -79,7 +80,11 @@ class BodyLoads:
         if self.air is not None:
             u = self.weight * air_velocity(fields, x, t) if fields else np.zeros_like(x)
             p = u + self.air.relax(x, p - u, dt, self.model.inv_mass)
-        v[free] = p[free] - dt * g
+        p -= dt * g
+        if self.all_free:
+            v[:] = p
+        else:
+            v[free] = p[free]
 
 
 def apply_loads(loads, frame_fields, state, dt: float, t0: float, t1: float) -> None:
