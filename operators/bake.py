@@ -139,7 +139,8 @@ class BakeJob:
         if self.coupling is not None:
             runs = [self.runs[k] for k in self.coupled]
             try:
-                stats = advance_scene_frame(self.coupling, runs[0].frame_dt, colliders, [prepared[k][1] for k in self.coupled])
+                stats = advance_scene_frame(self.coupling, runs[0].frame_dt, colliders, [prepared[k][1] for k in self.coupled],
+                                            [prepared[k][2] for k in self.coupled])
             except solvers.SimulationDiverged as error:
                 together = [runs[i].name for i in getattr(error, "system", ())[1:]]
                 raise _failure(runs[getattr(error, "body", 0)], frame, error, together) from error

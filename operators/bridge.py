@@ -37,7 +37,7 @@ ROLES = (
          skips=("internal_damping",)),
     # A solid's springs and tets come from Young's modulus and Poisson's ratio; bending and self-collision are cloth's.
     Role("SOLID", 2, "Solid", "Tetrahedralize the closed mesh and simulate it as a volume", "BODY",
-         own=("youngs_modulus", "poisson_ratio"), skips=("stiffness", "bending_stiffness", "use_self_collision", "thickness")),
+         own=("youngs_modulus", "poisson_ratio"), skips=("stiffness", "bending_stiffness", "use_self_collision", "thickness", "air_drag")),
     Role("GROUND", 3, "Ground", "Collider: the infinite plane through the object's origin, normal along its local +Z", "COLLIDER",
          own=("friction", "thickness")),
     Role("SPHERE", 4, "Sphere", "Collider: a sphere at the object's origin, radius half its largest dimension", "COLLIDER",
@@ -327,9 +327,10 @@ MAX_ITERATIONS = 1000
 # them), and the engine must never see them. The limits are the properties' own (ui/properties.py).
 _UNITS = {"mass": "kg", "damping": "1/s", "stiffness": "N/m", "youngs_modulus": "Pa", "bending_stiffness": "N m",
           "newton_tolerance": "m/s", "thickness": "m", "internal_damping": "s"}
+# air_drag and field_weight are dimensionless (a drag coefficient, a factor).
 _CHECKED = ("substeps", "iterations", "newton_max_iterations", "mass", "damping", "stiffness", "youngs_modulus", "poisson_ratio",
             "bending_stiffness", "linear_tolerance", "newton_tolerance", "jacobi_relaxation", "tether_stretch", "tet_resolution",
-            "embedded_resolution", "friction", "thickness", "internal_damping")
+            "embedded_resolution", "friction", "thickness", "internal_damping", "air_drag", "field_weight")
 
 
 def _check_setting(settings, name: str) -> None:
@@ -398,6 +399,8 @@ def config_from_settings(settings, scene) -> "solvers.SolverConfig":
         "tether_stretch": settings.tether_stretch,  # read only with Pin Tethers on and a pin group (settings_read)
         "newton_tolerance": settings.newton_tolerance,
         "newton_max_iterations": settings.newton_max_iterations,
+        "air_drag": settings.air_drag,
+        "field_weight": settings.field_weight,
     }
     return solvers.SolverConfig(solver=stored_solver(settings), gravity=gravity, compute=compute_preference(),
                                 **{name: value for name, value in values.items() if name in reads})

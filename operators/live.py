@@ -145,7 +145,7 @@ def _advance(scene, depsgraph, frame: int, colliders, pending) -> None:
                                                    [b.solver for b in bodies]))
     prepared = [run.body.prepare(obj, depsgraph, frame) for obj, run in pending]
     try:
-        stats = advance_scene_frame(known[1], runs[0].body.frame_dt, colliders, [p[1] for p in prepared])
+        stats = advance_scene_frame(known[1], runs[0].body.frame_dt, colliders, [p[1] for p in prepared], [p[2] for p in prepared])
     except solvers.SimulationDiverged as error:
         failed = runs[getattr(error, "body", 0)].body
         raise InputError(f"'{failed.name}': {error}. {failed.stability_advice(error)}") from error

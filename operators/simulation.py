@@ -7,6 +7,7 @@ from ..solvers.material import material_arrays
 from ..solvers.newton import NewtonNotConverged
 from ..solvers.registry import REGISTRY
 from . import solid
+from .fields_input import body_fields, frame_fields
 from .advice import explicit_stability_message
 from .bridge import (InputError, check_settings, check_transform, config_from_settings, frame_duration, identity_mapping, make_body_solver,
                      matrix_to_numpy, read_body, read_input_positions, transform_points, world_matrix, world_to_local)
@@ -62,6 +63,9 @@ class BodyRun:
         self.evaluated = body.evaluated
         self.frame_dt = frame_duration(scene)
         self.stats = solvers.measure_stats(self.model, self.state.x)
+        self.fields = body_fields(obj, scene, depsgraph)
+        """The force fields acting on the body as read at the last frame (``fields_input``): each frame's fields move
+        from these."""
 
     def rest_local(self) -> np.ndarray:
         return self.local_rest.astype(np.float32)
@@ -71,9 +75,10 @@ class BodyRun:
         return self.compute(self.prepare(obj, depsgraph, frame), colliders)
 
     def prepare(self, obj, depsgraph, frame=None):
-        """What a frame needs from Blender, read on the main thread: the object's transform at the frame's end and
-        the pin targets, world space (particle_count, 3) or None: the particles' rest positions carried by the
-        transform, and for a fed body the mesh vertices' evaluated positions (``bridge.read_input_positions``)."""
+        """What a frame needs from Blender, read on the main thread: the object's transform at the frame's end, the
+        pin targets, world space (particle_count, 3) or None: the particles' rest positions carried by the
+        transform, and for a fed body the mesh vertices' evaluated positions (``bridge.read_input_positions``), and
+        the force fields over the frame (``fields_input.frame_fields``)."""
         matrix = world_matrix(obj, depsgraph)
         check_transform(self.name, matrix, frame)
         mesh_local = None
@@ -90,12 +95,17 @@ class BodyRun:
             if mesh_local is not None:
                 k = self.mesh_particles
                 targets[:k] = transform_points(matrix, mesh_local[:k])
-        return matrix, targets
+        scene = depsgraph.scene
+        current = body_fields(obj, scene, depsgraph)
+        fields = frame_fields(self.fields, current, scene, scene.frame_current if frame is None else frame)
+        self.fields = current
+        return matrix, targets, fields
 
     def compute(self, prepared, colliders) -> np.ndarray:
         """Simulate the frame ``prepare`` read. Touches no Blender data, so it may run in a worker thread."""
-        matrix, targets = prepared
-        self.stats = solvers.advance_frame(self.solver, self.state, self.frame_dt, self.solver.config.substeps, colliders, targets)
+        matrix, targets, fields = prepared
+        self.stats = solvers.advance_frame(self.solver, self.state, self.frame_dt, self.solver.config.substeps, colliders, targets,
+                                           fields)
         return self.output(matrix)
 
     def output(self, matrix) -> np.ndarray:

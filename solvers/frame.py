@@ -1,6 +1,7 @@
 """Advancing a body by one scene frame: substeps, kinematic pins and moving colliders, divergence checks."""
 import numpy as np
 
+from .forces.loads import BodyLoads, apply_loads
 from .linalg.threads import one_blas_thread
 from .model import State, StepStats
 
@@ -18,7 +19,8 @@ MAX_STEP_SPLITS = 4
 """A substep that fails to converge is split in halves at most this deep (down to 1/16 of the substep)."""
 
 
-def advance_frame(solver, state: State, frame_dt: float, substeps: int, colliders=(), pin_targets=None) -> StepStats:
+def advance_frame(solver, state: State, frame_dt: float, substeps: int, colliders=(), pin_targets=None,
+                  fields=None) -> StepStats:
     """Advance ``state`` in place by ``frame_dt`` seconds in ``substeps`` equal solver steps.
 
     pin_targets: (particle_count, 3) world positions [m] at the end of the frame, of which only the
@@ -34,9 +36,11 @@ def advance_frame(solver, state: State, frame_dt: float, substeps: int, collider
     Raises SimulationDiverged if a position becomes non-finite or a speed exceeds ``config.max_speed``, and the
     StepNotConverged of a step still failing at the smallest split. BLAS runs on one thread meanwhile
     (``linalg.threads``).
+    fields: the force fields of the frame (``forces.FrameFields``) or None; with them, or with ``config.air_drag`` on a
+    cloth, every step starts with the loads of ``forces.loads`` (``body_loads``).
     """
     with one_blas_thread():
-        run = FrameRun(solver, state, substeps, pin_targets)
+        run = FrameRun(solver, state, substeps, pin_targets, fields)
         dt = frame_dt / substeps
         for k in range(1, substeps + 1):
             run.substep(k, dt, colliders)
@@ -47,10 +51,13 @@ class FrameRun:
     """One body's frame in progress, one substep at a time: what ``advance_frame`` does between a frame and solver
     steps, shared with ``scene.advance_scene_frame`` (which steps several bodies in lockstep).
 
-    substeps: the frame's step count K; pin_targets: as ``advance_frame``'s (None: the pins stay where they are)."""
+    substeps: the frame's step count K; pin_targets: as ``advance_frame``'s (None: the pins stay where they are);
+    fields: the frame's force fields (``forces.FrameFields``) or None."""
 
-    def __init__(self, solver, state: State, substeps: int, pin_targets=None):
+    def __init__(self, solver, state: State, substeps: int, pin_targets=None, fields=None):
         self.solver, self.state, self.substeps = solver, state, substeps
+        self.fields = fields
+        self.loads = body_loads(solver)
         self.pinned = np.nonzero(solver.model.inv_mass == 0.0)[0]
         self.start = state.x[self.pinned].copy()
         self.end = self.start if pin_targets is None else np.asarray(pin_targets, float)[self.pinned]
@@ -68,6 +75,7 @@ class FrameRun:
         in lockstep share one posed list."""
         t0, t1 = (k - 1) / self.substeps, k / self.substeps
         start, end = self.start, self.end
+        apply_loads(self.loads, self.fields, self.state, dt, t0, t1)
         self.stats = _step(self.solver, self.state, dt, colliders, k == self.substeps,
                            self.pinned, start + (end - start) * t0, start + (end - start) * t1, self.totals, 0)
 
@@ -78,6 +86,15 @@ class FrameRun:
         stats.split_steps = totals.split_steps
         stats.min_distance = totals.min_distance if totals.min_distance < float("inf") else float("nan")
         return stats
+
+
+def body_loads(solver):
+    """The solver's ``forces.BodyLoads`` (built once per solver, for its model and config)."""
+    loads = getattr(solver, "_body_loads", None)
+    if loads is None:
+        loads = BodyLoads(solver.model, solver.config)
+        solver._body_loads = loads
+    return loads
 
 
 def _step(solver, state, dt, colliders, measure, pinned, pin_from, pin_to, totals, depth) -> StepStats:

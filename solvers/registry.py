@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from importlib import import_module
 
 
+LOADS = ("air_drag", "field_weight")
+"""The settings of the external loads, which every solver reads (``solvers/forces/loads.py``)."""
+
+
 @dataclass(frozen=True)
 class SolverInfo:
     name: str
@@ -26,6 +30,10 @@ class SolverInfo:
     explicit: bool = False
     """Conditionally stable: the panel shows the largest stable substep."""
     roles: tuple = ("CLOTH", "SOLID")
+
+    def __post_init__(self):
+        # Every solver takes the force fields and the air (``forces.loads``, applied by ``frame.FrameRun``).
+        object.__setattr__(self, "settings", tuple(self.settings) + tuple(s for s in LOADS if s not in self.settings))
     """The body roles this solver serves: the add-on's Solver menu offers it only for these, and a bake of any other
     role stops with a message. The explicit mass-spring solvers serve cloth only: a solid's tet-edge springs are so
     short and stiff that they need hundreds to thousands of substeps per frame (355 to 7,665 measured)."""

@@ -107,7 +107,7 @@ class BodySurface:
         return end.moving_from(MeshCollider(x_start[self.particles], self.triangles, thickness, DEFAULT_FRICTION, name))
 
 
-def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets=None) -> list:
+def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets=None, fields=None) -> list:
     """Advance every body of ``scene`` in place by ``frame_dt`` seconds; returns their StepStats (one per body).
 
     First the NEWTON bodies advance the whole frame with ``frame.advance_frame`` and their own substeps, one solve per
@@ -131,19 +131,24 @@ def advance_scene_frame(scene: Scene, frame_dt: float, colliders=(), pin_targets
     colliders: one sequence shared by every body, or one sequence per body (a list of sequences, one per body, in
     ``scene.bodies`` order); the contact between bodies treats particles resting on any of them as heavy.
     pin_targets: None, or one per body (each None or (n_b, 3) [m], as ``advance_frame``'s).
+    fields: None, one ``forces.FrameFields`` for every body, or a list of one per body (each None or FrameFields); a
+    NEWTON system of several bodies takes its first body's fields and air (``newton_bodies``).
     A scene of one body gives exactly ``advance_frame(solver, state, frame_dt, config.substeps, colliders, pins)``.
     Raises ``frame.SimulationDiverged`` as ``advance_frame`` does, with ``body`` the index of the body that failed
     (of a NEWTON system: its first body) and ``system`` the indices of the bodies solved with it.
     BLAS runs on one thread meanwhile (``linalg.threads``).
     """
     with one_blas_thread():
-        return _advance_scene_frame(scene, frame_dt, colliders, pin_targets)
+        return _advance_scene_frame(scene, frame_dt, colliders, pin_targets, fields)
 
 
-def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets) -> list:
+def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets, fields=None) -> list:
     bodies = scene.bodies
     per_body = _per_body_colliders(colliders, len(bodies))
     pins = [None] * len(bodies) if pin_targets is None else list(pin_targets)
+    body_fields = list(fields) if isinstance(fields, (list, tuple)) else [fields] * len(bodies)
+    if len(body_fields) != len(bodies):
+        raise ValueError(f"fields must hold one entry per body ({len(bodies)}), got {len(body_fields)}")
     if len(pins) != len(bodies):
         raise ValueError(f"pin_targets must hold one entry per body ({len(bodies)}), got {len(pins)}")
     stats = [None] * len(bodies)
@@ -156,7 +161,7 @@ def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets) 
             i = members[0]
             b = bodies[i]
             stats[i] = _naming(i, advance_frame, b.solver, b.state, frame_dt, b.config.substeps,
-                               list(per_body[i]) + list(others.values()), pins[i])
+                               list(per_body[i]) + list(others.values()), pins[i], body_fields[i])
             solver, x = b.solver, b.state.x
         else:
             states = [bodies[i].state for i in members]
@@ -164,7 +169,7 @@ def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets) 
             own = _distinct([c for i in members for c in per_body[i]])
             frame = _naming(members[0], advance_frame, system.solver, system.state, frame_dt, system.config.substeps,
                             own + list(others.values()), system.pin_targets([pins[i] for i in members], states),
-                            system=members)
+                            body_fields[members[0]], system=members)
             system.scatter(states)
             for i, s in zip(members, system.body_stats(frame)):
                 stats[i] = s
@@ -186,7 +191,7 @@ def _advance_scene_frame(scene: Scene, frame_dt: float, colliders, pin_targets) 
         loads[j] = 0.5 * (now + scene.carried.get(j, 0.0))
         scene.carried[j] = loads[j]
     if scene.lockstep:
-        for i, s in zip(scene.lockstep, _advance_lockstep(scene, frame_dt, per_body, pins, moved, loads)):
+        for i, s in zip(scene.lockstep, _advance_lockstep(scene, frame_dt, per_body, pins, moved, loads, body_fields)):
             stats[i] = s
     return stats
 
@@ -199,13 +204,13 @@ def _surface(scene: Scene, j: int, members, moved: dict) -> MeshCollider:
     return scene.surfaces[j].collider(moved.get(j, x), x, thickness, f"body {j}")
 
 
-def _advance_lockstep(scene: Scene, frame_dt: float, per_body, pins, moved, loads) -> list:
+def _advance_lockstep(scene: Scene, frame_dt: float, per_body, pins, moved, loads, body_fields) -> list:
     """The position-level bodies' frame in lockstep substeps (``advance_scene_frame``); returns their StepStats.
     loads: body index -> forces (n, 3) [N] on its particles, applied over every substep (v += dt F / m)."""
     bodies = [scene.bodies[i] for i in scene.lockstep]
     K = scene.substeps
     dt = frame_dt / K
-    runs = [FrameRun(b.solver, b.state, K, pins[i]) for i, b in zip(scene.lockstep, bodies)]
+    runs = [FrameRun(b.solver, b.state, K, pins[i], body_fields[i]) for i, b in zip(scene.lockstep, bodies)]
     own = [list(per_body[i]) + [_surface(scene, j, i, moved) for j in moved] for i in scene.lockstep]
     every = _distinct([c for cs in own for c in cs])
     for k in range(1, K + 1):

@@ -85,6 +85,7 @@ def lab_scene(n=11, frames=24, cache_dir=None, sphere_location=(0.0, 0.0, 0.0)):
     group.add([0, n - 1], 1.0, "REPLACE")
     cloth.softsim.role = "CLOTH"
     cloth.softsim.pin_group = "Pins"
+    cloth.softsim.air_drag = 0.0  # the lab's cloth falls in vacuum (1 kg on 100 m^2 would float down like tissue paper)
     bpy.ops.mesh.primitive_uv_sphere_add(radius=2.7, segments=32, ring_count=16, location=sphere_location)
     sphere = bpy.context.object
     sphere.name = "Ball"
@@ -199,3 +200,33 @@ def rigged_positions(cape, frame):
     finally:
         for modifier in modifiers:
             modifier.show_viewport = True
+
+
+def flag_scene(frames=48, strength=5.0, solver="XPBD", builtin=False, cache_dir=None):
+    """A 1 m x 1 m sheet (11 x 11 vertices) hanging in the XZ plane from its pinned top edge at z = 2, and a planar
+    Wind field 2 m in front of it blowing along +Y (across the sheet) at ``strength``. With ``builtin`` the sheet
+    gets Blender's own Cloth modifier (default settings, the top edge pinned) instead of Soft Sim.
+    Returns (scene, sheet, wind)."""
+    import bpy
+
+    scene = empty_scene(frames, cache_dir)
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=10, y_subdivisions=10, size=1.0, location=(0.0, 0.0, 1.5),
+                                    rotation=(1.5707963267948966, 0.0, 0.0))
+    sheet = bpy.context.object
+    sheet.name = "Flag"
+    bpy.ops.object.transform_apply(location=False, rotation=True, scale=False)
+    top = [v.index for v in sheet.data.vertices if v.co.z > 0.49]
+    sheet.vertex_groups.new(name="Pins").add(top, 1.0, "REPLACE")
+    if builtin:
+        modifier = sheet.modifiers.new("Cloth", "CLOTH")
+        modifier.settings.vertex_group_mass = "Pins"
+        modifier.point_cache.frame_end = frames
+    else:
+        sheet.softsim.role = "CLOTH"
+        sheet.softsim.pin_group = "Pins"
+        sheet.softsim.solver = solver
+    bpy.ops.object.effector_add(type="WIND", location=(0.0, -2.0, 1.5), rotation=(-1.5707963267948966, 0.0, 0.0))
+    wind = bpy.context.object
+    wind.name = "Wind"
+    wind.field.strength = strength
+    return scene, sheet, wind

@@ -139,6 +139,13 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
                 sub.active = "thickness" in active
                 sub.prop(settings, "thickness", text="Thickness (m)")
         col.prop(settings, "damping", text="Damping (1/s)")
+        if "air_drag" in reads:
+            col.prop(settings, "air_drag")
+        if "field_weight" in reads:
+            col.prop(settings, "field_weight")
+            sub = col.column()
+            sub.active = "field_weight" in active and settings.field_weight > 0.0
+            sub.prop(settings, "field_collection")
         if obj.type == "MESH":
             col.prop_search(settings, "pin_group", obj, "vertex_groups", text="Pin Group")
             if settings.pin_group and settings.pin_group not in obj.vertex_groups:

@@ -4,7 +4,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, Po
 
 from ..operators import live
 from ..operators.bridge import MAX_ITERATIONS, MAX_SUBSTEPS, ROLE_ITEMS, solver_enum_items
-from ..solvers.config import DEFAULTS
+from ..solvers.config import AIR_DRAG_DEFAULT, DEFAULTS
 from ..solvers.registry import REGISTRY
 
 
@@ -164,6 +164,25 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         ],
         default="CACHE",
         description="Where a bake goes",
+    )
+    air_drag: FloatProperty(
+        update=_settings_changed,
+        name="Air Drag", default=AIR_DRAG_DEFAULT, min=0.0, soft_max=5.0, precision=3,
+        description="Cloth: drag coefficient of its faces against the air (dimensionless; a flat plate has about 1.2), "
+        "in air of 1.2 kg/m^3: a face of area A moving at v (m/s) across its normal, relative to the air, feels "
+        "1/2 * 1.2 * Air Drag * A * v^2 N. The air moves with the scene's Wind fields, so Wind acts on a cloth only "
+        "through this. 0 = no air",
+    )
+    field_weight: FloatProperty(
+        update=_settings_changed,
+        name="Field Weight", default=DEFAULTS["field_weight"], min=0.0, soft_max=10.0, precision=3,
+        description="How strongly the scene's force fields (Wind, Force, Vortex, Turbulence, Drag, Harmonic) act on "
+        "this body, as a factor on each (1 = as set on the field); 0 ignores them",
+    )
+    field_collection: PointerProperty(
+        update=_settings_changed,
+        name="Field Collection", type=bpy.types.Collection,
+        description="Only the force fields in this collection act on the body (empty: every field of the scene)",
     )
     friction: FloatProperty(name="Friction", default=0.2, min=0.0, soft_max=2.0, description="Coulomb friction coefficient of this collider (0 = frictionless)")
     thickness: FloatProperty(
