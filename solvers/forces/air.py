@@ -43,7 +43,7 @@ class AirDrag:
         self.coefficient = float(coefficient)
         t = self.triangles
         # corners (n, t): 1/6 where particle i is a corner of face f, so that corners @ (e1 x e2) = sum A_f n_f / 3.
-        self._area = None  # (|a|, a/|a|) last measured, and the step time since
+        self._area = None  # (|a| (n,), a/|a| (n, 3)) last measured by relax, and the step time [s] since
         self._since = 0.0
         self.corners = sp.csr_matrix((np.full(t.size, 1.0 / 6.0), (t.ravel(), np.repeat(np.arange(len(t)), 3))),
                                      shape=(particle_count, len(t)))
@@ -76,8 +76,12 @@ class AirDrag:
             so  w' = w * 2 / (1 + sqrt(1 + 4 b C |w|))   (for each part),
 
         exactly, in closed form: each part shrinks, never reverses, whatever dt, and a body falling at its terminal
-        speed keeps it exactly (pinned particles, inv_mass 0, keep w)."""
-        area, normal = _split(self.area_vectors(x))
+        speed keeps it exactly (pinned particles, inv_mass 0, keep w). The face geometry is re-measured at x once
+        AREA_REFRESH_TIME of step time has passed since it last was (and on the first call)."""
+        if self._area is None or self._since >= AREA_REFRESH_TIME:
+            self._area, self._since = _split(self.area_vectors(x)), 0.0
+        self._since += dt
+        area, normal = self._area
         wn = np.einsum("ij,ij->i", w, normal)
         wt = w - wn[:, None] * normal
         b = 0.5 * AIR_DENSITY * area * dt * inv_mass
