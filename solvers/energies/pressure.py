@@ -25,12 +25,18 @@ soft as ``pressure`` says (bulk modulus P instead of P + 101 kPa): a sealed beac
 Blender's Cloth pressure with Pressure Scale follows the same V0 / V law around its target volume.
 
 Hessian. d2E = (p V0 / V^2) grad V grad V^T - P d2V. The first term is a dense rank-one matrix over every vertex
-(``rank_one``); ``hessian`` leaves it out, so the solvers' sparse patterns stay sparse (dropping a PSD term keeps the
-matrix PSD: Newton's direction is still a descent direction, the line search still decides). d2V has no diagonal
-blocks; edge (a, b), with c the third corner of the face in which a is followed by b and d that of the face in which
-b is followed by a, gets the block d2V / da db = [d - c]x / 6 (the cross-product matrix), and (b, a) its transpose.
-Each edge's 6 x 6 part M = [[0, S], [S^T, 0]], S = -P [w]x / 6, w = d - c, has eigenvalues +-|S|'s singular values;
-its nearest PSD matrix is 1/2 [[|S|, S], [S^T, |S|]] with |S| = P |w| / 6 (I - w w^T / |w|^2), in closed form.
+(``rank_one``). d2V has no diagonal blocks; edge (a, b), with c the third corner of the face in which a is followed by
+b and d that of the face in which b is followed by a, gets the block d2V / da db = [d - c]x / 6 (the cross-product
+matrix), and (b, a) its transpose: ``hessian(x, project=False)`` returns -P times these (the exact Hessian less the
+rank-one term; tests/test_pressure_sewing.py checks the sum against finite differences).
+
+What the solvers get (``project=True``): no curvature at all, zero blocks on the same stencil. The gas then enters
+every linearization of IMPLICIT_EULER and every NEWTON iteration through its force only (exact there; Newton still
+converges, the line searches still see the true energy). Why not the PSD projection of -P d2V: projected edge by edge
+(each 6 x 6 part [[0, S], [S^T, 0]], S = -P [w]x / 6, turned into 1/2 [[|S|, S], [S^T, |S|]]) it charges a stiffness
+to moving the body as a whole, which the gas does not resist; implicit Euler, which takes one Newton step per
+linearization, then let a balloon fall at 0.035 m/s instead of accelerating at g. The rank-one term would be the
+right curvature (PSD, blind to rigid motion) but is dense, which the solvers' fixed sparse patterns cannot hold.
 """
 import numpy as np
 
@@ -153,19 +159,14 @@ class GasPressure(Energy):
         return self.work / volume**2, self.volume_gradient(x)
 
     def hessian(self, x, project=True) -> BlockHessian:
-        """-P d2V as edge blocks (a, a), (b, b), (a, b), (b, a) (module docstring), PSD-projected per edge with
-        ``project``; without the rank-one term (``rank_one``)."""
+        """Blocks (a, a), (b, b), (a, b), (b, a) per edge: with ``project`` all zero (what the solvers use: module
+        docstring), else -P d2V, the exact Hessian less the rank-one term (``rank_one``)."""
+        if project:
+            return BlockHessian(self.rows, self.cols, np.zeros((len(self.rows), 3, 3)))
         volume = self.volume(x)
         pressure = self.work / volume if volume > 0.0 else 0.0
-        w = x[self.d] - x[self.c]
-        S = -pressure / 6.0 * _cross_matrix(w)
-        if project:
-            length = np.sqrt(np.einsum("ij,ij->i", w, w))
-            unit = w / np.maximum(length, 1e-300)[:, None]
-            magnitude = (pressure / 6.0 * length)[:, None, None] * (np.eye(3)[None] - unit[:, :, None] * unit[:, None, :])
-            diagonal, S = 0.5 * magnitude, 0.5 * S
-        else:
-            diagonal = np.zeros_like(S)
+        S = -pressure / 6.0 * _cross_matrix(x[self.d] - x[self.c])
+        diagonal = np.zeros_like(S)
         return BlockHessian(self.rows, self.cols, np.concatenate([diagonal, diagonal, S, np.swapaxes(S, 1, 2)]))
 
 
