@@ -30,11 +30,17 @@ class Role:
     """Settings of its solver's ``registry`` tuple that this role does not read."""
 
 
+# --- Pressure, sewing and shrinking: a cloth's own settings, read by every solver (solvers/sewing.py,
+# solvers/energies/pressure.py). ---
+CLOTH_SHAPE_SETTINGS = ("pressure", "use_sewing", "sewing_force", "shrink", "shrink_group")
+"""Cloth settings every solver reads: the gas in a closed cloth, seams, shrunk rest lengths."""
+# --- end of pressure, sewing and shrinking ---
+
 # The one table of roles: the Role menu (ui/properties.py), the panels, the bake and check_settings all read it.
 ROLES = (
     Role("NONE", 0, "None", "Not part of the Soft Sim simulation", "NONE"),
     Role("CLOTH", 1, "Cloth", "Simulate the mesh's own vertices, edges and faces (cloth, ropes, shells)", "BODY",
-         skips=("internal_damping",)),
+         own=CLOTH_SHAPE_SETTINGS, skips=("internal_damping",)),
     # A solid's springs and tets come from Young's modulus and Poisson's ratio; bending and self-collision are cloth's.
     Role("SOLID", 2, "Solid", "Tetrahedralize the closed mesh and simulate it as a volume", "BODY",
          own=("youngs_modulus", "poisson_ratio"), skips=("stiffness", "bending_stiffness", "use_self_collision", "thickness", "air_drag")),
@@ -146,6 +152,8 @@ def settings_read(settings) -> set:
         reads.discard("thickness")
     if settings.constraint_scheme != "JACOBI":
         reads.discard("jacobi_relaxation")
+    if not getattr(settings, "use_sewing", False):  # pressure, sewing and shrinking
+        reads.discard("sewing_force")
     return reads
 
 
@@ -333,6 +341,11 @@ _CHECKED = ("substeps", "iterations", "newton_max_iterations", "mass", "damping"
             "embedded_resolution", "friction", "thickness", "internal_damping", "air_drag", "field_weight")
 
 
+# Pressure, sewing and shrinking (CLOTH_SHAPE_SETTINGS).
+_UNITS.update({"pressure": "Pa", "sewing_force": "N"})
+_CHECKED += ("pressure", "sewing_force", "shrink")
+
+
 def _check_setting(settings, name: str) -> None:
     """Raise InputError naming the object and the setting if ``settings.<name>`` is outside its property's limits."""
     prop = settings.bl_rna.properties[name]
@@ -401,6 +414,10 @@ def config_from_settings(settings, scene) -> "solvers.SolverConfig":
         "newton_max_iterations": settings.newton_max_iterations,
         "air_drag": settings.air_drag,
         "field_weight": settings.field_weight,
+        # Pressure and sewing (shrink and its group shape the model instead: ``cloth_shape``).
+        "pressure": settings.pressure,
+        "use_sewing": bool(settings.use_sewing),
+        "sewing_force": settings.sewing_force,
     }
     return solvers.SolverConfig(solver=stored_solver(settings), gravity=gravity, compute=compute_preference(),
                                 **{name: value for name, value in values.items() if name in reads})
@@ -494,3 +511,69 @@ def world_matrix(obj, depsgraph) -> np.ndarray:
 
 def world_to_local(matrix_world: np.ndarray, points: np.ndarray) -> np.ndarray:
     return transform_points(np.linalg.inv(matrix_world), points)
+
+
+# --- Pressure, sewing and shrinking: what the bridge checks and reads off the mesh ---
+
+_CLOSE_ADVICE = {
+    "none": "it has no faces: give it faces, or set Pressure to 0",
+    "open": "it has {count} boundary edges (holes): select them with Select > All by Trait > Non Manifold and close "
+            "them with Face > Fill (or Grid Fill), or set Pressure to 0",
+    "nonmanifold": "{count} of its edges join more than two faces: separate the parts that touch (Select > All by "
+                   "Trait > Non Manifold), or set Pressure to 0",
+    "flipped": "{count} of its edges join faces facing opposite ways: Mesh > Normals > Recalculate Outside, or set "
+               "Pressure to 0",
+}
+
+
+def check_pressure_surface(name: str, triangles) -> None:
+    """Raise InputError naming the object unless its faces close a volume (Pressure needs one to fill)."""
+    from ..solvers.energies.pressure import closed_surface_problem
+
+    problem = closed_surface_problem(triangles)
+    if problem is None:
+        return
+    kind, count = problem
+    raise InputError(f"'{name}': Pressure needs a closed mesh to fill, but {_CLOSE_ADVICE[kind].format(count=count)}")
+
+
+def group_weights(obj, group_name: str, vertex_count: int) -> np.ndarray:
+    """(vertex_count,) float64 weights of ``obj``'s vertex group ``group_name`` (0 where a vertex is not in it), read
+    from its mesh; raises InputError naming the object when the group does not exist or the simulated mesh has
+    another vertex count than the object's own (a modifier above Soft Sim made or removed vertices)."""
+    group = obj.vertex_groups.get(group_name)
+    if group is None:
+        raise InputError(f"'{obj.name}': the shrink group '{group_name}' does not exist; pick one of its vertex groups or "
+                         "clear Shrink Group")
+    mesh = obj.data
+    if len(mesh.vertices) != vertex_count:
+        raise InputError(f"'{obj.name}': the shrink group '{group_name}' is on its {len(mesh.vertices)} vertices, but the "
+                         f"modifiers above Soft Sim make {vertex_count}: move the 'SoftSim Cache' modifier above them, or "
+                         "clear Shrink Group")
+    weights = np.zeros(vertex_count)
+    # One-time read at model build (not per frame): Blender offers no vectorized vertex-group access.
+    for v in mesh.vertices:
+        for g in v.groups:
+            if g.group == group.index:
+                weights[v.index] = g.weight
+    return weights
+
+
+def cloth_shape(obj, model, body):
+    """A CLOTH body's model with Shrink applied (its rest lengths scaled, ``solvers.sewing.shrink_rest_lengths``), after
+    checking that a body with Pressure is closed; raises InputError naming the object."""
+    from ..solvers.sewing import shrink_rest_lengths
+
+    settings = obj.softsim
+    reads = settings_read(settings)
+    if "pressure" in reads and settings.pressure > 0.0:
+        check_pressure_surface(obj.name, body.triangles)
+    shrink = float(settings.shrink) if "shrink" in reads else 0.0
+    if shrink == 0.0:
+        return model
+    weights = group_weights(obj, settings.shrink_group, model.particle_count) if settings.shrink_group else None
+    try:
+        return shrink_rest_lengths(model, shrink, weights)
+    except ValueError as error:
+        raise InputError(f"'{obj.name}': Shrink {shrink:g} leaves edges with no length ({error}): keep Shrink below 1") \
+            from error

@@ -9,7 +9,7 @@ from ..solvers.registry import REGISTRY
 from . import solid
 from .fields_input import body_fields, frame_fields
 from .advice import explicit_stability_message
-from .bridge import (InputError, check_settings, check_transform, config_from_settings, frame_duration, identity_mapping, make_body_solver,
+from .bridge import (InputError, check_settings, check_transform, cloth_shape, config_from_settings, frame_duration, identity_mapping, make_body_solver,
                      matrix_to_numpy, read_body, read_input_positions, transform_points, world_matrix, world_to_local)
 
 
@@ -31,6 +31,7 @@ def build_body(obj, matrix_world, scene, depsgraph=None):
             model = solvers.build_model(body.world_positions, body.edges, body.triangles, pinned=body.pinned,
                                         total_mass=obj.softsim.mass, mass_distribution=obj.softsim.mass_distribution,
                                         quads=body.quads)
+            model = cloth_shape(obj, model, body)  # Shrink, and Pressure's closed-mesh check
             return model, body, identity_mapping, len(body.world_positions)
         if role == "SOLID":
             model, to_mesh, surface_count = solid.build_solid(obj, body, obj.softsim)

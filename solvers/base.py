@@ -6,6 +6,7 @@ from .collision.response import resolve_collider_contacts, resolve_deep_faces
 from .collision.self_contact import self_collision_for
 from .config import SolverConfig
 from .model import Model, State, StepStats
+from .sewing import seam_edges, sewn_positions
 
 
 FACE_ALLOWANCE = 0.4
@@ -41,6 +42,10 @@ class ProjectedContactSolver(Solver):
         super().__init__(model, config)
         self.self_collision = self_collision_for(model, config)
         """SelfCollision of a cloth with ``config.use_self_collision``, else None."""
+        self.seams = seam_edges(model, config)
+        """(edge_count,) bool: the seams of a cloth with ``config.use_sewing`` (``solvers/sewing.py``)."""
+        if self.self_collision is not None and self.seams.any():
+            self.self_collision.exclude_pairs_at(sewn_positions(model, self.seams))
         self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
         """Per-particle sphere pads [m^2] that keep the faces out of spheres (``collision.faces.sphere_pads``)."""
         if self.self_collision is not None:

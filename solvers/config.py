@@ -93,6 +93,18 @@ class SolverConfig:
     """NEWTON iterations per step before the step fails with NewtonNotConverged."""
     max_speed: float = 1000.0
     """A particle faster than this [m/s] means the simulation exploded."""
+    # --- Pressure and sewing (closed cloths, seams): solvers/energies/pressure.py, solvers/sewing.py ---
+    pressure: float = 0.0
+    """CLOTH with a closed surface: gauge pressure [Pa] of the gas inside at the rest volume V0, an isothermal ideal
+    gas (P V = p V0, ``energies/pressure.py``); 0 = no gas. Every solver: PBD/XPBD and the explicit integrators as a
+    force, IMPLICIT_EULER and NEWTON as the energy -p V0 ln(V / V0) in the incremental potential, PROJECTIVE as a
+    force re-evaluated at every local-global iteration."""
+    use_sewing: bool = False
+    """CLOTH: its loose edges (edges in no face) are seams that pull their ends together to zero length
+    (``solvers/sewing.py``) with the stiffness ``stiffness``, instead of being springs of their modelled length."""
+    sewing_force: float = 0.0
+    """The most a seam pulls [N]; 0 = no cap (a zero-length spring of ``stiffness``)."""
+    # --- end of pressure and sewing ---
     compute: str = "AUTO"
     """Where the hot loops run, read when a solver is built: AUTO = the native kernels (``solvers/native``, C compiled
     ahead of time) when the platform's library loads and passes its self-test, else NumPy; NUMPY = always the NumPy
@@ -126,6 +138,8 @@ class SolverConfig:
             raise ValueError(f"field_weight must be >= 0, got {self.field_weight}")
         if not self.thickness >= 0.0:
             raise ValueError(f"thickness must be >= 0, got {self.thickness}")
+        if not (self.pressure >= 0.0 and self.sewing_force >= 0.0):
+            raise ValueError(f"pressure and sewing_force must be >= 0, got {self.pressure} and {self.sewing_force}")
         if self.substeps < 1 or self.iterations < 1 or self.newton_max_iterations < 1:
             raise ValueError("substeps, iterations and newton_max_iterations must be at least 1")
 

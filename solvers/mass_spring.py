@@ -67,10 +67,13 @@ from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
 from .energies.bending import IsometricBending, hinges_from_triangles
 from .energies.friction import mollified_slip, mollified_slip_terms
 from .energies.neo_hookean import NeoHookean
+from .energies.pressure import gas_pressure
+from .energies.sewing import SewingSprings
 from .energies.springs import HookeSprings
 from .material import material_arrays
 from .frame import StepNotConverged
 from .model import State, StepStats, measure_stats
+from .sewing import seam_force
 
 MASS_SPRING_SOLVERS = ("EXPLICIT_EULER", "SYMPLECTIC_EULER", "IMPLICIT_EULER")
 
@@ -136,7 +139,7 @@ class MassSpringSolver(ProjectedContactSolver):
             self.elastic = NeoHookean(model.rest_positions, model.tet_indices, material.tet_mu, material.tet_lambda)
             spring = np.zeros(model.edge_count, bool)
         else:
-            spring = np.ones(model.edge_count, bool)
+            spring = ~self.seams  # seams pull to zero length instead (SewingSprings below)
         self.springs = HookeSprings(model.edge_indices[spring], model.edge_rest_length[spring],
                                     material.edge_stiffness[spring])
         """Hooke springs of a cloth's or an explicitly integrated solid's edges (none for a solid in IMPLICIT_EULER)."""
@@ -148,7 +151,14 @@ class MassSpringSolver(ProjectedContactSolver):
         self.bending_matrix = None
         if self.bending is not None and self.bending.is_constant_hessian:
             self.bending_matrix = bending_matrix(self.bending, n)  # f = -Q x, one sparse product per step
-        self.energies = [e for e in (self.springs, self.elastic, self.bending) if e is not None]
+        self.sewing = SewingSprings(model.edge_indices[self.seams], config.stiffness, seam_force(config)) \
+            if self.seams.any() else None
+        """A cloth's seams with ``config.use_sewing`` (``solvers/sewing.py``), or None."""
+        self.pressure = gas_pressure(model, config)
+        """The gas of a closed cloth with ``config.pressure`` (``energies/pressure.py``), or None."""
+        self.extra = [e for e in (self.sewing, self.pressure) if e is not None]
+        """Seams and gas: energies whose force ``forces`` takes from their gradient."""
+        self.energies = [e for e in (self.springs, self.elastic, self.bending) if e is not None] + self.extra
         """The elastic energy terms, in the order of their Hessian blocks in the implicit system."""
         self.held = None
         """Implicit Euler's cloth: the planes that hold the particles the last step's projection moved
@@ -171,6 +181,8 @@ class MassSpringSolver(ProjectedContactSolver):
             f -= self.bending.gradient(x)
         if self.elastic is not None:
             f -= self.elastic.gradient(x)
+        for term in self.extra:
+            f -= term.gradient(x)
         return f
 
     def energy(self, state: State) -> float:
@@ -234,6 +246,8 @@ class MassSpringSolver(ProjectedContactSolver):
         self.energy_scale = float(np.sum(self.springs.k * self.springs.rest_length**2))
         if self.elastic is not None:
             self.energy_scale += float(np.sum(self.elastic.rest_volume * (self.elastic.mu + self.elastic.lam)))
+        if self.pressure is not None:
+            self.energy_scale += self.pressure.work  # p V0 [J]
 
     def _energy_blocks(self, x):
         """The PSD-projected Hessian blocks of the springs (K_e = k [max(1 - l0/l, 0) (I - n n^T) + n n^T], the

@@ -79,7 +79,10 @@ from .energies import (
 from .frame import StepNotConverged
 from .linalg import BlockPattern, block_cg, inverse_3x3
 from .linalg.direct import NewtonSolves
+from .energies.pressure import gas_pressure
+from .energies.sewing import SewingSprings
 from .material import material_arrays
+from .sewing import seam_edges, seam_force, sewn_positions
 from .model import State, StepStats, measure_stats
 
 SPRING_K_PER_STIFFNESS = 0.25
@@ -181,6 +184,9 @@ class NewtonSolver(Solver):
             kept = model.collision_triangles if len(model.collision_triangles) else model.triangle_indices
             self.self_contact.append(SelfContactBarrier(kept, model.rest_positions, float(self.kappa.max()),
                                                         max(float(config.thickness), MIN_BARRIER_REACH)))
+            seams = seam_edges(model, config)
+            if seams.any():  # what touches once the seams are closed is no contact (``sewing.sewn_positions``)
+                self.self_contact[-1].exclude_pairs_at(sewn_positions(model, seams))
 
     # ------------------------------------------------------------------ the incremental potential
 
@@ -381,16 +387,26 @@ class NewtonSolver(Solver):
 
 def body_potentials(model, config) -> list:
     """A body's elastic terms (besides gravity): a body without tets (cloth, ropes) the course's squared-length spring
-    on every edge with k = stiffness / 4, plus isometric bending of its faces when ``bending_stiffness`` > 0; a body
+    on every edge with k = stiffness / 4, plus isometric bending of its faces when ``bending_stiffness`` > 0, its
+    seams with ``use_sewing`` (instead of those edges' springs) and its gas with ``pressure`` > 0; a body
     with tets stable Neo-Hookean with Lame parameters from its material."""
     if model.tet_count:
         material = material_arrays(model, config)
         return [NeoHookean(model.rest_positions, model.tet_indices, material.tet_mu, material.tet_lambda)]
-    terms = [SquaredLengthSprings(model.edge_indices, model.edge_rest_length, SPRING_K_PER_STIFFNESS * config.stiffness)]
+    seams = seam_edges(model, config)
+    springs = ~seams
+    terms = [SquaredLengthSprings(model.edge_indices[springs], model.edge_rest_length[springs],
+                                  SPRING_K_PER_STIFFNESS * config.stiffness)]
     if config.bending_stiffness > 0.0 and len(model.triangle_indices):
         hinges = hinges_from_triangles(model.triangle_indices)
         if len(hinges):
             terms.append(IsometricBending(model.rest_positions, hinges, config.bending_stiffness))
+    # Seams and the gas of a closed cloth (``solvers/sewing.py``, ``energies/pressure.py``).
+    if seams.any():
+        terms.append(SewingSprings(model.edge_indices[seams], config.stiffness, seam_force(config)))
+    pressure = gas_pressure(model, config)
+    if pressure is not None:
+        terms.append(pressure)
     return terms
 
 

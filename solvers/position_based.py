@@ -13,10 +13,13 @@ from .collision.contact_set import find_contacts
 from .collision.response import ContactConstraints, resolve_collider_contacts
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
+from .constraints.sewing import SewingConstraints
+from .energies.pressure import gas_pressure
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
 from .native import library as native_library
 from .native.kernels import AnalyticContacts, Tethers
+from .sewing import seam_force, with_seams_closed
 
 
 CONTACT_ITERATIONS = 2
@@ -164,6 +167,7 @@ class PositionBasedSolver(ProjectedContactSolver):
             edges = np.nonzero(material.edge_stiffness > 0.0)[0]
         else:
             edges = np.arange(model.edge_count)
+        edges = edges[~self.seams[edges]]  # seams pull to zero length instead (SewingConstraints below)
         if len(edges):
             compliance = 1.0 / material.edge_stiffness[edges] if self.compliant else 0.0
             sets.append(DistanceConstraints(model.edge_indices[edges], model.edge_rest_length[edges], inv_mass, compliance))
@@ -178,11 +182,17 @@ class PositionBasedSolver(ProjectedContactSolver):
                                                         config.bending_stiffness)
             if bending is not None:
                 sets.append(bending)
+        if self.seams.any():
+            sets.append(SewingConstraints(model.edge_indices[self.seams], inv_mass, 1.0 / config.stiffness,
+                                          seam_force(config)))
+        self.pressure = gas_pressure(model, config)
+        """The gas of a closed cloth with ``config.pressure`` (``energies/pressure.py``), or None: its force joins
+        gravity in the prediction, re-evaluated every step."""
         self.native = native_library.load(config.compute)
         """The native kernel library (``solvers/native``) when ``config.compute`` allows it and it loaded, else None
         (every sweep in NumPy); ``solvers.native.status(config.compute)`` says why."""
         self.sweeps = [_Sweep(c, model.particle_count, self.scheme, self.native) for c in sets]
-        self.tethers = PinTethers(model, config.tether_stretch) if config.tether_stretch is not None else None
+        self.tethers = PinTethers(with_seams_closed(model, self.seams), config.tether_stretch) if config.tether_stretch is not None else None
         if self.tethers is not None and self.native is not None:
             self.tethers = Tethers(self.native, self.tethers, model.particle_count)  # the same passes in C
         self.gravity = np.asarray(config.gravity, float)
@@ -206,6 +216,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         x, v = state.x, state.v
         self._steps += 1
         v += dt * self.gravity * self.free
+        if self.pressure is not None:
+            v += (dt * self.model.inv_mass)[:, None] * self.pressure.force(x)
         x_prev = x.copy()
         x += dt * v
         multipliers = [sweep.new_multipliers() for sweep in self.sweeps]

@@ -179,6 +179,41 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
         layout.label(text=f"Stable substep up to {1000 * limit:.3g} ms: needs {needed} substeps", icon="CHECKMARK" if ok else "ERROR")
 
 
+class PHYSICS_PT_softsim_shape(BodyPanel, bpy.types.Panel):
+    """Pressure, sewing and shrinking of a cloth (every solver reads them: operators/bridge.py CLOTH_SHAPE_SETTINGS)."""
+
+    bl_label = "Pressure & Sewing"
+    bl_parent_id = "PHYSICS_PT_softsim"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        return obj is not None and obj.softsim.role in BODY_ROLES and "pressure" in settings_offered(obj.softsim)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        obj = context.object
+        settings = obj.softsim
+        reads, active = settings_offered(settings), settings_read(settings)
+        col = layout.column()
+        col.enabled = not settings.is_baked
+        if "pressure" in reads:
+            col.prop(settings, "pressure", text="Pressure (Pa)")
+        if "use_sewing" in reads:
+            col.prop(settings, "use_sewing")
+            sub = col.column()
+            sub.active = "sewing_force" in active
+            sub.prop(settings, "sewing_force", text="Max Sewing Force (N)")
+        if "shrink" in reads:
+            col.prop(settings, "shrink")
+            if obj.type == "MESH":
+                col.prop_search(settings, "shrink_group", obj, "vertex_groups", text="Shrink Group")
+                if settings.shrink_group and settings.shrink_group not in obj.vertex_groups:
+                    col.label(text=f"No vertex group '{settings.shrink_group}'", icon="ERROR")
+
+
 class PHYSICS_PT_softsim_bake(BodyPanel, bpy.types.Panel):
     bl_label = "Bake"
     bl_parent_id = "PHYSICS_PT_softsim"
@@ -213,4 +248,5 @@ class PHYSICS_PT_softsim_bake(BodyPanel, bpy.types.Panel):
                 layout.label(text=f"Baked to {os.path.basename(path)}", icon="CHECKMARK")
 
 
-classes = (PHYSICS_PT_softsim, PHYSICS_PT_softsim_solid, PHYSICS_PT_softsim_solver, PHYSICS_PT_softsim_bake)
+classes = (PHYSICS_PT_softsim, PHYSICS_PT_softsim_solid, PHYSICS_PT_softsim_solver, PHYSICS_PT_softsim_shape,
+           PHYSICS_PT_softsim_bake)

@@ -193,6 +193,38 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
         "Collision: distance in m its vertices keep from its own faces (keep it below about half an edge length)",
     )
 
+    # --- Pressure, sewing and shrinking (role CLOTH, every solver: operators/bridge.py CLOTH_SHAPE_SETTINGS) ---
+    pressure: FloatProperty(
+        update=_settings_changed,
+        name="Pressure", default=DEFAULTS["pressure"], min=0.0, soft_max=1.0e5, precision=1,
+        description="Cloth with a closed mesh: gauge pressure in Pa of the air inside when the body has its modelled "
+        "volume (a balloon or cushion). The air is an ideal gas at constant temperature, so the pressure falls as the "
+        "body grows and rises as it is squashed (pressure x volume stays constant). 0 = no air",
+    )
+    use_sewing: BoolProperty(
+        update=_settings_changed,
+        name="Sewing", default=DEFAULTS["use_sewing"],
+        description="Cloth: the loose edges (edges with no face) are seams that pull their two ends together to zero "
+        "length with the cloth's Stiffness, so panels modelled apart close into a garment",
+    )
+    sewing_force: FloatProperty(
+        update=_settings_changed,
+        name="Max Sewing Force", default=DEFAULTS["sewing_force"], min=0.0, soft_max=100.0, precision=3,
+        description="Sewing: the most each seam pulls, in N (smaller closes the seams more gently and slowly); 0 = no limit",
+    )
+    shrink: FloatProperty(
+        update=_settings_changed,
+        name="Shrink", default=0.0, min=-1.0, max=0.9, soft_min=-0.5, soft_max=0.5, precision=3, subtype="FACTOR",
+        description="Cloth: shrink the rest length of every edge by this fraction (0.1 = 10% shorter; negative grows), "
+        "times the Shrink Group's weight when one is set",
+    )
+    shrink_group: StringProperty(
+        update=_settings_changed, name="Shrink Group", default="",
+        description="Vertex group scaling Shrink per vertex (an edge takes the mean of its two ends' weights); empty = "
+        "Shrink everywhere",
+    )
+    # --- end of pressure, sewing and shrinking ---
+
     # Solids (role SOLID).
     tet_resolution: IntProperty(
         update=_settings_changed,

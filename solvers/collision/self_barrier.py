@@ -96,6 +96,13 @@ class SelfContactBarrier(PairBarrier):
             keep_ee &= (first != second) | self.self_bodies[first]
         return keep_vt, keep_ee
 
+    def exclude_pairs_at(self, x) -> None:
+        """Also treat as neighbours the pairs within d_hat at positions x (n, 3): a sewn cloth's rest shape with its
+        seams closed (``sewing.sewn_positions``)."""
+        (v, t, _), (e1, e2, _) = self._join(np.asarray(x, float), self.d_hat)
+        self.excluded_vt = np.union1d(self.excluded_vt, _pair_keys(v, t, len(self.triangles)))
+        self.excluded_ee = np.union1d(self.excluded_ee, _pair_keys(e1, e2, len(self.edges)))
+
     def _join(self, x, reach):
         """Vertex-triangle pairs (v, t, d) and edge pairs (e1, e2, d), e1 < e2, with exact distance d < reach at x
         (incident and rest-excluded pairs left out), from k-d tree joins."""

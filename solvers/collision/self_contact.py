@@ -190,6 +190,15 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         self.excluded_vt = np.sort(_pair_keys(v, t, len(self.triangles)))
         self.excluded_ee = np.sort(_pair_keys(e1, e2, len(self.edges)))
 
+    def exclude_pairs_at(self, x: np.ndarray) -> None:
+        """Also treat as neighbours the pairs closer than thickness at positions x (n, 3): a sewn cloth's rest shape
+        with its seams closed (``sewing.sewn_positions``), where the panels' edges meet."""
+        if len(self.triangles) == 0:
+            return
+        (v, t, _), (e1, e2, _) = self._query(x, self.thickness)
+        self.excluded_vt = np.union1d(self.excluded_vt, _pair_keys(v, t, len(self.triangles)))
+        self.excluded_ee = np.union1d(self.excluded_ee, _pair_keys(e1, e2, len(self.edges)))
+
     # ------------------------------------------------------------------ broad phase
 
     # ------------------------------------------------------------------ response

@@ -197,3 +197,39 @@ def project_unit_product(sigma: np.ndarray) -> np.ndarray:
         low = np.where(g < 0.0, lam, low)
         high = np.where(g > 0.0, lam, high)
     return (s * np.exp(-g / 3.0)).T
+
+
+class SewingSprings:
+    """Seams (``solvers/sewing.py``) as PD constraints: E_e = min over p of k/2 |A_e x - p|^2 + F |p|, A_e x = x_i - x_j.
+
+    That minimum is the capped zero-length spring of ``energies.sewing.SewingSprings`` (1/2 k l^2 up to l = F / k,
+    F l - F^2 / (2 k) beyond: the Moreau envelope of F |p|), and its minimizer, the local step, is the soft threshold
+    p = d max(0, 1 - F / (k |d|)): 0 (the ends together) while the pull is below the cap. w_e = k [N/m], so the global
+    matrix is constant. edges (e, 2) int, stiffness k [N/m], max_force F [N] (inf: no cap), particle_count n.
+    """
+
+    quadratic = None
+
+    def __init__(self, edges, stiffness, max_force, particle_count):
+        edges = np.asarray(edges, np.int64).reshape(-1, 2)
+        e = len(edges)
+        self.k = float(stiffness)
+        self.max_force = float(max_force)
+        self.A = sp.csr_matrix((np.tile([1.0, -1.0], e), (np.repeat(np.arange(e), 2), edges.ravel())),
+                               shape=(e, particle_count))
+        self.laplacian = _weighted_gram(self.A, np.full(e, self.k))
+
+    def project(self, z, with_energy=False):
+        length = _row_norm(z)
+        if np.isfinite(self.max_force):
+            keep = np.maximum(0.0, 1.0 - self.max_force / np.maximum(self.k * length, 1e-300))
+        else:
+            keep = np.zeros_like(length)
+        p = z * keep[:, None]
+        energy = None
+        if with_energy:
+            r = z - p
+            energy = 0.5 * self.k * float(np.einsum("ij,ij->", r, r))
+            if np.isfinite(self.max_force):
+                energy += self.max_force * float(np.sum(keep * length))
+        return self.k * p, energy

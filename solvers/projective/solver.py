@@ -112,7 +112,9 @@ from ..energies import hinges_from_triangles
 from ..material import material_arrays
 from ..model import State, StepStats, measure_stats
 from .acceleration import Anderson, Chebyshev, Plain
-from .constraints import EdgeSprings, HingeBending, TetStrain
+from ..energies.pressure import gas_pressure
+from ..sewing import seam_force
+from .constraints import EdgeSprings, HingeBending, SewingSprings, TetStrain
 
 ACCELERATIONS = ("CHEBYSHEV", "ANDERSON", "NONE")
 DEFAULT_ACCELERATION = "ANDERSON"
@@ -171,12 +173,21 @@ class ProjectiveSolver(ProjectedContactSolver):
             sets.append(TetStrain(model.rest_positions, model.tet_indices, model.tet_rest_volume,
                                   material.tet_mu, material.tet_lambda))
         else:
-            sets.append(EdgeSprings(model.edge_indices, model.edge_rest_length, config.stiffness, model.rest_positions))
+            springs = ~self.seams  # seams pull to zero length instead (SewingSprings below)
+            sets.append(EdgeSprings(model.edge_indices[springs], model.edge_rest_length[springs], config.stiffness,
+                                    model.rest_positions))
+            if self.seams.any():
+                sets.append(SewingSprings(model.edge_indices[self.seams], config.stiffness, seam_force(config), n))
             if config.bending_stiffness > 0.0 and len(model.triangle_indices):
                 hinges = hinges_from_triangles(model.triangle_indices)
                 if len(hinges):
                     sets.append(HingeBending(model.rest_positions, hinges, config.bending_stiffness))
         self.sets = sets
+        self.pressure = gas_pressure(model, config)
+        """The gas of a closed cloth with ``config.pressure`` (``energies/pressure.py``), or None. Its energy is no PD
+        constraint (not a distance to a manifold): the local step evaluates its force at the iterate, and the global
+        step takes it as a load, f(x_k) on the right-hand side (a fixed-point iteration that converges while the gas
+        is soft next to M/h^2 + L); Phi and the energy check include its energy."""
         L = sp.csr_matrix((n, n))
         for c in sets:
             L = L + c.laplacian
@@ -333,8 +344,15 @@ class ProjectiveSolver(ProjectedContactSolver):
             q, e = step.contacts.project(x_free, with_energy)
             targets.append(q)
             step.contact_energy = e
+        gas_energy = 0.0
+        if self.pressure is not None:
+            x_all = step.y.copy()  # pinned rows sit on their targets
+            x_all[self.free] = x_free
+            step.gas_force = self.pressure.force(x_all)[self.free]
+            gas_energy = self.pressure.value(x_all) if with_energy else 0.0
         if not with_energy:
             return targets, None
+        energy += gas_energy
         if step.contacts is not None:
             energy += step.contact_energy
         for Q_free, offset, constant in step.quadratic:
@@ -356,6 +374,8 @@ class ProjectiveSolver(ProjectedContactSolver):
             b = b + A_free_T @ q
         if step.contacts is not None:
             b = b + step.contacts.AT @ targets[-1]
+        if step.gas_force is not None:
+            b = b + step.gas_force
         return solve(b)
 
     def objective(self, x, y, h):
@@ -495,6 +515,8 @@ class _Step:
     """The internal damping's reference positions (n, 3) [m], or None."""
     damping_energy: float = 0.0
     """The internal damping term's share of Phi at the last ``local`` [J]."""
+    gas_force: np.ndarray = None
+    """The gas's force (nf, 3) [N] on the free particles at the last ``local``'s iterate, or None without gas."""
 
 
 class PlaneContacts:
