@@ -56,6 +56,8 @@ XPBD_DEFAULTS = dict(solver="XPBD", stiffness=1.0e4, damping=0.1, diagonals=True
 XPBD_CONFIGS = [
     dict(label="XPBD GS 30x1 + tethers, quad edges (add-on defaults)", constraint_scheme="GAUSS_SEIDEL", substeps=30,
          iterations=1, tether_stretch=0.01, diagonals=False),
+    dict(label="XPBD GS 30x1 + tethers, quad edges (add-on defaults), Compute NumPy", constraint_scheme="GAUSS_SEIDEL",
+         substeps=30, iterations=1, tether_stretch=0.01, diagonals=False, compute="NUMPY"),
     dict(label="XPBD GS 60x1 + tethers, quad edges", constraint_scheme="GAUSS_SEIDEL", substeps=60,
          iterations=1, tether_stretch=0.01, diagonals=False),
     dict(label="XPBD GS 20x1 + tethers, quad edges", constraint_scheme="GAUSS_SEIDEL", substeps=20,
@@ -100,12 +102,15 @@ REFERENCE_SUBSTEPS = 24  # the reference runs 2 x REFERENCE_SUBSTEPS, checked ag
 # with these modifier settings) or the Soft Sim settings (obj.softsim.<name>) to set on top of the add-on's defaults.
 BAKE_CONFIGS = [
     dict(label="Soft Sim bake in Blender, add-on defaults (XPBD 30x1, tethers)", softsim={}),
+    dict(label="Soft Sim bake in Blender, add-on defaults, Compute NumPy", softsim={}, compute="NUMPY"),
     dict(label="Soft Sim bake in Blender, Projective 8x5", softsim=dict(solver="PROJECTIVE", substeps=8, iterations=5)),
     dict(label="Soft Sim bake in Blender, Projective 6x5", softsim=dict(solver="PROJECTIVE", substeps=6, iterations=5)),
     # One local-global iteration per substep: more, shorter steps follow the motion better than more iterations.
     dict(label="Soft Sim bake in Blender, Projective 16x1", softsim=dict(solver="PROJECTIVE", substeps=16, iterations=1)),
     dict(label="Blender Cloth (built-in), self-collision on", builtin=dict(use_self_collision=True)),
     dict(label="Soft Sim bake in Blender, defaults + self-collision", softsim=dict(use_self_collision=True), max_n=64),
+    dict(label="Soft Sim bake in Blender, defaults + self-collision, Compute NumPy",
+         softsim=dict(use_self_collision=True), max_n=64, compute="NUMPY"),
     # PD's long steps move the cloth far per step, so self-collision's pair lists grow large: the 64 x 64 bake did
     # not finish in 20 minutes (measured), hence 21 only.
     dict(label="Soft Sim bake in Blender, Projective 8x5 + self-collision",
@@ -282,9 +287,11 @@ def _register_addon():
         addon.register()
 
 
-def run_softsim_bake(n: int, frames: int, settings: dict) -> dict:
-    """Bake the n x n scene with the add-on's Bake operator (PC2 cache, the add-on's defaults plus ``settings``),
-    as a user would; time the operator (model build included), return the positions the cache plays back."""
+def run_softsim_bake(n: int, frames: int, settings: dict, compute: str = "AUTO") -> dict:
+    """Bake the n x n scene with the add-on's Bake operator (PC2 cache, the add-on's defaults plus ``settings``, no
+    air: the lab scene is in vacuum, as its motion reference), as a user would; time the operator (model build
+    included), return the positions the cache plays back. compute: the add-on's Compute ('AUTO' or 'NUMPY', set
+    for the process through SOFTSIM_COMPUTE, which the engine reads when a solver is built)."""
     import bpy
 
     _register_addon()
@@ -294,6 +301,7 @@ def run_softsim_bake(n: int, frames: int, settings: dict) -> dict:
     s.role = "CLOTH"
     s.pin_group = "pin"
     s.mass = TOTAL_MASS
+    s.air_drag = 0.0
     for name, value in settings.items():
         setattr(s, name, value)
     for obj, role in ((sphere, "SPHERE"), (ground, "GROUND")):
@@ -302,10 +310,18 @@ def run_softsim_bake(n: int, frames: int, settings: dict) -> dict:
             obj.softsim.thickness = 0.0
             obj.softsim.friction = 0.0  # as the pure-engine rows' colliders
     scene.frame_set(1)
-    with SilenceStdout():
-        start = time.perf_counter()
-        result = bpy.ops.softsim.bake()
-        seconds = time.perf_counter() - start
+    previous = os.environ.pop("SOFTSIM_COMPUTE", None)
+    if compute == "NUMPY":
+        os.environ["SOFTSIM_COMPUTE"] = "NUMPY"
+    try:
+        with SilenceStdout():
+            start = time.perf_counter()
+            result = bpy.ops.softsim.bake()
+            seconds = time.perf_counter() - start
+    finally:
+        os.environ.pop("SOFTSIM_COMPUTE", None)
+        if previous is not None:
+            os.environ["SOFTSIM_COMPUTE"] = previous
     if result != {"FINISHED"}:
         raise RuntimeError(f"Soft Sim bake failed: {result}, {s.status}")
     return dict(seconds=seconds, build_seconds=float("nan"), positions=_blender_positions(scene, cloth, frames))
@@ -400,7 +416,8 @@ def run(sizes=SIZES, frames=FRAMES, configs=None, blender=True, verbose=True, re
                 runs.append((spec["label"], lambda spec=spec, n=n: run_blender_cloth(n, frames, spec["builtin"]), spec["label"]))
             else:
                 peer = SELF_COLLISION_PEER if spec["softsim"].get("use_self_collision") else BUILTIN
-                runs.append((spec["label"], lambda spec=spec, n=n: run_softsim_bake(n, frames, spec["softsim"]), peer))
+                runs.append((spec["label"], lambda spec=spec, n=n: run_softsim_bake(n, frames, spec["softsim"],
+                                                                                    spec.get("compute", "AUTO")), peer))
         peers = {}
         for label, job, peer in runs:
             result = job()
@@ -491,8 +508,9 @@ def describe(frames: int = FRAMES) -> str:
         "of any face inside the sphere; self-crossings: the most edge-triangle pairs of the cloth crossing each other "
         f"in one frame (exact test, every {CROSSING_EVERY}th frame). Rows \"bake in Blender\" time the add-on's Bake "
         "operator (model build, solver, PC2 cache writing) in the same Blender session as the built-in's bake, "
-        "colliders frictionless as in the pure-engine rows; rows with self-collision are compared with built-in "
-        "Cloth with its self-collision on."
+        "colliders frictionless and Air Drag 0 as in the pure-engine rows (the scene is in vacuum); rows with "
+        "self-collision are compared with built-in Cloth with its self-collision on. Rows \"Compute NumPy\" run the "
+        "NumPy reference path instead of the native kernels (the same frames, bit for bit on x86-64)."
     )
 
 
