@@ -42,6 +42,7 @@ def add_games103_lab(context, location=(0.0, 0.0, 0.0)):
     s.iterations = 32
     s.substeps = 1
     s.use_tethers = False
+    s.air_drag = 0.0  # the lab simulates no air: its cloth falls under gravity and its damping alone
     # The lab's v *= 0.99 per 0.0333 s step, as a rate: exp(-damping * dt) = 0.99.
     s.damping = -math.log(LAB_DAMPING_PER_STEP) / LAB_DT
 

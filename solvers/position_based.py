@@ -197,10 +197,10 @@ class PositionBasedSolver(ProjectedContactSolver):
             self.tethers = Tethers(self.native, self.tethers, model.particle_count)  # the same passes in C
         self.gravity = np.asarray(config.gravity, float)
         self.native_contacts = None
-        """With the native library and no self-collision: prediction, collider contacts (ground planes and spheres
-        only; other colliders take the NumPy path for that step) and velocity update in C
-        (``native.kernels.AnalyticContacts``)."""
-        if self.native is not None and self.self_collision is None:
+        """With the native library, no self-collision and no gas pressure (whose force joins the NumPy prediction):
+        prediction, collider contacts (ground planes and spheres only; other colliders take the NumPy path for that
+        step) and velocity update in C (``native.kernels.AnalyticContacts``)."""
+        if self.native is not None and self.self_collision is None and self.pressure is None:
             self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(inv_mass, np.float64), self.pad2,
                                                     model.triangle_indices)
             self._gravity = np.ascontiguousarray(self.gravity, np.float64)
