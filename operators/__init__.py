@@ -1,10 +1,10 @@
 """Blender operators, the frame-change handler and the bridge to the pure engine."""
 import bpy
 
-from . import bake, live, presets, tetrahedralize, trash
+from . import bake, live, material_presets, presets, tetrahedralize, trash
 from .output import undo
 
-classes = bake.classes + presets.classes + tetrahedralize.classes
+classes = bake.classes + presets.classes + material_presets.classes + tetrahedralize.classes
 
 
 def register():

@@ -137,6 +137,12 @@ def settings_offered(settings) -> set:
         reads.add("embedded_resolution" if settings.use_embedded else "tet_resolution")
     if not settings.pin_group:
         reads.discard("tether_stretch")  # tethers run from the pins
+    else:
+        reads.add("pin_stiffness")  # soft pins: every solver, both roles (solvers/soft_pins.py)
+    if "stiffness" in reads and role.name == "CLOTH":  # per-vertex maps of what the solver reads
+        reads.add("stiffness_group")
+    if "bending_stiffness" in reads:
+        reads.add("bending_group")
     return reads
 
 
@@ -146,8 +152,8 @@ def settings_read(settings) -> set:
     reads = settings_offered(settings)
     if settings.role not in BODY_ROLES:
         return reads
-    if not settings.use_tethers:
-        reads.discard("tether_stretch")
+    if not settings.use_tethers or getattr(settings, "pin_stiffness", 0.0) > 0.0:
+        reads.discard("tether_stretch")  # tethers run from hard pins only (solvers/soft_pins.py)
     if not settings.use_self_collision:
         reads.discard("thickness")
     if settings.constraint_scheme != "JACOBI":
@@ -344,6 +350,9 @@ _CHECKED = ("substeps", "iterations", "newton_max_iterations", "mass", "damping"
 # Pressure, sewing and shrinking (CLOTH_SHAPE_SETTINGS).
 _UNITS.update({"pressure": "Pa", "sewing_force": "N"})
 _CHECKED += ("pressure", "sewing_force", "shrink")
+# Soft pins.
+_UNITS["pin_stiffness"] = "N/m"
+_CHECKED += ("pin_stiffness",)
 
 
 def _check_setting(settings, name: str) -> None:
@@ -537,19 +546,21 @@ def check_pressure_surface(name: str, triangles) -> None:
     raise InputError(f"'{name}': Pressure needs a closed mesh to fill, but {_CLOSE_ADVICE[kind].format(count=count)}")
 
 
-def group_weights(obj, group_name: str, vertex_count: int) -> np.ndarray:
+def group_weights(obj, group_name: str, vertex_count: int, setting: str = "shrink_group") -> np.ndarray:
     """(vertex_count,) float64 weights of ``obj``'s vertex group ``group_name`` (0 where a vertex is not in it), read
-    from its mesh; raises InputError naming the object when the group does not exist or the simulated mesh has
-    another vertex count than the object's own (a modifier above Soft Sim made or removed vertices)."""
+    from its mesh; raises InputError naming the object and the setting (``softsim.<setting>``) when the group does not
+    exist or the simulated mesh has another vertex count than the object's own (a modifier above Soft Sim made or
+    removed vertices)."""
+    label = obj.softsim.bl_rna.properties[setting].name
     group = obj.vertex_groups.get(group_name)
     if group is None:
-        raise InputError(f"'{obj.name}': the shrink group '{group_name}' does not exist; pick one of its vertex groups or "
-                         "clear Shrink Group")
+        raise InputError(f"'{obj.name}': the {label.lower()} '{group_name}' does not exist (softsim.{setting}); pick one of "
+                         f"its vertex groups or clear {label}")
     mesh = obj.data
     if len(mesh.vertices) != vertex_count:
-        raise InputError(f"'{obj.name}': the shrink group '{group_name}' is on its {len(mesh.vertices)} vertices, but the "
+        raise InputError(f"'{obj.name}': the {label.lower()} '{group_name}' is on its {len(mesh.vertices)} vertices, but the "
                          f"modifiers above Soft Sim make {vertex_count}: move the 'SoftSim Cache' modifier above them, or "
-                         "clear Shrink Group")
+                         f"clear {label}")
     weights = np.zeros(vertex_count)
     # One-time read at model build (not per frame): Blender offers no vectorized vertex-group access.
     for v in mesh.vertices:
@@ -577,3 +588,28 @@ def cloth_shape(obj, model, body):
     except ValueError as error:
         raise InputError(f"'{obj.name}': Shrink {shrink:g} leaves edges with no length ({error}): keep Shrink below 1") \
             from error
+
+
+# --- Per-vertex maps and soft pins: what the bridge reads off the mesh (solvers/material.py, solvers/soft_pins.py) ---
+
+def body_maps(obj, model):
+    """``model`` with the body's Stiffness Group and Bending Group read into per-vertex factors
+    (``solvers.material.map_scale``) and its pins made soft when Pin Stiffness > 0 (``solvers.soft_pins``); raises
+    InputError naming the object and the setting when a group does not exist."""
+    from dataclasses import replace
+
+    from ..solvers.material import map_scale
+    from ..solvers.soft_pins import soften_pins
+
+    settings = obj.softsim
+    reads = settings_read(settings)
+    scales = {}
+    for setting, field in (("stiffness_group", "particle_stiffness_scale"), ("bending_group", "particle_bending_scale")):
+        name = getattr(settings, setting)
+        if setting in reads and name:
+            scales[field] = map_scale(group_weights(obj, name, model.particle_count, setting))
+    if scales:
+        model = replace(model, **scales)
+    if "pin_stiffness" in reads:
+        model = soften_pins(model, float(settings.pin_stiffness))
+    return model

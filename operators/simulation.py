@@ -9,7 +9,8 @@ from ..solvers.registry import REGISTRY
 from . import solid
 from .fields_input import body_fields, frame_fields
 from .advice import explicit_stability_message
-from .bridge import (InputError, check_settings, check_transform, cloth_shape, config_from_settings, frame_duration, identity_mapping, make_body_solver,
+from .bridge import (InputError, body_maps, check_settings, check_transform, cloth_shape, config_from_settings, frame_duration,
+                     identity_mapping, make_body_solver,
                      matrix_to_numpy, read_body, read_input_positions, transform_points, world_matrix, world_to_local)
 
 
@@ -32,9 +33,11 @@ def build_body(obj, matrix_world, scene, depsgraph=None):
                                         total_mass=obj.softsim.mass, mass_distribution=obj.softsim.mass_distribution,
                                         quads=body.quads)
             model = cloth_shape(obj, model, body)  # Shrink, and Pressure's closed-mesh check
+            model = body_maps(obj, model)  # Stiffness and Bending Groups, soft pins
             return model, body, identity_mapping, len(body.world_positions)
         if role == "SOLID":
             model, to_mesh, surface_count = solid.build_solid(obj, body, obj.softsim)
+            model = body_maps(obj, model)  # soft pins
             return model, body, to_mesh, surface_count
         raise InputError(f"'{obj.name}': role {role!r} is not a body; use Cloth or Solid")
     except solvers.ModelError as error:
@@ -58,7 +61,7 @@ class BodyRun:
         # Every particle's rest position in object space, so pins (and, for solids, interior
         # particles) follow the object's animated transform.
         self.particle_local_rest = world_to_local(matrix, self.model.rest_positions)
-        self.has_pins = bool(self.model.pinned.any())
+        self.has_pins = bool(self.model.pinned.any()) or len(self.model.goal_particles) > 0  # hard or soft pins
         # A body fed by modifiers or shape keys above Soft Sim (an Armature...) reads its evaluated mesh every
         # frame: pinned mesh vertices go where that mesh puts them, and a change of its vertex count stops the run.
         self.evaluated = body.evaluated

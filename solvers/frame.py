@@ -61,6 +61,11 @@ class FrameRun:
         self.pinned = np.nonzero(solver.model.inv_mass == 0.0)[0]
         self.start = state.x[self.pinned].copy()
         self.end = self.start if pin_targets is None else np.asarray(pin_targets, float)[self.pinned]
+        # Soft pins (solvers/soft_pins.py): their targets move from where they were at the frame's start.
+        model = solver.model
+        self.goals = np.asarray(getattr(model, "goal_particles", np.zeros(0, np.int64)))
+        self.goal_start = model.goal_positions.copy() if len(self.goals) else None
+        self.goal_end = None if pin_targets is None or not len(self.goals) else np.asarray(pin_targets, float)[self.goals]
         self.totals = StepStats(min_distance=float("inf"))
         self.stats = StepStats()
 
@@ -76,6 +81,8 @@ class FrameRun:
         t0, t1 = (k - 1) / self.substeps, k / self.substeps
         start, end = self.start, self.end
         apply_loads(self.loads, self.fields, self.state, dt, t0, t1)
+        if self.goal_end is not None:  # a soft pin's spring pulls toward its target at the step's end
+            self.solver.model.goal_positions[:] = self.goal_start + (self.goal_end - self.goal_start) * t1
         self.stats = _step(self.solver, self.state, dt, colliders, k == self.substeps,
                            self.pinned, start + (end - start) * t0, start + (end - start) * t1, self.totals, 0)
 

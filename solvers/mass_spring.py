@@ -70,7 +70,8 @@ from .energies.neo_hookean import NeoHookean
 from .energies.pressure import gas_pressure
 from .energies.sewing import SewingSprings
 from .energies.springs import HookeSprings
-from .material import material_arrays
+from .material import hinge_bending_stiffness, material_arrays
+from .soft_pins import GoalSprings
 from .frame import StepNotConverged
 from .model import State, StepStats, measure_stats
 from .sewing import seam_force
@@ -156,8 +157,10 @@ class MassSpringSolver(ProjectedContactSolver):
         """A cloth's seams with ``config.use_sewing`` (``solvers/sewing.py``), or None."""
         self.pressure = gas_pressure(model, config)
         """The gas of a closed cloth with ``config.pressure`` (``energies/pressure.py``), or None."""
-        self.extra = [e for e in (self.sewing, self.pressure) if e is not None]
-        """Seams and gas: energies whose force ``forces`` takes from their gradient."""
+        self.goals = GoalSprings.of(model)
+        """The soft pins' springs (``solvers/soft_pins.py``), or None."""
+        self.extra = [e for e in (self.sewing, self.pressure, self.goals) if e is not None]
+        """Seams, gas and soft pins: energies whose force ``forces`` takes from their gradient."""
         self.energies = [e for e in (self.springs, self.elastic, self.bending) if e is not None] + self.extra
         """The elastic energy terms, in the order of their Hessian blocks in the implicit system."""
         self.held = None
@@ -561,7 +564,7 @@ def cloth_bending(model, bending_stiffness: float):
     hinges = hinges_from_triangles(model.triangle_indices)
     if len(hinges) == 0:
         return None
-    return IsometricBending(model.rest_positions, hinges, bending_stiffness)
+    return IsometricBending(model.rest_positions, hinges, hinge_bending_stiffness(model, hinges, bending_stiffness))
 
 
 def bending_matrix(bending, particle_count: int) -> sp.csr_matrix:

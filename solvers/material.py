@@ -99,15 +99,52 @@ def edge_volumes(model) -> np.ndarray:
     return volume
 
 
+MIN_MAP_FRACTION = 0.01
+"""A stiffness or bending map's factor at weight 0 (``map_scale``): 1% of the setting, never 0."""
+
+
+def map_scale(weights) -> np.ndarray:
+    """The factor a vertex group weight w in [0, 1] puts on a stiffness: f + (1 - f) w, f = MIN_MAP_FRACTION.
+
+    Linear in the weight (half the weight, about half the stiffness), the setting itself at weight 1, and 1% of it
+    at weight 0 (a vertex not in the group), never 0: an edge of zero stiffness would have infinite XPBD compliance
+    and leave a singular row in an implicit solver's matrix, and a patch of cloth with nothing holding it together
+    falls apart instead of getting very soft. Built-in Cloth maps a group between its stiffness and its Max value the
+    same way; here the Max is the setting and the minimum is MIN_MAP_FRACTION of it."""
+    w = np.clip(np.asarray(weights, np.float64), 0.0, 1.0)
+    return MIN_MAP_FRACTION + (1.0 - MIN_MAP_FRACTION) * w
+
+
+def edge_stiffness_scale(model) -> np.ndarray:
+    """(edge_count,) factor on each edge's stiffness: the mean of its two ends' ``Model.particle_stiffness_scale``
+    (1 everywhere without a map)."""
+    scale = np.asarray(getattr(model, "particle_stiffness_scale", ()), np.float64)
+    if len(scale) == 0:
+        return np.ones(model.edge_count)
+    return 0.5 * (scale[model.edge_indices[:, 0]] + scale[model.edge_indices[:, 1]])
+
+
+def hinge_bending_stiffness(model, hinges, bending_stiffness: float):
+    """The bending modulus [N m] of each hinge (h, 4) (``energies.bending.hinges_from_triangles``): the scalar
+    ``bending_stiffness`` times the mean of its four corners' ``Model.particle_bending_scale``; the scalar itself
+    without a map."""
+    scale = np.asarray(getattr(model, "particle_bending_scale", ()), np.float64)
+    if len(scale) == 0:
+        return float(bending_stiffness)
+    hinges = np.asarray(hinges, np.int64).reshape(-1, 4)
+    return float(bending_stiffness) * scale[hinges].mean(axis=1)
+
+
 def material_arrays(model, config) -> Material:
     """Per-element stiffness of ``model`` under ``config``.
 
-    Without tets: ``config.stiffness`` on every edge, no tet arrays. With tets: springs k_e = (5/2) mu V_e / L_e^2
+    Without tets: ``config.stiffness`` on every edge, times the ``stiffness_group`` map's ``edge_stiffness_scale``;
+    no tet arrays. With tets: springs k_e = (5/2) mu V_e / L_e^2
     (an edge in no tet gets 0) and (mu, lambda) per tet, from ``config.youngs_modulus`` and ``config.poisson_ratio``.
     """
     if model.tet_count == 0:
         empty = np.zeros(0)
-        return Material(np.full(model.edge_count, float(config.stiffness)), empty, empty.copy())
+        return Material(float(config.stiffness) * edge_stiffness_scale(model), empty, empty.copy())
     mu, lam = lame_parameters(config.youngs_modulus, config.poisson_ratio)
     mu, lam = float(mu), float(lam)
     edge_stiffness = SPRING_FACTOR * mu * edge_volumes(model) / model.edge_rest_length**2

@@ -35,6 +35,20 @@ class Model:
     """Positively oriented tetrahedra, shape (tet_count, 4), int64."""
     tet_rest_volume: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """Rest volume of each tet [m^3], shape (tet_count,), float64."""
+    goal_particles: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Soft pins: particles that a spring pulls toward their target (``goal_positions``) instead of being placed
+    there, shape (goal_count,), int64; they keep their mass (``inv_mass > 0``). See ``solvers/soft_pins.py``."""
+    goal_stiffness: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Stiffness of each soft pin's spring [N/m], shape (goal_count,), float64."""
+    goal_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    """Where each soft pin's spring pulls [m], shape (goal_count, 3), float64: the target at the end of the current
+    step, written by ``frame.FrameRun`` before every step (the rest positions until the first)."""
+    particle_stiffness_scale: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per-vertex factor on a cloth's stretch stiffness (the ``stiffness_group`` map), shape (particle_count,) or
+    empty (1 everywhere); an edge takes the mean of its ends' factors (``material.edge_stiffness_scale``)."""
+    particle_bending_scale: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per-vertex factor on a cloth's bending stiffness (the ``bending_group`` map), shape (particle_count,) or
+    empty (1 everywhere); a hinge takes the mean of its four corners' factors (``material.hinge_bending_stiffness``)."""
 
     @property
     def particle_count(self) -> int:

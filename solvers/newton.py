@@ -81,7 +81,8 @@ from .linalg import BlockPattern, block_cg, inverse_3x3
 from .linalg.direct import NewtonSolves
 from .energies.pressure import gas_pressure
 from .energies.sewing import SewingSprings
-from .material import material_arrays
+from .material import hinge_bending_stiffness, material_arrays
+from .soft_pins import GoalSprings
 from .sewing import seam_edges, seam_force, sewn_positions
 from .model import State, StepStats, measure_stats
 
@@ -154,6 +155,9 @@ class NewtonSolver(Solver):
         for body, body_config, offset in parts:
             own = body_potentials(body, body_config)
             self.potentials += [OnRows(term, offset, body.particle_count) for term in own] if several else own
+        goals = GoalSprings.of(model)  # soft pins over the whole system (solvers/soft_pins.py)
+        if goals is not None:
+            self.potentials.append(goals)
         # The fixed stencil: inertia's diagonal and every potential's element blocks (the diagonal also collects the
         # vertex barriers and their friction, which only ever touch a particle's own block).
         stencils = [self.inertia.hessian(model.rest_positions)] + [e.hessian(model.rest_positions) for e in self.potentials]
@@ -395,12 +399,14 @@ def body_potentials(model, config) -> list:
         return [NeoHookean(model.rest_positions, model.tet_indices, material.tet_mu, material.tet_lambda)]
     seams = seam_edges(model, config)
     springs = ~seams
+    stiffness = material_arrays(model, config).edge_stiffness  # config.stiffness under the stiffness_group map
     terms = [SquaredLengthSprings(model.edge_indices[springs], model.edge_rest_length[springs],
-                                  SPRING_K_PER_STIFFNESS * config.stiffness)]
+                                  SPRING_K_PER_STIFFNESS * stiffness[springs])]
     if config.bending_stiffness > 0.0 and len(model.triangle_indices):
         hinges = hinges_from_triangles(model.triangle_indices)
         if len(hinges):
-            terms.append(IsometricBending(model.rest_positions, hinges, config.bending_stiffness))
+            terms.append(IsometricBending(model.rest_positions, hinges,
+                                          hinge_bending_stiffness(model, hinges, config.bending_stiffness)))
     # Seams and the gas of a closed cloth (``solvers/sewing.py``, ``energies/pressure.py``).
     if seams.any():
         terms.append(SewingSprings(model.edge_indices[seams], config.stiffness, seam_force(config)))

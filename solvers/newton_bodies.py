@@ -40,7 +40,9 @@ def merged_model(models) -> Model:
     return Model(rest_positions=joined("rest_positions"), mass=joined("mass"), inv_mass=joined("inv_mass"),
                  edge_indices=joined("edge_indices", 2), edge_rest_length=joined("edge_rest_length"),
                  triangle_indices=joined("triangle_indices", 3), collision_triangles=joined("collision_triangles", 3),
-                 tet_indices=joined("tet_indices", 4), tet_rest_volume=joined("tet_rest_volume"))
+                 tet_indices=joined("tet_indices", 4), tet_rest_volume=joined("tet_rest_volume"),
+                 goal_particles=np.concatenate([np.asarray(m.goal_particles, np.int64) + o for m, o in zip(models, offsets)]),
+                 goal_stiffness=joined("goal_stiffness"), goal_positions=joined("goal_positions").reshape(-1, 3))
 
 
 class NewtonBodies:

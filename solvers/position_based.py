@@ -179,7 +179,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         if config.bending_stiffness > 0.0 and not model.tet_count and len(model.triangle_indices):
             # Cloth bending (constraints/bending.py): XPBD compliance in PBD too, since hard hinges are a rigid plate.
             bending = BendingConstraints.from_triangles(model.rest_positions, model.triangle_indices, inv_mass,
-                                                        config.bending_stiffness)
+                                                        _bending_map(model, config))
             if bending is not None:
                 sets.append(bending)
         if self.seams.any():
@@ -205,6 +205,7 @@ class PositionBasedSolver(ProjectedContactSolver):
                                                     model.triangle_indices)
             self._gravity = np.ascontiguousarray(self.gravity, np.float64)
         self.free = (inv_mass > 0.0)[:, None]
+        self.goals = _goal_springs(model)
         self._steps = 0  # the tet sweeps alternate their colour order (see _Sweep.alternate)
         self.damped = [sweep for sweep in self.sweeps if sweep.alternate] if config.internal_damping > 0.0 else []
         """The tet sweeps, when the solid has internal damping (``config.internal_damping``, ``set_damping``)."""
@@ -293,6 +294,8 @@ class PositionBasedSolver(ProjectedContactSolver):
             if self.tethers is not None:
                 # One pass per iteration keeps the sweeps honest; the last iteration's passes settle them.
                 self.tethers.apply(x, passes=1 if iteration + 1 < iterations else 8)
+            if self.goals is not None:  # soft pins (solvers/soft_pins.py)
+                self.goals.project(x, dt, self.model.inv_mass, iteration == 0)
             if project is not None:
                 project(x)
 
@@ -355,3 +358,20 @@ class PositionBasedSolver(ProjectedContactSolver):
             lam += dlam * scale.reshape(scale.shape + (1,) * (dlam.ndim - 1))  # (m,) or (m, 3) multipliers
         else:
             x += (sweep.scatter @ dx.reshape(-1, 3)) / np.maximum(relaxation + sweep.count, 1e-12)[:, None]
+
+
+# --- Per-vertex bending map and soft pins (solvers/material.py, solvers/soft_pins.py) ---
+
+def _bending_map(model, config):
+    """The cloth's bending modulus per hinge under its ``bending_group`` map (the scalar without one)."""
+    from .energies.bending import hinges_from_triangles
+    from .material import hinge_bending_stiffness
+
+    return hinge_bending_stiffness(model, hinges_from_triangles(model.triangle_indices), config.bending_stiffness)
+
+
+def _goal_springs(model):
+    """The soft pins' springs (``solvers/soft_pins.py``), projected as compliant attachments; None without them."""
+    from .soft_pins import GoalSprings
+
+    return GoalSprings.of(model)

@@ -71,6 +71,14 @@ class PHYSICS_PT_softsim_solid(SoftSimPanel, bpy.types.Panel):
                 box.label(text=f"{settings.tet_outside_count} vertices outside the cage: raise Cage Resolution", icon="ERROR")
 
 
+def _draw_group(layout, obj, setting: str, label: str):
+    """A vertex group field, with a warning when the group it names does not exist."""
+    layout.prop_search(obj.softsim, setting, obj, "vertex_groups", text=label)
+    name = getattr(obj.softsim, setting)
+    if name and name not in obj.vertex_groups:
+        layout.label(text=f"No vertex group '{name}'", icon="ERROR")
+
+
 class BodyPanel(SoftSimPanel):
     """A sub-panel shown for simulated bodies (Cloth, Solid) only."""
 
@@ -82,6 +90,10 @@ class BodyPanel(SoftSimPanel):
 class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
     bl_label = "Solver"
     bl_parent_id = "PHYSICS_PT_softsim"
+
+    def draw_header_preset(self, context):
+        """The material presets of the body's role (``operators/material_presets.py``), as built-in Cloth has them."""
+        self.layout.menu("SOFTSIM_MT_material_presets", text="", icon="PRESET")
 
     def draw(self, context):
         layout = self.layout
@@ -130,8 +142,12 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
             col.prop(settings, "internal_damping", text="Internal Damping (s)")
         if "stiffness" in reads:
             col.prop(settings, "stiffness", text="Stiffness (N/m)")
+            if "stiffness_group" in reads and obj.type == "MESH":
+                _draw_group(col, obj, "stiffness_group", "Stiffness Group")
         if "bending_stiffness" in reads:
             col.prop(settings, "bending_stiffness", text="Bending (N m)")
+            if "bending_group" in reads and obj.type == "MESH":
+                _draw_group(col, obj, "bending_group", "Bending Group")
         if "use_self_collision" in reads:
             col.prop(settings, "use_self_collision", text="Self Collision")
             if "thickness" in reads:
@@ -150,6 +166,8 @@ class PHYSICS_PT_softsim_solver(BodyPanel, bpy.types.Panel):
             col.prop_search(settings, "pin_group", obj, "vertex_groups", text="Pin Group")
             if settings.pin_group and settings.pin_group not in obj.vertex_groups:
                 col.label(text=f"No vertex group '{settings.pin_group}'", icon="ERROR")
+            if "pin_stiffness" in reads:
+                col.prop(settings, "pin_stiffness", text="Pin Stiffness (N/m)")
             if "tether_stretch" in reads:
                 row = col.row(heading="Pin Tethers")
                 row.prop(settings, "use_tethers", text="")

@@ -156,6 +156,25 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     )
     pin_group: StringProperty(update=_settings_changed, name="Pin Group", default="",
                               description="Vertex group whose vertices with weight >= 0.5 are pinned and follow the object's animated transform")
+    # --- Per-vertex maps and soft pins (solvers/material.py map_scale, solvers/soft_pins.py) ---
+    pin_stiffness: FloatProperty(
+        update=_settings_changed,
+        name="Pin Stiffness", default=0.0, min=0.0, soft_max=1.0e4, precision=1,
+        description="Pins pull their vertices toward where the rig puts them with a spring of this stiffness, in N/m "
+        "(a vertex of mass m hangs m g / stiffness below its target); 0 = hard pins, placed exactly. Pin Tethers are "
+        "off with soft pins",
+    )
+    stiffness_group: StringProperty(
+        update=_settings_changed, name="Stiffness Group", default="",
+        description="Cloth: vertex group scaling Stiffness per vertex: weight w gives Stiffness x (0.01 + 0.99 w), so a "
+        "vertex outside the group keeps 1%; an edge takes the mean of its ends. Empty = Stiffness everywhere",
+    )
+    bending_group: StringProperty(
+        update=_settings_changed, name="Bending Group", default="",
+        description="Cloth: vertex group scaling Bending Stiffness per vertex: weight w gives Bending x (0.01 + 0.99 w); "
+        "a hinge takes the mean of its four vertices. Empty = Bending everywhere",
+    )
+    # --- end of per-vertex maps and soft pins ---
     output: EnumProperty(
         name="Output",
         items=[

@@ -109,7 +109,8 @@ from ..collision.contact_set import find_contacts
 from ..collision.held_planes import HeldPlanes
 from ..linalg import factorize_spd_for_many
 from ..energies import hinges_from_triangles
-from ..material import material_arrays
+from ..material import hinge_bending_stiffness, material_arrays
+from ..soft_pins import GoalAttachment, has_goals
 from ..model import State, StepStats, measure_stats
 from .acceleration import Anderson, Chebyshev, Plain
 from ..energies.pressure import gas_pressure
@@ -174,14 +175,18 @@ class ProjectiveSolver(ProjectedContactSolver):
                                   material.tet_mu, material.tet_lambda))
         else:
             springs = ~self.seams  # seams pull to zero length instead (SewingSprings below)
-            sets.append(EdgeSprings(model.edge_indices[springs], model.edge_rest_length[springs], config.stiffness,
+            stiffness = material_arrays(model, config).edge_stiffness  # config.stiffness under the stiffness_group map
+            sets.append(EdgeSprings(model.edge_indices[springs], model.edge_rest_length[springs], stiffness[springs],
                                     model.rest_positions))
             if self.seams.any():
                 sets.append(SewingSprings(model.edge_indices[self.seams], config.stiffness, seam_force(config), n))
             if config.bending_stiffness > 0.0 and len(model.triangle_indices):
                 hinges = hinges_from_triangles(model.triangle_indices)
                 if len(hinges):
-                    sets.append(HingeBending(model.rest_positions, hinges, config.bending_stiffness))
+                    sets.append(HingeBending(model.rest_positions, hinges,
+                                             hinge_bending_stiffness(model, hinges, config.bending_stiffness)))
+        if has_goals(model):
+            sets.append(GoalAttachment(model))  # soft pins (solvers/soft_pins.py)
         self.sets = sets
         self.pressure = gas_pressure(model, config)
         """The gas of a closed cloth with ``config.pressure`` (``energies/pressure.py``), or None. Its energy is no PD
