@@ -162,17 +162,30 @@ typedef struct {
     int corners;
     const double *skin;
     double extra; /* margin = extra + skin[element] */
-    double *cache; /* (count, 6): lo, hi of every element, filled by fill_boxes */
+    double *cache; /* (count, BOX_STRIDE): lo, hi of every element, and for edges their midpoint and half length */
 } Boxes;
 
+#define BOX_STRIDE 10
+
 static void fill_boxes(Boxes *boxes, int64_t count) {
-    for (int64_t e = 0; e < count; e++)
-        grown_box(boxes->x, boxes->simplex + boxes->corners * e, boxes->corners, boxes->extra + boxes->skin[e],
-                  boxes->cache + 6 * e, boxes->cache + 6 * e + 3);
+    for (int64_t e = 0; e < count; e++) {
+        double *box = boxes->cache + BOX_STRIDE * e;
+        const int64_t *corners = boxes->simplex + boxes->corners * e;
+        grown_box(boxes->x, corners, boxes->corners, boxes->extra + boxes->skin[e], box, box + 3);
+        if (boxes->corners == 2) {
+            const double *p = boxes->x + 3 * corners[0], *q = boxes->x + 3 * corners[1];
+            double d[3];
+            for (int i = 0; i < 3; i++) {
+                box[6 + i] = 0.5 * (p[i] + q[i]);
+                d[i] = q[i] - p[i];
+            }
+            box[9] = 0.5 * sqrt(dot3_in_order(d, d));
+        }
+    }
 }
 
 static inline void box_of(const Boxes *boxes, int64_t element, double *lo, double *hi) {
-    const double *box = boxes->cache + 6 * element;
+    const double *box = boxes->cache + BOX_STRIDE * element;
     for (int i = 0; i < 3; i++) {
         lo[i] = box[i];
         hi[i] = box[3 + i];
@@ -358,9 +371,20 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
             if (b <= a) continue;
             const int64_t *B = edges + 2 * b;
             if (A[0] == B[0] || A[0] == B[1] || A[1] == B[0] || A[1] == B[1]) continue;
+            double limit = reach + skin_e[a] + skin_e[b];
+            {
+                /* Bounding spheres (midpoint, half length) farther apart than the limit, with round-off slack: the
+                 * segments are too (a necessary condition of the exact test, cheaper). */
+                const double *sa = boxes.cache + BOX_STRIDE * a + 6;
+                const double *sb = boxes.cache + BOX_STRIDE * b + 6;
+                double g[3];
+                for (int i = 0; i < 3; i++) g[i] = sa[i] - sb[i];
+                double r = (limit + sa[3] + sb[3]) * (1.0 + 1e-9) + 1e-12;
+                if (dot3_in_order(g, g) > r * r) continue;
+            }
             if (excluded_count && excluded_key(excluded, excluded_count, a * e_count + b)) continue;
             double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
-            if (!(d <= reach + skin_e[a] + skin_e[b])) continue;
+            if (!(d <= limit)) continue;
             if (count < pair_capacity) {
                 out_a[count] = a;
                 out_b[count] = b;
