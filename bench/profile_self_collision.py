@@ -18,7 +18,10 @@ Timings under load vary 2-7x on a shared machine: compare only figures of one ru
 ``--skins 0.4,0.5`` runs the same frames again with the Verlet skin at those fractions of the mean rest edge, for
 a comparison within one run.
 
-Run: ``python bench/profile_self_collision.py [--frames 40] [--warm 30] [--top 25] [--save s.npz | --load s.npz]
+``--compute both`` runs the frames with the NumPy broad phase first, then with the native one (``SolverConfig.compute``);
+each run prints the max edge strain at its last frame with its crossings.
+
+Run: ``python bench/profile_self_collision.py [--compute AUTO|NUMPY|both] [--frames 40] [--warm 30] [--top 25] [--save s.npz | --load s.npz]
 [--skins 0.4,0.5]``.
 """
 import argparse
@@ -44,22 +47,22 @@ FPS = 24
 N, WIDTH, HEIGHT, SPHERE_RADIUS, GROUND_Z = 64, 10.0, 3.0, 2.7, -3.0
 
 
-def lab_cloth(n: int = N):
+def lab_cloth(n: int = N, compute: str = "AUTO"):
     """The lab scene: (model, config, colliders) at the add-on's XPBD defaults with self-collision on."""
     vertices, edges, triangles = grid_cloth(n, WIDTH, height=HEIGHT, diagonals=False)
     pinned = np.zeros(n * n, bool)
     pinned[[0, n - 1]] = True
     model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0, quads=grid_quads(n))
     config = SolverConfig(solver="XPBD", stiffness=1.0e4, damping=0.1, substeps=30, iterations=1, tether_stretch=0.01,
-                          use_self_collision=True, thickness=0.01)
+                          use_self_collision=True, thickness=0.01, compute=compute)
     colliders = [Sphere(np.zeros(3), SPHERE_RADIUS), GroundPlane(np.array([0.0, 0.0, GROUND_Z]), np.array([0.0, 0.0, 1.0]))]
     return model, config, colliders
 
 
-def run(args, skin_fraction=None, profile=None):
+def run(args, skin_fraction=None, profile=None, compute="AUTO"):
     """Frames from the loaded state (or rest) to args.frames with self-collision's skin at ``skin_fraction`` of the mean
     rest edge (None: its default). Returns (rows (frame, s, self-collision s, rebuilds, candidates), solver, state)."""
-    model, config, colliders = lab_cloth(args.n)
+    model, config, colliders = lab_cloth(args.n, compute)
     solver = make_solver(model, config)
     if skin_fraction is not None:
         edges = triangle_edges(solver.self_collision.triangles)
@@ -106,7 +109,9 @@ def run(args, skin_fraction=None, profile=None):
         if args.save and frame + 1 == args.warm:
             np.savez(args.save, x=state.x, v=state.v)
     crossings = count_self_intersections(state.x, model.collision_triangles)
-    print(f"skin fraction {'default' if skin_fraction is None else skin_fraction} (skin {sc.skin * 1e3:.1f} mm)")
+    strain = _max_strain(model, state.x)
+    print(f"compute {compute} ({'native' if sc.native_pairs is not None else 'numpy'} self-collision lists), "
+          f"skin fraction {'default' if skin_fraction is None else skin_fraction} (skin {sc.skin * 1e3:.1f} mm)")
     print("frame  seconds  self-collision  rebuilds  candidates")
     for frame, seconds, self_s, rebuilds, cand in rows:
         print(f"{frame:5d}  {seconds:7.3f}  {self_s:14.3f}  {rebuilds:8d}  {cand:10d}")
@@ -117,9 +122,17 @@ def run(args, skin_fraction=None, profile=None):
     print(_split(parts, max(1, sum(1 for r in rows if r[0] > args.warm))))
     listed = 0 if sc._list is None else len(sc._list["dist"])
     print(f"total rebuilds {sc.rebuilds}, skin growths {getattr(sc, 'grown', 0)}, pairs listed now {listed}, zone calls {sc.zones}, "
-          f"crossings at frame {args.frames}: {crossings}" + (f", worst sampled {worst}" if args.crossings_every else ""))
+          f"crossings at frame {args.frames}: {crossings}" + (f", worst sampled {worst}" if args.crossings_every else "")
+          + f", max edge strain {strain:.4f}")
     print()
     return rows
+
+
+def _max_strain(model, x):
+    """Largest relative stretch of the model's edges at x."""
+    e = model.edge_indices
+    rest = np.linalg.norm(model.rest_positions[e[:, 0]] - model.rest_positions[e[:, 1]], axis=1)
+    return float(np.max(np.linalg.norm(x[e[:, 0]] - x[e[:, 1]], axis=1) / rest - 1.0))
 
 
 PARTS = ("_build", "_candidates", "_respond", "_friction", "_new_crossings", "_fail_safe")
@@ -167,11 +180,15 @@ def main(argv=None):
     parser.add_argument("--save", help="save the state after the warm frames (.npz)")
     parser.add_argument("--load", help="start from a saved state (.npz) at frame --warm")
     parser.add_argument("--crossings-every", type=int, default=0, help="also count crossings every k-th frame")
+    parser.add_argument("--compute", default="AUTO", help="AUTO, NUMPY, or both (NUMPY then AUTO in this process)")
     parser.add_argument("--skins", default="", help="comma-separated skin fractions to compare in this run (after the default)")
     args = parser.parse_args(argv)
 
     profile = cProfile.Profile()
-    run(args, None, profile)
+    if args.compute.upper() == "BOTH":
+        run(args, None, None, "NUMPY")
+        args.compute = "AUTO"
+    run(args, None, profile, args.compute.upper())
     for fraction in filter(None, args.skins.split(",")):
         run(args, float(fraction))
     if args.top > 0 and profile.getstats():

@@ -52,6 +52,9 @@ class SelfBroadPhase:
     body = None
     """Per-particle body ids (n,) int when the surface is shared by several bodies (``body_contact.BodyContact``), or
     None: one body, every pair kept."""
+    native_pairs = None
+    """``solvers.native.self_kernels.SelfPairQuery`` of the body when the native library loaded (``_query`` then runs
+    in C for a single body), else None."""
     self_bodies = None
     """With ``body``: per body (b,) bool, whether pairs within that body are kept (its own self-collision is on);
     pairs of two different bodies always are."""
@@ -101,11 +104,18 @@ class SelfBroadPhase:
         k-d tree joins on bounding spheres (vertices with triangle centroids, edge midpoints with each other), each
         element's sphere grown by its skin, then the exact distances of what they find: the joins' spheres are loose (a
         flat sheet's own neighbours overlap them), the exact test keeps the lists short."""
-        centroid, radius, mid, half = self._spheres(x)
         tri = self.triangles
         if skins is None:
             skins = (np.zeros(len(x)), np.zeros(len(tri)), np.zeros(len(self.edges)))
         s_v, s_t, s_e = skins
+        if self.native_pairs is not None and self.body is None:
+            # The native twin (solvers/native/src/self_collision.c): the same pair sets from a hash grid of boxes.
+            native = self.native_pairs
+            vt = native.vertex_triangle(x, reach, s_v, s_t, self.excluded_vt)
+            if len(self.edges) < 2:
+                return vt, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+            return vt, native.edge_edge(x, reach, s_e, self.excluded_ee)
+        centroid, radius, mid, half = self._spheres(x)
         # Large elements (stretched, or a mesh of mixed sizes, or fast ones with a large skin) would widen every query
         # to their size: elements are joined in classes of size, each pair of classes within its own largest sizes.
         grown = radius + s_t

@@ -132,10 +132,12 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     thickness [m]: the distance the body keeps from itself (>= 0; 0 still keeps sides: no tunnelling).
     friction: dimensionless, >= 0. passes: Jacobi passes of the normal response. skin [m]: the broad phase's
     smallest spare distance (default SKIN_FRACTION of the mean rest edge). edges: also keep edges apart from edges.
+    compute: ``SolverConfig.compute``; with the native library loaded, the lists are built in C
+    (``solvers/native/src/self_collision.c``, the same pairs).
     """
 
     def __init__(self, model, thickness: float, friction: float = DEFAULT_FRICTION, passes: int = PASSES,
-                 skin: float = None, edges: bool = True):
+                 skin: float = None, edges: bool = True, compute: str = "AUTO"):
         if thickness < 0.0 or friction < 0.0:
             raise ValueError(f"thickness and friction must be >= 0, got {thickness} and {friction}")
         triangles = model.collision_triangles if len(model.collision_triangles) else model.triangle_indices
@@ -179,6 +181,14 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             order = np.argsort(ends, kind="stable")
             self.vertex_edges = np.tile(np.arange(len(self.edges)), 2)[order]
             self.vertex_edge_start = np.searchsorted(ends[order], np.arange(count + 1))
+        from ..native import library as native_library
+
+        library = native_library.load(compute)
+        if library is not None:
+            from ..native.self_kernels import SelfPairQuery
+
+            self.native_pairs = SelfPairQuery(library, np.ascontiguousarray(self.triangles),
+                                              np.ascontiguousarray(self.edges), count)
         x0 = model.rest_positions
         if skin is None:
             e = self.edges if len(self.edges) else triangle_edges(self.triangles)
@@ -403,4 +413,4 @@ def self_collision_for(model, config):
     ``config.use_self_collision`` on, at distance ``config.thickness``."""
     if not getattr(config, "use_self_collision", False) or model.tet_count or len(model.triangle_indices) == 0:
         return None
-    return SelfCollision(model, config.thickness)
+    return SelfCollision(model, config.thickness, compute=getattr(config, "compute", "AUTO"))

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -52,6 +52,9 @@ SIGNATURES = {
     "softsim_contacts_friction": (None, (_P, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_contacts_finish": (_I, (_P, _P, _I, _P, _P, _I, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P,
                                      _P, _P)),
+    # Cloth self-collision's broad phase (src/self_collision.c, self_kernels.SelfPairQuery).
+    "softsim_self_vt_pairs": (_I, (_P, _I, _P, _I, _P, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),
+    "softsim_self_ee_pairs": (_I, (_P, _I, _P, _I, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),
 }
 
 

@@ -88,7 +88,7 @@ def run(library) -> str:
     problem = _differs("pin tethers", x, y, 1.0)
     if problem:
         return problem
-    return run_solids(library) or _contacts(library)
+    return run_solids(library) or _contacts(library) or self_pairs(library)
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -225,4 +225,53 @@ def _contacts(library) -> str:
         problem = _differs("contacts", x, y, 1.0) or _differs("contact velocities", v, u, 1.0)
         if problem:
             return problem
+    return ""
+
+
+def self_pair_scene(n: int = 9, seed: int = 3, thickness: float = 0.05, fold: float = 0.6):
+    """A small cloth folded over itself with noise, for the self-collision broad phase: (model, x, SelfCollision built
+    for NumPy). Both quad splits are collision triangles, as the add-on's quads give."""
+    from ..builder import build_model, grid_cloth, grid_quads
+    from ..collision.self_contact import SelfCollision
+
+    vertices, edges, triangles = grid_cloth(n, 2.0, diagonals=False)
+    model = build_model(vertices, edges, triangles, total_mass=1.0, quads=grid_quads(n))
+    rng = np.random.default_rng(seed)
+    x = vertices.copy()
+    # Fold the sheet at x = 0 back over itself, a little above its own lower half, and jiggle it.
+    right = x[:, 0] > 0.0
+    x[right, 0] = -x[right, 0]
+    x[right, 2] += fold * x[right, 0] ** 2 + thickness
+    x = np.ascontiguousarray(x + rng.normal(scale=0.02, size=x.shape))
+    return model, x, SelfCollision(model, thickness, compute="NUMPY")
+
+
+def self_pairs(library, seed: int = 3) -> str:
+    """The native self-collision broad phase (``self_kernels.SelfPairQuery``) against ``SelfBroadPhase._query``: the
+    same pair sets, and distances within SELF_TEST_TOLERANCE of the cloth's size (bit for bit on x86-64 unless a
+    batch of the twin lies all on triangle borders: ``src/self_collision.c`` says why)."""
+    from .self_kernels import SelfPairQuery
+
+    model, x, sc = self_pair_scene(seed=seed)
+    query = SelfPairQuery(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
+    rng = np.random.default_rng(seed)
+    skin = rng.uniform(0.0, 0.1, len(x))
+    from ..collision.self_pairs import _row_max
+
+    skins = (skin, _row_max(skin, sc.triangles), _row_max(skin, sc.edges))
+    for reach in (sc.thickness, 0.0):
+        (v, t, dv), (a, b, de) = sc._query(x, reach, skins)
+        native_vt = query.vertex_triangle(x, reach, *skins[:2], sc.excluded_vt)
+        native_ee = query.edge_edge(x, reach, skins[2], sc.excluded_ee)
+        for label, (i, j, d), (ni, nj, nd), count in (("vertex-triangle", (v, t, dv), native_vt, len(sc.triangles)),
+                                                       ("edge-edge", (a, b, de), native_ee, len(sc.edges))):
+            key = i * count + j
+            order = np.argsort(key)
+            if len(i) == 0:
+                return f"self-collision {label} scene found no pairs"
+            if not np.array_equal(key[order], ni * count + nj):
+                return f"self-collision {label} pairs differ from NumPy ({len(ni)} against {len(i)})"
+            problem = _differs(f"self-collision {label} distances", nd, d[order], 2.0)
+            if problem:
+                return problem
     return ""

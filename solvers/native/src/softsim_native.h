@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 4
+#define SOFTSIM_ABI_VERSION 5
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -95,5 +95,22 @@ SOFTSIM_API int64_t softsim_contacts_finish(double *x, const double *x_prev, int
                                             int64_t *particle, int64_t *owner, double *normal, double *distance,
                                             double *scratch, double *topology_state, double *x0, int64_t *work_i,
                                             double *work_d);
+
+/* Cloth self-collision's broad phase (self_collision.c): the vertex-triangle and edge-edge pairs within reach + the
+ * two elements' skins (exact distances), from a hash grid of boxes in caller-owned buffers. Returns the pair count
+ * (only the first pair_capacity written; more asks for a retry), or -1 with needs[0] the grid entries wanted.
+ * box_scratch: (triangles or edges, 10) doubles. */
+SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
+                                          const double *skin_v, const double *skin_t, double reach,
+                                          const int64_t *excluded, int64_t excluded_count, int64_t table_size,
+                                          int64_t *table_start, int64_t entry_capacity, int64_t *entry_element,
+                                          int64_t *entry_cell, int64_t pair_capacity, int64_t *out_v, int64_t *out_t,
+                                          double *out_d, int64_t *needs, double *box_scratch);
+SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
+                                          const double *skin_e, double reach, const int64_t *excluded,
+                                          int64_t excluded_count, int64_t table_size, int64_t *table_start,
+                                          int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
+                                          int64_t pair_capacity, int64_t *out_a, int64_t *out_b, double *out_d,
+                                          int64_t *needs, double *box_scratch);
 
 #endif

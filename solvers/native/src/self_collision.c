@@ -1,0 +1,397 @@
+/* Cloth self-collision's broad phase (the build of its Verlet lists), the twin of
+ * solvers/collision/self_broad_phase.py SelfBroadPhase._query: every vertex-triangle pair and every edge-edge pair
+ * (e1 < e2) whose exact distance at x is within reach + the two elements' skins, without pairs that share a vertex
+ * and without the rest-close pairs of the sorted exclusion keys.
+ *
+ * The NumPy twin finds candidates with k-d tree joins of bounding spheres; here a uniform hash grid of axis-aligned
+ * boxes does: the triangles (edges) are inserted into the cells their box, grown by reach + their skin (edges:
+ * reach / 2 + skin), overlaps; each vertex (edge) visits the cells of its own box grown by its skin (edges: reach / 2
+ * + skin) and tests the boxes of what it finds there. Two boxes that overlap share exactly one cell holding the lower
+ * corner of their intersection, and a pair is reported only from that cell, so each pair is found once. Overlapping
+ * grown boxes are a necessary condition of the exact distance test (|p - q| <= R needs |p - q| <= R on every axis),
+ * so the pairs kept by the exact test are the twin's, as a set; the distances repeat the twin's arithmetic
+ * (primitives.closest_weights / point_triangle_closest / closest_points_segments, self_pairs._vt_distance /
+ * _ee_distance) operation for operation.
+ *
+ * Buffers are the caller's: a bucket table (table_size + 1, table_size a power of two), the grid entries (element,
+ * cell x, y, z) up to entry_capacity, and the pair outputs up to pair_capacity. needs[0] receives the entries the grid
+ * needs; when that exceeds entry_capacity nothing else is done and the call returns -1. Otherwise it returns the
+ * number of pairs, writing the first pair_capacity of them: a larger return asks the caller to grow and call again.
+ * Output order: by query element, then cell, then insertion order (deterministic); the caller sorts by pair key.
+ */
+#include <math.h>
+
+#include "softsim_native.h"
+
+#define CELL_FACTOR 1.0 /* cell size / mean extent of the inserted boxes */
+#define CELL_LIMIT 1099511627776.0 /* 2^40: cell coordinates are clamped here (far-away or non-finite input) */
+
+/* NumPy's einsum("ij,ij->i") over rows of three sums (x x + z z) + y y; over contiguous (3, m) columns it sums in
+ * order. The twin's dot products are of the first kind except in closest_weights' border branch on a batch that is
+ * not all border (np.take copies the columns): the orders below follow that, so distances agree bit for bit unless a
+ * batch of the twin is all border, and to round-off (a few ulps) then. */
+static inline double dot3(const double *u, const double *v) { return u[0] * v[0] + u[2] * v[2] + u[1] * v[1]; }
+static inline double dot3_in_order(const double *u, const double *v) { return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]; }
+
+static inline double clip01(double t) {
+    /* np.maximum(t, 0) then np.minimum(t, 1) (_unit_clip); np.clip(t, 0, 1) gives the same for finite t. */
+    t = t > 0.0 ? t : (t == t ? 0.0 : t);
+    return t < 1.0 ? t : (t == t ? 1.0 : t);
+}
+
+static inline double max_zero(double a, double b) { return a > b ? a : (a == a ? b : a); } /* np.maximum(a, b) */
+
+static inline int64_t cell_of(double value, double inv_h) {
+    double c = floor(value * inv_h);
+    if (!(c > -CELL_LIMIT)) c = -CELL_LIMIT; /* also NaN */
+    if (c > CELL_LIMIT) c = CELL_LIMIT;
+    return (int64_t)c;
+}
+
+static inline uint64_t bucket_of(int64_t cx, int64_t cy, int64_t cz, uint64_t mask) {
+    uint64_t h = (uint64_t)cx * 73856093u ^ (uint64_t)cy * 19349663u ^ (uint64_t)cz * 83492791u;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return h & mask;
+}
+
+/* Closest point of triangle (a, b, c) to p: barycentric weights (bary[0..2]); primitives.point_triangle_closest. */
+static void closest_weights(const double *p, const double *A, const double *B, const double *C, double *bary) {
+    double e1[3], e2[3], ap[3];
+    for (int i = 0; i < 3; i++) {
+        e1[i] = B[i] - A[i];
+        e2[i] = C[i] - A[i];
+        ap[i] = p[i] - A[i];
+    }
+    double d1 = dot3(e1, ap), d2 = dot3(e2, ap);
+    double e11 = dot3(e1, e1), e12 = dot3(e1, e2), e22 = dot3(e2, e2);
+    double denom = e11 * e22 - e12 * e12;
+    double v = e22 * d1 - e12 * d2;
+    double w = e11 * d2 - e12 * d1;
+    int inside = (v >= 0.0) & (w >= 0.0) & (v + w <= denom) & (denom > 1e-12 * e11 * e22);
+    if (inside) {
+        double scale = 1.0 / denom;
+        v *= scale;
+        w *= scale;
+    } else {
+        double e3[3], bp[3];
+        for (int i = 0; i < 3; i++) {
+            e3[i] = e2[i] - e1[i];
+            bp[i] = ap[i] - e1[i];
+        }
+        double o33 = dot3_in_order(e3, e3), d3 = dot3_in_order(e3, bp);
+        double t_ab = clip01(d1 / max_zero(e11, 1e-300));
+        double t_ac = clip01(d2 / max_zero(e22, 1e-300));
+        double t_bc = clip01(d3 / max_zero(o33, 1e-300));
+        double s_ab = t_ab * (t_ab * e11 - 2.0 * d1);
+        double s_ac = t_ac * (t_ac * e22 - 2.0 * d2);
+        double s_bc = dot3_in_order(bp, bp) - dot3_in_order(ap, ap) + t_bc * (t_bc * o33 - 2.0 * d3);
+        int use_ac = s_ac < s_ab;
+        double lower = s_ab < s_ac ? s_ab : s_ac; /* np.minimum(s_ab, s_ac) for finite values */
+        int use_bc = s_bc < lower;
+        v = use_bc ? 1.0 - t_bc : (use_ac ? 0.0 : t_ab);
+        w = use_bc ? t_bc : (use_ac ? t_ac : 0.0);
+    }
+    double u = 1.0 - v - w;
+    bary[0] = u > 0.0 ? u : 0.0;
+    bary[1] = v;
+    bary[2] = w;
+}
+
+/* self_pairs._vt_distance of one pair. */
+static double vt_distance(const double *p, const double *a, const double *b, const double *c) {
+    double bary[3], r[3];
+    closest_weights(p, a, b, c, bary);
+    for (int i = 0; i < 3; i++) r[i] = p[i] - bary[0] * a[i] - bary[1] * b[i] - bary[2] * c[i];
+    return sqrt(dot3(r, r));
+}
+
+/* self_pairs._ee_distance of one pair (primitives.closest_points_segments). */
+static double ee_distance(const double *p1, const double *q1, const double *p2, const double *q2) {
+    double d1[3], d2[3], r[3];
+    for (int i = 0; i < 3; i++) {
+        d1[i] = q1[i] - p1[i];
+        d2[i] = q2[i] - p2[i];
+        r[i] = p1[i] - p2[i];
+    }
+    double a = max_zero(dot3(d1, d1), 1e-300), e = max_zero(dot3(d2, d2), 1e-300);
+    double b = dot3(d1, d2), c = dot3(d1, r), f = dot3(d2, r);
+    double denom = a * e - b * b;
+    int ok = denom > 1e-12 * a * e;
+    double s = ok ? clip01((b * f - c * e) / denom) : 0.0;
+    double t = (b * s + f) / e;
+    s = t < 0.0 ? clip01(-c / a) : (t > 1.0 ? clip01((b - c) / a) : s);
+    t = clip01(t);
+    double g[3];
+    for (int i = 0; i < 3; i++) g[i] = p1[i] + s * d1[i] - p2[i] - t * d2[i];
+    return sqrt(dot3(g, g));
+}
+
+static int excluded_key(const int64_t *keys, int64_t count, int64_t key) {
+    int64_t lo = 0, hi = count;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < count && keys[lo] == key;
+}
+
+/* Box of a simplex of `corners` particles grown by `margin`, with round-off slack (self_pairs._overlapping's). */
+static void grown_box(const double *x, const int64_t *corners, int corner_count, double margin, double *lo, double *hi) {
+    for (int i = 0; i < 3; i++) lo[i] = hi[i] = x[3 * corners[0] + i];
+    for (int k = 1; k < corner_count; k++)
+        for (int i = 0; i < 3; i++) {
+            double value = x[3 * corners[k] + i];
+            if (value < lo[i]) lo[i] = value;
+            if (value > hi[i]) hi[i] = value;
+        }
+    margin = margin * (1.0 + 1e-9) + 1e-12;
+    for (int i = 0; i < 3; i++) {
+        lo[i] -= margin;
+        hi[i] += margin;
+    }
+}
+
+typedef struct {
+    const double *x;
+    const int64_t *simplex; /* corners per element, `corners` each */
+    int corners;
+    const double *skin;
+    double extra; /* margin = extra + skin[element] */
+    double *cache; /* (count, BOX_STRIDE): lo, hi of every element, and for edges their midpoint and half length */
+} Boxes;
+
+#define BOX_STRIDE 10
+
+static void fill_boxes(Boxes *boxes, int64_t count) {
+    for (int64_t e = 0; e < count; e++) {
+        double *box = boxes->cache + BOX_STRIDE * e;
+        const int64_t *corners = boxes->simplex + boxes->corners * e;
+        grown_box(boxes->x, corners, boxes->corners, boxes->extra + boxes->skin[e], box, box + 3);
+        if (boxes->corners == 2) {
+            const double *p = boxes->x + 3 * corners[0], *q = boxes->x + 3 * corners[1];
+            double d[3];
+            for (int i = 0; i < 3; i++) {
+                box[6 + i] = 0.5 * (p[i] + q[i]);
+                d[i] = q[i] - p[i];
+            }
+            box[9] = 0.5 * sqrt(dot3_in_order(d, d));
+        }
+    }
+}
+
+static inline void box_of(const Boxes *boxes, int64_t element, double *lo, double *hi) {
+    const double *box = boxes->cache + BOX_STRIDE * element;
+    for (int i = 0; i < 3; i++) {
+        lo[i] = box[i];
+        hi[i] = box[3 + i];
+    }
+}
+
+/* Cell size: CELL_FACTOR times the mean grown extent of the inserted boxes, at least an eighth of the largest box of either set
+ * (so no box spans more than nine cells per axis). */
+static double cell_size(const Boxes *insert, int64_t insert_count, const Boxes *query, int64_t query_count) {
+    double sum = 0.0, largest = 0.0;
+    for (int64_t e = 0; e < insert_count; e++) {
+        double lo[3], hi[3];
+        box_of(insert, e, lo, hi);
+        for (int i = 0; i < 3; i++) {
+            double extent = hi[i] - lo[i];
+            if (!(extent <= largest)) largest = extent == extent ? extent : largest;
+            sum += extent;
+        }
+    }
+    for (int64_t e = 0; e < query_count; e++) {
+        double lo[3], hi[3];
+        box_of(query, e, lo, hi);
+        for (int i = 0; i < 3; i++) {
+            double extent = hi[i] - lo[i];
+            if (!(extent <= largest)) largest = extent == extent ? extent : largest;
+        }
+    }
+    double h = insert_count ? CELL_FACTOR * sum / (3.0 * (double)insert_count) : 1.0;
+    if (h < largest / 8.0) h = largest / 8.0;
+    if (!(h > 0.0) || !isfinite(h)) h = 1.0;
+    return h;
+}
+
+/* Fill the grid (counting sort into buckets, stable in element order); returns the entries needed. */
+static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64_t table_size, int64_t *start,
+                         int64_t capacity, int64_t *entry_element, int64_t *entry_cell) {
+    uint64_t mask = (uint64_t)table_size - 1;
+    for (int64_t b = 0; b <= table_size; b++) start[b] = 0;
+    int64_t total = 0;
+    for (int64_t e = 0; e < count; e++) {
+        double lo[3], hi[3];
+        box_of(insert, e, lo, hi);
+        int64_t c0[3], c1[3];
+        for (int i = 0; i < 3; i++) {
+            c0[i] = cell_of(lo[i], inv_h);
+            c1[i] = cell_of(hi[i], inv_h);
+        }
+        for (int64_t cx = c0[0]; cx <= c1[0]; cx++)
+            for (int64_t cy = c0[1]; cy <= c1[1]; cy++)
+                for (int64_t cz = c0[2]; cz <= c1[2]; cz++) {
+                    start[bucket_of(cx, cy, cz, mask) + 1]++;
+                    total++;
+                }
+    }
+    if (total > capacity) return total;
+    for (int64_t b = 0; b < table_size; b++) start[b + 1] += start[b];
+    /* start[b] is the write cursor of bucket b; afterwards it is the start of bucket b + 1, shifted back below. */
+    for (int64_t e = 0; e < count; e++) {
+        double lo[3], hi[3];
+        box_of(insert, e, lo, hi);
+        int64_t c0[3], c1[3];
+        for (int i = 0; i < 3; i++) {
+            c0[i] = cell_of(lo[i], inv_h);
+            c1[i] = cell_of(hi[i], inv_h);
+        }
+        for (int64_t cx = c0[0]; cx <= c1[0]; cx++)
+            for (int64_t cy = c0[1]; cy <= c1[1]; cy++)
+                for (int64_t cz = c0[2]; cz <= c1[2]; cz++) {
+                    int64_t at = start[bucket_of(cx, cy, cz, mask)]++;
+                    entry_element[at] = e;
+                    entry_cell[3 * at] = cx;
+                    entry_cell[3 * at + 1] = cy;
+                    entry_cell[3 * at + 2] = cz;
+                }
+    }
+    for (int64_t b = table_size; b > 0; b--) start[b] = start[b - 1];
+    start[0] = 0;
+    return total;
+}
+
+/* Run BODY for every inserted box overlapping the query box (qlo, qhi), each once, with ELEMENT its element: from
+ * the cell that holds the lower corner of the two boxes' intersection (entries of other cells sharing the bucket are
+ * skipped by their cell coordinates). */
+
+#define FOR_EACH_OVERLAP(insert, inv_h, table_size, start, entry_element, entry_cell, qlo, qhi, ELEMENT, BODY)        \
+    do {                                                                                                                \
+        uint64_t mask_ = (uint64_t)(table_size) - 1;                                                                    \
+        int64_t q0_[3], q1_[3];                                                                                         \
+        for (int i_ = 0; i_ < 3; i_++) {                                                                                \
+            q0_[i_] = cell_of((qlo)[i_], inv_h);                                                                        \
+            q1_[i_] = cell_of((qhi)[i_], inv_h);                                                                        \
+        }                                                                                                               \
+        for (int64_t cx_ = q0_[0]; cx_ <= q1_[0]; cx_++)                                                                \
+            for (int64_t cy_ = q0_[1]; cy_ <= q1_[1]; cy_++)                                                            \
+                for (int64_t cz_ = q0_[2]; cz_ <= q1_[2]; cz_++) {                                                      \
+                    uint64_t b_ = bucket_of(cx_, cy_, cz_, mask_);                                                      \
+                    for (int64_t at_ = (start)[b_]; at_ < (start)[b_ + 1]; at_++) {                                     \
+                        const int64_t *cell_ = (entry_cell) + 3 * at_;                                                  \
+                        if (cell_[0] != cx_ || cell_[1] != cy_ || cell_[2] != cz_) continue;                            \
+                        int64_t ELEMENT = (entry_element)[at_];                                                         \
+                        double elo_[3], ehi_[3];                                                                        \
+                        box_of(insert, ELEMENT, elo_, ehi_);                                                            \
+                        int overlap_ = 1;                                                                               \
+                        int64_t low_[3];                                                                                \
+                        for (int i_ = 0; i_ < 3; i_++) {                                                                \
+                            if ((qlo)[i_] > ehi_[i_] || elo_[i_] > (qhi)[i_]) overlap_ = 0;                             \
+                            low_[i_] = cell_of((qlo)[i_] > elo_[i_] ? (qlo)[i_] : elo_[i_], inv_h);                     \
+                        }                                                                                               \
+                        if (!overlap_ || low_[0] != cx_ || low_[1] != cy_ || low_[2] != cz_) continue;                  \
+                        BODY                                                                                            \
+                    }                                                                                                   \
+                }                                                                                                       \
+    } while (0)
+
+SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
+                              const double *skin_v, const double *skin_t, double reach, const int64_t *excluded,
+                              int64_t excluded_count, int64_t table_size, int64_t *table_start,
+                              int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
+                              int64_t pair_capacity, int64_t *out_v, int64_t *out_t, double *out_d, int64_t *needs,
+                              double *box_scratch) {
+    Boxes tris = {x, triangles, 3, skin_t, reach, box_scratch};
+    int64_t count = 0;
+    needs[0] = 0;
+    if (n == 0 || t_count == 0) return 0;
+    fill_boxes(&tris, t_count);
+    /* A vertex's query box is the point grown by its skin, built inline (no corner array for it). */
+    double h = cell_size(&tris, t_count, &tris, 0);
+    for (int64_t v = 0; v < n; v++) {
+        double extent = 2.0 * (skin_v[v] * (1.0 + 1e-9) + 1e-12);
+        if (extent / 8.0 > h) h = extent / 8.0;
+    }
+    double inv_h = 1.0 / h;
+    int64_t entries = fill_grid(&tris, t_count, inv_h, table_size, table_start, entry_capacity, entry_element,
+                                entry_cell);
+    needs[0] = entries;
+    if (entries > entry_capacity) return -1;
+    for (int64_t v = 0; v < n; v++) {
+        const double *p = x + 3 * v;
+        double qlo[3], qhi[3];
+        double margin = skin_v[v] * (1.0 + 1e-9) + 1e-12;
+        for (int i = 0; i < 3; i++) {
+            qlo[i] = p[i] - margin;
+            qhi[i] = p[i] + margin;
+        }
+        FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, {
+            const int64_t *tri = triangles + 3 * t;
+            if (tri[0] == v || tri[1] == v || tri[2] == v) continue;
+            if (excluded_count && excluded_key(excluded, excluded_count, v * t_count + t)) continue;
+            double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2]);
+            if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
+            if (count < pair_capacity) {
+                out_v[count] = v;
+                out_t[count] = t;
+                out_d[count] = d;
+            }
+            count++;
+        });
+    }
+    return count;
+}
+
+SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
+                              const double *skin_e, double reach, const int64_t *excluded, int64_t excluded_count,
+                              int64_t table_size, int64_t *table_start, int64_t entry_capacity,
+                              int64_t *entry_element, int64_t *entry_cell, int64_t pair_capacity, int64_t *out_a,
+                              int64_t *out_b, double *out_d, int64_t *needs, double *box_scratch) {
+    (void)n;
+    Boxes boxes = {x, edges, 2, skin_e, 0.5 * reach, box_scratch};
+    int64_t count = 0;
+    needs[0] = 0;
+    if (e_count < 2) return 0;
+    fill_boxes(&boxes, e_count);
+    double inv_h = 1.0 / cell_size(&boxes, e_count, &boxes, 0);
+    int64_t entries = fill_grid(&boxes, e_count, inv_h, table_size, table_start, entry_capacity, entry_element,
+                                entry_cell);
+    needs[0] = entries;
+    if (entries > entry_capacity) return -1;
+    for (int64_t a = 0; a < e_count; a++) {
+        double qlo[3], qhi[3];
+        box_of(&boxes, a, qlo, qhi);
+        const int64_t *A = edges + 2 * a;
+        FOR_EACH_OVERLAP(&boxes, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, {
+            if (b <= a) continue;
+            const int64_t *B = edges + 2 * b;
+            if (A[0] == B[0] || A[0] == B[1] || A[1] == B[0] || A[1] == B[1]) continue;
+            double limit = reach + skin_e[a] + skin_e[b];
+            {
+                /* Bounding spheres (midpoint, half length) farther apart than the limit, with round-off slack: the
+                 * segments are too (a necessary condition of the exact test, cheaper). */
+                const double *sa = boxes.cache + BOX_STRIDE * a + 6;
+                const double *sb = boxes.cache + BOX_STRIDE * b + 6;
+                double g[3];
+                for (int i = 0; i < 3; i++) g[i] = sa[i] - sb[i];
+                double r = (limit + sa[3] + sb[3]) * (1.0 + 1e-9) + 1e-12;
+                if (dot3_in_order(g, g) > r * r) continue;
+            }
+            if (excluded_count && excluded_key(excluded, excluded_count, a * e_count + b)) continue;
+            double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
+            if (!(d <= limit)) continue;
+            if (count < pair_capacity) {
+                out_a[count] = a;
+                out_b[count] = b;
+                out_d[count] = d;
+            }
+            count++;
+        });
+    }
+    return count;
+}
