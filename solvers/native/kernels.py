@@ -702,29 +702,30 @@ def check_state(library, x, v, max_speed: float) -> int:
 def _plan_structure():
     import ctypes
 
-    I, D, P = ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
+    from .library import _D, _I, _P
+
     names = [  # softsim_native.h, SoftsimClothPlan, in order
-        ("n", I), ("substeps", I), ("iterations", I), ("dt", D), ("damping_factor", D), ("max_speed", D),
-        ("damped", I), ("x", P), ("v", P), ("x_prev", P), ("inv_mass", P), ("gravity", P),
-        ("air_count", I), ("air_triangles", P), ("air_corner_start", P), ("air_corner_face", P), ("air_cross", P),
-        ("air_area", P), ("air_normal", P), ("air_state", P), ("air_settings", P),
-        ("pin_count", I), ("pin_index", P), ("pin_start", P), ("pin_end", P), ("pin_to", P),
-        ("collider_count", I), ("tables_per_substep", I), ("collider_table", P), ("pad2", P),
-        ("c_particle", P), ("c_owner", P), ("c_normal", P), ("c_offset", P), ("c_pushed", P),
-        ("face_count", I), ("edge_count", I), ("face_passes", I), ("faces", P), ("edges", P), ("finish_settings", P),
-        ("r_particle", P), ("r_owner", P), ("r_normal", P), ("r_distance", P), ("r_scratch", P),
-        ("topology_state", P), ("x0", P), ("work_i", P), ("work_d", P),
-        ("distance_m", I), ("distance_colours", I), ("distance_use_alpha", I), ("distance_start", P),
-        ("distance_edges", P), ("distance_rest", P), ("distance_wi", P), ("distance_wj", P), ("distance_alpha", P),
-        ("distance_inverse", P), ("distance_lambda", P),
-        ("bending_m", I), ("bending_colours", I), ("bending_start", P), ("bending_curved", P), ("bending_hinges", P),
-        ("bending_K", P), ("bending_wK", P), ("bending_rest", P), ("bending_alpha", P), ("bending_inverse", P),
-        ("bending_lambda", P),
-        ("tail_m", I), ("tail_curved", I), ("tail_hinges", P), ("tail_scatter_start", P), ("tail_scatter_entry", P),
-        ("tail_K", P), ("tail_wK", P), ("tail_rest", P), ("tail_alpha", P), ("tail_inverse", P), ("tail_scale", P),
-        ("tail_lambda", P), ("tail_dx", P),
-        ("tether_slots", I), ("tether_start", P), ("tether_particle", P), ("tether_pin", P), ("tether_limit", P),
-        ("tether_stamp", P), ("tether_seen", P),
+        ("n", _I), ("substeps", _I), ("iterations", _I), ("dt", _D), ("damping_factor", _D), ("max_speed", _D),
+        ("damped", _I), ("x", _P), ("v", _P), ("x_prev", _P), ("inv_mass", _P), ("gravity", _P),
+        ("air_count", _I), ("air_triangles", _P), ("air_corner_start", _P), ("air_corner_face", _P), ("air_cross", _P),
+        ("air_area", _P), ("air_normal", _P), ("air_state", _P), ("air_settings", _P),
+        ("pin_count", _I), ("pin_index", _P), ("pin_start", _P), ("pin_end", _P), ("pin_to", _P),
+        ("collider_count", _I), ("tables_per_substep", _I), ("collider_table", _P), ("pad2", _P),
+        ("c_particle", _P), ("c_owner", _P), ("c_normal", _P), ("c_offset", _P), ("c_pushed", _P),
+        ("face_count", _I), ("edge_count", _I), ("face_passes", _I), ("faces", _P), ("edges", _P), ("finish_settings", _P),
+        ("r_particle", _P), ("r_owner", _P), ("r_normal", _P), ("r_distance", _P), ("r_scratch", _P),
+        ("topology_state", _P), ("x0", _P), ("work_i", _P), ("work_d", _P),
+        ("distance_m", _I), ("distance_colours", _I), ("distance_use_alpha", _I), ("distance_start", _P),
+        ("distance_edges", _P), ("distance_rest", _P), ("distance_wi", _P), ("distance_wj", _P), ("distance_alpha", _P),
+        ("distance_inverse", _P), ("distance_lambda", _P),
+        ("bending_m", _I), ("bending_colours", _I), ("bending_start", _P), ("bending_curved", _P), ("bending_hinges", _P),
+        ("bending_K", _P), ("bending_wK", _P), ("bending_rest", _P), ("bending_alpha", _P), ("bending_inverse", _P),
+        ("bending_lambda", _P),
+        ("tail_m", _I), ("tail_curved", _I), ("tail_hinges", _P), ("tail_scatter_start", _P), ("tail_scatter_entry", _P),
+        ("tail_K", _P), ("tail_wK", _P), ("tail_rest", _P), ("tail_alpha", _P), ("tail_inverse", _P), ("tail_scale", _P),
+        ("tail_lambda", _P), ("tail_dx", _P),
+        ("tether_slots", _I), ("tether_start", _P), ("tether_particle", _P), ("tether_pin", _P), ("tether_limit", _P),
+        ("tether_stamp", _P), ("tether_seen", _P),
     ]
 
     class Plan(ctypes.Structure):
