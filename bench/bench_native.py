@@ -7,6 +7,9 @@ one pin-tether call of the last iteration (up to 8 passes), the contact kernels 
 (finding the contacts, the end-of-step vertex and face push), one whole substep (``solver.step`` with the colliders) and
 one frame (``advance_frame``, 30 substeps). Best of several repeats. Also
 checks that both paths end the timed frames with the same positions.
+Then whole frames (the native path takes a frame in one C call, ``PositionBasedSolver.native_frame``): the lab cloth
+with Air Drag off and 1, and a 21 x 11 cape (``cape_model``) whose pinned row moves 1 m over 24 frames, with and
+without air: best frame, per substep, max strain and whether the final positions are equal bit for bit.
 
 Run: ``python bench/bench_native.py [--n 64]`` (needs ``tools/build_native.py --host`` first).
 """
@@ -23,7 +26,7 @@ for path in (ROOT, os.path.dirname(os.path.abspath(__file__))):
         sys.path.insert(0, path)
 
 from bench_kernels import FPS, best_seconds, lab_scene, snapshot  # noqa: E402
-from solvers import SolverConfig, State, advance_frame, make_solver, native  # noqa: E402
+from solvers import SolverConfig, State, advance_frame, build_model, make_solver, native  # noqa: E402
 from solvers.collision.contact_set import find_contacts  # noqa: E402
 from solvers.collision.response import resolve_collider_contacts  # noqa: E402
 
@@ -81,6 +84,41 @@ def measure(model, colliders, x0, compute: str, frames: int = 4) -> dict:
     return out
 
 
+def cape_model(width: int = 21, height: int = 11, spacing: float = 0.05):
+    """A small rigged cape without Blender: width x height vertices 5 cm apart hanging in the xz-plane, its top row
+    pinned (the collar a bone carries)."""
+    i, j = np.meshgrid(np.arange(width), np.arange(height))
+    vertices = np.stack([i.ravel() * spacing, np.zeros(width * height), -j.ravel() * spacing], axis=1).astype(float)
+    a = (np.arange(height - 1)[:, None] * width + np.arange(width - 1)[None, :]).ravel()
+    triangles = np.concatenate([np.stack([a, a + 1, a + width + 1], 1), np.stack([a, a + width + 1, a + width], 1)])
+    pairs = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
+    edges = np.unique(np.sort(pairs, axis=1), axis=0)
+    pinned = np.zeros(width * height, bool)
+    pinned[:width] = True
+    return build_model(vertices, edges, triangles, pinned=pinned, total_mass=0.3)
+
+
+def frames(model, colliders, x0, compute: str, air: float, rig: bool, count: int) -> tuple:
+    """Best frame time [s] over ``count`` frames (rig: the pins moving 1 m over 24 frames), the final positions and
+    the last frame's max strain."""
+    cfg = SolverConfig(solver="XPBD", stiffness=1.0e4, damping=0.1, substeps=30, iterations=1, tether_stretch=0.01,
+                       compute=compute, air_drag=air)
+    solver = make_solver(model, cfg)
+    state = State.at_rest(model)
+    if x0 is not None:
+        np.copyto(state.x, x0)
+    best, stats = float("inf"), None
+    for f in range(count):
+        targets = None
+        if rig:
+            targets = model.rest_positions.copy()
+            targets[:, 0] += (f + 1) / 24.0
+        start = time.perf_counter()
+        stats = advance_frame(solver, state, 1.0 / FPS, cfg.substeps, colliders, targets)
+        best = min(best, time.perf_counter() - start)
+    return best, state.x.copy(), stats.max_strain
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=64)
@@ -100,6 +138,20 @@ def main(argv=None):
         a, b = numpy_run[key], native_run[key]
         unit, scale = ("ms", 1e3) if a > 1e-3 else ("us", 1e6)
         print(f"| {key} | {scale * a:.1f} {unit} | {scale * b:.1f} {unit} | {a / b:.1f}x |")
+    print("\nWhole frames (native: one C call a frame, ``PositionBasedSolver.native_frame``), best frame; per substep = "
+          "frame / 30\n")
+    print("| scene | NumPy frame | native frame | native substep | speed-up | max strain (NumPy, native) | equal |")
+    print("|---|---:|---:|---:|---:|---|---|")
+    cape = cape_model()
+    for label, scene, air, rig, count in (
+            (f"lab cloth {args.n}x{args.n}, air off", (model, colliders, x0), 0.0, False, 6),
+            (f"lab cloth {args.n}x{args.n}, Air Drag 1", (model, colliders, x0), 1.0, False, 6),
+            ("cape 21x11, pinned row moving 1 m / 24 frames", (cape, [], None), 0.0, True, 24),
+            ("cape 21x11, pinned row moving, Air Drag 1", (cape, [], None), 1.0, True, 24)):
+        a = frames(*scene, "NUMPY", air, rig, count)
+        b = frames(*scene, "AUTO", air, rig, count)
+        print(f"| {label} | {1e3 * a[0]:.2f} ms | {1e3 * b[0]:.2f} ms | {1e6 * b[0] / 30:.0f} us | {a[0] / b[0]:.1f}x "
+              f"| {a[2]:.4g}, {b[2]:.4g} | {'bit for bit' if np.array_equal(a[1], b[1]) else 'DIFFERENT'} |")
 
 
 if __name__ == "__main__":

@@ -41,9 +41,7 @@ def advance_frame(solver, state: State, frame_dt: float, substeps: int, collider
     """
     with one_blas_thread():
         run = FrameRun(solver, state, substeps, pin_targets, fields)
-        dt = frame_dt / substeps
-        for k in range(1, substeps + 1):
-            run.substep(k, dt, colliders)
+        run.run(frame_dt / substeps, colliders)
         return run.finish()
 
 
@@ -75,6 +73,21 @@ class FrameRun:
         t0, t1 = (k - 1) / self.substeps, k / self.substeps
         self.posed_substep(k, dt, [c.over(t0, t1) for c in colliders])
 
+    def run(self, dt: float, colliders=()) -> None:
+        """Every substep of the frame (``substep`` for k = 1 .. K), in one native call when the solver has one for
+        this frame (``native_frame``, e.g. a cloth's XPBD: the same steps bit for bit), else one by one."""
+        native = getattr(self.solver, "native_frame", None)
+        if native is not None and native(self, dt, colliders):
+            return
+        for k in range(1, self.substeps + 1):
+            self.substep(k, dt, colliders)
+
+    def fields_act(self) -> bool:
+        """Whether force fields act on the body this frame (air alone does not count)."""
+        if self.fields is None or not self.fields.start or self.loads is None:
+            return False
+        return self.loads.weight > 0.0
+
     def posed_substep(self, k: int, dt: float, colliders=()) -> None:
         """``substep`` with the colliders already posed over the substep (``Collider.over``), so that bodies stepping
         in lockstep share one posed list."""
@@ -100,6 +113,12 @@ def body_loads(solver):
     loads = getattr(solver, "_body_loads", None)
     if loads is None:
         loads = BodyLoads(solver.model, solver.config)
+        library = getattr(solver, "native", None)
+        if library is not None and loads.air is not None:  # the air in C (``native.kernels.AirLoads``)
+            from .native.kernels import AirLoads
+
+            loads.native = AirLoads(library, loads.air, np.ascontiguousarray(solver.model.inv_mass, np.float64),
+                                    loads.gravity)
         solver._body_loads = loads
     return loads
 

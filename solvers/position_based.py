@@ -18,7 +18,7 @@ from .energies.pressure import gas_pressure
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
 from .native import library as native_library
-from .native.kernels import AnalyticContacts, Tethers
+from .native.kernels import AnalyticContacts, BendingJacobi, BendingSweep, ClothFrame, DistanceSweep, Tethers
 from .sewing import seam_force, with_seams_closed
 
 
@@ -67,6 +67,8 @@ class _Jacobi:
         )
         self.count = np.bincount(constraints.indices.ravel(), minlength=particle_count).astype(float)
         self.constraint_count = self.count[constraints.indices].max(axis=1)
+        self.native = None
+        """The same sweep in C (``native.kernels.BendingJacobi``, a bending tail with the native library), or None."""
 
 
 class _Sweep:
@@ -100,6 +102,8 @@ class _Sweep:
                 self.fast = constraints.colour_sweep(big, particle_count)
             if small:
                 self.tail = _Jacobi(constraints.subset(np.concatenate(small)), particle_count)
+                if native is not None and isinstance(constraints, BendingConstraints):
+                    self.tail.native = BendingJacobi(native, self.tail.constraints, particle_count)
         else:
             self.tail = _Jacobi(constraints, particle_count)
 
@@ -271,6 +275,81 @@ class PositionBasedSolver(ProjectedContactSolver):
             return StepStats(iterations=self.config.iterations)
         return measure_stats(self.model, x, iterations=self.config.iterations)
 
+    def native_frame(self, run, dt: float, colliders=()) -> bool:
+        """A whole frame of ``run`` (a ``frame.FrameRun`` at its start) in one C call (``native.kernels.ClothFrame``):
+        the same substeps as ``run.substep`` with ``_native_contact_step``, bit for bit. False (nothing done) for what
+        that call does not cover: no native library, self-collision, tets, pressure, soft pins, the JACOBI scheme, a set without
+        a native sweep (sewing) or a distance set with a Jacobi tail, a collider other than a ground plane or a sphere,
+        force fields (air alone is covered). A substep whose end-of-step push must be walked in sweeps is finished in
+        NumPy (``resolve_collider_contacts``) and the call goes on with the next."""
+        frame = self._cloth_frame()
+        if frame is None or not self.native_contacts.supports(colliders) or run.fields_act():
+            return False
+        from .frame import check_finite
+
+        K, state, config = run.substeps, run.state, self.config
+        posed = [[c.over((k - 1) / K, k / K) for c in colliders] for k in range(1, K + 1)]
+        damping = np.exp(-config.damping * dt) if config.damping > 0.0 else None
+        if frame.air is not None and frame.air is not getattr(run.loads, "native", None):
+            return False
+        frame.prepare(state.x, state.v, dt, K, config.iterations, self.compliant, config.jacobi_relaxation, damping,
+                      config.max_speed, self._gravity, run.start, run.end, posed)
+        first = 1
+        while first <= K:
+            done, status, _ = frame.run(first, K)
+            self._steps += done
+            if status == 1:  # substep first + done: its end-of-step push walked in sweeps, in NumPy
+                k = first + done
+                self._steps += 1
+                resolve_collider_contacts(state.x, self.native_contacts.x_prev, self.model.inv_mass,
+                                          self.model.triangle_indices, posed[k - 1], self.pad2)
+                self.native_contacts.velocity(state.x, state.v, dt, damping)
+                state.x[run.pinned] = frame.pin_to
+                check_finite(state, config.max_speed)
+                first = k + 1
+            else:
+                if status == 2:
+                    check_finite(state, config.max_speed)  # raises the error of the NumPy path
+                first += done
+        # The last step's stats, measured as ``step`` does: before the pins are put exactly on their targets (the
+        # prediction x_prev + dt (pin_to - x_prev) / dt, which nothing in the step moves).
+        x = state.x
+        if len(run.pinned):
+            x = x.copy()
+            before = self.native_contacts.x_prev[run.pinned]
+            x[run.pinned] = before + dt * ((frame.pin_to - before) / dt)
+        run.stats = measure_stats(self.model, x, iterations=config.iterations)
+        return True
+
+    def _cloth_frame(self):
+        """The ``ClothFrame`` of this solver (built on first use), or None when its sets and settings are more than
+        it covers (``native_frame``)."""
+        if hasattr(self, "_frame_kernel"):
+            return self._frame_kernel
+        self._frame_kernel = None
+        if (self.native_contacts is None or self.model.tet_count or self.pressure is not None or self.goals is not None
+                or self.scheme != "GAUSS_SEIDEL"):
+            return None
+        distance = bending = tail = None
+        for sweep in self.sweeps:
+            if isinstance(sweep.fast, DistanceSweep) and distance is None and bending is None and sweep.tail is None:
+                distance = sweep.fast
+            elif isinstance(sweep.fast, BendingSweep) and bending is None:
+                bending = sweep.fast
+                tail = sweep.tail.native if sweep.tail is not None else None
+                if sweep.tail is not None and tail is None:
+                    return None
+            else:
+                return None
+        if self.tethers is not None and not isinstance(self.tethers, Tethers):
+            return None
+        from .frame import body_loads
+
+        loads = body_loads(self)
+        self._frame_kernel = ClothFrame(self.native, self.native_contacts, distance, bending, tail, self.tethers,
+                                        getattr(loads, "native", None), np.nonzero(self.model.inv_mass == 0.0)[0])
+        return self._frame_kernel
+
     def _iterate(self, x, dt, multipliers, iterations, symmetric, project) -> None:
         """The step's iterations: every sweep, the tethers, then ``project`` (the contacts), when given."""
         for iteration in range(iterations):
@@ -343,6 +422,9 @@ class PositionBasedSolver(ProjectedContactSolver):
         """
         constraints = sweep.constraints
         relaxation = self.config.jacobi_relaxation
+        if sweep.native is not None and not lab_average:  # the same sums in C, in the scatter's order
+            sweep.native.jacobi(x, dt, lam, relaxation)
+            return
         if hasattr(constraints, "jacobi"):  # the same sums, gathered once and reduced per particle (test_kernels.py)
             if lab_average:
                 constraints.jacobi(x, self._alpha(constraints, dt), lam,

@@ -212,6 +212,10 @@ def _advance_lockstep(scene: Scene, frame_dt: float, per_body, pins, moved, load
     dt = frame_dt / K
     runs = [FrameRun(b.solver, b.state, K, pins[i], body_fields[i]) for i, b in zip(scene.lockstep, bodies)]
     own = [list(per_body[i]) + [_surface(scene, j, i, moved) for j in moved] for i in scene.lockstep]
+    if len(runs) == 1 and scene.contact is None and scene.lockstep[0] not in loads:
+        # A body alone: its frame as ``advance_frame`` takes it (whole in one native call where the solver has one).
+        _naming(scene.lockstep[0], runs[0].run, dt, own[0])
+        return [runs[0].finish()]
     every = _distinct([c for cs in own for c in cs])
     for k in range(1, K + 1):
         t0, t1 = (k - 1) / K, k / K

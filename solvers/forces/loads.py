@@ -62,6 +62,9 @@ class BodyLoads:
         self.gravity = np.asarray(config.gravity, float)
         self.free = model.inv_mass > 0.0
         self.all_free = bool(self.free.all())
+        self.native = None
+        """The air in C (``native.kernels.AirLoads``, set by ``frame.body_loads`` with the native library), used for
+        steps without fields: the same arithmetic in the same order."""
 
     def active(self, fields) -> bool:
         return self.air is not None or (self.weight > 0.0 and bool(fields))
@@ -69,10 +72,13 @@ class BodyLoads:
     def apply(self, x: np.ndarray, v: np.ndarray, dt: float, fields, t: float) -> None:
         """Change the velocities v (n, 3) in place for one solver step of ``dt`` seconds from positions x at time t
         [s] under ``fields`` (a list of ``fields.ForceField`` at that instant) (module docstring)."""
+        fields = fields if self.weight > 0.0 else []
+        if self.native is not None and not fields:
+            self.native.apply(x, v, dt)
+            return
         free = self.free
         g = self.gravity
         p = v + dt * g
-        fields = fields if self.weight > 0.0 else []
         if fields:
             a0, c = field_terms(fields, x, v, t)
             p += dt * self.weight * a0

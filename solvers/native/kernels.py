@@ -198,15 +198,19 @@ class BendingSweep:
         self.lam.fill(0.0)
         return list(self.views)
 
-    def sweep(self, x, dt: float, lams, compliant: bool = True) -> None:
-        """One sweep in place on x (n, 3) float64 C-contiguous [m]; lams: one (m_c, 3) array per colour (updated).
-        Bending is always compliant (``BendingConstraints.always_compliant``): ``compliant`` is ignored."""
-        address = self.positions(x)
+    def _coefficients(self, dt: float) -> None:
+        """alpha and 1 / (s + alpha) for this dt, from each colour's own NumPy code (once per dt)."""
         if self._dt != dt:
             alphas = [s.alpha(dt) for s in self.subsets]
             _concatenate_into(self.alpha, zip(alphas, self.subsets))
             _concatenate_into(self.inverse_denominator, [(s._inverse_denominator(a), s) for s, a in zip(self.subsets, alphas)])
             self._dt = dt
+
+    def sweep(self, x, dt: float, lams, compliant: bool = True) -> None:
+        """One sweep in place on x (n, 3) float64 C-contiguous [m]; lams: one (m_c, 3) array per colour (updated).
+        Bending is always compliant (``BendingConstraints.always_compliant``): ``compliant`` is ignored."""
+        address = self.positions(x)
+        self._coefficients(dt)
         # lams may go on with the tail's multipliers (``_Sweep.new_multipliers``): only the first len(views) are ours.
         direct = len(lams) >= len(self.views) and all(a is b for a, b in zip(lams, self.views))
         if not direct:
@@ -529,3 +533,327 @@ class AnalyticContacts:
                                  p["edges"], self.face_passes, p["settings"], p["r_particle"], p["r_owner"],
                                  p["r_normal"], p["r_distance"], p["r_scratch"], p["topology_state"], p["x0"],
                                  p["work_i"], p["work_d"])
+
+
+# ------------------------------------------------------------------------------------------ a cloth's substeps
+
+
+class BendingJacobi:
+    """The Jacobi tail of a bending set in C (``softsim_bending_jacobi``): the twin of
+    ``position_based.PositionBasedSolver._jacobi`` on a ``constraints.BendingConstraints`` tail without the lab's
+    per-particle average (bending is always compliant, so its tail never takes that form).
+
+    library: a ``library.NativeLibrary``; constraints: the tail's BendingConstraints (its hinges in its own order);
+    particle_count: n. Each particle's corrections are added in increasing (hinge, corner) order, the order of its
+    row in the twin's CSR scatter matrix, so the sums round the same way."""
+
+    def __init__(self, library, constraints, particle_count: int):
+        self.function = library.softsim_bending_jacobi
+        self.library = library
+        self.twin = constraints
+        indices = np.ascontiguousarray(constraints.indices, np.int64)
+        flat = indices.ravel()
+        count = np.bincount(flat, minlength=particle_count) if len(flat) else np.zeros(particle_count, np.int64)
+        self.bind(particle_count, indices, np.ascontiguousarray(constraints.K, np.float64),
+                  np.ascontiguousarray(constraints.wK, np.float64), np.ascontiguousarray(constraints.rest_norm, np.float64),
+                  np.concatenate([[0], np.cumsum(count)]).astype(np.int64),
+                  np.argsort(flat, kind="stable").astype(np.int64), count.astype(float)[indices].max(axis=1)
+                  if len(indices) else np.zeros(0))
+
+    def bind(self, particle_count, hinges, K, wK, rest_norm, scatter_start, scatter_entry, constraint_count) -> None:
+        """Validate and keep: hinges (m, 4) int64 in [0, n), K and wK (m, 4), rest_norm (m,) float64, scatter_start
+        (n + 1,) int64 from 0 to 4 m non-decreasing, scatter_entry (4 m,) int64 in [0, 4 m) (each particle's entries
+        4 h + a), constraint_count (m,) float64 (the largest constraint count over a hinge's particles)."""
+        m = len(hinges) if isinstance(hinges, np.ndarray) else -1
+        self.hinges = checked_indices("hinges", hinges, particle_count, (m, 4))
+        self.K, self.wK = checked("K", K, F64, (m, 4)), checked("wK", wK, F64, (m, 4))
+        self.rest_norm = checked("rest_norm", rest_norm, F64, (m,))
+        self.scatter_start = checked("scatter_start", scatter_start, I64, (particle_count + 1,))
+        if self.scatter_start[0] != 0 or self.scatter_start[-1] != 4 * m or np.any(np.diff(self.scatter_start) < 0):
+            raise ValueError(f"scatter_start must run from 0 to {4 * m}, non-decreasing")
+        self.scatter_entry = checked_indices("scatter_entry", scatter_entry, max(4 * m, 1), (4 * m,))
+        if not np.array_equal(self.hinges.ravel()[self.scatter_entry],
+                              np.repeat(np.arange(particle_count), np.diff(self.scatter_start))):
+            raise ValueError("scatter_entry must list each particle's own entries, particle after particle")
+        self.constraint_count = checked("constraint_count", constraint_count, F64, (m,))
+        self.n, self.m = particle_count, m
+        self.curved = int(bool(np.any(self.rest_norm > 0.0)))
+        self.alpha, self.inverse_denominator, self.scale = np.zeros(m), np.zeros(m), np.zeros(m)
+        self.lam, self.dx = np.zeros((m, 3)), np.zeros((4 * m, 3))
+        self.positions = _PositionsCheck(particle_count)
+        self._key = None
+        self._pointers = [pointer(a) for a in (self.hinges, self.K, self.wK, self.rest_norm, self.alpha,
+                                               self.inverse_denominator, self.scale, self.lam, self.scatter_start,
+                                               self.scatter_entry, self.dx)]
+
+    def coefficients(self, dt: float, relaxation: float) -> None:
+        """alpha, 1 / (s + alpha) (the twin's own code) and 1 / (relaxation + constraint count), once per (dt,
+        relaxation)."""
+        if self._key == (dt, relaxation):
+            return
+        alpha = self.twin.alpha(dt)
+        self.alpha[:] = alpha
+        self.inverse_denominator[:] = self.twin._inverse_denominator(alpha)
+        self.scale[:] = 1.0 / (relaxation + self.constraint_count)
+        self._key = (dt, relaxation)
+
+    def jacobi(self, x, dt: float, lam, relaxation: float) -> None:
+        """One sweep in place on x (n, 3) float64 C-contiguous [m]; lam (m, 3) float64 the tail's multipliers
+        (updated); relaxation: ``config.jacobi_relaxation``."""
+        address = self.positions(x)
+        self.coefficients(dt, relaxation)
+        direct = lam is self.lam
+        if not direct:
+            self.lam[...] = lam
+        p = self._pointers
+        self.function(address, self.m, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], self.curved, self.n, p[8],
+                      p[9], p[10])
+        if not direct:
+            lam[...] = self.lam
+
+
+class AirLoads:
+    """``forces.loads.BodyLoads.apply`` with air and no fields in C (``softsim_air_apply``: ``air.AirDrag.relax`` with
+    its refresh of the faces' area vectors, ``AirDrag.area_vectors`` and ``_split``). The twin's cache (``_area``,
+    ``_since``) is shared both ways, so NumPy and native calls may alternate.
+
+    library: a ``library.NativeLibrary``; air: the body's ``air.AirDrag``; inv_mass (n,) float64; gravity (3,)."""
+
+    def __init__(self, library, air, inv_mass, gravity):
+        from ..forces import air as air_module
+
+        self.function = library.softsim_air_apply
+        self.areas_function = library.softsim_air_areas
+        self.library = library
+        self.air = air
+        n = air.particle_count
+        corners = air.corners.tocsr()
+        corners.sort_indices()
+        self.bind(n, np.ascontiguousarray(inv_mass, np.float64), np.ascontiguousarray(gravity, np.float64),
+                  np.ascontiguousarray(air.triangles, np.int64), corners.indptr.astype(np.int64),
+                  corners.indices.astype(np.int64))
+        self.settings = np.array([air_module.AREA_REFRESH_TIME, air_module.AIR_DENSITY,
+                                  air_module.TANGENTIAL_FRACTION, air.coefficient], np.float64)
+        self._pointers["settings"] = pointer(self.settings)
+
+    def bind(self, particle_count, inv_mass, gravity, triangles, corner_start, corner_face) -> None:
+        """Validate and keep: inv_mass (n,), gravity (3,) float64, triangles (t, 3) int64 in [0, n), corner_start
+        (n + 1,) int64 from 0 to 3 t non-decreasing, corner_face (3 t,) int64 in [0, t) (each particle's faces)."""
+        n = particle_count
+        t = len(triangles) if isinstance(triangles, np.ndarray) else -1
+        self.n, self.t = n, t
+        self.inv_mass = checked("inv_mass", inv_mass, F64, (n,))
+        self.gravity = checked("gravity", gravity, F64, (3,))
+        self.triangles = checked_indices("triangles", triangles, n, (t, 3))
+        self.corner_start = checked("corner_start", corner_start, I64, (n + 1,))
+        if self.corner_start[0] != 0 or self.corner_start[-1] != 3 * t or np.any(np.diff(self.corner_start) < 0):
+            raise ValueError(f"corner_start must run from 0 to {3 * t}, non-decreasing")
+        self.corner_face = checked_indices("corner_face", corner_face, max(t, 1), (3 * t,))
+        self.cross, self.area, self.normal = np.zeros((t, 3)), np.zeros(n), np.zeros((n, 3))
+        self.state = np.zeros(2)
+        self.positions, self.velocities = _PositionsCheck(n), _PositionsCheck(n)
+        self._pointers = {name: pointer(getattr(self, name)) for name in (
+            "inv_mass", "gravity", "triangles", "corner_start", "corner_face", "cross", "area", "normal", "state")}
+
+    def enter(self) -> None:
+        """Take the twin's cache (its last measurement and the step time since) into the kernel's buffers."""
+        cached = self.air._area
+        if cached is None:
+            self.state[0] = 0.0
+        else:
+            if cached[0] is not self.area:
+                self.area[:], self.normal[:] = cached
+            self.state[0] = 1.0
+        self.state[1] = self.air._since
+
+    def leave(self) -> None:
+        """Hand the kernel's cache back to the twin."""
+        if self.state[0] != 0.0:
+            self.air._area = (self.area, self.normal)
+        self.air._since = float(self.state[1])
+
+    def apply(self, x, v, dt: float) -> None:
+        """v changed in place for one step of dt [s] from positions x (n, 3) float64 C-contiguous (``BodyLoads.apply``
+        with air and no fields)."""
+        p = self._pointers
+        self.enter()
+        self.function(self.positions(x), self.velocities(v), self.n, p["inv_mass"], p["gravity"], float(dt), self.t,
+                      p["triangles"], p["corner_start"], p["corner_face"], p["cross"], p["area"], p["normal"],
+                      p["state"], p["settings"])
+        self.leave()
+
+    def area_vectors(self, x):
+        """(|a| (n,), a / |a| (n, 3)) at x: ``_split(AirDrag.area_vectors(x))`` (copies)."""
+        p = self._pointers
+        self.areas_function(self.positions(x), self.n, self.t, p["triangles"], p["corner_start"], p["corner_face"],
+                            p["cross"], p["area"], p["normal"])
+        return self.area.copy(), self.normal.copy()
+
+
+def check_state(library, x, v, max_speed: float) -> int:
+    """``softsim_check_state``: 0 when x and v (n, 3) float64 C-contiguous are finite and no speed exceeds max_speed
+    [m/s], 1 for a non-finite value, 2 for a speed past it."""
+    n = len(x) if isinstance(x, np.ndarray) else -1
+    checked("x", x, F64, (n, 3))
+    checked("v", v, F64, (n, 3))
+    return library.softsim_check_state(pointer(x), pointer(v), n, float(max_speed))
+
+
+def _plan_structure():
+    import ctypes
+
+    from .library import _D, _I, _P
+
+    names = [  # softsim_native.h, SoftsimClothPlan, in order
+        ("n", _I), ("substeps", _I), ("iterations", _I), ("dt", _D), ("damping_factor", _D), ("max_speed", _D),
+        ("damped", _I), ("x", _P), ("v", _P), ("x_prev", _P), ("inv_mass", _P), ("gravity", _P),
+        ("air_count", _I), ("air_triangles", _P), ("air_corner_start", _P), ("air_corner_face", _P), ("air_cross", _P),
+        ("air_area", _P), ("air_normal", _P), ("air_state", _P), ("air_settings", _P),
+        ("pin_count", _I), ("pin_index", _P), ("pin_start", _P), ("pin_end", _P), ("pin_to", _P),
+        ("collider_count", _I), ("tables_per_substep", _I), ("collider_table", _P), ("pad2", _P),
+        ("c_particle", _P), ("c_owner", _P), ("c_normal", _P), ("c_offset", _P), ("c_pushed", _P),
+        ("face_count", _I), ("edge_count", _I), ("face_passes", _I), ("faces", _P), ("edges", _P), ("finish_settings", _P),
+        ("r_particle", _P), ("r_owner", _P), ("r_normal", _P), ("r_distance", _P), ("r_scratch", _P),
+        ("topology_state", _P), ("x0", _P), ("work_i", _P), ("work_d", _P),
+        ("distance_m", _I), ("distance_colours", _I), ("distance_use_alpha", _I), ("distance_start", _P),
+        ("distance_edges", _P), ("distance_rest", _P), ("distance_wi", _P), ("distance_wj", _P), ("distance_alpha", _P),
+        ("distance_inverse", _P), ("distance_lambda", _P),
+        ("bending_m", _I), ("bending_colours", _I), ("bending_start", _P), ("bending_curved", _P), ("bending_hinges", _P),
+        ("bending_K", _P), ("bending_wK", _P), ("bending_rest", _P), ("bending_alpha", _P), ("bending_inverse", _P),
+        ("bending_lambda", _P),
+        ("tail_m", _I), ("tail_curved", _I), ("tail_hinges", _P), ("tail_scatter_start", _P), ("tail_scatter_entry", _P),
+        ("tail_K", _P), ("tail_wK", _P), ("tail_rest", _P), ("tail_alpha", _P), ("tail_inverse", _P), ("tail_scale", _P),
+        ("tail_lambda", _P), ("tail_dx", _P),
+        ("tether_slots", _I), ("tether_start", _P), ("tether_particle", _P), ("tether_pin", _P), ("tether_limit", _P),
+        ("tether_stamp", _P), ("tether_seen", _P),
+    ]
+
+    class Plan(ctypes.Structure):
+        _fields_ = names
+
+    return Plan
+
+
+class ClothFrame:
+    """Whole frames of a cloth's XPBD / PBD substeps in one C call (``softsim_cloth_substeps``), built from the
+    solver's own validated bindings (so every array the C code reads was checked when those were built):
+
+    contacts: the solver's ``AnalyticContacts`` (prediction, contacts, end-of-step push, velocity, and their buffers);
+    distance: a ``DistanceSweep`` or None; bending: a ``BendingSweep`` or None; tail: a ``BendingJacobi`` (the bending
+    set's Jacobi tail) or None; tethers: a ``Tethers`` or None; air: an ``AirLoads`` or None; pinned (p,) int64, the
+    pinned particles (inv_mass 0). Twin: ``frame.FrameRun.substep`` of ``PositionBasedSolver._native_contact_step``
+    with those pieces, step after step (the same calls in the same order on the same buffers)."""
+
+    def __init__(self, library, contacts, distance, bending, tail, tethers, air, pinned):
+        self.function = library.softsim_cloth_substeps
+        self.library = library
+        self.contacts, self.distance, self.bending, self.tail = contacts, distance, bending, tail
+        self.tethers, self.air = tethers, air
+        n = contacts.n
+        self.n = n
+        self.pinned = checked_indices("pinned", np.ascontiguousarray(pinned, np.int64), n, (len(pinned),))
+        if np.any(contacts.inv_mass[self.pinned] != 0.0):
+            raise ValueError("pinned: every pinned particle must have inv_mass 0")
+        p = len(self.pinned)
+        self.pin_start, self.pin_end, self.pin_to = np.zeros((p, 3)), np.zeros((p, 3)), np.zeros((p, 3))
+        self.status = np.zeros(2, np.int64)
+        self.tables = np.zeros((1, 1, contacts.ROW))
+        self.positions, self.velocities = _PositionsCheck(n), _PositionsCheck(n)
+        self.plan = _plan_structure()()
+        self._fixed()
+
+    def _fixed(self) -> None:
+        """The plan's fields that never change: the sweeps', tethers', air's and pins' arrays."""
+        plan, c = self.plan, self.contacts
+        plan.n = self.n
+        plan.inv_mass = c._p["inv_mass"]
+        plan.x_prev = c._p["x_prev"]
+        plan.pin_count = len(self.pinned)
+        plan.pin_index, plan.pin_start = pointer(self.pinned), pointer(self.pin_start)
+        plan.pin_end, plan.pin_to = pointer(self.pin_end), pointer(self.pin_to)
+        if self.air is not None:
+            a = self.air._pointers
+            plan.air_count = self.air.t
+            plan.air_triangles, plan.air_corner_start, plan.air_corner_face = (
+                a["triangles"], a["corner_start"], a["corner_face"])
+            plan.air_cross, plan.air_area, plan.air_normal = a["cross"], a["area"], a["normal"]
+            plan.air_state, plan.air_settings = a["state"], a["settings"]
+        if self.distance is not None:
+            d, q = self.distance, self.distance._pointers
+            plan.distance_m, plan.distance_colours = len(d.edges), d.colour_count
+            (plan.distance_start, plan.distance_edges, plan.distance_rest, plan.distance_wi, plan.distance_wj,
+             plan.distance_alpha, plan.distance_inverse, plan.distance_lambda) = q
+        if self.bending is not None:
+            b, q = self.bending, self.bending._pointers
+            plan.bending_m, plan.bending_colours = len(b.hinges), b.colour_count
+            (plan.bending_start, plan.bending_curved, plan.bending_hinges, plan.bending_K, plan.bending_wK,
+             plan.bending_rest, plan.bending_alpha, plan.bending_inverse, plan.bending_lambda) = q
+        if self.tail is not None:
+            t, q = self.tail, self.tail._pointers
+            plan.tail_m, plan.tail_curved = t.m, t.curved
+            (plan.tail_hinges, plan.tail_K, plan.tail_wK, plan.tail_rest, plan.tail_alpha, plan.tail_inverse,
+             plan.tail_scale, plan.tail_lambda, plan.tail_scatter_start, plan.tail_scatter_entry, plan.tail_dx) = q
+        if self.tethers is not None:
+            t, q = self.tethers, self.tethers._pointers
+            plan.tether_slots = t.slot_count
+            (plan.tether_start, plan.tether_particle, plan.tether_pin, plan.tether_limit, plan.tether_stamp,
+             plan.tether_seen) = q
+
+    def _contacts(self, posed) -> None:
+        """The collider tables (one, or one per substep when the colliders move: ``posed`` a list per substep) and
+        the contact buffers (``AnalyticContacts.pose`` may have grown them)."""
+        c, plan = self.contacts, self.plan
+        count = len(posed[0])
+        moving = any(a is not b for step in posed[1:] for a, b in zip(step, posed[0]))
+        steps = posed if moving else posed[:1]
+        if self.tables.shape[:2] != (len(steps), max(count, 1)):
+            self.tables = np.zeros((len(steps), max(count, 1), c.ROW))
+        for table, colliders in zip(self.tables, steps):
+            c.pose(colliders)
+            table[:count] = c.table[:count]
+        plan.collider_count, plan.tables_per_substep = count, int(moving)
+        plan.collider_table = pointer(self.tables)
+        p = c._p
+        plan.pad2 = p["pad2"]
+        (plan.c_particle, plan.c_owner, plan.c_normal, plan.c_offset, plan.c_pushed) = (
+            p["particle"], p["owner"], p["normal"], p["offset"], p["pushed"])
+        plan.face_count, plan.edge_count, plan.face_passes = len(c.triangles), len(c.edges), c.face_passes
+        plan.faces, plan.edges, plan.finish_settings = p["triangles"], p["edges"], p["settings"]
+        (plan.r_particle, plan.r_owner, plan.r_normal, plan.r_distance, plan.r_scratch) = (
+            p["r_particle"], p["r_owner"], p["r_normal"], p["r_distance"], p["r_scratch"])
+        plan.topology_state, plan.x0, plan.work_i, plan.work_d = p["topology_state"], p["x0"], p["work_i"], p["work_d"]
+
+    def prepare(self, x, v, dt: float, substeps: int, iterations: int, compliant: bool, relaxation: float,
+                damping_factor, max_speed: float, gravity, pin_start, pin_end, posed) -> None:
+        """Set up a frame: state x, v (n, 3) float64 C-contiguous; dt [s] per substep; the sweeps' coefficients for
+        dt; damping_factor (None: undamped); gravity (3,) float64; pin_start, pin_end (p, 3) the pins' positions at
+        the frame's start and end; posed: the posed colliders of each substep (``Collider.over``)."""
+        plan = self.plan
+        plan.x, plan.v = self.positions(x), self.velocities(v)
+        plan.dt, plan.substeps, plan.iterations = float(dt), int(substeps), int(iterations)
+        plan.damped = 0 if damping_factor is None else 1
+        plan.damping_factor = 1.0 if damping_factor is None else float(damping_factor)
+        plan.max_speed = float(max_speed)
+        self.gravity = checked("gravity", gravity, F64, (3,))
+        plan.gravity = pointer(self.gravity)
+        self.pin_start[:], self.pin_end[:] = pin_start, pin_end
+        if self.distance is not None:
+            self.distance._coefficients(dt, compliant)
+            plan.distance_use_alpha = 1 if compliant else 0
+        if self.bending is not None:
+            self.bending._coefficients(dt)
+        if self.tail is not None:
+            self.tail.coefficients(dt, relaxation)
+        self._contacts(posed)
+
+    def run(self, first: int, last: int) -> tuple:
+        """Substeps first .. last (1-based); returns (substeps completed, status, sweeps) as softsim_cloth_substeps
+        (status 1: the end-of-step push of the next substep needs ``sweeps`` sweeps; 2: the state check failed)."""
+        if self.air is not None:
+            self.air.enter()
+        import ctypes
+
+        done = self.function(ctypes.byref(self.plan), int(first), int(last), pointer(self.status))
+        if self.air is not None:
+            self.air.leave()
+        return done, int(self.status[0]), int(self.status[1])

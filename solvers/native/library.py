@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -55,6 +55,14 @@ SIGNATURES = {
     # Cloth self-collision's broad phase (src/self_collision.c, self_kernels.SelfPairQuery).
     "softsim_self_vt_pairs": (_I, (_P, _I, _P, _I, _P, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_self_ee_pairs": (_I, (_P, _I, _P, _I, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),
+    # A cloth's substeps (src/substep.c): the bending Jacobi tail (kernels.BendingJacobi), the air
+    # (kernels.AirLoads), the frame's state check, and whole frames of substeps (kernels.ClothFrame: one pointer to a
+    # SoftsimClothPlan).
+    "softsim_bending_jacobi": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _I, _I, _P, _P, _P)),
+    "softsim_air_areas": (None, (_P, _I, _I, _P, _P, _P, _P, _P, _P)),
+    "softsim_air_apply": (None, (_P, _P, _I, _P, _P, _D, _I, _P, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_check_state": (_I, (_P, _P, _I, _D)),
+    "softsim_cloth_substeps": (_I, (_P, _I, _I, _P)),
 }
 
 

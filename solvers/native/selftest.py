@@ -88,7 +88,7 @@ def run(library) -> str:
     problem = _differs("pin tethers", x, y, 1.0)
     if problem:
         return problem
-    return run_solids(library) or _contacts(library) or self_pairs(library)
+    return run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -274,4 +274,41 @@ def self_pairs(library, seed: int = 3) -> str:
             problem = _differs(f"self-collision {label} distances", nd, d[order], 2.0)
             if problem:
                 return problem
+
+
+def _substeps(library) -> str:
+    """The cloth substep kernels (src/substep.c): the bending Jacobi tail and the air over a few steps (one re-measure).
+    softsim_cloth_substeps only calls kernels tested here (a solver cannot be built while the library loads: its
+    frames are held equal to NumPy by tests/test_native_substeps.py)."""
+    from ..config import SolverConfig
+    from ..constraints import BendingConstraints
+    from ..forces.loads import BodyLoads
+    from ..position_based import PositionBasedSolver, _Jacobi
+    from .kernels import AirLoads, BendingJacobi
+
+    model, x0, rng = _cloth()
+    n, dt = len(x0), 1.0 / 240.0
+    bending = BendingConstraints.from_triangles(model.rest_positions, model.triangle_indices, model.inv_mass, 1e-3)
+    tail = bending.subset(np.arange(0, len(bending), 2))
+    reference = PositionBasedSolver(model, SolverConfig(solver="XPBD", compute="NUMPY"))
+    x, y = x0.copy(), x0.copy()
+    lam, ref_lam = np.zeros((len(tail), 3)), np.zeros((len(tail), 3))
+    native, jacobi = BendingJacobi(library, tail, n), _Jacobi(tail, n)
+    for _ in range(3):
+        native.jacobi(x, dt, lam, reference.config.jacobi_relaxation)
+        reference._jacobi(jacobi, y, dt, ref_lam, False)
+    problem = _differs("bending tail", x, y, 1.0) or _differs("bending tail multipliers", lam, ref_lam, 1e-3)
+    if problem:
+        return problem
+    config = SolverConfig(solver="XPBD", air_drag=1.0)
+    numpy_loads, native_loads = BodyLoads(model, config), BodyLoads(model, config)
+    native_loads.native = AirLoads(library, native_loads.air, np.ascontiguousarray(model.inv_mass), native_loads.gravity)
+    v = rng.normal(size=x0.shape)
+    u = v.copy()
+    for _ in range(3):
+        numpy_loads.apply(x0, v, 0.003, [], 0.0)
+        native_loads.apply(x0, u, 0.003, [], 0.0)
+    problem = _differs("air", u, v, 1.0)
+    if problem:
+        return problem
     return ""

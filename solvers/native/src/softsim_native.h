@@ -17,10 +17,62 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 5
+#define SOFTSIM_ABI_VERSION 6
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
+
+/* Everything a cloth's substeps read and write (substep.c, softsim_cloth_substeps), filled by the binding
+ * (kernels.ClothFrame) from validated arrays it keeps alive; NULL / 0 counts for the parts a cloth has not. Every
+ * field is 8 bytes (int64_t, double or a pointer): the ctypes mirror lists them in this order. */
+typedef struct {
+    int64_t n, substeps, iterations;
+    double dt, damping_factor, max_speed;
+    int64_t damped;
+    double *x, *v, *x_prev;
+    const double *inv_mass, *gravity;
+    /* air: air_count triangles (0: no air) */
+    int64_t air_count;
+    const int64_t *air_triangles, *air_corner_start, *air_corner_face;
+    double *air_cross, *air_area, *air_normal, *air_state;
+    const double *air_settings;
+    /* pins: pin_start + (pin_end - pin_start) * k / substeps, written to pin_to (scratch) */
+    int64_t pin_count;
+    const int64_t *pin_index;
+    const double *pin_start, *pin_end;
+    double *pin_to;
+    /* analytic colliders: one table of collider_count rows, or one per substep (tables_per_substep) */
+    int64_t collider_count, tables_per_substep;
+    const double *collider_table, *pad2;
+    int64_t *c_particle, *c_owner;
+    double *c_normal, *c_offset, *c_pushed;
+    int64_t face_count, edge_count, face_passes;
+    const int64_t *faces, *edges;
+    const double *finish_settings;
+    int64_t *r_particle, *r_owner;
+    double *r_normal, *r_distance, *r_scratch, *topology_state, *x0;
+    int64_t *work_i;
+    double *work_d;
+    /* distance sweep (softsim_distance_sweep) */
+    int64_t distance_m, distance_colours, distance_use_alpha;
+    const int64_t *distance_start, *distance_edges;
+    const double *distance_rest, *distance_wi, *distance_wj, *distance_alpha, *distance_inverse;
+    double *distance_lambda;
+    /* bending sweep (softsim_bending_sweep) and its Jacobi tail (softsim_bending_jacobi) */
+    int64_t bending_m, bending_colours;
+    const int64_t *bending_start, *bending_curved, *bending_hinges;
+    const double *bending_K, *bending_wK, *bending_rest, *bending_alpha, *bending_inverse;
+    double *bending_lambda;
+    int64_t tail_m, tail_curved;
+    const int64_t *tail_hinges, *tail_scatter_start, *tail_scatter_entry;
+    const double *tail_K, *tail_wK, *tail_rest, *tail_alpha, *tail_inverse, *tail_scale;
+    double *tail_lambda, *tail_dx;
+    /* pin tethers (softsim_tether_apply) */
+    int64_t tether_slots;
+    const int64_t *tether_start, *tether_particle, *tether_pin;
+    const double *tether_limit;
+    int64_t *tether_stamp, *tether_seen;
+} SoftsimClothPlan;
 
 #if defined(_WIN32)
 #define SOFTSIM_API __declspec(dllexport)
@@ -112,5 +164,22 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
                                           int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
                                           int64_t pair_capacity, int64_t *out_a, int64_t *out_b, double *out_d,
                                           int64_t *needs, double *box_scratch);
+/* A cloth's substeps (substep.c): the Jacobi tail of a bending set, the air on the faces (area vectors, and the loads
+ * of BodyLoads.apply with air and no fields), the frame's state check, and substeps first .. last of a frame. */
+SOFTSIM_API void softsim_bending_jacobi(double *x, int64_t m, const int64_t *hinges, const double *K, const double *wK,
+                                        const double *rest_norm, const double *alpha,
+                                        const double *inverse_denominator, const double *scale, double *lambda,
+                                        int64_t curved, int64_t particle_count, const int64_t *scatter_start,
+                                        const int64_t *scatter_entry, double *dx);
+SOFTSIM_API void softsim_air_areas(const double *x, int64_t n, int64_t t, const int64_t *triangles,
+                                   const int64_t *corner_start, const int64_t *corner_face, double *cross,
+                                   double *area, double *normal);
+SOFTSIM_API void softsim_air_apply(const double *x, double *v, int64_t n, const double *inv_mass,
+                                   const double *gravity, double dt, int64_t t, const int64_t *triangles,
+                                   const int64_t *corner_start, const int64_t *corner_face, double *cross,
+                                   double *area, double *normal, double *state, const double *settings);
+SOFTSIM_API int64_t softsim_check_state(const double *x, const double *v, int64_t n, double max_speed);
+SOFTSIM_API int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int64_t last,
+                                           int64_t *status);
 
 #endif
