@@ -274,6 +274,7 @@ def self_pairs(library, seed: int = 3) -> str:
             problem = _differs(f"self-collision {label} distances", nd, d[order], 2.0)
             if problem:
                 return problem
+    return ""
 
 
 def _substeps(library) -> str:
