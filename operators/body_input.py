@@ -54,14 +54,19 @@ def _animated_paths(id_data) -> set:
         return set()
     paths = {d.data_path for d in anim.drivers}
     if anim.action is not None:
-        try:  # Blender 4.4+: an action's curves live in the channelbag of its slot
-            from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
-            bag = animdata_get_channelbag_for_assigned_slot(anim)
-            curves = bag.fcurves if bag is not None else ()
-        except ImportError:
-            curves = anim.action.fcurves
-        paths |= {c.data_path for c in curves}
+        paths |= {c.data_path for c in action_curves(anim)}
     return paths
+
+
+def action_curves(anim):
+    """The F-curves of the action assigned to ``anim`` (an AnimData with an action): from Blender 4.4 those of the
+    channelbag of its slot, before that the action's own."""
+    try:
+        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+    except ImportError:
+        return anim.action.fcurves
+    bag = animdata_get_channelbag_for_assigned_slot(anim)
+    return bag.fcurves if bag is not None else ()
 
 
 def feeding_shape_keys(obj) -> list:

@@ -9,8 +9,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import (COLUMNS, ROWS, cache_file, empty_scene, evaluated_positions, original_positions, rig_scene,  # noqa: E402
-                             rigged_positions)
+from blender_helpers import (COLUMNS, ROWS, cache_file, empty_scene, evaluated_positions, import_addon, original_positions,  # noqa: E402
+                             rig_scene, rigged_positions)
 from solvers.cache import read_pc2  # noqa: E402
 
 N = 11  # vertices along each side of the keyed cloth
@@ -55,11 +55,8 @@ def key_state(obj):
     anim = keys.animation_data
     curves, action = [], None
     if anim is not None and anim.action is not None:
-        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
-
         action = anim.action.name
-        bag = animdata_get_channelbag_for_assigned_slot(anim)
-        for curve in (bag.fcurves if bag is not None else ()):
+        for curve in import_addon().operators.body_input.action_curves(anim):
             points = [(tuple(k.co), tuple(k.handle_left), tuple(k.handle_right), k.interpolation, k.easing, k.handle_left_type,
                        k.handle_right_type) for k in curve.keyframe_points]
             curves.append((curve.data_path, curve.array_index, curve.mute, curve.extrapolation, len(curve.modifiers), points))
