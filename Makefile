@@ -44,10 +44,12 @@ test-lts: $(STAMP_LTS)
 # The native kernels' tests against a library built with AddressSanitizer and UndefinedBehaviorSanitizer (the
 # system gcc and its libasan; the runtime is preloaded because Python loads the library after start-up).
 SANITIZED_LIB := build/native-sanitize/softsim_native.so
+# Every native kernel test but the build's own (which runs zig, not the kernels).
+SANITIZED_TESTS := $(filter-out tests/test_native_build.py,$(wildcard tests/test_native_*.py))
 test-sanitize: $(STAMP)
 	$(PY) tools/build_native.py --sanitize
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 SOFTSIM_NATIVE_LIBRARY=$(SANITIZED_LIB) \
-		SOFTSIM_REQUIRE_NATIVE=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_native_kernels.py tests/test_native_loading.py
+		SOFTSIM_REQUIRE_NATIVE=1 $(PY) -m pytest -q -p no:cacheprovider $(SANITIZED_TESTS)
 
 # The installed-zip test on Blender 5.0 as well (bpy 5.0.1, Python 3.11), in .venv-50.
 VENV_50 := .venv-50
