@@ -36,7 +36,7 @@ from solvers import (  # noqa: E402
     GroundPlane, SimulationDiverged, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver,
 )
 from solvers.builder import both_quad_splits, grid_quads  # noqa: E402
-from solvers.collision.crossings import count_self_intersections, deepest_face_penetration  # noqa: E402
+from solvers.collision.narrow_phase.crossings import count_self_intersections, deepest_face_penetration  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------
 # Every tunable setting of the bench lives here.

@@ -15,8 +15,8 @@ each kernel runs on its own, many times, and reports the best time per update:
   update = one hinge projected once. (A colour-ordered structure-of-arrays kernel like the distance one measured
   1.2-1.6x slower than the sparse products: a hinge colour holds at most n / 4 hinges, so each of ~12 colours
   reorders all 3 n coordinates for little arithmetic.)
-- ``face push``: one ``resolve_face_contacts`` call (its cull and its passes, ``solvers/collision/faces.py``) against
-  the lab's sphere, on the snapshot (the cloth lies on it); one update = one triangle the cull keeps.
+- ``face push``: one ``resolve_face_contacts`` call (its cull and its passes, ``solvers/collision/response/faces.py``)
+  against the lab's sphere, on the snapshot (the cloth lies on it); one update = one triangle the cull keeps.
 - ``pin tethers``: one pass of ``PinTethers.apply`` (one update = one particle-to-pin tether checked, and
   projected when it is past its limit).
 
@@ -39,7 +39,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver  # noqa: E402
-from solvers.collision.faces import FACE_PASSES, _candidates, resolve_face_contacts  # noqa: E402
+from solvers.collision.response.faces import FACE_PASSES, _candidates, resolve_face_contacts  # noqa: E402
 
 WIDTH, HEIGHT, SPHERE_RADIUS, GROUND_Z, FPS = 10.0, 3.0, 2.7, -3.0, 24
 WARM_FRAMES = 12  # half a second of the default XPBD before the snapshot: the cloth drapes, tethers engage

@@ -27,8 +27,8 @@ for path in (ROOT, os.path.dirname(os.path.abspath(__file__))):
 
 from bench_kernels import FPS, best_seconds, lab_scene, snapshot  # noqa: E402
 from solvers import SolverConfig, State, advance_frame, build_model, make_solver, native  # noqa: E402
-from solvers.collision.contact_set import find_contacts  # noqa: E402
-from solvers.collision.response import resolve_collider_contacts  # noqa: E402
+from solvers.collision.response.contact_set import find_contacts  # noqa: E402
+from solvers.collision.response.collider_contacts import resolve_collider_contacts  # noqa: E402
 
 
 def config(compute: str) -> SolverConfig:

@@ -32,7 +32,7 @@ if ROOT not in sys.path:
 
 from solvers import GroundPlane, MeshCollider, SolverConfig, State, advance_frame, build_model, make_solver  # noqa: E402
 from solvers.builder import grid_cloth  # noqa: E402
-from solvers.collision.colliders import frame_colliders  # noqa: E402
+from solvers.collision.colliders.shapes import frame_colliders  # noqa: E402
 
 FPS = 24
 THICKNESS, FRICTION = 0.01, 0.2  # the add-on's collider defaults

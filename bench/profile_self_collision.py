@@ -40,8 +40,8 @@ if ROOT not in sys.path:
 
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver  # noqa: E402
 from solvers.builder import grid_quads  # noqa: E402
-from solvers.collision.crossings import count_self_intersections, triangle_edges  # noqa: E402
-from solvers.collision.self_contact import SelfCollision  # noqa: E402
+from solvers.collision.narrow_phase.crossings import count_self_intersections, triangle_edges  # noqa: E402
+from solvers.collision.response.self_contact import SelfCollision  # noqa: E402
 
 FPS = 24
 N, WIDTH, HEIGHT, SPHERE_RADIUS, GROUND_Z = 64, 10.0, 3.0, 2.7, -3.0

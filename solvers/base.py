@@ -1,9 +1,9 @@
 """The one interface every solver shares."""
 import numpy as np
 
-from .collision.faces import sphere_pads
-from .collision.response import resolve_collider_contacts, resolve_deep_faces
-from .collision.self_contact import self_collision_for
+from .collision.response.faces import sphere_pads
+from .collision.response.collider_contacts import resolve_collider_contacts, resolve_deep_faces
+from .collision.response.self_contact import self_collision_for
 from .config import SolverConfig
 from .model import Model, State, StepStats
 from .sewing import seam_edges, sewn_positions
@@ -11,7 +11,7 @@ from .sewing import seam_edges, sewn_positions
 
 FACE_ALLOWANCE = 0.4
 """After self-collision, faces deeper than this fraction of the body's thickness in a collider are pushed back to it
-(``collision.response.resolve_deep_faces``)."""
+(``collision.response.collider_contacts.resolve_deep_faces``)."""
 
 
 class Solver:
@@ -47,7 +47,8 @@ class ProjectedContactSolver(Solver):
         if self.self_collision is not None and self.seams.any():
             self.self_collision.exclude_pairs_at(sewn_positions(model, self.seams))
         self.pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
-        """Per-particle sphere pads [m^2] that keep the faces out of spheres (``collision.faces.sphere_pads``)."""
+        """Per-particle sphere pads [m^2] that keep the faces out of spheres
+        (``collision.response.faces.sphere_pads``)."""
         if self.self_collision is not None:
             self.self_collision.pad2 = self.pad2
 

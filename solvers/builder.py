@@ -72,8 +72,8 @@ def build_model(vertices, edges=None, triangles=None, tets=None, pinned=None, to
     (``Model.collision_triangles``).
     drawn_triangles: a solid's (tets given) mesh triangles as Blender draws them, over its vertices among the first
     particles; with ``quads`` (over the same vertices) both splits of every quad. Contact with other bodies keeps clear
-    of them as well as of the tet boundary (``Model.collision_triangles``, ``collision.body_contact.surface_triangles``).
-    Raises ModelError on input that cannot be simulated.
+    of them as well as of the tet boundary (``Model.collision_triangles``,
+    ``collision.response.body_contact.surface_triangles``). Raises ModelError on input that cannot be simulated.
     """
     vertices = np.ascontiguousarray(vertices, np.float64).reshape(-1, 3)
     n = len(vertices)

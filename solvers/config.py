@@ -48,10 +48,10 @@ class SolverConfig:
     below the mesh spacing and change little."""
     use_self_collision: bool = False
     """CLOTH (a body with faces and no tets) collides with itself, vertices keeping ``thickness`` from its faces
-    (``solvers/collision/self_contact.py``: PBD, XPBD, the mass-spring solvers and PROJECTIVE; NEWTON keeps the IPC
-    barrier of ``solvers/collision/self_barrier.py`` with reach ``thickness``, at least 1 mm). Off by default: on
-    the 64 x 64 lab cloth it costs about 16 times the XPBD substep it follows (see that module), far more than a default
-    setting may add to a step (half a step)."""
+    (``solvers/collision/response/self_contact.py``: PBD, XPBD, the mass-spring solvers and PROJECTIVE; NEWTON keeps the
+    IPC barrier of ``solvers/collision/barriers/self_barrier.py`` with reach ``thickness``, at least 1 mm). Off by
+    default: on the 64 x 64 lab cloth it costs about 16 times the XPBD substep it follows (see that module), far more
+    than a default setting may add to a step (half a step)."""
     thickness: float = 0.01
     """A body's self-collision distance [m] (>= 0): how far its vertices keep from its own faces."""
     damping: float = 0.1

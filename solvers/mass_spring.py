@@ -41,8 +41,8 @@ Integrators, with a = f / m (0 for pinned particles) and gravity on free particl
   step, the ground crushed the contact layer of a stiff ico sphere (Neo-Hookean: +12.3% volume, 93% strain; in the
   solve: +0.01%, 0.4%). A cloth's contacts are projected after the step, as in the explicit integrators, except
   where the last step's projection pushed its faces off a collider's edges and corners: those particles keep their
-  plane for the next solve (``collision.held_planes``, as Projective Dynamics), so the solve no longer pulls the cloth
-  back over a box's rim every step (box drape at rest: 29% / 20% largest / 99th-percentile strain -> 4% / 1%).
+  plane for the next solve (``collision.response.held_planes``, as Projective Dynamics), so the solve no longer pulls
+  the cloth back over a box's rim every step (box drape at rest: 29% / 20% largest / 99th-percentile strain -> 4% / 1%).
   Friction is a second Newton phase on Phi plus IPC's lagged friction potential (Li et al. 2020), so the whole body
   takes part in stopping the contact particles (taking friction off each contact particle after the solve added up
   to +7 J on the voxel Suzanne and diverged).
@@ -62,7 +62,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
-from .collision.held_planes import HeldPlanes
+from .collision.response.held_planes import HeldPlanes
 from .linalg import BlockPattern, block_cg, block_jacobi, inverse_3x3
 from .energies.bending import IsometricBending, hinges_from_triangles
 from .energies.friction import mollified_slip, mollified_slip_terms
@@ -165,7 +165,7 @@ class MassSpringSolver(ProjectedContactSolver):
         """The elastic energy terms, in the order of their Hessian blocks in the implicit system."""
         self.held = None
         """Implicit Euler's cloth: the planes that hold the particles the last step's projection moved
-        (``collision.held_planes``), contacts of the next solve; None otherwise."""
+        (``collision.response.held_planes``), contacts of the next solve; None otherwise."""
         if self.method == "IMPLICIT_EULER":
             self._prepare_implicit()
             if self.elastic is None:
@@ -272,9 +272,9 @@ class MassSpringSolver(ProjectedContactSolver):
     def _contact_candidates(self, x_free, colliders, dt):
         """Nearest collider per free particle: (normal (nf, 3), distance (nf,) [m], inf without collider, friction
         (nf,), target normal velocity -max(d, 0) / dt (nf,) [m/s], 0 without collider). A solid's from every collider;
-        a cloth's only its held planes (``collision.held_planes``): the particles the last step's projection pushed
-        off a collider's edges and corners, which the solve would pull back in (the cloth stretched over a box's rim:
-        29% / 20% largest / 99th-percentile strain at rest on the box drape, 4% / 1% with them; frictionless).
+        a cloth's only its held planes (``collision.response.held_planes``): the particles the last step's projection
+        pushed off a collider's edges and corners, which the solve would pull back in (the cloth stretched over a box's
+        rim: 29% / 20% largest / 99th-percentile strain at rest on the box drape, 4% / 1% with them; frictionless).
         Its other contacts are projected after the step, as before."""
         normal = np.zeros((self.nf, 3))
         distance = np.full(self.nf, np.inf)

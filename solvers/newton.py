@@ -44,8 +44,8 @@ treatment of a moving obstacle (the obstacle's pose as a Dirichlet unknown reach
 the start of a step is not part of the minimization.
 
 Self-contact (``use_self_collision``, cloth only): the body's own IPC barrier, vertices against the triangles they are
-not a corner of and edges against the edges they share no vertex with (``collision.self_barrier``; both splits of
-every quad, reach d_hat = ``thickness``, at least MIN_BARRIER_REACH, and the same kappa), with CCD over each Newton
+not a corner of and edges against the edges they share no vertex with (``collision.barriers.self_barrier``; both splits
+of every quad, reach d_hat = ``thickness``, at least MIN_BARRIER_REACH, and the same kappa), with CCD over each Newton
 step, so no accepted iterate passes the cloth through itself. No friction between the body's own layers.
 
 Several bodies solved as one system (``parts``, built by ``newton_bodies.NewtonBodies``): each body's elasticity and
@@ -61,12 +61,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import Solver
-from .collision.barrier import ColliderBarrier, barrier_derivative
-from .collision.body_contact import surface_triangles
-from .collision.face_barrier import face_triangles
-from .collision.friction import ColliderFriction
-from .collision.self_barrier import SelfContactBarrier
-from .collision.self_contact import DEFAULT_FRICTION
+from .collision.barriers.log_barrier import ColliderBarrier, barrier_derivative
+from .collision.response.body_contact import surface_triangles
+from .collision.barriers.face_barrier import face_triangles
+from .collision.barriers.friction import ColliderFriction
+from .collision.barriers.self_barrier import SelfContactBarrier
+from .collision.response.self_contact import DEFAULT_FRICTION
 from .energies import (
     Gravity,
     Inertia,

@@ -2,7 +2,7 @@
 
 ``NewtonBodies([(model, config), ...])`` concatenates the bodies' particles (``merged_model``) and builds one
 ``NewtonSolver`` over them (its ``parts``): every body keeps its own elasticity, bending, material and barrier scale,
-and one IPC barrier (``collision.self_barrier.SelfContactBarrier`` with a body per particle) keeps every body's
+and one IPC barrier (``collision.barriers.self_barrier.SelfContactBarrier`` with a body per particle) keeps every body's
 vertices off the other bodies' triangles and its edges off theirs, at the larger ``thickness`` of the bodies, with CCD
 over every Newton step: no accepted iterate has two bodies crossing, and the weight of one is carried by the other
 inside the solve (a cube's barrier forces on the cloth under it are in the same minimization as the cloth's springs).

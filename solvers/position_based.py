@@ -9,8 +9,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
-from .collision.contact_set import find_contacts
-from .collision.response import ContactConstraints, resolve_collider_contacts
+from .collision.response.contact_set import find_contacts
+from .collision.response.collider_contacts import ContactConstraints, resolve_collider_contacts
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
 from .constraints.sewing import SewingConstraints

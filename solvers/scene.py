@@ -5,8 +5,8 @@ A ``Scene`` holds bodies (each its Model, its solver from ``make_solver``, its S
 Newton settings as one system (``newton_bodies.NewtonBodies``), each such solve with the other bodies' surfaces as
 mesh colliders (``BodySurface``); the position-level bodies then step in lockstep substeps with the
 NEWTON bodies' surfaces moving among their colliders and their barriers' reactions as loads, and after every substep
-``collision.body_contact.BodyContact`` keeps them apart. Every body alone is exactly ``frame.advance_frame`` (the same
-``frame.FrameRun``: pins interpolated, colliders seen ``over`` each substep, steps that do not converge split,
+``collision.response.body_contact.BodyContact`` keeps them apart. Every body alone is exactly ``frame.advance_frame``
+(the same ``frame.FrameRun``: pins interpolated, colliders seen ``over`` each substep, steps that do not converge split,
 ``check_finite``).
 """
 from dataclasses import dataclass
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import ProjectedContactSolver
-from .collision.body_contact import BodyContact, surface_triangles
-from .collision.mesh_collider import MeshCollider
-from .collision.self_contact import DEFAULT_FRICTION
+from .collision.colliders.mesh_collider import MeshCollider
+from .collision.response.body_contact import BodyContact, surface_triangles
+from .collision.response.self_contact import DEFAULT_FRICTION
 from .config import SolverConfig
 from .frame import FrameRun, SimulationDiverged, advance_frame, check_finite
 from .linalg.threads import one_blas_thread

@@ -132,7 +132,7 @@ def hammock_scene(frames, solver="XPBD", cube_solver=None, with_cube=True):
 def crossings_between(objects, frame=None):
     """Edge-triangle pairs of two different objects that cross at ``frame``, over the objects' meshes as Blender
     draws them (world space, each mesh's loop triangles: the split of each quad the viewport shows)."""
-    from solvers.collision.crossings import self_intersecting_pairs
+    from solvers.collision.narrow_phase.crossings import self_intersecting_pairs
 
     xs, triangles, owner = [], [], []
     offset = 0

@@ -7,7 +7,7 @@ bpy = pytest.importorskip("bpy")
 from blender_helpers import evaluated_positions, lab_scene, original_positions  # noqa: E402
 from test_blender_solids import new_scene, solid, triangles, volume_and_centroid, world  # noqa: E402
 
-from solvers.collision.primitives import closest_points_on_triangles  # noqa: E402
+from solvers.collision.narrow_phase.primitives import closest_points_on_triangles  # noqa: E402
 
 
 def test_choosing_newton_moves_untouched_substeps_to_its_default(addon):
@@ -86,11 +86,11 @@ def test_newton_that_cannot_converge_stops_the_bake_with_advice(addon):
 
 def test_a_newton_cloth_offers_self_collision_and_bakes_with_it(addon):
     """The panel shows Self Collision and Thickness for a NEWTON cloth, the bake passes them on (the IPC self-contact
-    of solvers/collision/self_barrier.py, tested in tests/test_newton_self_contact.py) and finishes."""
+    of solvers/collision/barriers/self_barrier.py, tested in tests/test_newton_self_contact.py) and finishes."""
     from soft_sim.operators.bridge import config_from_settings
     from test_blender_panels import draw_all
 
-    from solvers.collision.crossings import count_self_intersections
+    from solvers.collision.narrow_phase.crossings import count_self_intersections
 
     scene, cloth, sphere = lab_scene(frames=6)
     sphere.softsim.thickness = 0.02

@@ -1,13 +1,13 @@
-"""Bodies meeting each other (solvers/scene.py, solvers/collision/body_contact.py): a cube in a cloth hammock, two
-cloths on a sphere, a one-body scene against advance_frame. Pure engine."""
+"""Bodies meeting each other (solvers/scene.py, solvers/collision/response/body_contact.py): a cube in a cloth hammock,
+two cloths on a sphere, a one-body scene against advance_frame. Pure engine."""
 import numpy as np
 import pytest
 
 from scenario_scenes import box_mesh, solid_model
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.builder import grid_quads
-from solvers.collision.body_contact import surface_triangles, tet_surface
-from solvers.collision.crossings import self_intersecting_pairs
+from solvers.collision.response.body_contact import surface_triangles, tet_surface
+from solvers.collision.narrow_phase.crossings import self_intersecting_pairs
 from solvers.geometry.winding import winding_number
 from solvers.scene import Scene, advance_scene_frame
 
@@ -273,7 +273,7 @@ def close(bodies):
 def test_bodies_built_overlapping_are_left_alone_where_they_overlap():
     """A copy left in place (every vertex on its original's): no pair between them is kept, so nothing pushes
     coincident surfaces along undefined normals (a bake of such copies exploded at frame 2)."""
-    from solvers.collision.body_contact import BodyContact
+    from solvers.collision.response.body_contact import BodyContact
 
     V, E, T = grid_cloth(5, 1.0, 0.0)
     bodies = []
@@ -291,7 +291,7 @@ def test_contact_is_mass_weighted_and_keeps_momentum():
     """The light sheet sitting 1 cm on the heavy one, thickness 2 cm: the response moves them apart (by the recovery
     of one call, 0.1 thickness), the light sheet ten times as far as the heavy one (inverse masses), keeping the total
     momentum of the correction."""
-    from solvers.collision.body_contact import BodyContact
+    from solvers.collision.response.body_contact import BodyContact
 
     bodies = two_sheets()
     contact = BodyContact(bodies)
@@ -310,7 +310,7 @@ def test_contact_is_mass_weighted_and_keeps_momentum():
 def test_pairs_within_a_body_only_with_its_own_self_collision():
     """The shared surface keeps pairs of two bodies always, pairs within a body only when its self-collision is on;
     that body's solver then leaves its own self-collision to the scene (not run twice)."""
-    from solvers.collision.body_contact import BodyContact
+    from solvers.collision.response.body_contact import BodyContact
 
     for own in ((False, False), (True, False)):
         bodies = two_sheets(own)
@@ -345,7 +345,7 @@ def test_mesh_barrier_reaction_is_minus_the_energy_gradient_on_the_collider(surf
     over the collider's vertices c (central differences), and the pairs' forces on the body and on the collider sum
     to zero. A triangle 1-4 cm above a flat square (vertex-triangle pairs), and over the end of a roof's ridge
     (a ridge corner against the triangle, the ridge against its edges, a vertex over a face)."""
-    from solvers.collision.mesh_collider import MeshCollider
+    from solvers.collision.colliders.mesh_collider import MeshCollider
 
     vertices, faces = surface
     x = np.array(body, float)

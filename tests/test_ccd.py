@@ -1,5 +1,5 @@
-"""Continuous collision detection (solvers/collision/ccd.py) on the public CCD benchmark's queries (Wang et al. 2021,
-tests/data/ccd-queries, exact ground truth) and on analytic cases."""
+"""Continuous collision detection (solvers/collision/narrow_phase/ccd.py) on the public CCD benchmark's queries (Wang et
+al. 2021, tests/data/ccd-queries, exact ground truth) and on analytic cases."""
 import pathlib
 import time
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from solvers.collision import edge_edge_ccd, point_triangle_ccd
-from solvers.collision.ccd import TOLERANCE
+from solvers.collision.narrow_phase.ccd import TOLERANCE
 
 DATA = pathlib.Path(__file__).parent / "data" / "ccd-queries"
 
@@ -152,7 +152,7 @@ def test_no_relative_motion_and_empty_input():
 def test_distance_hessians_match_finite_differences(which):
     """The closed-form gradients and Hessians of the squared distances (primitives.py) against central differences
     of the gradient, on random pairs (all distance types occur); ipctk checks them too (test_ccd_reference.py)."""
-    from solvers.collision.primitives import edge_edge_distance_squared, point_triangle_distance_squared
+    from solvers.collision.narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance_squared
     f = point_triangle_distance_squared if which == "point-triangle" else edge_edge_distance_squared
     x = np.random.default_rng(9).normal(size=(4, 200, 3))
     d2, grad, hess = f(*x)

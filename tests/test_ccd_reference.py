@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from solvers.collision import edge_edge_ccd, point_triangle_ccd
-from solvers.collision.barrier import barrier_terms
-from solvers.collision.ccd import _edge_edge_gap, _point_triangle_gap
-from solvers.collision.primitives import (edge_edge_distance_squared, edge_edge_distance_type, point_triangle_distance,
-                                          point_triangle_distance_squared, point_triangle_distance_type, segment_distance)
+from solvers.collision.barriers.log_barrier import barrier_terms
+from solvers.collision.narrow_phase.ccd import _edge_edge_gap, _point_triangle_gap
+from solvers.collision.narrow_phase.primitives import (edge_edge_distance_squared, edge_edge_distance_type, point_triangle_distance,
+                                                       point_triangle_distance_squared, point_triangle_distance_type, segment_distance)
 
 ipctk = pytest.importorskip("ipctk")
 
@@ -101,7 +101,7 @@ def test_squared_distance_agrees_with_the_closest_point_routines(degenerate):
 def test_barrier_matches_ipctk_up_to_its_form():
     """ipctk's barrier is Li et al. 2020's clamped log b_I(d) = -(d - d_hat)^2 ln(d / d_hat) (no kappa; IPC applies it
     to squared distances with d_hat^2); ours is Li's solid-sim-tutorial's b(d) = kappa / 2 (d - d_hat) ln(d / d_hat)
-    (barrier.py), one factor (d - d_hat) less. So b_I = (2 / kappa) (d_hat - d) b exactly, and by the product rule
+    (log_barrier.py), one factor (d - d_hat) less. So b_I = (2 / kappa) (d_hat - d) b exactly, and by the product rule
     b_I' = (2 / kappa) (-b + (d_hat - d) b'), b_I'' = (2 / kappa) (-2 b' + (d_hat - d) b'')."""
     rng = np.random.default_rng(5)
     d_hat = rng.uniform(1e-3, 1.0, 200)

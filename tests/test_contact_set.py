@@ -1,15 +1,15 @@
-"""The contact set (solvers/collision/contact_set.py): what ``find_contacts`` finds, checked against brute force over
-every particle, every collider corner against every body triangle and every collider edge against every body edge;
-and that the Verlet list it keeps still holds every pair after the body moves within its skin."""
+"""The contact set (solvers/collision/response/contact_set.py): what ``find_contacts`` finds, checked against brute
+force over every particle, every collider corner against every body triangle and every collider edge against every body
+edge; and that the Verlet list it keeps still holds every pair after the body moves within its skin."""
 import numpy as np
 
 from solvers import GroundPlane, MeshCollider
 from solvers.builder import grid_cloth
-from solvers.collision.contact_set import find_contacts
-from solvers.collision.crossings import triangle_edges
-from solvers.collision.mesh_barrier import MeshContactBarrier
-from solvers.collision.mesh_broad_phase import SKIN
-from solvers.collision.primitives import point_triangle_distance, segment_distance
+from solvers.collision.response.contact_set import find_contacts
+from solvers.collision.narrow_phase.crossings import triangle_edges
+from solvers.collision.barriers.mesh_barrier import MeshContactBarrier
+from solvers.collision.broad_phase.mesh_broad_phase import SKIN
+from solvers.collision.narrow_phase.primitives import point_triangle_distance, segment_distance
 from test_mesh_collider import box
 
 
@@ -160,7 +160,7 @@ def test_refreshed_lists_hold_every_pair_through_many_small_and_some_large_motio
 def test_newton_barrier_on_the_kept_pairs_equals_the_barrier_over_every_pair():
     """NEWTON's mesh barrier reads its corner and edge pairs from the collider's kept list; its energy must equal
     the barrier summed over every pair within d_hat found by brute force."""
-    from solvers.collision.barrier import barrier_terms
+    from solvers.collision.barriers.log_barrier import barrier_terms
 
     vertices, triangles = box()
     d_hat = 0.03

@@ -9,9 +9,9 @@ import scipy.sparse as sp
 
 from solvers import GroundPlane, Sphere
 from solvers.builder import grid_cloth
-from solvers.collision.barrier import ColliderBarrier
-from solvers.collision.face_barrier import FaceColliderBarrier, FaceColliderFriction
-from solvers.collision.friction import ColliderFriction
+from solvers.collision.barriers.face_barrier import FaceColliderBarrier, FaceColliderFriction
+from solvers.collision.barriers.friction import ColliderFriction
+from solvers.collision.barriers.log_barrier import ColliderBarrier
 from solvers.energies import (
     Gravity,
     HookeSprings,

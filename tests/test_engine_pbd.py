@@ -4,7 +4,7 @@ import pytest
 
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, deepest_penetration, grid_cloth, make_solver
 from solvers.colouring import colour_constraints
-from solvers.collision.primitives import closest_points_on_triangles
+from solvers.collision.narrow_phase.primitives import closest_points_on_triangles
 from solvers.model import edge_strain
 
 G = 9.81
@@ -63,7 +63,8 @@ def test_cloth_on_sphere_and_ground_pins_hold_and_nothing_penetrates(solver, sch
         advance_frame(sim, state, 1.0 / 24.0, config.substeps, colliders)
         assert np.array_equal(state.x[pins], model.rest_positions[pins])
         assert deepest_penetration(state.x, colliders) <= 1e-9
-        # Faces, not vertices: a vertex rests up to its faces' sagitta further out (collision.faces.sphere_pads).
+        # Faces, not vertices: a vertex rests up to its faces' sagitta further out
+        # (collision.response.faces.sphere_pads).
         x, t = state.x, model.triangle_indices
         closest, _ = closest_points_on_triangles(np.zeros(3), x[t[:, 0]], x[t[:, 1]], x[t[:, 2]])
         touched_sphere |= bool(np.linalg.norm(closest, axis=1).min() - 2.7 < 0.03)

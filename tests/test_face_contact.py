@@ -9,12 +9,12 @@ scene with the default XPBD.
 import numpy as np
 import pytest
 
-import solvers.collision.faces as face_contact
+import solvers.collision.response.faces as face_contact
 import solvers.base as solver_base
 from solvers import AVAILABLE_SOLVERS, REGISTRY, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
-from solvers.collision.faces import resolve_face_contacts
-from solvers.collision.crossings import deepest_face_penetration
-from solvers.collision.primitives import closest_points_on_triangles
+from solvers.collision.response.faces import resolve_face_contacts
+from solvers.collision.narrow_phase.crossings import deepest_face_penetration
+from solvers.collision.narrow_phase.primitives import closest_points_on_triangles
 from solvers.mass_spring import substeps_needed
 from solvers.material import material_arrays
 
@@ -235,7 +235,7 @@ def test_resting_cloth_comes_out_in_one_call_without_overshoot(spacing):
 
 def test_closest_points_are_the_face_push_routine():
     """closest_points_on_triangles and the face push share one routine (closest_weights on (3, m) corners)."""
-    from solvers.collision.primitives import closest_weights
+    from solvers.collision.narrow_phase.primitives import closest_weights
 
     rng = np.random.default_rng(11)
     a, b, c = rng.normal(size=(3, 200, 3))

@@ -1,4 +1,5 @@
-"""The fail-safe of cloth self-collision (solvers/collision/impact_zones.py) on its own, without the Jacobi response.
+"""The fail-safe of cloth self-collision (solvers/collision/response/impact_zones.py) on its own, without the Jacobi
+response.
 
 Two small sheets as one body are driven through each other in one step; the fail-safe alone must leave no edge
 crossing a triangle (counted exactly over every pair, ``count_self_intersections``), move each impact zone rigidly
@@ -12,8 +13,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse import coo_matrix
 
 from solvers import build_model, grid_cloth
-from solvers.collision.crossings import count_self_intersections, self_intersecting_pairs
-from solvers.collision.self_contact import SelfCollision
+from solvers.collision.narrow_phase.crossings import count_self_intersections, self_intersecting_pairs
+from solvers.collision.response.self_contact import SelfCollision
 
 
 def two_sheets(n=4, size=0.3, gap=0.02):

@@ -1,12 +1,12 @@
-"""Exact mesh queries of solvers/collision/primitives.py and crossings.py: closest point on a triangle, the deepest face point
-inside a sphere, and the exact count of self-intersecting (edge, triangle) pairs."""
+"""Exact mesh queries of solvers/collision/narrow_phase/primitives.py and crossings.py: closest point on a triangle, the
+deepest face point inside a sphere, and the exact count of self-intersecting (edge, triangle) pairs."""
 import time
 
 import numpy as np
 
 from solvers import grid_cloth
-from solvers.collision.crossings import count_self_intersections, deepest_face_penetration, segments_cross_triangles
-from solvers.collision.primitives import closest_points_on_triangles
+from solvers.collision.narrow_phase.crossings import count_self_intersections, deepest_face_penetration, segments_cross_triangles
+from solvers.collision.narrow_phase.primitives import closest_points_on_triangles
 
 
 def _rotation(ax, ay, az):

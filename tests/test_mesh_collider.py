@@ -1,12 +1,12 @@
-"""Any mesh as a collider (solvers/collision/mesh_collider.py): exact distances, sides kept, corners and edges kept
-out of a cloth's faces, a cloth draped over a box."""
+"""Any mesh as a collider (solvers/collision/colliders/mesh_collider.py): exact distances, sides kept, corners and edges
+kept out of a cloth's faces, a cloth draped over a box."""
 import numpy as np
 import pytest
 
 from solvers import GroundPlane, MeshCollider, SolverConfig, State, advance_frame, build_model, frame_colliders, make_solver
 from solvers.builder import grid_cloth
-from solvers.collision.crossings import segments_cross_triangles
-from solvers.collision.mesh_collider import SEARCH_MARGIN
+from solvers.collision.colliders.mesh_collider import SEARCH_MARGIN
+from solvers.collision.narrow_phase.crossings import segments_cross_triangles
 
 BOX_EDGES = np.array([[0, 1], [0, 2], [0, 4], [1, 3], [1, 5], [2, 3], [2, 6], [3, 7], [4, 5], [4, 6], [5, 7], [6, 7]])
 
@@ -168,7 +168,8 @@ def test_a_cloth_landing_fast_on_a_box_in_implicit_euler_keeps_every_box_edge_ou
     """A 3 m cloth (31 x 31) dropped 1 m onto the box lands at 4 m/s; IMPLICIT_EULER's 2 substeps move it 8 to 19 cm a
     step there. Whole-step contact resolution left box edges through the draped cloth from the landing on (4 to 14
     crossings a frame, and vertices up to 15 cm inside the box once it settled); swept in 2 cm sweeps
-    (``response.resolve_collider_contacts``), none. The centre comes to rest on the top within thickness + 5 cm."""
+    (``collider_contacts.resolve_collider_contacts``), none. The centre comes to rest on the top within
+    thickness + 5 cm."""
     state = drop_on_box("IMPLICIT_EULER", 31, 3.0, 1.5, 36)
     centre = len(state.x) // 2
     assert 0.5 <= state.x[centre, 2] < 0.5 + 0.01 + 0.05, f"the centre rests at z = {state.x[centre, 2]:.3f} m"
@@ -277,7 +278,7 @@ def test_friction_holds_a_cloth_edge_sliding_along_the_rim_of_a_box(friction):
 def test_the_broad_phase_finds_every_triangle_and_edge_within_reach_of_large_faces():
     """The k-d tree joins over the pieces of large triangles and edges (``samples.Samples``) miss no pair that a brute
     force over all pairs finds within reach: 2 m faces, points and body edges up to 0.5 m away."""
-    from solvers.collision.primitives import point_triangle_distance, segment_distance
+    from solvers.collision.narrow_phase.primitives import point_triangle_distance, segment_distance
 
     vertices, triangles = box()
     collider = MeshCollider(vertices, triangles, thickness=0.01)
@@ -303,7 +304,7 @@ def test_the_broad_phase_finds_every_triangle_and_edge_within_reach_of_large_fac
 
 def test_only_sharp_edges_and_borders_take_part_in_the_edge_tests():
     """A box keeps its 12 edges, not its faces' diagonals; a subdivided flat sheet keeps only its border."""
-    from solvers.collision.mesh_collider import sharp_edges
+    from solvers.collision.colliders.mesh_collider import sharp_edges
 
     vertices, triangles = box()
     kept = {tuple(e) for e in sharp_edges(vertices, triangles)}
@@ -342,7 +343,7 @@ def test_kept_candidates_give_the_distances_a_fresh_collider_gives_after_any_mot
     """The candidates kept between queries (``SKIN``) stand in for a new search only while they can: points moved by
     less and by more than the skin, a few at a time and all at once, get the same nearest distances and contact
     planes as from a collider that never saw them."""
-    from solvers.collision.mesh_collider import SKIN
+    from solvers.collision.colliders.mesh_collider import SKIN
 
     v, _, t = grid_cloth(21, 2.0)
     v[:, 2] = 0.1 * np.sin(3.0 * v[:, 0]) * np.cos(2.0 * v[:, 1])  # a wavy sheet: 800 small triangles
@@ -366,7 +367,7 @@ def test_kept_candidates_give_the_distances_a_fresh_collider_gives_after_any_mot
 def test_kept_face_candidates_push_as_a_fresh_collider_pushes_after_any_motion():
     """The corner and edge candidates kept between face pushes: a cloth crumpled over a box's top rim and moved by
     less and by more than the skin is pushed exactly as a collider that never saw it pushes it."""
-    from solvers.collision.mesh_collider import SKIN
+    from solvers.collision.colliders.mesh_collider import SKIN
 
     vertices, triangles = box()
     collider = MeshCollider(vertices, triangles, thickness=0.01)
@@ -424,7 +425,7 @@ def test_kept_planes_of_a_standing_collider_stay_within_their_bound_of_the_exact
     answer: the same points in contact, signed distances within twice the drift bound (exact on the faces' interiors,
     where most points are), never a point the kept plane holds outside that is inside the box; and most points' asks
     were answered without a search."""
-    from solvers.collision.kept_planes import KEPT_DRIFT
+    from solvers.collision.colliders.kept_planes import KEPT_DRIFT
 
     vertices, triangles = box()
     collider = MeshCollider(vertices, triangles, thickness=0.01)
@@ -513,7 +514,7 @@ def _deepest(x, x_prev, t):
 def test_face_passes_measure_anew_once_the_body_has_drifted():
     """A cloth crumpled over the rim (noise of 1-2 cm, pushes of several millimetres): every pass drifts beyond
     LINEAR_DRIFT, so every pass measures its pairs anew, bitwise as passes that always measure."""
-    from solvers.collision.mesh_collider import FACE_PASSES
+    from solvers.collision.colliders.mesh_collider import FACE_PASSES
 
     v, _, t = grid_cloth(31, 3.0, height=0.5)
     rng = np.random.default_rng(5)
@@ -533,7 +534,7 @@ def test_face_passes_on_a_cloth_resting_on_the_rim_reuse_the_measured_geometry()
     solver's sweeps press it every substep: the passes after the first reuse the measured pairs, linearized, and end
     where passes that measure anew end to within a hundredth of a millimetre, every pair then within a tenth of a
     millimetre of thickness."""
-    from solvers.collision.mesh_collider import FACE_PASSES
+    from solvers.collision.colliders.mesh_collider import FACE_PASSES
 
     v, e, t = grid_cloth(31, 3.0, height=0.7)
     body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD"))

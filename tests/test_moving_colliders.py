@@ -1,5 +1,5 @@
 """Colliders that move through the frame: interpolated over the substeps, seen continuously by the contact tests,
-dragging what rests on them through friction (solvers/collision/colliders.py, solvers/frame.py)."""
+dragging what rests on them through friction (solvers/collision/colliders/shapes.py, solvers/frame.py)."""
 import numpy as np
 import pytest
 
@@ -119,7 +119,7 @@ def test_over_interpolates_a_collider_over_the_substeps():
 
 def test_face_barrier_ccd_follows_a_sphere_moving_into_a_still_triangle():
     """The face barrier's step bound keeps a still triangle clear of a sphere that moves onto it over the step."""
-    from solvers.collision.face_barrier import FaceColliderBarrier
+    from solvers.collision.barriers.face_barrier import FaceColliderBarrier
 
     x = np.array([[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 1.0, 0.0]])
     triangles = np.array([[0, 1, 2]])

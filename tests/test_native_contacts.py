@@ -10,8 +10,8 @@ import pytest
 from native_helpers import assert_same, native_library
 from solvers import SolverConfig, State, advance_frame, make_solver
 from solvers.builder import build_model, grid_cloth
-from solvers.collision import faces
-from solvers.collision.colliders import GroundPlane, Sphere, frame_colliders
+from solvers.collision.response import faces
+from solvers.collision.colliders.shapes import GroundPlane, Sphere, frame_colliders
 from solvers.native.kernels import AnalyticContacts
 from solvers.native.selftest import contact_scene, contact_step_native, contact_step_numpy
 
@@ -68,7 +68,7 @@ def test_contact_steps_equal_their_numpy_twins(library, moving, friction, pads, 
 
 
 def test_contacts_found_match_the_contact_set(library):
-    from solvers.collision.contact_set import find_contacts
+    from solvers.collision.response.contact_set import find_contacts
 
     model, x, v, colliders = contact_scene()
     binding, pad2 = _binding(library, model)

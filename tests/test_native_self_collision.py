@@ -7,7 +7,7 @@ import pytest
 from native_helpers import assert_same, native_library
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.builder import grid_quads
-from solvers.collision.self_pairs import _row_max
+from solvers.collision.broad_phase.self_pairs import _row_max
 from solvers.native.selftest import self_pair_scene, self_pairs
 from solvers.native.self_kernels import SelfPairQuery
 

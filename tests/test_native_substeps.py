@@ -15,8 +15,8 @@ import pytest
 from native_helpers import assert_same, native_library
 from solvers import SolverConfig, State, advance_frame, make_solver
 from solvers.builder import build_model, grid_cloth
-from solvers.collision import response
-from solvers.collision.colliders import GroundPlane, Sphere, frame_colliders
+from solvers.collision.response import collider_contacts as response
+from solvers.collision.colliders.shapes import GroundPlane, Sphere, frame_colliders
 from solvers.constraints import BendingConstraints
 from solvers.forces.air import AirDrag, _split
 from solvers.forces.fields import ForceField

@@ -1,17 +1,17 @@
-"""NEWTON's IPC self-contact (solvers/collision/self_barrier.py): derivatives, the CCD step bound, and cloth folding
-onto itself without crossing.
+"""NEWTON's IPC self-contact (solvers/collision/barriers/self_barrier.py): derivatives, the CCD step bound, and cloth
+folding onto itself without crossing.
 
-Crossings are counted exactly (``solvers.collision.crossings.count_self_intersections``, every edge against every
-triangle it shares no vertex with), over the simulated triangles and over both splits of every quad.
+Crossings are counted exactly (``solvers.collision.narrow_phase.crossings.count_self_intersections``, every edge against
+every triangle it shares no vertex with), over the simulated triangles and over both splits of every quad.
 """
 import numpy as np
 import pytest
 
 from solvers import GroundPlane, SolverConfig, State, advance_frame, build_model, grid_cloth, make_solver
-from solvers.collision.barrier import barrier_terms
-from solvers.collision.crossings import count_self_intersections
-from solvers.collision.primitives import point_triangle_closest, point_triangle_distance, segment_distance
-from solvers.collision.self_barrier import SelfContactBarrier
+from solvers.collision.barriers.log_barrier import barrier_terms
+from solvers.collision.narrow_phase.crossings import count_self_intersections
+from solvers.collision.narrow_phase.primitives import point_triangle_closest, point_triangle_distance, segment_distance
+from solvers.collision.barriers.self_barrier import SelfContactBarrier
 from solvers.newton import BARRIER_WEIGHT_FACTOR
 from scenario_scenes import standing_sheet
 

@@ -1,11 +1,11 @@
-"""Lagged friction between the two sides of point-triangle and edge-edge pairs (solvers/collision/pair_friction.py):
-its weights reproduce the closest points, its gradient and Hessian are the derivatives of its value, its Hessian is
-PSD, and it only resists relative tangential slip."""
+"""Lagged friction between the two sides of point-triangle and edge-edge pairs
+(solvers/collision/barriers/pair_friction.py): its weights reproduce the closest points, its gradient and Hessian are
+the derivatives of its value, its Hessian is PSD, and it only resists relative tangential slip."""
 import numpy as np
 import pytest
 
-from solvers.collision.pair_friction import PairFriction, closest_point_weights
-from solvers.collision.primitives import edge_edge_distance_squared, point_triangle_distance_squared
+from solvers.collision.barriers.pair_friction import PairFriction, closest_point_weights
+from solvers.collision.narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance_squared
 
 
 def pairs(edge_edge, seed=3):

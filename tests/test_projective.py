@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from solvers import (
     GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, deepest_penetration, grid_cloth, make_solver,
 )
-from solvers.collision.mesh_collider import MeshCollider
+from solvers.collision.colliders.mesh_collider import MeshCollider
 from solvers.energies import HookeSprings
 from solvers.linalg import direct
 from solvers.linalg.eigen3 import det_3x3, jacobi_eigen

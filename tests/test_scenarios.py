@@ -114,7 +114,7 @@ _ON_A_VERTEX = ("rests on one vertex, an unstable rest, and tips over: 102 mm at
                 "bounces and passed this 24-frame window (3.2 mm) but had rolled 162 mm by frame 48")
 ICO_FRICTION_FAILS = {"PBD": _ON_A_VERTEX, "XPBD": _ON_A_VERTEX}
 """Pole down (24 frames). On tet-edge springs the spring network tips the bouncing body (PBD 109 mm, XPBD 85,
-implicit Euler 40; colliders.py note), so implicit Euler runs the Neo-Hookean energy with contacts in its solve
+implicit Euler 40; colliders/shapes.py note), so implicit Euler runs the Neo-Hookean energy with contacts in its solve
 (1.8 mm), and PBD/XPBD per-tet Neo-Hookean constraints with an order-symmetric last contact iteration (3.2 mm;
 solvers/position_based.py SYMMETRIC_SWEEPS). Tilted instead (bench/bench_scenarios.py), the ico sphere lands on
 a vertex 38 mm off its centre of mass and tips over in every solver, NEWTON too (3.3 cm): physical for that landing, so

@@ -1,4 +1,4 @@
-"""The Verlet lists of self-collision (solvers/collision/self_broad_phase.py) against brute force.
+"""The Verlet lists of self-collision (solvers/collision/broad_phase/self_broad_phase.py) against brute force.
 
 At every step of random motions of a sheet folded onto itself (a bump travelling over it, noise, the layers parting
 and closing, and every few steps a few particles jumping farther than the skin), the candidates the lists give must
@@ -10,9 +10,9 @@ import pytest
 
 from solvers import build_model, grid_cloth
 from solvers.builder import grid_quads
-from solvers.collision.primitives import closest_points_segments, point_triangle_closest
-from solvers.collision.self_pairs import _join_points, _self_join, _Stencils
-from solvers.collision.self_contact import SelfCollision
+from solvers.collision.narrow_phase.primitives import closest_points_segments, point_triangle_closest
+from solvers.collision.broad_phase.self_pairs import _join_points, _self_join, _Stencils
+from solvers.collision.response.self_contact import SelfCollision
 
 
 def folded_sheet(n, rng):

@@ -1,7 +1,7 @@
-"""Cloth self-collision (solvers/collision/self_contact.py): no intersections, no energy gain, momentum kept.
+"""Cloth self-collision (solvers/collision/response/self_contact.py): no intersections, no energy gain, momentum kept.
 
 Intersections are counted exactly (every edge of the cloth against every triangle it shares no vertex with,
-``solvers.collision.crossings.count_self_intersections``), not with the proximity test under test. Grid
+``solvers.collision.narrow_phase.crossings.count_self_intersections``), not with the proximity test under test. Grid
 sheets are built with their quads, and their crossings are counted over both splits of every quad
 (``model.collision_triangles``): Blender may draw a bent quad split either way, and neither may cross the cloth.
 """
@@ -10,11 +10,11 @@ import pytest
 
 from solvers import GroundPlane, REGISTRY, SolverConfig, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.builder import grid_quads
-from solvers.collision.crossings import count_self_intersections
+from solvers.collision.narrow_phase.crossings import count_self_intersections
 from solvers.mass_spring import substeps_needed
-from solvers.collision.primitives import closest_points_segments
-from solvers.collision.primitives import point_triangle_closest as closest_point_barycentric
-from solvers.collision.self_contact import COLLIDER_SLACK, SelfCollision
+from solvers.collision.narrow_phase.primitives import closest_points_segments
+from solvers.collision.narrow_phase.primitives import point_triangle_closest as closest_point_barycentric
+from solvers.collision.response.self_contact import COLLIDER_SLACK, SelfCollision
 from scenario_scenes import standing_sheet
 
 FPS = 24
@@ -142,7 +142,7 @@ def test_the_fold_scene_does_intersect_without_self_collision():
 
 
 # XPBD (30 substeps) only: IMPLICIT_EULER (2 substeps) and PROJECTIVE (8) still end this scene with 70-370 crossing
-# pairs (measured; see solvers/collision/self_contact.py), so they are not claimed here.
+# pairs (measured; see solvers/collision/response/self_contact.py), so they are not claimed here.
 @pytest.mark.parametrize("solver", ["XPBD", "PBD", "SYMPLECTIC_EULER", "IMPLICIT_EULER", "PROJECTIVE"])
 def test_cloth_crumpling_onto_itself_never_intersects(solver):
     counts, state, V = fold_scene(solver, True)
@@ -311,14 +311,14 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere(path):
 
     Faces: a triangle of this cloth (0.5 m legs) with its corners on the sphere dips up to 23 mm into it; the sphere
     pads keep its corners out far enough, self-collision measures depths to the same padded surface, and the faces
-    it leaves deeper than FACE_ALLOWANCE * thickness are pushed back (``response.resolve_deep_faces``). Deepest face
-    measured over 8 round-off paths (radius +-0.2 mm, float32 or float64 settings): 0.8-3.8 mm; 0.1-7.9 mm without
+    it leaves deeper than FACE_ALLOWANCE * thickness are pushed back (``collider_contacts.resolve_deep_faces``). Deepest
+    face measured over 8 round-off paths (radius +-0.2 mm, float32 or float64 settings): 0.8-3.8 mm; 0.1-7.9 mm without
     the last push; 2.6-19.4 mm (19.4 on the second path here) when self-collision measured depths to the bare
     sphere. Whether the fail-safe's zones fire depends on the path (on the first path here they fired on one machine
     and not on another with the same numpy): the bounds hold either way, and the fail-safe has tests of its own
     (test_impact_zones.py)."""
     from solvers import Sphere
-    from solvers.collision.crossings import deepest_face_penetration
+    from solvers.collision.narrow_phase.crossings import deepest_face_penetration
 
     radius, setting = LAB_PATHS[path]
     n = 21

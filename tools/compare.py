@@ -303,7 +303,7 @@ def box_figures(x, tris, low, high):
     """How far cloth positions ``x`` (n, 3) [m] with triangles ``tris`` (t, 3) are inside the box [low, high]: the
     deepest vertex [m] (0 when none is inside), and how many (box edge, cloth triangle) pairs cross (a box edge
     showing through the cloth)."""
-    from soft_sim.solvers.collision.crossings import segments_cross_triangles
+    from soft_sim.solvers.collision.narrow_phase.crossings import segments_cross_triangles
 
     depth = np.minimum(x - low, high - x).min(axis=1).max()
     p, q = _box_edges(low, high)
@@ -332,7 +332,7 @@ def _quality(scene, cloth, sphere, frames, box=None, sim_modifier=None):
     axis-aligned box object) the deepest vertex inside it [mm] and the most box edge / cloth triangle crossings in
     any frame; with a pin group and ``sim_modifier`` (the modifier holding the simulation) the largest distance
     [mm] between a pinned vertex and where the stack without that modifier (the rig) puts it."""
-    from soft_sim.solvers.collision.crossings import count_self_intersections, deepest_face_penetration
+    from soft_sim.solvers.collision.narrow_phase.crossings import count_self_intersections, deepest_face_penetration
 
     mesh = cloth.data
     edges = np.empty(len(mesh.edges) * 2, np.int32)

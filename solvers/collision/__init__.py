@@ -1,30 +1,36 @@
-"""Contact: colliders, the distance primitives, the position-level response, IPC barriers and self-collision.
+"""Contact: colliders, the broad and narrow phases, the position-level response, IPC barriers and self-collision.
 
-One package for everything that keeps bodies apart (docs/design.md, "Contact pipeline"):
+Everything that keeps bodies apart (docs/design.md, "Contact pipeline"), one subpackage per stage of the pipeline:
 
-- ``contact_set``: the contacts of a step, found once (``find_contacts``: point contacts and face pairs) and consumed
-  by the solvers' responses;
-- ``colliders``: the collider protocol and the analytic shapes (``GroundPlane``, ``Sphere``), moving through a frame;
-- ``mesh_collider``: any triangle mesh as a collider (``MeshCollider``), with ``mesh_broad_phase`` (its k-d trees,
-  candidate pairs and their caches), ``mesh_pushes`` (its corners and edges pushed out of a body's faces) and
-  ``mesh_barrier`` (NEWTON's barrier between those and a body's faces);
-- ``primitives``: point-triangle and segment-segment closest points and distances, with their gradients and Hessians;
-- ``ccd``: continuous collision detection (additive CCD) for point-triangle and edge-edge pairs;
-- ``crossings``: exact edge-triangle crossing tests (quality figures, the self-collision fail-safe);
-- ``response``: the position-level contact response (PBD/XPBD, Projective Dynamics, mass-spring);
-- ``held_planes``: the particles that response pushed off a collider's edges, held for the next solve (Projective
-  Dynamics, implicit Euler's cloth);
-- ``faces``: triangles against spheres (the face push and the sphere pads);
-- ``barrier``, ``face_barrier``, ``friction``: NEWTON's IPC barrier and lagged friction energies;
-- ``self_contact``, ``self_broad_phase``, ``self_pairs``, ``impact_zones``: cloth self-collision.
+- ``colliders``: what bodies collide with. ``colliders.shapes``: the collider protocol (``Collider``) and the analytic
+  shapes (``GroundPlane``, ``Sphere``), moving through a frame; ``colliders.mesh_collider``: any triangle mesh as a
+  collider (``MeshCollider``); ``colliders.kept_planes``: a still mesh collider's contact planes kept between queries.
+- ``broad_phase``: which elements can come within reach. ``mesh_broad_phase`` (a mesh collider's k-d trees, candidate
+  pairs and their caches, over the pieces of ``samples``), ``mesh_face_pairs`` (its corner and edge pairs kept as a
+  Verlet list); ``self_broad_phase`` (self-collision's Verlet lists) and ``self_pairs`` (their pair geometry and
+  k-d tree joins).
+- ``narrow_phase``: exact geometry. ``primitives`` (point-triangle and segment-segment closest points and distances,
+  with their gradients and Hessians), ``ccd`` (additive continuous collision detection for point-triangle and
+  edge-edge pairs), ``crossings`` (exact edge-triangle crossing tests: quality figures, the self-collision fail-safe).
+- ``response``: the contacts of a step and the position-level response (PBD/XPBD, Projective Dynamics, mass-spring).
+  ``contact_set`` (``find_contacts``: point contacts and face pairs, found once per step), ``collider_contacts``
+  (``ContactConstraints``, ``resolve_contacts``, ``resolve_collider_contacts``), ``faces`` (triangles against spheres:
+  the face push and the sphere pads), ``mesh_pushes`` (a mesh collider's corners and edges pushed out of a body's
+  faces), ``held_planes`` (the particles that response pushed off a collider's edges, held for the next solve),
+  ``self_contact`` and ``impact_zones`` (cloth self-collision and its fail-safe), ``body_contact`` (bodies of one
+  scene against each other).
+- ``barriers``: NEWTON's IPC energies. ``log_barrier`` (the scalar barrier and the vertex barrier against a
+  collider), ``face_barrier`` (a body's triangles against a sphere), ``mesh_barrier`` (against a mesh collider),
+  ``self_barrier`` (self-contact), ``pair_barrier`` (what the last two share), ``friction`` and ``pair_friction``
+  (lagged friction against a collider and between the two sides of a pair).
 
-Solvers reach colliders only through the protocol of ``colliders.Collider``: no solver tests a collider's type.
+Solvers reach colliders only through the protocol of ``colliders.shapes.Collider``: no solver tests a collider's type.
 """
-from .ccd import edge_edge_ccd, point_triangle_ccd
-from .colliders import Collider, GroundPlane, Sphere, deepest_penetration, frame_colliders
-from .contact_set import ContactSet, FacePairs, find_contacts
-from .mesh_collider import MeshCollider
-from .response import ContactConstraints, resolve_collider_contacts, resolve_contacts
+from .colliders.mesh_collider import MeshCollider
+from .colliders.shapes import Collider, GroundPlane, Sphere, deepest_penetration, frame_colliders
+from .narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
+from .response.collider_contacts import ContactConstraints, resolve_collider_contacts, resolve_contacts
+from .response.contact_set import ContactSet, FacePairs, find_contacts
 
 __all__ = [
     "Collider", "ContactConstraints", "ContactSet", "FacePairs", "GroundPlane", "MeshCollider", "Sphere",

@@ -379,10 +379,10 @@ class AnalyticContacts:
 
     - ``predict``  <-> the top of ``PositionBasedSolver.step`` (v += dt g on free particles, x_prev = x, x += dt v);
     - ``find``     <-> ``collision.find_contacts`` (point contacts; analytic colliders have no face pairs);
-    - ``project``  <-> ``collision.response.ContactConstraints.project``;
+    - ``project``  <-> ``collision.response.collider_contacts.ContactConstraints.project``;
     - ``friction`` <-> ``ContactConstraints.apply_friction``;
-    - ``finish``   <-> ``collision.response.resolve_collider_contacts`` when it takes one sweep (vertices, the sphere
-      face push of ``collision.faces.resolve_sphere_faces``, vertices again);
+    - ``finish``   <-> ``collision.response.collider_contacts.resolve_collider_contacts`` when it takes one sweep
+      (vertices, the sphere face push of ``collision.response.faces.resolve_sphere_faces``, vertices again);
     - ``velocity`` <-> the end of ``ProjectedContactSolver.finish_step`` (v = (x - x_prev) / dt, damping).
 
     Built once per solver: inv_mass (n,) float64 [1/kg], pad2 (n,) float64 [m^2] or None (the sphere pads), triangles
@@ -406,7 +406,8 @@ class AnalyticContacts:
     def bind(self, particle_count, inv_mass, pad2, triangles, edges) -> None:
         """Validate and keep: inv_mass (n,) float64, pad2 (n,) float64 or None, triangles (t, 3) and edges (e, 2)
         int64 in [0, n) (edges: the triangles' unique edges, for the face push's bound on the longest edge)."""
-        from ..collision import faces, response
+        from ..collision.response import collider_contacts as response
+        from ..collision.response import faces
 
         n = particle_count
         self.n = n
@@ -448,14 +449,14 @@ class AnalyticContacts:
     def supports(colliders) -> bool:
         """Whether every collider is a ground plane or a sphere (exactly those classes: a subclass may answer the
         protocol differently)."""
-        from ..collision.colliders import GroundPlane, Sphere
+        from ..collision.colliders.shapes import GroundPlane, Sphere
 
         return all(type(c) is GroundPlane or type(c) is Sphere for c in colliders)
 
     def pose(self, colliders) -> None:
         """Fill the collider table from posed colliders (``Collider.over``); a list of the same objects as last time
         is not read again."""
-        from ..collision.colliders import PAD_LIMIT, GroundPlane
+        from ..collision.colliders.shapes import PAD_LIMIT, GroundPlane
 
         colliders = list(colliders)
         if self._posed is not None and len(self._posed) == len(colliders) and all(

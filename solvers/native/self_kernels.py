@@ -1,9 +1,10 @@
 """Python binding of cloth self-collision's native broad phase (``src/self_collision.c``).
 
-``SelfPairQuery`` <-> ``collision.self_broad_phase.SelfBroadPhase._query``: the vertex-triangle pairs (v, t, distance)
-and edge-edge pairs (e1 < e2, distance) within reach + the two elements' skins, without pairs sharing a vertex and
-without the rest-close pairs. The pair sets are the twin's (compared as sets in tests/test_native_self_collision.py),
-sorted here by pair key (v * t + t, e1 * e + e2); the distances repeat the twin's arithmetic.
+``SelfPairQuery`` <-> ``collision.broad_phase.self_broad_phase.SelfBroadPhase._query``: the vertex-triangle pairs (v, t,
+distance) and edge-edge pairs (e1 < e2, distance) within reach + the two elements' skins, without pairs sharing a vertex
+and without the rest-close pairs. The pair sets are the twin's (compared as sets in
+tests/test_native_self_collision.py), sorted here by pair key (v * t + t, e1 * e + e2); the distances repeat the twin's
+arithmetic.
 
 Built once per ``SelfCollision``: the triangles and edges are checked (int64, C-contiguous, indices within [0, n)),
 kept and their addresses cached; the grid and pair buffers are owned here and grown when a call says it needs more

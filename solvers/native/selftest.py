@@ -148,7 +148,7 @@ def contact_scene(n: int = 9, seed: int = 2, moving: bool = True, friction: floa
     and with ``friction``: (model, x (n^2, 3), v (n^2, 3), colliders at their end pose with their start poses).
     The shared scene of the contact kernels' self-test and tests."""
     from ..builder import build_model, grid_cloth
-    from ..collision.colliders import GroundPlane, Sphere
+    from ..collision.colliders.shapes import GroundPlane, Sphere
 
     vertices, edges, triangles = grid_cloth(n, 2.0, diagonals=True)
     pinned = np.zeros(n * n, bool)
@@ -173,8 +173,8 @@ def contact_scene(n: int = 9, seed: int = 2, moving: bool = True, friction: floa
 def contact_step_numpy(model, x, v, colliders, pad2, dt: float, gravity, damping_factor: float) -> None:
     """The twins of ``kernels.AnalyticContacts`` in a position-based step's order, without the constraint sweeps:
     predict, find the contacts, project, friction, the end-of-step resolve, velocity; in place on x and v."""
-    from ..collision.contact_set import find_contacts
-    from ..collision.response import ContactConstraints, resolve_collider_contacts
+    from ..collision.response.collider_contacts import ContactConstraints, resolve_collider_contacts
+    from ..collision.response.contact_set import find_contacts
 
     free = (model.inv_mass > 0.0)[:, None]
     v += dt * gravity * free
@@ -208,7 +208,7 @@ def contact_step_native(binding, x, v, colliders, dt: float, gravity, damping_fa
 def _contacts(library) -> str:
     """The contact kernels over a few steps of ``contact_scene`` against their twins, with the sphere pads and without
     (then the faces dip into the sphere and the face push acts)."""
-    from ..collision.faces import sphere_pads
+    from ..collision.response.faces import sphere_pads
     from .kernels import AnalyticContacts
 
     model, x0, v0, colliders = contact_scene()
@@ -232,7 +232,7 @@ def self_pair_scene(n: int = 9, seed: int = 3, thickness: float = 0.05, fold: fl
     """A small cloth folded over itself with noise, for the self-collision broad phase: (model, x, SelfCollision built
     for NumPy). Both quad splits are collision triangles, as the add-on's quads give."""
     from ..builder import build_model, grid_cloth, grid_quads
-    from ..collision.self_contact import SelfCollision
+    from ..collision.response.self_contact import SelfCollision
 
     vertices, edges, triangles = grid_cloth(n, 2.0, diagonals=False)
     model = build_model(vertices, edges, triangles, total_mass=1.0, quads=grid_quads(n))
@@ -256,7 +256,7 @@ def self_pairs(library, seed: int = 3) -> str:
     query = SelfPairQuery(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
     rng = np.random.default_rng(seed)
     skin = rng.uniform(0.0, 0.1, len(x))
-    from ..collision.self_pairs import _row_max
+    from ..collision.broad_phase.self_pairs import _row_max
 
     skins = (skin, _row_max(skin, sc.triangles), _row_max(skin, sc.edges))
     for reach in (sc.thickness, 0.0):

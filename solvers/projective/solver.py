@@ -49,10 +49,10 @@ al. 2014, section 5; ``contacts_in_solve``): without that, where the solve pulls
 the projection pushes it back every step, storing energy in the springs. At the start of a step every free particle
 that the prediction y puts within its step's motion of such a collider gets its contact plane (``Collider.contact``,
 as PBD's ``ContactConstraints``), and every particle the last step's end-of-step projection moved gets a plane
-through where that left it (``collision.held_planes``: mostly vertices of faces pushed off a mesh collider's edges,
-which no vertex plane sees). Each is a unilateral constraint (``PlaneContacts``): one scalar row e_i, whose projection is
-the particle moved onto the plane where it is inside and left where it is outside, so the matrix gains a diagonal
-weight per contact and is refactorized when the set changes (3.75 ms on a 31 x 31 cloth; at rest on a box every
+through where that left it (``collision.response.held_planes``: mostly vertices of faces pushed off a mesh collider's
+edges, which no vertex plane sees). Each is a unilateral constraint (``PlaneContacts``): one scalar row e_i, whose
+projection is the particle moved onto the plane where it is inside and left where it is outside, so the matrix gains a
+diagonal weight per contact and is refactorized when the set changes (3.75 ms on a 31 x 31 cloth; at rest on a box every
 step, as a tenth of the held particles changes each step). After the last iteration, friction takes off the
 tangential motion of each contact up to friction * h^2 lambda / m (``PlaneContacts.apply_friction``), then the
 end-of-step projection is the exact guard. Measured on the Blender box drape (a 31 x 31 cloth landing on a cube, 48
@@ -105,8 +105,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import ProjectedContactSolver
-from ..collision.contact_set import find_contacts
-from ..collision.held_planes import HeldPlanes
+from ..collision.response.contact_set import find_contacts
+from ..collision.response.held_planes import HeldPlanes
 from ..linalg import factorize_spd_for_many
 from ..energies import hinges_from_triangles
 from ..material import hinge_bending_stiffness, material_arrays
@@ -233,7 +233,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         """Contact planes inside the solve (``PlaneContacts``; module docstring): of the colliders that reach between
         corners, and a solid's on the ground (normal-only, so a frictionless ground exerts no tangential drag)."""
         self.held = HeldPlanes(n, float(model.edge_rest_length.max(initial=0.0)) + config.thickness, config.thickness)
-        """The planes that hold the particles the last end-of-step projection moved (``collision.held_planes``)."""
+        """The planes that hold the particles the last end-of-step projection moved
+        (``collision.response.held_planes``)."""
         self._free_index = np.full(n, -1, np.int64)
         self._free_index[self.free] = np.arange(len(self.free))
         self.rho = {}
@@ -583,10 +584,11 @@ class PlaneContacts:
 
     def apply_friction(self, x, x_start, free, mass_free, h):
         """Position-level Coulomb friction of the planes' normal forces (Macklin et al. 2014, section 6.1, as
-        ``collision.response``): each contact's tangential motion over the step relative to its collider loses up to
-        friction * h^2 lambda / m [m], lambda = w * depth [N] its plane's force at the solve's end, in place on x (n, 3)
-        (free: the free particles' indices (nf,), mass_free (nf,) [kg]). The solve leaves almost no depth for the
-        end-of-step projection, whose friction follows its depth, so the contact's normal force sets it here."""
+        ``collision.response.collider_contacts``): each contact's tangential motion over the step relative to its
+        collider loses up to friction * h^2 lambda / m [m], lambda = w * depth [N] its plane's force at the solve's end,
+        in place on x (n, 3) (free: the free particles' indices (nf,), mass_free (nf,) [kg]). The solve leaves almost no
+        depth for the end-of-step projection, whose friction follows its depth, so the contact's normal force sets it
+        here."""
         depth = self.depth(x[free])
         for collider, rows in self.groups:
             if collider is None or collider.friction <= 0.0:

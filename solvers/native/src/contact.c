@@ -1,12 +1,16 @@
 /* Analytic collider contacts (ground planes and spheres, still or moving) and the position-based step's prediction
  * and velocity update: the native twins of
- *   solvers/collision/contact_set.py   find_contacts / point_contacts / step_margin (point contacts only),
- *   solvers/collision/response.py      ContactConstraints.project / apply_friction, resolve_collider_contacts with
- *                                      one sweep (resolve_contacts, the sphere face push, resolve_contacts again),
- *   solvers/collision/faces.py         resolve_sphere_faces (_near, _Topology.longest_edge, _own_bound, _push_out),
- *   solvers/collision/colliders.py     GroundPlane / Sphere distance_and_normal, contact, motion, padded_radius,
- *   solvers/position_based.py          the prediction at the top of PositionBasedSolver.step,
- *   solvers/base.py                    the velocity and damping at the end of finish_step.
+ *   solvers/collision/response/contact_set.py        find_contacts / point_contacts / step_margin (point
+ *                                                    contacts only),
+ *   solvers/collision/response/collider_contacts.py  ContactConstraints.project / apply_friction,
+ *                                                    resolve_collider_contacts with one sweep (resolve_contacts, the
+ *                                                    sphere face push, resolve_contacts again),
+ *   solvers/collision/response/faces.py              resolve_sphere_faces (_near, _Topology.longest_edge, _own_bound,
+ *                                                    _push_out),
+ *   solvers/collision/colliders/shapes.py            GroundPlane / Sphere distance_and_normal, contact, motion,
+ *                                                    padded_radius,
+ *   solvers/position_based.py                        the prediction at the top of PositionBasedSolver.step,
+ *   solvers/base.py                                  the velocity and damping at the end of finish_step.
  *
  * Arithmetic order follows the twins': NumPy's einsum("ij,ij->i") adds (x*x + z*z) + y*y (dot_rows), einsum over the
  * leading axis of (3, m) arrays and sum(axis=1) add (x + y) + z (dot_columns), faces.py's own _dot3 likewise.

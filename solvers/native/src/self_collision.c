@@ -1,7 +1,7 @@
 /* Cloth self-collision's broad phase (the build of its Verlet lists), the twin of
- * solvers/collision/self_broad_phase.py SelfBroadPhase._query: every vertex-triangle pair and every edge-edge pair
- * (e1 < e2) whose exact distance at x is within reach + the two elements' skins, without pairs that share a vertex
- * and without the rest-close pairs of the sorted exclusion keys.
+ * solvers/collision/broad_phase/self_broad_phase.py SelfBroadPhase._query: every vertex-triangle pair and every
+ * edge-edge pair (e1 < e2) whose exact distance at x is within reach + the two elements' skins, without pairs that
+ * share a vertex and without the rest-close pairs of the sorted exclusion keys.
  *
  * The NumPy twin finds candidates with k-d tree joins of bounding spheres; here a uniform hash grid of axis-aligned
  * boxes does: the triangles (edges) are inserted into the cells their box, grown by reach + their skin (edges:

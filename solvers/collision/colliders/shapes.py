@@ -112,7 +112,7 @@ class Collider:
     def face_barrier(self, triangles, kappa: float, d_hat: float, points=None):
         """NEWTON's barrier between the collider and the triangles (an Energy), or None where vertices suffice. It may
         also keep the particles ``points`` (p,) off the collider (its ``covers_points`` True): then it replaces their
-        ``barrier.ColliderBarrier``."""
+        ``log_barrier.ColliderBarrier``."""
         return None
 
     def move_faces_out(self, x, inv_mass, triangles, reach: float) -> None:
@@ -272,17 +272,17 @@ class Sphere(Collider):
         return (np.eye(3)[None] - n[:, :, None] * n[:, None, :]) / dist[:, None, None]
 
     def resolve_faces(self, x, x_prev, inv_mass, triangles, passes=None) -> int:
-        from .faces import FACE_PASSES, resolve_sphere_faces
+        from ..response.faces import FACE_PASSES, resolve_sphere_faces
 
         return resolve_sphere_faces(x, x_prev, inv_mass, triangles, self, FACE_PASSES if passes is None else passes)
 
     def face_barrier(self, triangles, kappa, d_hat, points=None):
-        from .face_barrier import FaceColliderBarrier
+        from ..barriers.face_barrier import FaceColliderBarrier
 
         return FaceColliderBarrier(self, triangles, kappa, d_hat)
 
     def move_faces_out(self, x, inv_mass, triangles, reach):
-        from .face_barrier import move_sphere_faces_out
+        from ..barriers.face_barrier import move_sphere_faces_out
 
         move_sphere_faces_out(x, triangles, inv_mass, self, reach)
 

@@ -12,8 +12,8 @@ points of triangles.
 """
 import numpy as np
 
-from ..energies.base import BlockHessian, Energy
-from ..energies.friction import mollified_slip, mollified_slip_terms
+from ...energies.base import BlockHessian, Energy
+from ...energies.friction import mollified_slip, mollified_slip_terms
 
 
 class ColliderFriction(Energy):

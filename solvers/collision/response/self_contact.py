@@ -54,7 +54,8 @@ passes, then up to MAX_PASSES on the pairs still through each other or short of 
 
 Friction (after the passes, per pair that was pushed by a total depth delta): the relative tangential motion over
 the step, t = tangential part of (p - p_prev) - sum_k b_k (x_k - x_k_prev), is reduced by at most friction * delta
-(as ``response.resolve_contacts`` does for colliders), with the same mass weights: dissipative, momentum-conserving.
+(as ``collider_contacts.resolve_contacts`` does for colliders), with the same mass weights: dissipative,
+momentum-conserving.
 
 Edge-edge pairs (two edges of the body sharing no vertex) are handled the same way: the closest points of the two
 segments (Ericson 5.1.9) give the stencil (coef 1 - s, s, -(1 - t), -t), the side is the sign of the orientation
@@ -103,10 +104,10 @@ substep 1.88 s a frame (32 rebuilds, 85k pairs listed at the end), every 2nd 2.3
 Modules: ``self_broad_phase`` (the Verlet lists), ``impact_zones`` (the fail-safe), this one (the response)."""
 import numpy as np
 
-from .crossings import triangle_edges
+from ..broad_phase.self_broad_phase import MAX_SKIN_FRACTION, SKIN_FRACTION, SelfBroadPhase
+from ..broad_phase.self_pairs import _pair_keys, _row_max, _Stencils
+from ..narrow_phase.crossings import triangle_edges
 from .impact_zones import COLLIDER_SLACK, ImpactZones
-from .self_broad_phase import MAX_SKIN_FRACTION, SKIN_FRACTION, SelfBroadPhase
-from .self_pairs import _pair_keys, _row_max, _Stencils
 
 DEFAULT_FRICTION = 0.3
 """Friction coefficient of cloth on itself (dimensionless); the solvers use it (no setting of its own yet)."""
@@ -181,11 +182,11 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             order = np.argsort(ends, kind="stable")
             self.vertex_edges = np.tile(np.arange(len(self.edges)), 2)[order]
             self.vertex_edge_start = np.searchsorted(ends[order], np.arange(count + 1))
-        from ..native import library as native_library
+        from ...native import library as native_library
 
         library = native_library.load(compute)
         if library is not None:
-            from ..native.self_kernels import SelfPairQuery
+            from ...native.self_kernels import SelfPairQuery
 
             self.native_pairs = SelfPairQuery(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)

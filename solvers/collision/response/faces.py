@@ -1,11 +1,12 @@
 """Faces against sphere colliders: the position-level response that keeps a triangle's interior outside a sphere.
 
-``response.resolve_contacts`` keeps the *vertices* at least ``radius + thickness`` from a sphere's centre; between
-vertices a face can still dip into it (the sphere shows through a coarse cloth). ``response.resolve_collider_contacts``
-calls the face push (``Sphere.resolve_faces`` -> ``resolve_sphere_faces``) between two vertex projections, so the
-vertex projection stays the final word on every vertex (a face push near where a sphere meets the ground must not
-leave a vertex below the ground). For every triangle whose closest point q = sum_k b_k x_k to the centre c (exact, barycentric
-weights b, ``primitives.closest_weights``) lies within rho = radius + thickness:
+``collider_contacts.resolve_contacts`` keeps the *vertices* at least ``radius + thickness`` from a sphere's centre;
+between vertices a face can still dip into it (the sphere shows through a coarse cloth).
+``collider_contacts.resolve_collider_contacts`` calls the face push (``Sphere.resolve_faces`` ->
+``resolve_sphere_faces``) between two vertex projections, so the vertex projection stays the final word on every vertex
+(a face push near where a sphere meets the ground must not leave a vertex below the ground). For every triangle whose
+closest point q = sum_k b_k x_k to the centre c (exact, barycentric weights b, ``primitives.closest_weights``) lies
+within rho = radius + thickness:
 
     depth = rho - |q - c|,   n = (q - c) / |q - c|,
     dx_k = b_k w_k / (sum_j b_j^2 w_j) * delta,   delta = depth n (+ friction, below),   w_k = inv_mass_k,
@@ -27,12 +28,12 @@ Pads: on a cloth resting on a sphere every vertex sits on the sphere after the v
 around it dips in by its sagitta and the passes above run on thousands of faces every step (they were more than
 half of a 64 x 64 XPBD cloth's step), only for the next step's vertex projection to pull the vertices back in. So
 the vertex contacts keep each vertex a little further out instead, at sqrt(rho^2 + pad2) from the centre
-(``colliders.padded_radius``), with pad2 from ``sphere_pads``: the largest squared reach s^2 of the triangles around
+(``shapes.padded_radius``), with pad2 from ``sphere_pads``: the largest squared reach s^2 of the triangles around
 it at rest, times PAD_STRETCH^2. A triangle whose corners are all that far out cannot reach into the sphere: for
 p = sum_k b_k x_k, |p - c|^2 = sum_k b_k r_k^2 - sum_{k<l} b_k b_l L_kl^2, and the last sum is at most s^2 = R^2 (the
 circumradius) on an acute triangle and L_max^2 / 4 on a right or obtuse one (``_reach2``). The cull below applies
 the same bound to the faces as they are now, so the passes only run on faces that stretched past the allowance or
-whose vertices the pad's cap (``colliders.PAD_LIMIT``) left short. The cost: a vertex rests up to its faces'
+whose vertices the pad's cap (``shapes.PAD_LIMIT``) left short. The cost: a vertex rests up to its faces'
 sagitta above the sphere, plus the shear allowance (4.6 mm on the 64 x 64 lab cloth's 16 cm quads on a 2.7 m
 sphere, of which 2.3 mm is the exact sagitta; the 1% cap, 27 mm, on the 21 x 21 one's 50 cm quads): where faces rest
 flat on the sphere the sagitta is exactly where their vertices must be; a vertex on the sphere's top under a tent
@@ -45,7 +46,7 @@ for equal masses), so the response does not bounce (tests/test_face_contact.py m
 """
 import numpy as np
 
-from .primitives import _cross, closest_weights
+from ..narrow_phase.primitives import _cross, closest_weights
 
 FACE_PASSES = 4
 """Jacobi passes per call at most; measured on the 21 x 21 lab cloth on its sphere, 4 passes leave a residual depth
@@ -177,8 +178,8 @@ def _reach2(a, b, c):
 
 def sphere_pads(rest_positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """Each particle's sphere pad [m^2], (n,): the largest ``_reach2`` of the triangles around it at rest, times
-    PAD_STRETCH^2 (zero for a particle in no triangle). Pass it as ``pad2`` to ``response.resolve_contacts`` and
-    ``ContactConstraints`` (module docstring)."""
+    PAD_STRETCH^2 (zero for a particle in no triangle). Pass it as ``pad2`` to ``collider_contacts.resolve_contacts``
+    and ``ContactConstraints`` (module docstring)."""
     x = np.asarray(rest_positions, float)
     pad2 = np.zeros(len(x))
     triangles = _as_triangles(triangles)

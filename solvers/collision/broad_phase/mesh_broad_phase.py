@@ -19,8 +19,8 @@ from functools import cached_property
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .crossings import triangle_edges
-from .primitives import _cross, _dot, point_triangle_closest
+from ..narrow_phase.crossings import triangle_edges
+from ..narrow_phase.primitives import _cross, _dot, point_triangle_closest
 from .samples import Samples
 
 SHARP_ANGLE = 10.0

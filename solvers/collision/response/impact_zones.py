@@ -9,8 +9,8 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .crossings import segments_cross_triangles
-from .self_pairs import _csr_rows, _ee_distance, _overlapping, _row_max, _vt_distance
+from ..broad_phase.self_pairs import _csr_rows, _ee_distance, _overlapping, _row_max, _vt_distance
+from ..narrow_phase.crossings import segments_cross_triangles
 
 COLLIDER_SLACK = 0.25
 """The self-collision response may push a particle at most this fraction of thickness into a collider (a pass

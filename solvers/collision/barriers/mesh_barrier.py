@@ -2,12 +2,12 @@
 
 Li et al. 2020, "Incremental Potential Contact", section 4: every body vertex against every collider triangle and every
 collider corner against every body triangle (point-triangle), every collider edge against every body edge (edge-edge),
-closer than d_hat, each pair with the scalar barrier b(d) of ``barrier.py`` on its distance d. The collider is still
+closer than d_hat, each pair with the scalar barrier b(d) of ``log_barrier.py`` on its distance d. The collider is still
 within a step (its pose at the step's end), so only the body's particles are unknowns: of the 12 coordinates of a
 pair, the body's 3 (a vertex), 9 (a triangle) or 6 (an edge) take part.
 
 Body vertices are summed over every triangle within d_hat, not barred from the nearest triangle alone
-(``barrier.ColliderBarrier``): the nearest triangle's distance has a crease wherever two triangles are equally near,
+(``log_barrier.ColliderBarrier``): the nearest triangle's distance has a crease wherever two triangles are equally near,
 which a concave collider (a cloth sagging under a body, a box's inner corner) puts right where a body rests, and
 Newton then cycles between the two sides of the crease without converging (a cube resting in a cloth hammock: the
 residual stayed at 0.04 - 0.09 m/s for 100 iterations with the energy flat to 8 digits). The sum is smooth.
@@ -20,10 +20,10 @@ self-contact barrier, ``self_barrier.py``). CCD (``max_step``): the largest alph
 """
 import numpy as np
 
-from .barrier import CCD_SAFETY, barrier_terms
-from .ccd import edge_edge_ccd, point_triangle_ccd
+from ..narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
+from ..narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance, point_triangle_distance_squared, segment_distance
+from .log_barrier import CCD_SAFETY, barrier_terms
 from .pair_barrier import PairBarrier, distance_derivatives
-from .primitives import edge_edge_distance_squared, point_triangle_distance, point_triangle_distance_squared, segment_distance
 
 VERTEX_SKIN = 0.01
 """[m] Body vertex-collider triangle candidates are found within d_hat + this and kept until a vertex moves farther."""
@@ -34,7 +34,7 @@ class MeshContactBarrier(PairBarrier):
 
     collider: a ``MeshCollider`` at a fixed pose; triangles (t, 3) and edges (e, 2): the body's; kappa [N], d_hat [m];
     points (p,): the body's particles kept off the collider's triangles (the free ones), None: none (then
-    ``barrier.ColliderBarrier`` keeps the vertices off).
+    ``log_barrier.ColliderBarrier`` keeps the vertices off).
     Hessian: 1 block per vertex-triangle pair, 9 per corner-triangle pair (the triangle's corners), 4 per edge-edge
     pair, over the pairs within d_hat at the current positions (``coupled``: assembled from the contact set of each
     iteration).

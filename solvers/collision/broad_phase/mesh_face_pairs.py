@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .contact_set import FacePairs
+from ..narrow_phase.primitives import _dot, point_triangle_distance, segment_distance
+from ..response.contact_set import FacePairs
 from .mesh_broad_phase import SKIN, SLOTS
-from .primitives import _dot, point_triangle_distance, segment_distance
 
 REFRESH_SHARE = 0.1
 """When more than this share of the points moved beyond their allowances, the list is found anew instead."""

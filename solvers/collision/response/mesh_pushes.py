@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .primitives import _cross, _dot, closest_points_segments, point_triangle_closest
+from ..narrow_phase.primitives import _cross, _dot, closest_points_segments, point_triangle_closest
 
 LINEAR_DRIFT = 0.2
 """A face pass reuses the pairs' measured geometry while no body point of a pair has moved more than this times

@@ -14,7 +14,7 @@ with sides kept from the step's start, friction, and the impact-zone fail-safe. 
 (``SelfBroadPhase.body``) keeps the pairs of two different bodies always and the pairs within one body only when that
 body's own self-collision is on; the scene then turns that body's own self-collision off (``solver.self_collision =
 None``), so it does not run twice, and then runs the face push the solver runs after self-collision
-(``response.resolve_deep_faces``) on every body.
+(``collider_contacts.resolve_deep_faces``) on every body.
 
 The response is mass-weighted: a pair's correction moves each particle by its inverse mass (XPBD's weights), so a
 2 kg cube's surface particles move less than the light cloth vertices under them, and linear momentum is kept: the
@@ -24,9 +24,9 @@ closer than it at rest (Müller's rule) are dropped, within a body and between b
 """
 import numpy as np
 
-from ..base import FACE_ALLOWANCE
-from ..builder import triangles_not_in
-from .response import resolve_deep_faces
+from ...base import FACE_ALLOWANCE
+from ...builder import triangles_not_in
+from .collider_contacts import resolve_deep_faces
 from .self_contact import DEFAULT_FRICTION, SelfCollision
 
 
@@ -73,7 +73,7 @@ class BodyContact:
     ``base.ProjectedContactSolver`` bound to model; a solver whose own self-collision is on has it turned off here and
     its body's own pairs handled on the shared surface instead.
     After the response, every body's faces left deeper than FACE_ALLOWANCE * thickness in a collider that reaches
-    between corners are pushed back to that depth (``response.resolve_deep_faces``), as ``finish_step`` does.
+    between corners are pushed back to that depth (``collider_contacts.resolve_deep_faces``), as ``finish_step`` does.
 
     Attributes: ``particles`` [(k_b,) int per body]: the body's particles on the surface; ``contact``: the
     SelfCollision over the shared surface (its counters ``rebuilds``, ``zones``, ``last_candidates``)."""

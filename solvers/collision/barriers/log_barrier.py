@@ -19,7 +19,7 @@ projection clamps it to 0.
 """
 import numpy as np
 
-from ..energies.base import BlockHessian, Energy
+from ...energies.base import BlockHessian, Energy
 
 CCD_SAFETY = 0.9
 """A step may cover at most this fraction of the way to the collider (the course's 0.9)."""

@@ -1,8 +1,9 @@
 """The IPC barrier summed over point-triangle and edge-edge pairs: what the mesh-collider and the self-contact barriers share.
 
-Li et al. 2020, "Incremental Potential Contact": every pair closer than d_hat contributes b(d) (``barrier.barrier_terms``)
-of its distance d. Derivatives come from the squared distance D = d^2 and its exact gradient and Hessian
-(``primitives.point_triangle_distance_squared`` / ``edge_edge_distance_squared``, the IPC Toolkit's distance types):
+Li et al. 2020, "Incremental Potential Contact": every pair closer than d_hat contributes b(d)
+(``log_barrier.barrier_terms``) of its distance d. Derivatives come from the squared distance D = d^2 and its exact
+gradient and Hessian (``primitives.point_triangle_distance_squared`` / ``edge_edge_distance_squared``, the IPC Toolkit's
+distance types):
 
     grad d = grad D / (2 d),   hess d = hess D / (2 d) - grad D grad D^T / (4 d^3),
 
@@ -13,8 +14,8 @@ pairs are here.
 """
 import numpy as np
 
-from ..energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
-from .barrier import barrier_terms
+from ...energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
+from .log_barrier import barrier_terms
 
 
 def distance_derivatives(D, g, H):

@@ -13,10 +13,10 @@ once per step, for
 
 Who consumes what:
 
-- PBD/XPBD project the point contacts every iteration (``response.ContactConstraints``); Projective Dynamics puts the
-  planes of colliders that reach between corners into its global solve (``projective.solver.PlaneContacts``);
-- the end of every position-level step (``response.resolve_collider_contacts``) projects vertices out and pushes the
-  face pairs apart, with the pairs of the same Verlet lists;
+- PBD/XPBD project the point contacts every iteration (``collider_contacts.ContactConstraints``); Projective Dynamics
+  puts the planes of colliders that reach between corners into its global solve (``projective.solver.PlaneContacts``);
+- the end of every position-level step (``collider_contacts.resolve_collider_contacts``) projects vertices out and
+  pushes the face pairs apart, with the pairs of the same Verlet lists;
 - NEWTON's barriers need the pairs closer than d_hat at each iterate, so they read the same Verlet lists per iteration
   (``mesh_barrier.MeshContactBarrier``): a list found at the step's start serves every iterate that stays within
   its skin.

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mesh_broad_phase import SKIN, _Slots
-from .primitives import _dot
+from ..broad_phase.mesh_broad_phase import SKIN, _Slots
+from ..narrow_phase.primitives import _dot
 
 KEPT_DRIFT = 0.2
 """A kept plane serves a point while it stays within this times the thickness of where the plane was measured."""

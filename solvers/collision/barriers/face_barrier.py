@@ -1,12 +1,12 @@
 """IPC barrier and lagged friction between a body's triangles and a sphere collider (NEWTON).
 
-``barrier.ColliderBarrier`` keeps every *vertex* outside a collider; between vertices a face of a coarse cloth can
+``log_barrier.ColliderBarrier`` keeps every *vertex* outside a collider; between vertices a face of a coarse cloth can
 still pass through a sphere. Here the barrier acts on the exact distance from the sphere's centre c to each
 triangle: with q = sum_k b_k x_k the triangle's closest point to c (``primitives``; b its barycentric
 weights, a minimizer over the triangle) and
 
     d = |q - c| - radius,   n = (q - c) / |q - c|,    s = d / d_hat,
-    B(d) = kappa d_hat / 2 (s - 1) ln s    (0 < d < d_hat; 0 beyond; +inf for d <= 0),   as ``barrier.py``
+    B(d) = kappa d_hat / 2 (s - 1) ln s    (0 < d < d_hat; 0 beyond; +inf for d <= 0),   as ``log_barrier.py``
 
 By the envelope theorem (q is the minimizer over a convex set and c lies outside it) dd/dx_k = b_k n in every
 region (interior, edge, corner), so the gradient is B'(d) b_k n. The Hessian used is the Gauss-Newton part
@@ -36,11 +36,11 @@ import numpy as np
 
 from dataclasses import replace
 
-from ..energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
-from ..energies.friction import mollified_slip, mollified_slip_terms
-from .barrier import CCD_SAFETY, barrier_terms
-from .faces import _candidates
-from .primitives import closest_points_on_triangles, point_triangle_distance_squared
+from ...energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
+from ...energies.friction import mollified_slip, mollified_slip_terms
+from .log_barrier import CCD_SAFETY, barrier_terms
+from ..response.faces import _candidates
+from ..narrow_phase.primitives import closest_points_on_triangles, point_triangle_distance_squared
 
 CCD_ROUNDS = 64
 """Most rounds of conservative advancement per line search (each vectorized over the approaching triangles)."""

@@ -35,14 +35,14 @@ from functools import cached_property
 
 import numpy as np
 
-from .ccd import point_triangle_ccd
-from .colliders import Collider
+from ..barriers.mesh_barrier import MeshContactBarrier
+from ..broad_phase.mesh_broad_phase import SHARP_ANGLE, SKIN, MeshBroadPhase, _Shared, sharp_edges
+from ..broad_phase.mesh_face_pairs import MeshFacePairs
+from ..narrow_phase.ccd import point_triangle_ccd
+from ..narrow_phase.primitives import _cross, _dot, point_triangle_closest
+from ..response.mesh_pushes import MeshFacePushes
 from .kept_planes import kept_contact
-from .mesh_barrier import MeshContactBarrier
-from .mesh_broad_phase import SHARP_ANGLE, SKIN, MeshBroadPhase, _Shared, sharp_edges
-from .mesh_face_pairs import MeshFacePairs
-from .mesh_pushes import MeshFacePushes
-from .primitives import _cross, _dot, point_triangle_closest
+from .shapes import Collider
 
 __all__ = ["FACE_PASSES", "SEARCH_MARGIN", "SHARP_ANGLE", "SIDE_MARGIN", "SKIN", "MeshCollider", "sharp_edges"]
 

@@ -2,7 +2,7 @@
 
 Li et al. 2020, "Incremental Potential Contact": every vertex against every triangle it is not a corner of
 (point-triangle) and every edge against every edge it shares no vertex with (edge-edge), closer than d_hat, adds the
-barrier b(d) of ``barrier.py`` on their distance d. All 12 coordinates of a pair are the body's unknowns. Value,
+barrier b(d) of ``log_barrier.py`` on their distance d. All 12 coordinates of a pair are the body's unknowns. Value,
 gradient and the per-pair PSD-projected Hessian: ``pair_barrier.PairBarrier`` (as the mesh collider's barrier).
 
 The triangles are the body's ``collision_triangles``: for a mesh of quads both splits of every quad (the four faces
@@ -30,14 +30,14 @@ within a step. No friction between the body's own layers; between bodies solved 
 """
 import numpy as np
 
-from .barrier import CCD_SAFETY, barrier_derivative
-from .ccd import TOLERANCE as CCD_TOLERANCE
-from .ccd import edge_edge_ccd, point_triangle_ccd
-from .crossings import triangle_edges
+from ..broad_phase.self_pairs import LONG_FACTOR, _drop, _ee_distance, _join, _pair_keys, _vt_distance
+from ..narrow_phase.ccd import TOLERANCE as CCD_TOLERANCE
+from ..narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
+from ..narrow_phase.crossings import triangle_edges
+from ..narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance_squared
+from .log_barrier import CCD_SAFETY, barrier_derivative
 from .pair_barrier import PairBarrier, distance_derivatives
 from .pair_friction import PairFriction, closest_point_weights
-from .primitives import edge_edge_distance_squared, point_triangle_distance_squared
-from .self_pairs import LONG_FACTOR, _drop, _ee_distance, _join, _pair_keys, _vt_distance
 
 _EMPTY = np.zeros(0, np.int64)
 

@@ -15,8 +15,8 @@ gradient g (``primitives``): g_k = 2 w_k r, with r = g_0 / 2 (point-triangle, w_
 """
 import numpy as np
 
-from ..energies.base import BlockHessian, Energy, element_stencil, scatter
-from ..energies.friction import mollified_slip, mollified_slip_terms
+from ...energies.base import BlockHessian, Energy, element_stencil, scatter
+from ...energies.friction import mollified_slip, mollified_slip_terms
 
 
 def closest_point_weights(g: np.ndarray, edge_edge: bool):

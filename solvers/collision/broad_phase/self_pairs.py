@@ -9,7 +9,7 @@ response (``self_contact``), the fail-safe (``impact_zones``) and NEWTON's self 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .primitives import _cross, closest_points_segments, point_triangle_closest
+from ..narrow_phase.primitives import _cross, closest_points_segments, point_triangle_closest
 
 LONG_FACTOR = 1.5
 """``_join`` (NEWTON's self barrier): elements larger than this times the median size are joined on their own."""
