@@ -109,8 +109,6 @@ BAKE_CONFIGS = [
     dict(label="Soft Sim bake in Blender, Projective 16x1", softsim=dict(solver="PROJECTIVE", substeps=16, iterations=1)),
     dict(label="Blender Cloth (built-in), self-collision on", builtin=dict(use_self_collision=True)),
     dict(label="Soft Sim bake in Blender, defaults + self-collision", softsim=dict(use_self_collision=True), max_n=64),
-    dict(label="Soft Sim bake in Blender, defaults + self-collision, Compute NumPy",
-         softsim=dict(use_self_collision=True), max_n=64, compute="NUMPY"),
     # PD's long steps move the cloth far per step, so self-collision's pair lists grow large: the 64 x 64 bake did
     # not finish in 20 minutes (measured), hence 21 only.
     dict(label="Soft Sim bake in Blender, Projective 8x5 + self-collision",
