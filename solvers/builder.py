@@ -189,3 +189,29 @@ def grid_cloth(n: int, size: float = 10.0, height: float = 0.0, diagonals: bool 
     if diagonals:
         edge_list.append(np.stack([a, c], 1))
     return vertices, unique_edges(np.concatenate(edge_list)), triangles
+
+
+def ico_sphere(subdivisions: int = 2, radius: float = 1.0):
+    """(vertices (n, 3) [m], triangles (t, 3) int64, faces outward) of a closed sphere: the icosahedron subdivided
+    ``subdivisions`` times, every new vertex pushed onto the sphere (Blender's Ico Sphere). A test and bench mesh."""
+    t = (1.0 + 5.0**0.5) / 2.0
+    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t), (0, 1, -t),
+         (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
+    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4), (11, 10, 2), (10, 7, 6),
+         (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8), (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10),
+         (8, 6, 7), (9, 8, 1)]
+    vertices = [np.array(p, float) / np.linalg.norm(p) for p in v]
+    for _ in range(subdivisions):
+        midpoint, faces = {}, []
+        for a, b, c in f:
+            m = []
+            for i, j in ((a, b), (b, c), (c, a)):
+                key = (min(i, j), max(i, j))
+                if key not in midpoint:
+                    p = vertices[i] + vertices[j]
+                    vertices.append(p / np.linalg.norm(p))
+                    midpoint[key] = len(vertices) - 1
+                m.append(midpoint[key])
+            faces += [(a, m[0], m[2]), (b, m[1], m[0]), (c, m[2], m[1]), (m[0], m[1], m[2])]
+        f = faces
+    return radius * np.array(vertices), np.array(f, np.int64)

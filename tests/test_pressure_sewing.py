@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from solvers import SolverConfig, State, build_model, make_solver
-from solvers.builder import unique_edges
+from solvers.builder import ico_sphere, unique_edges
 from solvers.energies.pressure import GasPressure, OpenSurfaceError, closed_surface_problem, enclosed_volume
 from solvers.energies.sewing import SewingSprings
 from solvers.frame import advance_frame
@@ -12,33 +12,6 @@ from solvers.sewing import loose_edges, shrink_rest_lengths, sewn_positions
 SOLVERS = ("SYMPLECTIC_EULER", "IMPLICIT_EULER", "PBD", "XPBD", "PROJECTIVE", "NEWTON")
 IMPLICIT = ("IMPLICIT_EULER", "PROJECTIVE", "NEWTON")
 RNG = np.random.default_rng(7)
-
-
-def ico_sphere(subdivisions=2, radius=1.0):
-    """(vertices, triangles) of an icosphere, faces outward."""
-    t = (1.0 + 5.0**0.5) / 2.0
-    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t), (0, 1, -t),
-         (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
-    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4), (11, 10, 2), (10, 7, 6),
-         (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8), (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10),
-         (8, 6, 7), (9, 8, 1)]
-    vertices = [np.array(p, float) / np.linalg.norm(p) for p in v]
-    for _ in range(subdivisions):
-        cache, faces = {}, []
-
-        def middle(a, b, cache=cache):
-            key = (min(a, b), max(a, b))
-            if key not in cache:
-                m = vertices[a] + vertices[b]
-                vertices.append(m / np.linalg.norm(m))
-                cache[key] = len(vertices) - 1
-            return cache[key]
-
-        for a, b, c in f:
-            ab, bc, ca = middle(a, b), middle(b, c), middle(c, a)
-            faces += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
-        f = faces
-    return radius * np.array(vertices), np.array(f, np.int64)
 
 
 def triangle_edges(triangles):

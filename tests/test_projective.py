@@ -12,6 +12,7 @@ from solvers.collision.colliders.mesh_collider import MeshCollider
 from solvers.energies import HookeSprings
 from solvers.linalg import direct
 from solvers.linalg.eigen3 import det_3x3, jacobi_eigen
+from solvers.builder import ico_sphere as icosphere
 from solvers.model import tet_volumes
 from solvers.projective import ProjectiveSolver
 from solvers.linalg.eigen3 import rotation_svd
@@ -320,31 +321,6 @@ def test_tet_weights_give_linear_elasticity_at_small_strain():
     _, energy = term.project(term.A @ deformed, with_energy=True)
     expected = volume.sum() * (mu * np.sum(eps * eps) + 0.5 * lam * np.trace(eps) ** 2)
     assert energy == pytest.approx(expected, rel=1e-3)
-
-
-def icosphere(subdivisions=2, radius=1.0):
-    """A closed triangle sphere: the icosahedron subdivided ``subdivisions`` times, vertices on the sphere."""
-    t = (1.0 + 5.0**0.5) / 2.0
-    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t), (0, 1, -t),
-         (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
-    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4), (11, 10, 2), (10, 7, 6),
-         (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8), (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10),
-         (8, 6, 7), (9, 8, 1)]
-    vertices = [np.array(p, float) / np.linalg.norm(p) for p in v]
-    for _ in range(subdivisions):
-        midpoint, faces = {}, []
-        for a, b, c in f:
-            m = []
-            for i, j in ((a, b), (b, c), (c, a)):
-                key = (min(i, j), max(i, j))
-                if key not in midpoint:
-                    p = vertices[i] + vertices[j]
-                    vertices.append(p / np.linalg.norm(p))
-                    midpoint[key] = len(vertices) - 1
-                m.append(midpoint[key])
-            faces += [(a, m[0], m[2]), (b, m[1], m[0]), (c, m[2], m[1]), (m[0], m[1], m[2])]
-        f = faces
-    return radius * np.array(vertices), np.array(f)
 
 
 def test_internal_damping_takes_the_bounce_out_of_a_dropped_solid():
