@@ -73,6 +73,20 @@ def empty_scene(frames, cache_dir=None):
     return scene
 
 
+def ground_scene(frames):
+    """``empty_scene`` with a 30 m plane of Role Ground and Thickness 0 at the origin (bodies may touch z = 0 but
+    never go below it)."""
+    import bpy
+
+    scene = empty_scene(frames)
+    bpy.ops.mesh.primitive_plane_add(size=30.0)
+    ground = bpy.context.object
+    ground.name = "Ground"
+    ground.softsim.role = "GROUND"
+    ground.softsim.thickness = 0.0
+    return scene
+
+
 def lab_scene(n=11, frames=24, cache_dir=None, sphere_location=(0.0, 0.0, 0.0)):
     """The GAMES103 lab scene: a 10 m cloth of n x n vertices at z = 3 pinned at two corners, over a sphere of radius 2.7."""
     import bpy

@@ -1,13 +1,12 @@
 """Pressure, sewing and shrinking driven through bpy as a user would: a balloon dropped on the ground, two panels sewn
 together, a shrunk cloth, and the refusals."""
-import tempfile
 
 import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import evaluated_positions  # noqa: E402
+from blender_helpers import evaluated_positions, ground_scene  # noqa: E402
 
 FRAMES = 48
 PRESSURE = 1000.0  # Pa
@@ -18,17 +17,7 @@ BENDING = 1e-5  # N m
 
 
 def new_scene(frames=FRAMES):
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.render.fps, scene.render.fps_base = 24, 1.0
-    scene.softsim.cache_dir = tempfile.mkdtemp(prefix="softsim-cache-")
-    bpy.ops.mesh.primitive_plane_add(size=30.0)
-    ground = bpy.context.object
-    ground.name = "Ground"
-    ground.softsim.role = "GROUND"
-    ground.softsim.thickness = 0.0
-    return scene
+    return ground_scene(frames)
 
 
 def balloon(name, solver, pressure, height=1.5, radius=0.5):

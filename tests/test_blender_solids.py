@@ -1,12 +1,11 @@
 """Role Solid driven through bpy as a user would: tetrahedralize, bake onto the ground, embedded dense meshes, errors."""
-import tempfile
 
 import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_helpers import add_remeshed_suzanne, evaluated_positions, original_positions  # noqa: E402
+from blender_helpers import add_remeshed_suzanne, evaluated_positions, ground_scene, original_positions  # noqa: E402
 
 FRAMES = 48
 DROP = 1.0  # height of the bodies' lowest point above the ground at frame 1 [m]
@@ -16,17 +15,7 @@ SETTINGS = dict(solver="XPBD", substeps=10, iterations=5, damping=3.0, tet_resol
 
 
 def new_scene(frames=FRAMES):
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.render.fps, scene.render.fps_base = 24, 1.0
-    scene.softsim.cache_dir = tempfile.mkdtemp(prefix="softsim-cache-")
-    bpy.ops.mesh.primitive_plane_add(size=30.0)
-    ground = bpy.context.object
-    ground.name = "Ground"
-    ground.softsim.role = "GROUND"
-    ground.softsim.thickness = 0.0  # bodies may then touch z = 0 but never go below it
-    return scene
+    return ground_scene(frames)
 
 
 def solid(obj, name, **settings):
