@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from .output.names import CACHE_MODIFIER, LIVE_KEY, LIVE_MODIFIER, STAGED_KEY_PREFIX
-from .output.shape_keys import _bake_blocks, _muted_by_us
+from .output.shape_keys import _bake_blocks, _muted_by_us, action_curves
 
 
 def soft_sim_place(obj) -> int:
@@ -56,17 +56,6 @@ def _animated_paths(id_data) -> set:
     if anim.action is not None:
         paths |= {c.data_path for c in action_curves(anim)}
     return paths
-
-
-def action_curves(anim):
-    """The F-curves of the action assigned to ``anim`` (an AnimData with an action): from Blender 4.4 those of the
-    channelbag of its slot, before that the action's own."""
-    try:
-        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
-    except ImportError:
-        return anim.action.fcurves
-    bag = animdata_get_channelbag_for_assigned_slot(anim)
-    return bag.fcurves if bag is not None else ()
 
 
 def feeding_shape_keys(obj) -> list:

@@ -229,3 +229,27 @@ def test_a_bake_after_live_playback_puts_its_cache_where_the_live_modifier_was(a
     assert bpy.ops.softsim.bake() == {"FINISHED"}
     assert [m.name for m in cape.modifiers] == ["Armature", "SoftSim Cache", "Subdivision"]
     assert read_pc2(cache_file(cape))[0].shape == (6, len(original_positions(cape)), 3)  # simulated at the cape's count
+
+
+def test_freeing_a_shape_key_bake_leaves_no_action_on_keys_that_had_none(addon):
+    """Baking to shape keys keys their values, which gives the mesh's keys an action; on keys the user never animated,
+    Free deletes that action again (none left assigned, none left in the file), and the user's key is untouched."""
+    empty_scene(6)
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=N - 1, y_subdivisions=N - 1, size=2.0, location=(0.0, 0.0, 2.0))
+    cloth = bpy.context.object
+    co = original_positions(cloth)
+    cloth.vertex_groups.new(name="Edge").add(np.flatnonzero(co[:, 1] < -0.99).tolist(), 1.0, "REPLACE")
+    cloth.softsim.role, cloth.softsim.pin_group, cloth.softsim.output = "CLOTH", "Edge", "SHAPE_KEYS"
+    cloth.shape_key_add(name="Basis", from_mix=False)
+    cloth.shape_key_add(name="Bulge", from_mix=False)  # the user's key, never animated, at value 0
+    actions_before = set(bpy.data.actions.keys())
+    before = object_state(cloth)
+
+    assert bpy.ops.softsim.bake() == {"FINISHED"}
+    anim = cloth.data.shape_keys.animation_data
+    assert anim is not None and anim.action is not None  # the bake's keys are keyframed: an action of Blender's making
+    assert bpy.ops.softsim.free_bake() == {"FINISHED"}
+
+    assert object_state(cloth) == before
+    assert cloth.data.shape_keys.animation_data is None
+    assert set(bpy.data.actions.keys()) == actions_before

@@ -284,6 +284,8 @@ class SoftSimObjectSettings(bpy.types.PropertyGroup):
     is_baked: BoolProperty(name="Baked", default=False, options={"HIDDEN"})
     baked_output: StringProperty(name="Baked Output", default="", options={"HIDDEN"})
     created_basis: BoolProperty(default=False, options={"HIDDEN"}, description="The bake added the Basis shape key (freed with the bake)")
+    created_action: BoolProperty(default=False, options={"HIDDEN"},
+                                 description="The shape-key bake gave the keys an action they did not have (deleted when freed)")
     # The PC2 file a bake wrote, recorded so that freeing or re-baking deletes only a file this object
     # wrote from this .blend (never a copy's, a duplicate's still in use, or a user's).
     cache_token: StringProperty(default="", options={"HIDDEN"}, description="Random part of this object's cache file name, kept across bakes")

@@ -13,6 +13,17 @@ from .names import _BAKE_KEY, LIVE_KEY, OutputError, bake_key_name, is_bake_key
 # user's own keys are muted (shape keys add up: they would move the simulated vertices), and the ones
 # Soft Sim muted are unmuted when the bake is freed.
 
+def action_curves(anim):
+    """The F-curves of the action assigned to ``anim`` (an AnimData with an action): from Blender 4.4 those of the
+    channelbag of its slot, before that the action's own."""
+    try:
+        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+    except ImportError:
+        return anim.action.fcurves
+    bag = animdata_get_channelbag_for_assigned_slot(anim)
+    return bag.fcurves if bag is not None else ()
+
+
 def _ensure_basis(obj) -> bool:
     """Make sure the mesh has a Basis key; returns True if this call created it."""
     if obj.data.shape_keys is None:
@@ -112,6 +123,7 @@ def remove_shape_key_bake(obj) -> None:
     """Remove the keys (and their keyframes) of ``obj``'s shape-key bake; the user's keys come back unmuted."""
     blocks = _bake_blocks(obj)
     keys = obj.data.shape_keys
+    action = _keyed_action(obj)
     if blocks and keys.animation_data is not None and keys.animation_data.action is not None:
         for block in blocks:
             frame = int(_BAKE_KEY.match(block.name).group(1))
@@ -122,9 +134,41 @@ def remove_shape_key_bake(obj) -> None:
                     pass  # no key at that frame (the first and last keys have only two)
     for block in blocks:
         obj.shape_key_remove(block)
+    _drop_action_if_ours(obj, action)
     if obj.data.shape_keys is not None and obj.data.shape_keys.key_blocks.get(LIVE_KEY) is None:
         _unmute_user_keys(obj)
     _drop_basis_if_alone(obj)
+
+
+def _keyed_action(obj):
+    """The action on ``obj``'s shape keys if a shape-key bake created it (else None), taken before its keyframes go:
+    Blender 4.2 unassigns an action whose last F-curve is deleted."""
+    keys = obj.data.shape_keys
+    anim = keys.animation_data if keys is not None else None
+    return anim.action if obj.softsim.created_action and anim is not None else None
+
+
+def _has_curves(action) -> bool:
+    layers = getattr(action, "layers", None)  # layered actions from Blender 4.4 on; before, the action's own F-curves
+    if layers is None:
+        return len(action.fcurves) > 0
+    return any(len(bag.fcurves) for layer in layers for strip in layer.strips for bag in strip.channelbags)
+
+
+def _drop_action_if_ours(obj, action) -> None:
+    """Delete ``action`` (from ``_keyed_action``: made by a shape-key bake on keys that had none) once its keyframes are
+    gone, and the keys' then empty animation data. Kept whole if the user keyed something into it meanwhile, and kept
+    in the file if something else uses it."""
+    keys = obj.data.shape_keys
+    anim = keys.animation_data if keys is not None else None
+    if action is not None and not _has_curves(action):
+        if anim is not None and anim.action == action:
+            anim.action = None
+        if action.users == 0:
+            bpy.data.actions.remove(action)
+    if obj.softsim.created_action and anim is not None and anim.action is None and not anim.drivers and not anim.nla_tracks:
+        keys.animation_data_clear()
+    obj.softsim.created_action = False
 
 
 def has_our_keys(obj) -> bool:

@@ -71,6 +71,7 @@ class StagedShapeKeys:
         if self.created_basis:
             obj.softsim.created_basis = True
         keys = obj.data.shape_keys
+        had_action = keys.animation_data is not None and keys.animation_data.action is not None
         prefs = bpy.context.preferences.edit
         previous_interpolation = prefs.keyframe_new_interpolation_type
         prefs.keyframe_new_interpolation_type = "CONSTANT"  # a key is fully on at its frame, fully off elsewhere
@@ -90,6 +91,8 @@ class StagedShapeKeys:
         finally:
             prefs.keyframe_new_interpolation_type = previous_interpolation
         self.blocks = []
+        if names and not had_action:
+            obj.softsim.created_action = True  # keyframe_insert made the keys an action: Free deletes it again
         _mute_user_keys(obj, names)
         obj.data.update()
         return self.release.notes
