@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-lts test-sanitize test-package-50 build bench clean
+.PHONY: demo test test-lts test-sanitize test-package-50 build check-windows bench clean
 
 $(STAMP): requirements-dev.txt
 	@test -n "$(PYTHON)" || { echo "error: Python 3.13 is needed for the development venv (see above)" >&2; exit 1; }
@@ -69,6 +69,11 @@ test-package-50: $(STAMP_50)
 build: $(STAMP)
 	$(PY) tools/build_native.py --all
 	$(PY) tools/build.py
+
+# Runs the cross-built Windows x64 library under Wine against the Linux one (needs wine: apt-get install wine64).
+check-windows: $(STAMP)
+	$(PY) tools/build_native.py --all
+	$(PY) tools/cross_check.py
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-bench.txt
