@@ -63,6 +63,9 @@ SIGNATURES = {
     "softsim_air_apply": (None, (_P, _P, _I, _P, _P, _D, _I, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_check_state": (_I, (_P, _P, _I, _D)),
     "softsim_cloth_substeps": (_I, (_P, _I, _I, _P)),
+    # A mesh collider's nearest-triangle query (src/mesh_collider.c, mesh_kernels.MeshClosest).
+    "softsim_mesh_grid_build": (_I, (_P, _P, _I, _P, _P, _P, _I, _P)),
+    "softsim_mesh_closest": (_I, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _D, _P, _P, _P, _P, _P, _P, _P)),
 }
 
 

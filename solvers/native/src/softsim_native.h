@@ -182,4 +182,17 @@ SOFTSIM_API int64_t softsim_check_state(const double *x, const double *v, int64_
 SOFTSIM_API int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int64_t last,
                                            int64_t *status);
 
+/* A mesh collider's nearest-triangle query (mesh_collider.c, mesh_kernels.MeshClosest): a uniform grid over the
+ * collider's triangles in caller-owned buffers (returns the entries it needs; more than entry_capacity: nothing
+ * filled, grow and call again), and the nearest triangle within limit of each asked point (returns how many points
+ * have one). grid: (origin x, y, z, cell size, upper bound x, y, z); stamp: (1 + triangles). */
+SOFTSIM_API int64_t softsim_mesh_grid_build(const double *vertices, const int64_t *triangles, int64_t t,
+                                           const double *grid, const int64_t *dims, int64_t *cell_start,
+                                           int64_t entry_capacity, int64_t *entry_tri);
+SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points, int64_t k, const double *vertices,
+                                         const int64_t *triangles, const double *grid, const int64_t *dims,
+                                         const int64_t *cell_start, const int64_t *entry_tri, double limit,
+                                         int64_t *stamp, int64_t *out_row, int64_t *out_tri, double *out_bary,
+                                         double *out_q, double *out_d, int64_t *out_interior);
+
 #endif

@@ -1,0 +1,229 @@
+/* A mesh collider's nearest-triangle query, the twin of
+ * solvers/collision/colliders/mesh_collider.py MeshCollider._closest: for every asked point, the nearest of the
+ * collider's triangles within `limit`, with the barycentric weights of its closest point, that point, the unsigned
+ * distance and whether the point is interior to the triangle.
+ *
+ * The NumPy twin finds candidates with k-d trees over triangle pieces, kept per point between asks
+ * (mesh_broad_phase.py); here a uniform grid over the triangles' axis-aligned boxes does, built once per collider pose
+ * in the caller's buffers (softsim_mesh_grid_build). A point first tests the triangles of its own cell, which bounds
+ * its nearest distance, then every cell within that bound (at most `limit`): a triangle within distance r of the
+ * point has its box within r on every axis, so it is listed in a visited cell. The nearest is the least (distance,
+ * triangle index) over everything tested, the twin's rule (lowest triangle among equal distances), whatever the
+ * visit order. The distances repeat primitives.closest_weights / point_triangle_closest operation for operation in
+ * the orders of a mixed batch of the twin (self_collision.c says which einsum sums in which order): the twin's batch
+ * is its candidate set, which the grid does not reproduce, so a batch of the twin that is all border sums the border
+ * branch's dot products in another order and the two agree to a few ulps there (tests/test_native_mesh_collider.py
+ * holds them to 1e-12 relative and the nearest triangles equal).
+ *
+ * Grid layout (the binding's): grid = (origin x, y, z, cell size h, upper bound x, y, z), the origin and the upper
+ * bound those of every triangle's box; dims = (nx, ny, nz); cell (i, j, k) is
+ * i + nx (j + ny k); a coordinate a falls in cell floor((a - origin) / h) clamped to [0, dim - 1] on each axis, in
+ * the build and in the query alike (clamping only ever adds candidates). cell_start (cells + 1) and entry_tri
+ * (entries) hold the cells' triangles in CSR form, ascending within a cell.
+ */
+#include <math.h>
+
+#include "softsim_native.h"
+
+static inline double dot_rows(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
+static inline double dot_in_order(const double *u, const double *v) { return (u[0] * v[0] + u[1] * v[1]) + u[2] * v[2]; }
+static inline double min2(double a, double b) { return b < a ? b : a; }
+static inline double max2(double a, double b) { return b > a ? b : a; }
+static inline double clip01(double t) { return min2(max2(t, 0.0), 1.0); }
+
+/* The cell coordinate of a along one axis: floor((a - origin) / h) within [0, dim - 1] (NaN to 0). */
+static inline int64_t cell_of(double a, double origin, double h, int64_t dim)
+{
+    double f = floor((a - origin) / h);
+    if (!(f >= 0.0))
+        return 0;
+    if (f > (double)(dim - 1))
+        return dim - 1;
+    return (int64_t)f;
+}
+
+/* The cell ranges lo[3] .. hi[3] (inclusive) of the box [low, high]. */
+static void cell_range(const double *low, const double *high, const double *grid, const int64_t *dims, int64_t *lo,
+                       int64_t *hi)
+{
+    for (int a = 0; a < 3; ++a) {
+        lo[a] = cell_of(low[a], grid[a], grid[3], dims[a]);
+        hi[a] = cell_of(high[a], grid[a], grid[3], dims[a]);
+    }
+}
+
+static void triangle_box(const double *vertices, const int64_t *tri, double *low, double *high)
+{
+    for (int a = 0; a < 3; ++a) {
+        double p = vertices[3 * tri[0] + a], q = vertices[3 * tri[1] + a], r = vertices[3 * tri[2] + a];
+        low[a] = min2(min2(p, q), r);
+        high[a] = max2(max2(p, q), r);
+    }
+}
+
+SOFTSIM_API int64_t softsim_mesh_grid_build(const double *vertices, const int64_t *triangles, int64_t t, const double *grid,
+                                const int64_t *dims, int64_t *cell_start, int64_t entry_capacity, int64_t *entry_tri)
+{
+    int64_t cells = dims[0] * dims[1] * dims[2];
+    for (int64_t c = 0; c <= cells; ++c)
+        cell_start[c] = 0;
+    int64_t lo[3], hi[3];
+    double low[3], high[3];
+    for (int64_t f = 0; f < t; ++f) {
+        triangle_box(vertices, triangles + 3 * f, low, high);
+        cell_range(low, high, grid, dims, lo, hi);
+        for (int64_t k = lo[2]; k <= hi[2]; ++k)
+            for (int64_t j = lo[1]; j <= hi[1]; ++j)
+                for (int64_t i = lo[0]; i <= hi[0]; ++i)
+                    cell_start[i + dims[0] * (j + dims[1] * k)] += 1;
+    }
+    int64_t total = 0;
+    for (int64_t c = 0; c < cells; ++c) { /* cell_start[c]: the end of cell c */
+        total += cell_start[c];
+        cell_start[c] = total;
+    }
+    cell_start[cells] = total;
+    if (total > entry_capacity)
+        return total;
+    /* Filled from the last triangle down, each cell from its end: ascending triangles within a cell, and cell_start[c]
+     * ends at the start of cell c. */
+    for (int64_t f = t - 1; f >= 0; --f) {
+        triangle_box(vertices, triangles + 3 * f, low, high);
+        cell_range(low, high, grid, dims, lo, hi);
+        for (int64_t k = lo[2]; k <= hi[2]; ++k)
+            for (int64_t j = lo[1]; j <= hi[1]; ++j)
+                for (int64_t i = lo[0]; i <= hi[0]; ++i)
+                    entry_tri[--cell_start[i + dims[0] * (j + dims[1] * k)]] = f;
+    }
+    return total;
+}
+
+/* primitives.closest_weights and point_triangle_closest for one point and triangle: bary[3], q[3] (the einsum
+ * sum_j bary_j corner_j in order of j), and the return value interior. */
+static int closest_on_triangle(const double *P, const double *A, const double *B, const double *C, double *bary,
+                               double *q)
+{
+    double e1[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]};
+    double e2[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
+    double ap[3] = {P[0] - A[0], P[1] - A[1], P[2] - A[2]};
+    double d1 = dot_rows(e1, ap), d2 = dot_rows(e2, ap);
+    double e11 = dot_rows(e1, e1), e12 = dot_rows(e1, e2), e22 = dot_rows(e2, e2);
+    double denom = e11 * e22 - e12 * e12;
+    double v = e22 * d1 - e12 * d2;
+    double w = e11 * d2 - e12 * d1;
+    if (v >= 0.0 && w >= 0.0 && v + w <= denom && denom > 1e-12 * e11 * e22) {
+        double scale = 1.0 / denom;
+        v *= scale;
+        w *= scale;
+    } else {
+        double e3[3] = {e2[0] - e1[0], e2[1] - e1[1], e2[2] - e1[2]};
+        double bp[3] = {ap[0] - e1[0], ap[1] - e1[1], ap[2] - e1[2]};
+        double o33 = dot_in_order(e3, e3), d3 = dot_in_order(e3, bp);
+        double t_ab = clip01(d1 / max2(e11, 1e-300));
+        double t_ac = clip01(d2 / max2(e22, 1e-300));
+        double t_bc = clip01(d3 / max2(o33, 1e-300));
+        double s_ab = t_ab * (t_ab * e11 - 2.0 * d1);
+        double s_ac = t_ac * (t_ac * e22 - 2.0 * d2);
+        double s_bc = dot_in_order(bp, bp) - dot_in_order(ap, ap) + t_bc * (t_bc * o33 - 2.0 * d3);
+        int use_ac = s_ac < s_ab;
+        int use_bc = s_bc < min2(s_ab, s_ac);
+        v = use_bc ? 1.0 - t_bc : (use_ac ? 0.0 : t_ab);
+        w = use_bc ? t_bc : (use_ac ? t_ac : 0.0);
+    }
+    bary[0] = max2(1.0 - v - w, 0.0);
+    bary[1] = v;
+    bary[2] = w;
+    for (int a = 0; a < 3; ++a)
+        q[a] = (bary[0] * A[a] + bary[1] * B[a]) + bary[2] * C[a];
+    return v > 0.0 && w > 0.0 && v + w < 1.0;
+}
+
+/* Whether the box of half-width reach around P lies wholly beside the triangles' bounds grid[4..6] (so no triangle is
+ * within reach), or reach is not a length (negative, NaN). */
+static int beside(const double *P, double reach, const double *grid)
+{
+    if (!(reach >= 0.0))
+        return 1;
+    int out = 0;
+    for (int a = 0; a < 3; ++a)
+        out |= !(P[a] + reach >= grid[a]) || !(P[a] - reach <= grid[4 + a]);
+    return out;
+}
+
+typedef struct {
+    double d;
+    int64_t tri;
+    int interior;
+    double bary[3], q[3];
+} Nearest;
+
+/* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). */
+static void visit(const double *P, const double *vertices, const int64_t *triangles, const int64_t *dims,
+                  const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo, const int64_t *hi,
+                  int64_t *stamp, int64_t query, Nearest *best)
+{
+    double bary[3], q[3];
+    for (int64_t k = lo[2]; k <= hi[2]; ++k)
+        for (int64_t j = lo[1]; j <= hi[1]; ++j)
+            for (int64_t i = lo[0]; i <= hi[0]; ++i) {
+                int64_t c = i + dims[0] * (j + dims[1] * k);
+                for (int64_t e = cell_start[c]; e < cell_start[c + 1]; ++e) {
+                    int64_t f = entry_tri[e];
+                    if (stamp[f] == query)
+                        continue;
+                    stamp[f] = query;
+                    const int64_t *tri = triangles + 3 * f;
+                    int interior = closest_on_triangle(P, vertices + 3 * tri[0], vertices + 3 * tri[1],
+                                                       vertices + 3 * tri[2], bary, q);
+                    double r[3] = {P[0] - q[0], P[1] - q[1], P[2] - q[2]};
+                    double d = sqrt(dot_rows(r, r));
+                    if (d < best->d || (d == best->d && f < best->tri)) {
+                        best->d = d;
+                        best->tri = f;
+                        best->interior = interior;
+                        for (int a = 0; a < 3; ++a) {
+                            best->bary[a] = bary[a];
+                            best->q[a] = q[a];
+                        }
+                    }
+                }
+            }
+}
+
+SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points, int64_t k, const double *vertices,
+                             const int64_t *triangles, const double *grid, const int64_t *dims,
+                             const int64_t *cell_start, const int64_t *entry_tri, double limit, int64_t *stamp,
+                             int64_t *out_row, int64_t *out_tri, double *out_bary, double *out_q, double *out_d,
+                             int64_t *out_interior)
+{
+    int64_t found = 0, query = stamp[0];
+    int64_t lo[3], hi[3];
+    for (int64_t i = 0; i < k; ++i) {
+        const double *P = x + 3 * points[i];
+        Nearest best = {INFINITY, -1, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+        if (beside(P, limit, grid))
+            continue; /* nothing within limit (negative or NaN limit too) */
+        ++query;
+        cell_range(P, P, grid, dims, lo, hi); /* its own cell (or the nearest one) first: a bound on the distance */
+        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, &best);
+        /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance may
+         * lie a rounding farther), and never beyond limit. */
+        double reach = min2(limit, best.d * (1.0 + 1e-9) + 1e-12);
+        double low[3] = {P[0] - reach, P[1] - reach, P[2] - reach}, high[3] = {P[0] + reach, P[1] + reach, P[2] + reach};
+        cell_range(low, high, grid, dims, lo, hi);
+        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, &best);
+        if (best.tri < 0 || !(best.d <= limit))
+            continue;
+        out_row[found] = points[i];
+        out_tri[found] = best.tri;
+        out_d[found] = best.d;
+        out_interior[found] = best.interior;
+        for (int a = 0; a < 3; ++a) {
+            out_bary[3 * found + a] = best.bary[a];
+            out_q[3 * found + a] = best.q[a];
+        }
+        ++found;
+    }
+    stamp[0] = query;
+    return found;
+}
