@@ -88,7 +88,8 @@ def run(library) -> str:
     problem = _differs("pin tethers", x, y, 1.0)
     if problem:
         return problem
-    return run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
+    return (run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
+            or mesh_closest(library))
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -312,4 +313,30 @@ def _substeps(library) -> str:
     problem = _differs("air", u, v, 1.0)
     if problem:
         return problem
+    return ""
+
+
+# ------------------------------------------------------------------------------------------------- mesh colliders
+
+def mesh_closest(library, subdivisions: int = 1, seed: int = 5) -> str:
+    """The mesh collider's nearest-triangle query (src/mesh_collider.c, ``mesh_kernels.MeshClosest``) against
+    ``MeshCollider._closest`` on an ico sphere and points around it: the same nearest triangles, the same weights,
+    points and distances (to round-off: the twin's all-border batches sum in another order)."""
+    from ..builder import ico_sphere
+    from ..collision.colliders.mesh_collider import MeshCollider
+    from .mesh_kernels import MeshClosest
+
+    vertices, triangles = ico_sphere(subdivisions, 0.5)
+    x = np.random.default_rng(seed).uniform(-0.6, 0.6, size=(400, 3))
+    reference, native = MeshCollider(vertices, triangles, 0.01), MeshCollider(vertices, triangles, 0.01)
+    native.shared.native = MeshClosest(library, native.triangles, len(native.vertices))
+    want, got = reference._closest(x, 0.05), native._closest(x, 0.05)
+    if len(want[0]) == 0:
+        return "mesh closest: no point near the box"
+    if len(got[0]) != len(want[0]) or not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
+        return "mesh closest: nearest triangles differ from NumPy"
+    for name, a, b in zip(("weights", "points", "distances"), got[2:5], want[2:5]):
+        problem = _differs("mesh closest " + name, a, b, 1.0)
+        if problem:
+            return problem
     return ""
