@@ -66,6 +66,8 @@ SIGNATURES = {
     # A mesh collider's nearest-triangle query (src/mesh_collider.c, mesh_kernels.MeshClosest).
     "softsim_mesh_grid_build": (_I, (_P, _P, _I, _P, _P, _P, _I, _P)),
     "softsim_mesh_closest": (_I, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _D, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_mesh_corner_pairs": (_I, (_P, _P, _P, _I, _P, _D, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P)),
+    "softsim_mesh_edge_pairs": (_I, (_P, _P, _P, _I, _P, _D, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P)),
 }
 
 

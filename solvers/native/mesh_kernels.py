@@ -14,13 +14,16 @@ the positions, the asked rows and the pose are checked (dtype, contiguity, shape
 """
 import numpy as np
 
-from .kernels import F64, checked, checked_indices
+from .kernels import F64, I64, checked, checked_indices
 from .library import pointer
 
 POSES = 4
 """Grids kept per collider: the poses a substep asks from (start and end), with room for the next substep's."""
 MAX_CELLS = 1 << 20
 """Cells of a grid at most (the cell size grows until the grid fits)."""
+CELLS_PER_ELEMENT = 8
+"""Cells of a grid at most per element gridded (plus 64): a few corners (points, no size of their own) get a few large
+cells, not the finest grid the extent allows, which every query would walk cell by cell."""
 CELLS_PER_AXIS = 128
 """A grid's cells are at least the collider's longest extent over this."""
 
@@ -28,14 +31,15 @@ CELLS_PER_AXIS = 128
 def grid_shape(corners: np.ndarray):
     """The grid over triangles with corners (t, 3, 3) [m]: ((origin x, y, z, cell size h, upper x, y, z) (7,), dims
     (3,) int64). h is the median largest box side of the triangles (a triangle then spans a few cells), at least the
-    longest extent / CELLS_PER_AXIS, doubled until the grid has at most MAX_CELLS cells."""
+    longest extent / CELLS_PER_AXIS, doubled until the grid has at most MAX_CELLS cells and CELLS_PER_ELEMENT per
+    triangle (plus 64)."""
     low, high = corners.min(axis=(0, 1)), corners.max(axis=(0, 1))
     extent = high - low
     sides = (corners.max(axis=1) - corners.min(axis=1)).max(axis=1)
     h = max(float(np.median(sides)), float(extent.max()) / CELLS_PER_AXIS, 1e-9)
     while True:
         dims = np.floor(extent / h).astype(np.int64) + 1
-        if int(np.prod(dims)) <= MAX_CELLS:
+        if int(np.prod(dims)) <= min(MAX_CELLS, CELLS_PER_ELEMENT * len(corners) + 64):
             return np.concatenate([low, [h], high]).astype(np.float64), dims
         h *= 2.0
 
@@ -43,41 +47,34 @@ def grid_shape(corners: np.ndarray):
 class _Grid:
     """The grid of one pose: its vertices (kept alive: their address is the kernel's), shape and CSR buffers."""
 
-    def __init__(self, library, vertices, triangles):
+    def __init__(self, library, vertices, elements):
         self.vertices = vertices
-        self.grid, self.dims = grid_shape(vertices[triangles])
+        self.grid, self.dims = grid_shape(vertices[elements])
         cells = int(np.prod(self.dims))
         self.cell_start = np.zeros(cells + 1, np.int64)
-        capacity = 4 * len(triangles) + 16
+        capacity = 4 * len(elements) + 16
         while True:
-            self.entry_tri = np.zeros(capacity, np.int64)
-            need = library.softsim_mesh_grid_build(pointer(vertices), pointer(triangles), len(triangles),
+            self.entry = np.zeros(capacity, np.int64)
+            need = library.softsim_mesh_grid_build(pointer(vertices), pointer(elements), len(elements),
                                                    pointer(self.grid), pointer(self.dims), pointer(self.cell_start),
-                                                   capacity, pointer(self.entry_tri))
+                                                   capacity, pointer(self.entry))
             if need <= capacity:
                 break
             capacity = int(need)
 
 
-class MeshClosest:
-    """The native ``MeshCollider._closest`` of one collider's triangles (t, 3) over m vertices."""
+class _Gridded:
+    """One kind of a collider's elements as triangles (k, 3) of indices into its m vertices (a corner c as (c, c,
+    c), an edge (a, b) as (a, b, b)), checked once, with a grid per pose (the last POSES asked) and the query stamps
+    (``src/mesh_collider.c``)."""
 
-    def __init__(self, library, triangles, vertex_count: int):
+    def __init__(self, library, name: str, elements, vertex_count: int):
         self.library = library
         self.m = int(vertex_count)
-        self.triangles = checked_indices("triangles", triangles, self.m, (None, 3))
-        self.stamp = np.zeros(len(self.triangles) + 1, np.int64)
-        """[0]: the last query's number; [1 + f]: the last query that tested triangle f."""
+        self.elements = checked_indices(name, elements, self.m, (None, 3))
+        self.stamp = np.zeros(len(self.elements) + 1, np.int64)
+        """[0]: the last query's number; [1 + f]: the last query that tested element f."""
         self.grids = []
-        self._outputs(0)
-
-    def _outputs(self, count: int) -> None:
-        self.out_row = np.zeros(count, np.int64)
-        self.out_tri = np.zeros(count, np.int64)
-        self.out_bary = np.zeros((count, 3))
-        self.out_q = np.zeros((count, 3))
-        self.out_d = np.zeros(count)
-        self.out_interior = np.zeros(count, np.int64)
 
     def grid_for(self, vertices) -> _Grid:
         """The grid of the pose ``vertices`` (m, 3) float64 C-contiguous, built on its first ask."""
@@ -89,8 +86,59 @@ class MeshClosest:
             raise ValueError("vertices: must be finite")
         if len(self.grids) >= POSES:
             self.grids.pop(0)
-        self.grids.append(_Grid(self.library, vertices, self.triangles))
+        self.grids.append(_Grid(self.library, vertices, self.elements))
         return self.grids[-1]
+
+
+class _Pairs:
+    """Output buffers of a pair kernel (feature, body element, distance), grown when a call returns more pairs."""
+
+    def __init__(self):
+        self._grow(0)
+
+    def _grow(self, count: int) -> None:
+        self.feature = np.zeros(count, np.int64)
+        self.row = np.zeros(count, np.int64)
+        self.d = np.zeros(count)
+
+    def run(self, call):
+        """call(capacity, feature, row, d pointers) -> pair count, called again with room for all of them."""
+        while True:
+            count = call(len(self.d), pointer(self.feature), pointer(self.row), pointer(self.d))
+            if count <= len(self.d):
+                return self.feature[:count].copy(), self.row[:count].copy(), self.d[:count].copy()
+            self._grow(int(count * 1.5) + 16)
+
+
+class MeshClosest:
+    """The native queries of one collider's triangles (t, 3) over m vertices: ``MeshCollider._closest`` (``closest``)
+    and ``MeshFacePairs._pairs_within`` (``face_pairs``)."""
+
+    def __init__(self, library, triangles, vertex_count: int):
+        self.library = library
+        self.m = int(vertex_count)
+        self.faces = _Gridded(library, "triangles", triangles, self.m)
+        self.triangles = self.faces.elements
+        self._outputs(0)
+        self.corners = self.sharp = None
+        """The corners and sharp edges gridded (``_Gridded``), set on the first ``face_pairs``."""
+        self._body = self._corner_ids = self._sharp_ids = None
+        self._corner_pairs, self._edge_pairs = _Pairs(), _Pairs()
+
+    @property
+    def grids(self):
+        return self.faces.grids
+
+    def grid_for(self, vertices) -> _Grid:
+        return self.faces.grid_for(vertices)
+
+    def _outputs(self, count: int) -> None:
+        self.out_row = np.zeros(count, np.int64)
+        self.out_tri = np.zeros(count, np.int64)
+        self.out_bary = np.zeros((count, 3))
+        self.out_q = np.zeros((count, 3))
+        self.out_d = np.zeros(count)
+        self.out_interior = np.zeros(count, np.int64)
 
     def closest(self, vertices, x, points, limit: float):
         """``_closest``'s answer for the rows ``points`` (k,) int64 of x (n, 3) float64 against the pose
@@ -98,16 +146,60 @@ class MeshClosest:
         (j,) [m], interior (j,) bool) for the j points with a triangle within limit [m], in the order of points."""
         checked("x", x, F64, (None, 3))
         points = checked_indices("points", points, len(x), (None,))
-        grid = self.grid_for(vertices)
+        grid = self.faces.grid_for(vertices)
         if len(self.out_row) < len(points):
             self._outputs(max(len(points), 2 * len(self.out_row)))
         found = self.library.softsim_mesh_closest(
             pointer(x), pointer(points), len(points), pointer(vertices), pointer(self.triangles), pointer(grid.grid),
-            pointer(grid.dims), pointer(grid.cell_start), pointer(grid.entry_tri), float(limit), pointer(self.stamp),
+            pointer(grid.dims), pointer(grid.cell_start), pointer(grid.entry), float(limit), pointer(self.faces.stamp),
             pointer(self.out_row), pointer(self.out_tri), pointer(self.out_bary), pointer(self.out_q),
             pointer(self.out_d), pointer(self.out_interior))
         return (self.out_row[:found].copy(), self.out_tri[:found].copy(), self.out_bary[:found].copy(),
                 self.out_q[:found].copy(), self.out_d[:found].copy(), self.out_interior[:found] != 0)
+
+    def _body_checked(self, x, triangles, edges):
+        """A body's triangles (t, 3) and edges (e, 2) checked against x (n, 3) once per pair of arrays."""
+        known = self._body
+        if known is None or known[0] is not triangles or known[1] is not edges or known[2] != len(x):
+            checked_indices("body triangles", triangles, len(x), (None, 3))
+            checked_indices("body edges", edges, len(x), (None, 2))
+            self._body = known = (triangles, edges, len(x))
+        return known
+
+    def face_pairs(self, vertices, corners, sharp, travel: float, x, triangles, tri_rows, tri_reach, edges,
+                   edge_rows, edge_reach):
+        """``_pairs_within``'s answer at the pose ``vertices`` (m, 3), with the collider's corners (c,) and sharp
+        edges (s, 2) (the same arrays every call: ``_Shared.corners``, ``.edges``) and the travel [m]: ((corner,
+        body triangle, distance), (sharp edge, body edge, distance)), each sorted by body element then feature, for
+        the body triangles tri_rows (k,) within tri_reach (k,) [m] and the body edges edge_rows (e,) within
+        edge_reach (e,) of a body at x (n, 3) with triangles (t, 3) and edges (e, 2)."""
+        if self.corners is None or corners is not self._corner_ids or sharp is not self._sharp_ids:
+            as_corners = np.ascontiguousarray(np.repeat(checked("corners", corners, I64, (None,))[:, None], 3, axis=1))
+            as_edges = np.ascontiguousarray(checked("sharp edges", sharp, I64, (None, 2))[:, [0, 1, 1]])
+            self.corners = _Gridded(self.library, "corners", as_corners, self.m)
+            self.sharp = _Gridded(self.library, "sharp edges", as_edges, self.m)
+            self._corner_ids, self._sharp_ids = np.ascontiguousarray(corners), np.ascontiguousarray(sharp)
+        checked("x", x, F64, (None, 3))
+        self._body_checked(x, triangles, edges)
+        tri_rows = checked_indices("tri_rows", tri_rows, len(triangles), (None,))
+        edge_rows = checked_indices("edge_rows", edge_rows, len(edges), (None,))
+        tri_reach = checked("tri_reach", tri_reach, F64, (len(tri_rows),))
+        edge_reach = checked("edge_reach", edge_reach, F64, (len(edge_rows),))
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        corner_pairs = edge_pairs = empty
+        if len(self.corners.elements) and len(tri_rows):
+            grid = self.corners.grid_for(vertices)
+            corner_pairs = self._corner_pairs.run(lambda capacity, f, r, d: self.library.softsim_mesh_corner_pairs(
+                pointer(x), pointer(triangles), pointer(tri_rows), len(tri_rows), pointer(tri_reach), float(travel),
+                pointer(vertices), pointer(self._corner_ids), pointer(grid.grid), pointer(grid.dims),
+                pointer(grid.cell_start), pointer(grid.entry), pointer(self.corners.stamp), capacity, f, r, d))
+        if len(self.sharp.elements) and len(edge_rows):
+            grid = self.sharp.grid_for(vertices)
+            edge_pairs = self._edge_pairs.run(lambda capacity, f, r, d: self.library.softsim_mesh_edge_pairs(
+                pointer(x), pointer(edges), pointer(edge_rows), len(edge_rows), pointer(edge_reach), float(travel),
+                pointer(vertices), pointer(self._sharp_ids), pointer(grid.grid), pointer(grid.dims),
+                pointer(grid.cell_start), pointer(grid.entry), pointer(self.sharp.stamp), capacity, f, r, d))
+        return corner_pairs, edge_pairs
 
 
 def attach(library, colliders) -> None:

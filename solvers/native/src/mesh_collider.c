@@ -227,3 +227,174 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
     stamp[0] = query;
     return found;
 }
+
+/* ------------------------------------------------------------------------------------------------- face pairs */
+
+/* The twin of mesh_face_pairs.MeshFacePairs._pairs_within: the collider corners within reach of body triangles and
+ * the collider's sharp edges within reach of body edges, exact distances, in the twin's (sorted) order: by body
+ * element in the order asked, then collider feature ascending. The corners and sharp edges are gridded as the
+ * triangles are (a corner c as the triangle (c, c, c), an edge (a, b) as (a, b, b)); a body element visits the cells
+ * of its box grown by its reach (reach + travel, widened as the twin's test: a pair within reach has the feature in
+ * that box). Distances repeat primitives.point_triangle_distance and segment_distance (src comment at the top on
+ * all-border batches). Returns the pair count, writing the first `capacity` of them: a larger return asks the caller
+ * to grow and call again. */
+
+/* Sort out_f[from .. to) ascending, carrying out_d (a few features per body element: insertion sort). */
+static void sort_features(int64_t *out_f, double *out_d, int64_t from, int64_t to)
+{
+    for (int64_t i = from + 1; i < to; ++i) {
+        int64_t f = out_f[i];
+        double d = out_d[i];
+        int64_t j = i - 1;
+        for (; j >= from && out_f[j] > f; --j) {
+            out_f[j + 1] = out_f[j];
+            out_d[j + 1] = out_d[j];
+        }
+        out_f[j + 1] = f;
+        out_d[j + 1] = d;
+    }
+}
+
+static void grown_box(const double *const *points, int count, double reach, double *low, double *high)
+{
+    for (int a = 0; a < 3; ++a) {
+        double lo = points[0][a], hi = points[0][a];
+        for (int k = 1; k < count; ++k) {
+            lo = min2(lo, points[k][a]);
+            hi = max2(hi, points[k][a]);
+        }
+        low[a] = lo - reach;
+        high[a] = hi + reach;
+    }
+}
+
+/* Whether the box [low, high] misses the grid's bounds (or is not a box: NaN). */
+static int box_beside(const double *low, const double *high, const double *grid)
+{
+    int out = 0;
+    for (int a = 0; a < 3; ++a)
+        out |= !(high[a] >= grid[a]) || !(low[a] <= grid[4 + a]);
+    return out;
+}
+
+SOFTSIM_API int64_t softsim_mesh_corner_pairs(const double *x, const int64_t *triangles, const int64_t *rows,
+                                              int64_t k, const double *reach, double travel, const double *vertices,
+                                              const int64_t *corners, const double *grid, const int64_t *dims,
+                                              const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
+                                              int64_t capacity, int64_t *out_corner, int64_t *out_row,
+                                              double *out_d)
+{
+    int64_t count = 0, query = stamp[0];
+    int64_t lo[3], hi[3];
+    double low[3], high[3], bary[3], q[3];
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t *tri = triangles + 3 * rows[i];
+        const double *A = x + 3 * tri[0], *B = x + 3 * tri[1], *C = x + 3 * tri[2];
+        const double *corner_points[3] = {A, B, C};
+        double limit = (reach[i] + travel) * (1.0 + 1e-12) + 1e-12;
+        grown_box(corner_points, 3, limit, low, high);
+        if (box_beside(low, high, grid))
+            continue;
+        ++query;
+        cell_range(low, high, grid, dims, lo, hi);
+        int64_t first = count;
+        for (int64_t cz = lo[2]; cz <= hi[2]; ++cz)
+            for (int64_t cy = lo[1]; cy <= hi[1]; ++cy)
+                for (int64_t cx = lo[0]; cx <= hi[0]; ++cx) {
+                    int64_t c = cx + dims[0] * (cy + dims[1] * cz);
+                    for (int64_t e = cell_start[c]; e < cell_start[c + 1]; ++e) {
+                        int64_t f = entry[e];
+                        if (stamp[1 + f] == query)
+                            continue;
+                        stamp[1 + f] = query;
+                        const double *P = vertices + 3 * corners[f];
+                        closest_on_triangle(P, A, B, C, bary, q);
+                        /* point_triangle_distance: r = p - b0 a - b1 b - b2 c, left to right */
+                        double r[3];
+                        for (int a = 0; a < 3; ++a)
+                            r[a] = ((P[a] - bary[0] * A[a]) - bary[1] * B[a]) - bary[2] * C[a];
+                        double d = sqrt(dot_rows(r, r));
+                        if (d <= limit) {
+                            if (count < capacity) {
+                                out_corner[count] = f;
+                                out_row[count] = rows[i];
+                                out_d[count] = d;
+                            }
+                            ++count;
+                        }
+                    }
+                }
+        if (count <= capacity)
+            sort_features(out_corner, out_d, first, count);
+    }
+    stamp[0] = query;
+    return count;
+}
+
+/* primitives.closest_points_segments then segment_distance's r and distance, for one pair. */
+static double segment_distance(const double *p1, const double *q1, const double *p2, const double *q2)
+{
+    double d1[3] = {q1[0] - p1[0], q1[1] - p1[1], q1[2] - p1[2]};
+    double d2[3] = {q2[0] - p2[0], q2[1] - p2[1], q2[2] - p2[2]};
+    double r[3] = {p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2]};
+    double a = max2(dot_rows(d1, d1), 1e-300), e = max2(dot_rows(d2, d2), 1e-300);
+    double b = dot_rows(d1, d2), c = dot_rows(d1, r), f = dot_rows(d2, r);
+    double denom = a * e - b * b;
+    int ok = denom > 1e-12 * a * e;
+    double s = ok ? clip01((b * f - c * e) / denom) : 0.0;
+    double t = (b * s + f) / e;
+    s = t < 0.0 ? clip01(-c / a) : (t > 1.0 ? clip01((b - c) / a) : s);
+    t = clip01(t);
+    double gap[3];
+    for (int k = 0; k < 3; ++k)
+        gap[k] = ((p1[k] + s * d1[k]) - p2[k]) - t * d2[k];
+    return sqrt(dot_rows(gap, gap));
+}
+
+SOFTSIM_API int64_t softsim_mesh_edge_pairs(const double *x, const int64_t *edges, const int64_t *rows, int64_t m,
+                                            const double *reach, double travel, const double *vertices,
+                                            const int64_t *sharp, const double *grid, const int64_t *dims,
+                                            const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
+                                            int64_t capacity, int64_t *out_edge, int64_t *out_row, double *out_d)
+{
+    int64_t count = 0, query = stamp[0];
+    int64_t lo[3], hi[3];
+    double low[3], high[3];
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t *edge = edges + 2 * rows[i];
+        const double *A = x + 3 * edge[0], *B = x + 3 * edge[1];
+        const double *ends[2] = {A, B};
+        double limit = (reach[i] + travel) * (1.0 + 1e-12) + 1e-12;
+        grown_box(ends, 2, limit, low, high);
+        if (box_beside(low, high, grid))
+            continue;
+        ++query;
+        cell_range(low, high, grid, dims, lo, hi);
+        int64_t first = count;
+        for (int64_t cz = lo[2]; cz <= hi[2]; ++cz)
+            for (int64_t cy = lo[1]; cy <= hi[1]; ++cy)
+                for (int64_t cx = lo[0]; cx <= hi[0]; ++cx) {
+                    int64_t c = cx + dims[0] * (cy + dims[1] * cz);
+                    for (int64_t e = cell_start[c]; e < cell_start[c + 1]; ++e) {
+                        int64_t f = entry[e];
+                        if (stamp[1 + f] == query)
+                            continue;
+                        stamp[1 + f] = query;
+                        const int64_t *mine = sharp + 2 * f;
+                        double d = segment_distance(vertices + 3 * mine[0], vertices + 3 * mine[1], A, B);
+                        if (d <= limit) {
+                            if (count < capacity) {
+                                out_edge[count] = f;
+                                out_row[count] = rows[i];
+                                out_d[count] = d;
+                            }
+                            ++count;
+                        }
+                    }
+                }
+        if (count <= capacity)
+            sort_features(out_edge, out_d, first, count);
+    }
+    stamp[0] = query;
+    return count;
+}

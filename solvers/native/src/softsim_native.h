@@ -195,4 +195,20 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
                                          int64_t *stamp, int64_t *out_row, int64_t *out_tri, double *out_bary,
                                          double *out_q, double *out_d, int64_t *out_interior);
 
+/* A mesh collider's face pairs (mesh_collider.c): its corners within reach of body triangles and its sharp edges
+ * within reach of body edges, with exact distances, sorted by body element then feature; grids of the corners (as
+ * triangles (c, c, c)) and sharp edges (as (a, b, b)) from softsim_mesh_grid_build. Return the pair count (only
+ * the first capacity written; more asks for a retry). */
+SOFTSIM_API int64_t softsim_mesh_corner_pairs(const double *x, const int64_t *triangles, const int64_t *rows,
+                                              int64_t k, const double *reach, double travel, const double *vertices,
+                                              const int64_t *corners, const double *grid, const int64_t *dims,
+                                              const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
+                                              int64_t capacity, int64_t *out_corner, int64_t *out_row,
+                                              double *out_d);
+SOFTSIM_API int64_t softsim_mesh_edge_pairs(const double *x, const int64_t *edges, const int64_t *rows, int64_t m,
+                                            const double *reach, double travel, const double *vertices,
+                                            const int64_t *sharp, const double *grid, const int64_t *dims,
+                                            const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
+                                            int64_t capacity, int64_t *out_edge, int64_t *out_row, double *out_d);
+
 #endif
