@@ -98,11 +98,12 @@ def test_irregular_meshes_and_moving_poses(library):
 def test_grid_grows_its_entries_and_bounds_its_cells(library):
     """A few large triangles among many small ones: the large ones span many cells, more entries than the first
     guess (the build asks for more and is called again); a long thin mesh keeps within MAX_CELLS."""
-    small_v, small_t = ico_sphere(3, 0.05)
-    big_v = np.array([[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
-    vertices = np.concatenate([small_v, big_v])
-    m = len(small_v)
-    triangles = np.concatenate([small_t, [[m, m + 1, m + 2], [m, m + 1, m + 3], [m + 1, m + 2, m + 3]]])
+    rng = np.random.default_rng(11)
+    centres = rng.uniform(-1.0, 1.0, size=(2000, 1, 3))
+    tiny = (centres + rng.uniform(-0.01, 0.01, size=(2000, 3, 3))).reshape(-1, 3)
+    large = rng.uniform(-1.0, 1.0, size=(120, 3))
+    vertices = np.concatenate([tiny, large])
+    triangles = np.concatenate([np.arange(len(tiny)).reshape(-1, 3), len(tiny) + np.arange(120).reshape(-1, 3)])
     reference, native = _pair(library, vertices, triangles)
     x = np.random.default_rng(3).uniform(-1.1, 1.1, size=(1500, 3))
     _assert_same(reference._closest(x, 0.05), native._closest(x, 0.05))
@@ -172,3 +173,87 @@ def test_box_drape_bakes_alike_on_both_compute_paths(library):
     assert x_native[:, 2].max() < 0.6 and x_native[:, 2].min() > 0.0  # landed
     over = (np.abs(x_native[:, 0]) < 0.45) & (np.abs(x_native[:, 1]) < 0.45)
     assert over.any() and x_native[over, 2].min() >= 0.5 + 0.008  # on the top, at its thickness
+
+
+def _cloth_over_box(drop, seed=1):
+    v, _, t = grid_cloth(31, 3.0, height=0.51)
+    rng = np.random.default_rng(seed)
+    x = v + rng.normal(scale=0.02, size=v.shape)
+    x[:, 2] += drop - 0.02 * np.cos(3.0 * x[:, 0])
+    return np.ascontiguousarray(x), np.ascontiguousarray(t, np.int64)
+
+
+@pytest.mark.parametrize("level", [0, 3])
+@pytest.mark.parametrize("drop", [0.0, 0.05, -0.3])
+def test_face_pairs_equal_their_numpy_twin(library, level, drop):
+    """Corner-triangle and edge-edge pairs of a crumpled cloth over a box (lying on it, above it, cut through by
+    it): the same pairs in the same order (body element, then feature) and distances, found anew and refreshed."""
+    x, t = _cloth_over_box(drop)
+    reference, native = _pair(library, *subdivided_box(level))
+    for step in range(3):
+        want, got = reference.face_pairs(x, t), native.face_pairs(x, t)
+        assert len(want.edge_distance) > 10
+        for a, b in zip(got.corner_triangle + got.edge_edge, want.corner_triangle + want.edge_edge):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(got.corner_distance, want.corner_distance, rtol=RTOL, atol=1e-15)
+        np.testing.assert_allclose(got.edge_distance, want.edge_distance, rtol=RTOL, atol=1e-15)
+        x = x.copy()
+        x[::7] += 0.03 * (step + 1)  # a few points beyond their allowances: a refresh
+    # A moving collider's pairs (the travel widens every reach).
+    vertices, triangles = subdivided_box(level)
+    lists = []
+    for query in (None, MeshClosest):
+        moving = MeshCollider(vertices + [0.0, 0.0, 0.04], triangles, 0.01).moving_from(
+            MeshCollider(vertices, triangles, 0.01))
+        if query is not None:
+            moving.shared.native = query(library, moving.triangles, len(moving.vertices))
+        lists.append(moving.face_pairs(x, t))
+    for a, b in zip(lists[1].corner_triangle + lists[1].edge_edge, lists[0].corner_triangle + lists[0].edge_edge):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_face_pair_buffers_grow(library):
+    """A reach wide enough for thousands of pairs: the pair buffers grow until they hold them."""
+    x, t = _cloth_over_box(0.0)
+    reference, native = _pair(library, *subdivided_box(2))
+    want, got = reference.face_pairs(x, t, reach=0.3), native.face_pairs(x, t, reach=0.3)
+    assert len(got.edge_distance) > 3000
+    np.testing.assert_array_equal(got.edge_edge[1], want.edge_edge[1])
+    np.testing.assert_allclose(got.edge_distance, want.edge_distance, rtol=RTOL, atol=1e-15)
+
+
+def test_face_pairs_refuse_bad_input(library):
+    vertices, triangles = box()
+    collider = MeshCollider(vertices, triangles, 0.01)
+    query = MeshClosest(library, collider.triangles, len(collider.vertices))
+    x, t = _cloth_over_box(0.0)
+    edges = collider._body_edges(t)
+    corners, sharp = collider.shared.corners, collider.shared.edges
+    rows, reach = np.arange(len(t), dtype=np.int64), np.full(len(t), 0.04)
+    edge_rows, edge_reach = np.arange(len(edges), dtype=np.int64), np.full(len(edges), 0.04)
+
+    def call(**changed):
+        arguments = dict(vertices=collider.vertices, corners=corners, sharp=sharp, travel=0.0, x=x, triangles=t,
+                         tri_rows=rows, tri_reach=reach, edges=edges, edge_rows=edge_rows, edge_reach=edge_reach)
+        arguments.update(changed)
+        return query.face_pairs(**arguments)
+
+    assert len(call()[1][0]) > 0
+    with pytest.raises(ValueError, match="tri_rows"):
+        call(tri_rows=rows + 1)
+    with pytest.raises(ValueError, match="edge_rows"):
+        call(edge_rows=edge_rows.astype(np.int32))
+    with pytest.raises(ValueError, match="tri_reach"):
+        call(tri_reach=reach[:-1])
+    with pytest.raises(ValueError, match="body triangles"):
+        call(triangles=np.where(t == 0, len(x), t))
+    with pytest.raises(ValueError, match="body edges"):
+        call(edges=np.ascontiguousarray(edges[:, ::-1]) * 2)
+    with pytest.raises(ValueError, match="x"):
+        call(x=x[:, :2].copy())
+    other = MeshClosest(library, collider.triangles, len(collider.vertices))
+    with pytest.raises(ValueError, match="corners"):
+        other.face_pairs(collider.vertices, corners + 8, sharp, 0.0, x, t, rows, reach, edges, edge_rows, edge_reach)
+    with pytest.raises(ValueError, match="sharp edges"):
+        other.face_pairs(collider.vertices, corners, sharp.astype(np.float64), 0.0, x, t, rows, reach, edges,
+                         edge_rows, edge_reach)

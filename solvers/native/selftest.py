@@ -319,9 +319,10 @@ def _substeps(library) -> str:
 # ------------------------------------------------------------------------------------------------- mesh colliders
 
 def mesh_closest(library, subdivisions: int = 1, seed: int = 5) -> str:
-    """The mesh collider's nearest-triangle query (src/mesh_collider.c, ``mesh_kernels.MeshClosest``) against
-    ``MeshCollider._closest`` on an ico sphere and points around it: the same nearest triangles, the same weights,
-    points and distances (to round-off: the twin's all-border batches sum in another order)."""
+    """The mesh collider's queries (src/mesh_collider.c, ``mesh_kernels.MeshClosest``) against their twins on an ico
+    sphere: ``MeshCollider._closest`` for points around it (the same nearest triangles, the same weights, points and
+    distances, to round-off: the twin's all-border batches sum in another order) and ``face_pairs`` of a cloth over
+    it (the same pairs and distances)."""
     from ..builder import ico_sphere
     from ..collision.colliders.mesh_collider import MeshCollider
     from .mesh_kernels import MeshClosest
@@ -339,4 +340,16 @@ def mesh_closest(library, subdivisions: int = 1, seed: int = 5) -> str:
         problem = _differs("mesh closest " + name, a, b, 1.0)
         if problem:
             return problem
-    return ""
+    # The face pairs of a cloth draped over the sphere's cap (its corners and sharp edges against the cloth).
+    from ..builder import grid_cloth
+
+    cloth, _, cloth_triangles = grid_cloth(9, 0.6, height=0.5)
+    cloth[:, 2] -= 2.0 * (cloth[:, 0] ** 2 + cloth[:, 1] ** 2)
+    want, got = reference.face_pairs(cloth, cloth_triangles), native.face_pairs(cloth, cloth_triangles)
+    if not len(want.corner_distance) or not len(want.edge_distance):
+        return "mesh face pairs: none near the sphere"
+    for a, b in zip(got.corner_triangle + got.edge_edge, want.corner_triangle + want.edge_edge):
+        if not np.array_equal(a, b):
+            return "mesh face pairs differ from NumPy"
+    return (_differs("mesh corner pairs", got.corner_distance, want.corner_distance, 1.0)
+            or _differs("mesh edge pairs", got.edge_distance, want.edge_distance, 1.0))
