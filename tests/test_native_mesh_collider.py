@@ -257,3 +257,67 @@ def test_face_pairs_refuse_bad_input(library):
     with pytest.raises(ValueError, match="sharp edges"):
         other.face_pairs(collider.vertices, corners, sharp.astype(np.float64), 0.0, x, t, rows, reach, edges,
                          edge_rows, edge_reach)
+
+
+@pytest.mark.parametrize("level", [0, 3])
+@pytest.mark.parametrize("friction", [0.0, 0.3])
+def test_face_pushes_equal_their_numpy_twin(library, level, friction):
+    """The corner and edge pushes of a crumpled cloth pressed onto a box (its start a step above), measured and
+    applied: the same pairs kept, the same geometry, the same positions after a whole ``resolve_faces``."""
+    x, t = _cloth_over_box(-0.01)
+    x_prev = x + [0.003, -0.002, 0.01]
+    inv_mass = np.ones(len(x))
+    inv_mass[::13] = 0.0
+    reference, native = _pair(library, *subdivided_box(level))
+    reference.friction = native.friction = friction
+    pairs = reference.face_pairs(x, t)
+    edges = reference._body_edges(t)
+    for kind in ("_corner_pushes", "_edge_pushes"):
+        body = t if kind == "_corner_pushes" else edges
+        which = pairs.corner_triangle if kind == "_corner_pushes" else pairs.edge_edge
+        want = getattr(reference, kind)(x, x_prev, body, reference, which)
+        got = getattr(native, kind)(x, x_prev, body, native, which)
+        assert len(want) > 5
+        for field in ("stencil", "weights", "direction", "depth", "slip", "origin"):
+            assert_same(getattr(got, field), getattr(want, field))
+        y, z = x.copy(), x.copy()
+        moved = reference._apply(y, inv_mass, want, want.depth, want.slip)
+        assert moved > 0 and native._apply(z, inv_mass, got, got.depth, got.slip) == moved
+        assert_same(z, y)
+    y, z = x.copy(), x.copy()
+    assert reference.resolve_faces(y, x_prev, inv_mass, t) == native.resolve_faces(z, x_prev, inv_mass, t) > 0
+    assert_same(z, y)
+
+
+def test_face_pushes_refuse_bad_input(library):
+    vertices, triangles = box()
+    collider = MeshCollider(vertices, triangles, 0.01)
+    query = MeshClosest(library, collider.triangles, len(collider.vertices))
+    x, t = _cloth_over_box(-0.01)
+    corners, v = collider.shared.corners, collider.vertices
+    ci, ti = np.zeros(3, np.int64), np.arange(3, dtype=np.int64)
+    assert len(query.corner_pushes(x, x, t, v, v, corners, ci, ti, 0.01)[3]) <= 3
+    with pytest.raises(ValueError, match="x_prev"):
+        query.corner_pushes(x, x[:-1].copy(), t, v, v, corners, ci, ti, 0.01)
+    with pytest.raises(ValueError, match="feature pairs"):
+        query.corner_pushes(x, x, t, v, v, corners, ci + len(corners), ti, 0.01)
+    with pytest.raises(ValueError, match="body pairs"):
+        query.corner_pushes(x, x, t, v, v, corners, ci, ti[:2].copy(), 0.01)
+    with pytest.raises(ValueError, match="start vertices"):
+        query.corner_pushes(x, x, t, v, v[:4].copy(), corners, ci, ti, 0.01)
+    with pytest.raises(ValueError, match="body edges"):
+        query.edge_pushes(x, x, t, v, v, collider.shared.edges, ci, ti, 0.01)
+    stencil, weights = np.array([[0, 1, 2]], np.int64), np.full((1, 3), 1.0 / 3.0)
+    direction, depth, slip = np.array([[0.0, 0.0, 1.0]]), np.array([0.01]), np.zeros((1, 3))
+    inv_mass = np.ones(len(x))
+    assert query.apply(x.copy(), inv_mass, stencil, weights, direction, depth, slip, 0.2) == 1
+    with pytest.raises(ValueError, match="stencil"):
+        query.apply(x, inv_mass, stencil + len(x), weights, direction, depth, slip, 0.2)
+    with pytest.raises(ValueError, match="stencil"):
+        query.apply(x, inv_mass, np.zeros((1, 4), np.int64), np.zeros((1, 4)), direction, depth, slip, 0.2)
+    with pytest.raises(ValueError, match="inv_mass"):
+        query.apply(x, inv_mass[:-1].copy(), stencil, weights, direction, depth, slip, 0.2)
+    with pytest.raises(ValueError, match="weights"):
+        query.apply(x, inv_mass, stencil, weights[:, :2].copy(), direction, depth, slip, 0.2)
+    with pytest.raises(ValueError, match="slip"):
+        query.apply(x, inv_mass, stencil, weights, direction, depth, slip.astype(np.float32), 0.2)

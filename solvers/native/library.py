@@ -68,6 +68,9 @@ SIGNATURES = {
     "softsim_mesh_closest": (_I, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _D, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_mesh_corner_pairs": (_I, (_P, _P, _P, _I, _P, _D, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P)),
     "softsim_mesh_edge_pairs": (_I, (_P, _P, _P, _I, _P, _D, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P)),
+    "softsim_mesh_corner_pushes": (_I, (_P, _P, _P, _P, _P, _P, _P, _P, _I, _D, _P, _P, _P, _P, _P, _P)),
+    "softsim_mesh_edge_pushes": (_I, (_P, _P, _P, _P, _P, _P, _P, _P, _I, _D, _P, _P, _P, _P, _P, _P)),
+    "softsim_mesh_push_apply": (_I, (_P, _I, _P, _I, _I, _P, _P, _P, _P, _P, _D, _P, _P)),
 }
 
 

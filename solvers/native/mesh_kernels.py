@@ -111,8 +111,9 @@ class _Pairs:
 
 
 class MeshClosest:
-    """The native queries of one collider's triangles (t, 3) over m vertices: ``MeshCollider._closest`` (``closest``)
-    and ``MeshFacePairs._pairs_within`` (``face_pairs``)."""
+    """The native queries of one collider's triangles (t, 3) over m vertices: ``MeshCollider._closest`` (``closest``),
+    ``MeshFacePairs._pairs_within`` (``face_pairs``) and the corner and edge pushes of ``MeshFacePushes``
+    (``corner_pushes``, ``edge_pushes``, ``apply``)."""
 
     def __init__(self, library, triangles, vertex_count: int):
         self.library = library
@@ -124,6 +125,8 @@ class MeshClosest:
         """The corners and sharp edges gridded (``_Gridded``), set on the first ``face_pairs``."""
         self._body = self._corner_ids = self._sharp_ids = None
         self._corner_pairs, self._edge_pairs = _Pairs(), _Pairs()
+        self._sums, self._count = np.zeros((0, 3)), np.zeros(0)
+        """Scratch of ``apply``: per particle sums (n, 3) and counts (n,)."""
 
     @property
     def grids(self):
@@ -200,6 +203,59 @@ class MeshClosest:
                 pointer(vertices), pointer(self._sharp_ids), pointer(grid.grid), pointer(grid.dims),
                 pointer(grid.cell_start), pointer(grid.entry), pointer(self.sharp.stamp), capacity, f, r, d))
         return corner_pairs, edge_pairs
+
+    def _measured(self, kernel, width, x, x_prev, body, body_name, vertices, start_vertices, features, feature_name,
+                  fi, bi, thickness: float):
+        checked("x", x, F64, (None, 3))
+        checked("x_prev", x_prev, F64, x.shape)
+        checked_indices(body_name, body, len(x), (None, width))
+        checked("vertices", vertices, F64, (self.m, 3))
+        checked("start vertices", start_vertices, F64, (self.m, 3))
+        checked_indices(feature_name, features, self.m, features.shape)
+        fi = checked_indices("feature pairs", fi, len(features), (None,))
+        bi = checked_indices("body pairs", bi, len(body), (len(fi),))
+        k = len(fi)
+        out = (np.zeros((k, width), np.int64), np.zeros((k, width)), np.zeros((k, 3)), np.zeros(k), np.zeros((k, 3)),
+               np.zeros((k, 3)))
+        kept = kernel(pointer(x), pointer(x_prev), pointer(body), pointer(vertices), pointer(start_vertices),
+                      pointer(features), pointer(fi), pointer(bi), k, float(thickness), *map(pointer, out))
+        return tuple(a[:kept] for a in out)
+
+    def corner_pushes(self, x, x_prev, triangles, vertices, start_vertices, corners, ci, ti, thickness: float):
+        """``_corner_pushes``' pairs kept, as the fields of a ``mesh_pushes._Pushes``: (stencil (j, 3), weights
+        (j, 3), direction (j, 3), depth (j,) [m], slip (j, 3) [m], origin (j, 3) [m]), for the pairs (corner ci (k,),
+        body triangle ti (k,)) of a body at x (n, 3) that was at x_prev, its triangles (t, 3), the collider at
+        vertices (m, 3) that was at start_vertices, its corners (c,)."""
+        return self._measured(self.library.softsim_mesh_corner_pushes, 3, x, x_prev, triangles, "body triangles",
+                              vertices, start_vertices, corners, "corners", ci, ti, thickness)
+
+    def edge_pushes(self, x, x_prev, edges, vertices, start_vertices, sharp, ei, bi, thickness: float):
+        """``_edge_pushes``' pairs kept (as ``corner_pushes``; stencil and weights (j, 2)), for the pairs (sharp
+        edge ei (k,), body edge bi (k,)) with the body's edges (e, 2) and the collider's sharp edges (s, 2)."""
+        return self._measured(self.library.softsim_mesh_edge_pushes, 2, x, x_prev, edges, "body edges", vertices,
+                              start_vertices, sharp, "sharp edges", ei, bi, thickness)
+
+    def apply(self, x, inv_mass, stencil, weights, direction, depth, slip, friction: float) -> int:
+        """``_apply``: the pushes of depth (k,) > 0 [m] along direction (k, 3) of the body points sum_j weights (k, s)
+        x[stencil (k, s)], less friction on slip (k, 3) [m], Jacobi mean per particle, in place on x (n, 3) with
+        inv_mass (n,); returns the pairs that moved."""
+        checked("x", x, F64, (None, 3))
+        n = len(x)
+        checked("inv_mass", inv_mass, F64, (n,))
+        k = len(depth)
+        width = stencil.shape[1] if stencil.ndim == 2 else 0
+        checked_indices("stencil", stencil, n, (k, width))
+        if width not in (2, 3):
+            raise ValueError(f"stencil: 2 or 3 columns, got {width}")
+        checked("weights", weights, F64, (k, width))
+        checked("direction", direction, F64, (k, 3))
+        checked("depth", depth, F64, (k,))
+        checked("slip", slip, F64, (k, 3))
+        if len(self._count) < n:
+            self._sums, self._count = np.zeros((n, 3)), np.zeros(n)
+        return self.library.softsim_mesh_push_apply(
+            pointer(x), n, pointer(inv_mass), k, width, pointer(stencil), pointer(weights), pointer(direction),
+            pointer(depth), pointer(slip), float(friction), pointer(self._sums), pointer(self._count))
 
 
 def attach(library, colliders) -> None:

@@ -398,3 +398,180 @@ SOFTSIM_API int64_t softsim_mesh_edge_pairs(const double *x, const int64_t *edge
     stamp[0] = query;
     return count;
 }
+
+/* ------------------------------------------------------------------------------------------------- face pushes */
+
+/* The twins of response/mesh_pushes.py MeshFacePushes._corner_pushes, _edge_pushes and _apply, operation for
+ * operation in the twins' orders (dot products of rows as dot_rows; einsum("kj,kj->k") over three columns likewise,
+ * over two in order; bincount's sums in pair order from 0). The push kernels write the pairs they keep (the corner
+ * pairs on their own side, the edge pairs whose closest points lie inside both edges, not parallel) compacted, in
+ * pair order, and return how many. */
+
+static void cross(const double *u, const double *v, double *out)
+{
+    out[0] = u[1] * v[2] - u[2] * v[1];
+    out[1] = u[2] * v[0] - u[0] * v[2];
+    out[2] = u[0] * v[1] - u[1] * v[0];
+}
+
+SOFTSIM_API int64_t softsim_mesh_corner_pushes(const double *x, const double *x_prev, const int64_t *triangles,
+                                               const double *vertices, const double *start_vertices,
+                                               const int64_t *corners, const int64_t *ci, const int64_t *ti,
+                                               int64_t k, double thickness, int64_t *stencil, double *weights,
+                                               double *direction, double *depth, double *slip, double *origin)
+{
+    int64_t kept = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t *tri = triangles + 3 * ti[i];
+        const double *A = x + 3 * tri[0], *B = x + 3 * tri[1], *C = x + 3 * tri[2];
+        const double *P = vertices + 3 * corners[ci[i]], *S = start_vertices + 3 * corners[ci[i]];
+        const double *PA = x_prev + 3 * tri[0], *PB = x_prev + 3 * tri[1], *PC = x_prev + 3 * tri[2];
+        double bary[3], q_unused[3];
+        int interior = closest_on_triangle(P, A, B, C, bary, q_unused);
+        double q[3], q_prev[3], ba[3], ca[3], normal[3], pba[3], pca[3], n_prev[3];
+        for (int a = 0; a < 3; ++a) {
+            q[a] = (bary[0] * A[a] + bary[1] * B[a]) + bary[2] * C[a]; /* bary[:, :1] * a + ... */
+            q_prev[a] = (bary[0] * PA[a] + bary[1] * PB[a]) + bary[2] * PC[a];
+            ba[a] = B[a] - A[a];
+            ca[a] = C[a] - A[a];
+            pba[a] = PB[a] - PA[a];
+            pca[a] = PC[a] - PA[a];
+        }
+        cross(ba, ca, normal);
+        double length = max2(sqrt(dot_rows(normal, normal)), 1e-300);
+        for (int a = 0; a < 3; ++a)
+            normal[a] /= length;
+        cross(pba, pca, n_prev);
+        double lever[3] = {S[0] - q_prev[0], S[1] - q_prev[1], S[2] - q_prev[2]};
+        double side = dot_rows(lever, n_prev) < 0.0 ? -1.0 : 1.0;
+        double facing[3] = {side * normal[0], side * normal[1], side * normal[2]};
+        double r[3] = {P[0] - q[0], P[1] - q[1], P[2] - q[2]};
+        double dist = sqrt(dot_rows(r, r));
+        double along = dot_rows(r, facing);
+        if (!(interior || along >= 0.0))
+            continue; /* beyond the plane: the neighbouring face's business */
+        double gap = interior ? along : dist;
+        double scale = max2(dist, 1e-300);
+        for (int a = 0; a < 3; ++a) {
+            stencil[3 * kept + a] = tri[a];
+            weights[3 * kept + a] = bary[a];
+            direction[3 * kept + a] = interior ? -facing[a] : -r[a] / scale;
+            slip[3 * kept + a] = (q[a] - q_prev[a]) - (P[a] - S[a]);
+            origin[3 * kept + a] = q[a];
+        }
+        depth[kept] = thickness - gap;
+        ++kept;
+    }
+    return kept;
+}
+
+SOFTSIM_API int64_t softsim_mesh_edge_pushes(const double *x, const double *x_prev, const int64_t *edges,
+                                             const double *vertices, const double *start_vertices,
+                                             const int64_t *sharp, const int64_t *ei, const int64_t *bi, int64_t k,
+                                             double thickness, int64_t *stencil, double *weights, double *direction,
+                                             double *depth, double *slip, double *origin)
+{
+    int64_t kept = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t *mine = sharp + 2 * ei[i], *body = edges + 2 * bi[i];
+        const double *p1 = vertices + 3 * mine[0], *q1 = vertices + 3 * mine[1];
+        const double *A = x + 3 * body[0], *B = x + 3 * body[1];
+        /* primitives.closest_points_segments(p1, q1, a, b) */
+        double d1[3] = {q1[0] - p1[0], q1[1] - p1[1], q1[2] - p1[2]};
+        double d2[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]};
+        double r[3] = {p1[0] - A[0], p1[1] - A[1], p1[2] - A[2]};
+        double a = max2(dot_rows(d1, d1), 1e-300), e = max2(dot_rows(d2, d2), 1e-300);
+        double b = dot_rows(d1, d2), c = dot_rows(d1, r), f = dot_rows(d2, r);
+        double denom = a * e - b * b;
+        int ok = denom > 1e-12 * a * e;
+        double s = ok ? clip01((b * f - c * e) / denom) : 0.0;
+        double t = (b * s + f) / e;
+        s = t < 0.0 ? clip01(-c / a) : (t > 1.0 ? clip01((b - c) / a) : s);
+        t = clip01(t);
+        int interior = ok && s > 0.0 && s < 1.0 && t > 0.0 && t < 1.0;
+        double normal[3];
+        cross(d1, d2, normal);
+        double length = sqrt(dot_rows(normal, normal));
+        if (!(interior && length > 1e-12 * sqrt(dot_rows(d1, d1) * dot_rows(d2, d2))))
+            continue;
+        for (int m = 0; m < 3; ++m)
+            normal[m] /= length;
+        const double *sp = start_vertices + 3 * mine[0], *sq = start_vertices + 3 * mine[1];
+        const double *pa = x_prev + 3 * body[0], *pb = x_prev + 3 * body[1];
+        double start_point[3], prev_point[3], collider_point[3], body_point[3], apart[3];
+        for (int m = 0; m < 3; ++m) {
+            start_point[m] = sp[m] + s * (sq[m] - sp[m]);
+            prev_point[m] = pa[m] + t * (pb[m] - pa[m]);
+            apart[m] = start_point[m] - prev_point[m];
+            collider_point[m] = p1[m] + s * (q1[m] - p1[m]);
+            body_point[m] = A[m] + t * (B[m] - A[m]);
+        }
+        double side = dot_rows(apart, normal) < 0.0 ? -1.0 : 1.0;
+        double gap_vector[3] = {collider_point[0] - body_point[0], collider_point[1] - body_point[1],
+                                collider_point[2] - body_point[2]};
+        double gap = side * dot_rows(gap_vector, normal);
+        stencil[2 * kept] = body[0];
+        stencil[2 * kept + 1] = body[1];
+        weights[2 * kept] = 1.0 - t;
+        weights[2 * kept + 1] = t;
+        for (int m = 0; m < 3; ++m) {
+            direction[3 * kept + m] = -(side * normal[m]);
+            slip[3 * kept + m] = (body_point[m] - prev_point[m]) - (collider_point[m] - start_point[m]);
+            origin[3 * kept + m] = body_point[m];
+        }
+        depth[kept] = thickness - gap;
+        ++kept;
+    }
+    return kept;
+}
+
+SOFTSIM_API int64_t softsim_mesh_push_apply(double *x, int64_t n, const double *inv_mass, int64_t k, int64_t width,
+                                            const int64_t *stencil, const double *weights, const double *direction,
+                                            const double *depth, const double *slip, double friction, double *sums,
+                                            double *count)
+{
+    int64_t moved = 0;
+    for (int64_t p = 0; p < n; ++p) {
+        sums[3 * p] = sums[3 * p + 1] = sums[3 * p + 2] = 0.0;
+        count[p] = 0.0;
+    }
+    for (int64_t i = 0; i < k; ++i) {
+        if (!(depth[i] > 0.0))
+            continue;
+        const int64_t *st = stencil + width * i;
+        const double *wt = weights + width * i;
+        double w[3] = {0.0, 0.0, 0.0};
+        for (int j = 0; j < width; ++j)
+            w[j] = inv_mass[st[j]] * wt[j];
+        double norm = width == 3 ? (wt[0] * w[0] + wt[2] * w[2]) + wt[1] * w[1] : wt[0] * w[0] + wt[1] * w[1];
+        if (!(norm > 0.0))
+            continue;
+        ++moved;
+        const double *dir = direction + 3 * i;
+        double delta[3] = {depth[i] * dir[0], depth[i] * dir[1], depth[i] * dir[2]};
+        if (friction > 0.0) {
+            const double *sl = slip + 3 * i;
+            double normal_part = dot_rows(sl, dir);
+            double across[3] = {sl[0] - normal_part * dir[0], sl[1] - normal_part * dir[1], sl[2] - normal_part * dir[2]};
+            double slide = sqrt(dot_rows(across, across));
+            double share = min2(1.0, friction * depth[i] / max2(slide, 1e-15));
+            for (int a = 0; a < 3; ++a)
+                delta[a] -= share * across[a];
+        }
+        for (int j = 0; j < width; ++j) {
+            double coef = w[j] / norm;
+            int64_t p = st[j];
+            count[p] += coef > 0.0 ? 1.0 : 0.0;
+            for (int a = 0; a < 3; ++a)
+                sums[3 * p + a] += coef * delta[a];
+        }
+    }
+    if (moved == 0)
+        return 0;
+    for (int64_t p = 0; p < n; ++p) {
+        double c = max2(count[p], 1.0);
+        for (int a = 0; a < 3; ++a)
+            x[3 * p + a] += sums[3 * p + a] / c;
+    }
+    return moved;
+}

@@ -211,4 +211,22 @@ SOFTSIM_API int64_t softsim_mesh_edge_pairs(const double *x, const int64_t *edge
                                             const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
                                             int64_t capacity, int64_t *out_edge, int64_t *out_row, double *out_d);
 
+/* A mesh collider's corner and edge pushes (mesh_collider.c): the pairs measured (kept ones written compacted,
+ * returns how many) and one Jacobi application of pushes (returns the pairs that moved; sums (n, 3) and count (n,)
+ * are scratch). */
+SOFTSIM_API int64_t softsim_mesh_corner_pushes(const double *x, const double *x_prev, const int64_t *triangles,
+                                               const double *vertices, const double *start_vertices,
+                                               const int64_t *corners, const int64_t *ci, const int64_t *ti,
+                                               int64_t k, double thickness, int64_t *stencil, double *weights,
+                                               double *direction, double *depth, double *slip, double *origin);
+SOFTSIM_API int64_t softsim_mesh_edge_pushes(const double *x, const double *x_prev, const int64_t *edges,
+                                             const double *vertices, const double *start_vertices,
+                                             const int64_t *sharp, const int64_t *ei, const int64_t *bi, int64_t k,
+                                             double thickness, int64_t *stencil, double *weights, double *direction,
+                                             double *depth, double *slip, double *origin);
+SOFTSIM_API int64_t softsim_mesh_push_apply(double *x, int64_t n, const double *inv_mass, int64_t k, int64_t width,
+                                            const int64_t *stencil, const double *weights, const double *direction,
+                                            const double *depth, const double *slip, double friction, double *sums,
+                                            double *count);
+
 #endif
