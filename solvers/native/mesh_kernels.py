@@ -61,6 +61,8 @@ class _Grid:
             if need <= capacity:
                 break
             capacity = int(need)
+        self.pointers = (pointer(self.grid), pointer(self.dims), pointer(self.cell_start), pointer(self.entry))
+        """The addresses of grid, dims, cell_start and entry, in a query's argument order."""
 
 
 class _Gridded:
@@ -74,6 +76,7 @@ class _Gridded:
         self.elements = checked_indices(name, elements, self.m, (None, 3))
         self.stamp = np.zeros(len(self.elements) + 1, np.int64)
         """[0]: the last query's number; [1 + f]: the last query that tested element f."""
+        self.pointer, self.stamp_pointer = pointer(self.elements), pointer(self.stamp)
         self.grids = []
 
     def grid_for(self, vertices) -> _Grid:
@@ -142,6 +145,8 @@ class MeshClosest:
         self.out_q = np.zeros((count, 3))
         self.out_d = np.zeros(count)
         self.out_interior = np.zeros(count, np.int64)
+        self._out_pointers = tuple(map(pointer, (self.out_row, self.out_tri, self.out_bary, self.out_q, self.out_d,
+                                                 self.out_interior)))
 
     def closest(self, vertices, x, points, limit: float):
         """``_closest``'s answer for the rows ``points`` (k,) int64 of x (n, 3) float64 against the pose
@@ -153,10 +158,8 @@ class MeshClosest:
         if len(self.out_row) < len(points):
             self._outputs(max(len(points), 2 * len(self.out_row)))
         found = self.library.softsim_mesh_closest(
-            pointer(x), pointer(points), len(points), pointer(vertices), pointer(self.triangles), pointer(grid.grid),
-            pointer(grid.dims), pointer(grid.cell_start), pointer(grid.entry), float(limit), pointer(self.faces.stamp),
-            pointer(self.out_row), pointer(self.out_tri), pointer(self.out_bary), pointer(self.out_q),
-            pointer(self.out_d), pointer(self.out_interior))
+            pointer(x), pointer(points), len(points), pointer(vertices), self.faces.pointer, *grid.pointers,
+            float(limit), self.faces.stamp_pointer, *self._out_pointers)
         return (self.out_row[:found].copy(), self.out_tri[:found].copy(), self.out_bary[:found].copy(),
                 self.out_q[:found].copy(), self.out_d[:found].copy(), self.out_interior[:found] != 0)
 
@@ -194,14 +197,13 @@ class MeshClosest:
             grid = self.corners.grid_for(vertices)
             corner_pairs = self._corner_pairs.run(lambda capacity, f, r, d: self.library.softsim_mesh_corner_pairs(
                 pointer(x), pointer(triangles), pointer(tri_rows), len(tri_rows), pointer(tri_reach), float(travel),
-                pointer(vertices), pointer(self._corner_ids), pointer(grid.grid), pointer(grid.dims),
-                pointer(grid.cell_start), pointer(grid.entry), pointer(self.corners.stamp), capacity, f, r, d))
+                pointer(vertices), pointer(self._corner_ids), *grid.pointers, self.corners.stamp_pointer, capacity, f, r,
+                d))
         if len(self.sharp.elements) and len(edge_rows):
             grid = self.sharp.grid_for(vertices)
             edge_pairs = self._edge_pairs.run(lambda capacity, f, r, d: self.library.softsim_mesh_edge_pairs(
                 pointer(x), pointer(edges), pointer(edge_rows), len(edge_rows), pointer(edge_reach), float(travel),
-                pointer(vertices), pointer(self._sharp_ids), pointer(grid.grid), pointer(grid.dims),
-                pointer(grid.cell_start), pointer(grid.entry), pointer(self.sharp.stamp), capacity, f, r, d))
+                pointer(vertices), pointer(self._sharp_ids), *grid.pointers, self.sharp.stamp_pointer, capacity, f, r, d))
         return corner_pairs, edge_pairs
 
     def _measured(self, kernel, width, x, x_prev, body, body_name, vertices, start_vertices, features, feature_name,
