@@ -321,3 +321,42 @@ def test_face_pushes_refuse_bad_input(library):
         query.apply(x, inv_mass, stencil, weights[:, :2].copy(), direction, depth, slip, 0.2)
     with pytest.raises(ValueError, match="slip"):
         query.apply(x, inv_mass, stencil, weights, direction, depth, slip.astype(np.float32), 0.2)
+
+
+def test_kept_planes_equal_their_numpy_twin(library):
+    """A still box's kept contact planes asked along a cloth's steps (drifting, landing, crossing): the same stale
+    points re-measured and the same answers (``kept_planes.kept_contact``)."""
+    x, _ = _cloth_over_box(0.02)
+    reference, native = _pair(library, *subdivided_box(2))
+    rng = np.random.default_rng(4)
+    x_prev = x.copy()
+    for _step in range(6):
+        x_new = x_prev + rng.normal(scale=0.004, size=x.shape) + [0.0, 0.0, -0.006]
+        for _ask in range(2):  # the second ask answers from the planes the first kept
+            want, got = reference.contact(x_new, x_prev), native.contact(x_new, x_prev)
+            assert_same(got[0], want[0])
+            assert_same(got[1], want[1])
+            assert np.isfinite(want[0]).sum() > 100
+        x_prev = x_new
+    planes = native.shared.kept_planes[0.01].items[0]
+    np.testing.assert_array_equal(planes.d0, reference.shared.kept_planes[0.01].items[0].d0)
+
+
+def test_kept_planes_refuse_bad_input(library):
+    from solvers.collision.colliders.kept_planes import KeptPlanes
+
+    vertices, triangles = box()
+    query = MeshClosest(library, np.asarray(triangles, np.int64), len(vertices))
+    x = np.zeros((5, 3))
+    planes = KeptPlanes.unmeasured(x)
+    assert len(query.kept_stale(planes, x, x, 0.002, 0.06)) == 5  # nothing measured yet
+    with pytest.raises(ValueError, match="x_prev"):
+        query.kept_stale(planes, x, x[:4].copy(), 0.002, 0.06)
+    with pytest.raises(ValueError, match="x0"):
+        query.kept_stale(KeptPlanes.unmeasured(x[:4]), x, x, 0.002, 0.06)
+    bad = KeptPlanes.unmeasured(x)
+    bad.d0 = bad.d0.astype(np.float32)
+    with pytest.raises(ValueError, match="d0"):
+        query.kept_planes(bad, x, 0.05)
+    with pytest.raises(ValueError, match="x"):
+        query.kept_planes(planes, np.zeros((5, 3), np.float32), 0.05)

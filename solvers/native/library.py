@@ -71,6 +71,8 @@ SIGNATURES = {
     "softsim_mesh_corner_pushes": (_I, (_P, _P, _P, _P, _P, _P, _P, _P, _I, _D, _P, _P, _P, _P, _P, _P)),
     "softsim_mesh_edge_pushes": (_I, (_P, _P, _P, _P, _P, _P, _P, _P, _I, _D, _P, _P, _P, _P, _P, _P)),
     "softsim_mesh_push_apply": (_I, (_P, _I, _P, _I, _I, _P, _P, _P, _P, _P, _D, _P, _P)),
+    "softsim_kept_stale": (_I, (_P, _P, _I, _P, _P, _P, _D, _D, _P)),
+    "softsim_kept_planes": (None, (_P, _I, _P, _P, _P, _D, _P, _P)),
 }
 
 

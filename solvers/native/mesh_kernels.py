@@ -129,6 +129,7 @@ class MeshClosest:
         self._body = self._corner_ids = self._sharp_ids = None
         self._corner_pairs, self._edge_pairs = _Pairs(), _Pairs()
         self._sums, self._count = np.zeros((0, 3)), np.zeros(0)
+        self._stale = np.zeros(0, np.int64)
         """Scratch of ``apply``: per particle sums (n, 3) and counts (n,)."""
 
     @property
@@ -236,6 +237,36 @@ class MeshClosest:
         edge ei (k,), body edge bi (k,)) with the body's edges (e, 2) and the collider's sharp edges (s, 2)."""
         return self._measured(self.library.softsim_mesh_edge_pushes, 2, x, x_prev, edges, "body edges", vertices,
                               start_vertices, sharp, "sharp edges", ei, bi, thickness)
+
+    def _planes_checked(self, planes, n: int) -> None:
+        checked("x0", planes.x0, F64, (n, 3))
+        checked("normal", planes.normal, F64, (n, 3))
+        checked("d0", planes.d0, F64, (n,))
+        checked("clear", planes.clear, F64, (n,))
+
+    def kept_stale(self, planes, x, x_prev, drift_limit: float, far_limit: float):
+        """The rows (k,) of x (n, 3) (moving from x_prev) whose ``kept_planes.KeptPlanes`` no longer serve:
+        drift_limit = KEPT_DRIFT * thickness [m], far_limit = thickness + margin [m] (``kept_contact``)."""
+        n = len(x)
+        checked("x", x, F64, (n, 3))
+        checked("x_prev", x_prev, F64, (n, 3))
+        self._planes_checked(planes, n)
+        if len(self._stale) < n:
+            self._stale = np.zeros(n, np.int64)
+        count = self.library.softsim_kept_stale(pointer(x), pointer(x_prev), n, pointer(planes.x0),
+                                                pointer(planes.d0), pointer(planes.clear), float(drift_limit),
+                                                float(far_limit), pointer(self._stale))
+        return self._stale[:count].copy()
+
+    def kept_planes(self, planes, x, margin: float):
+        """``kept_contact``'s answer from the planes: (d (n,) [m], n (n, 3)) at x (n, 3)."""
+        n = len(x)
+        checked("x", x, F64, (n, 3))
+        self._planes_checked(planes, n)
+        d, normal = np.empty(n), np.empty((n, 3))
+        self.library.softsim_kept_planes(pointer(x), n, pointer(planes.x0), pointer(planes.normal),
+                                         pointer(planes.d0), float(margin), pointer(d), pointer(normal))
+        return d, normal
 
     def apply(self, x, inv_mass, stencil, weights, direction, depth, slip, friction: float) -> int:
         """``_apply``: the pushes of depth (k,) > 0 [m] along direction (k, 3) of the body points sum_j weights (k, s)

@@ -575,3 +575,52 @@ SOFTSIM_API int64_t softsim_mesh_push_apply(double *x, int64_t n, const double *
     }
     return moved;
 }
+
+/* ------------------------------------------------------------------------------------------------- kept planes */
+
+/* The twins of colliders/kept_planes.py kept_contact's two whole-body passes, in its order: which points' kept
+ * planes are stale (drift = |x - x0|; a near plane (finite d0) serves while drift <= drift_limit (KEPT_DRIFT *
+ * thickness) and drift + |x - x_prev| < clear, a far one while clear - drift > far_limit (thickness + margin));
+ * returns their count, indices ascending in stale), and the planes' answer (d = d0 + n . (x - x0) where d0 is finite
+ * and that is <= margin, with n the plane's normal; elsewhere d = inf, n = (0, 0, 1)). */
+
+SOFTSIM_API int64_t softsim_kept_stale(const double *x, const double *x_prev, int64_t n, const double *x0,
+                                       const double *d0, const double *clear, double drift_limit, double far_limit,
+                                       int64_t *stale)
+{
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double *p = x + 3 * i, *o = x0 + 3 * i, *q = x_prev + 3 * i;
+        double shift[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]};
+        double step[3] = {p[0] - q[0], p[1] - q[1], p[2] - q[2]};
+        double drift = sqrt(dot_rows(shift, shift));
+        int valid = isfinite(d0[i]) ? (drift <= drift_limit) && (drift + sqrt(dot_rows(step, step)) < clear[i])
+                                    : clear[i] - drift > far_limit;
+        if (!valid)
+            stale[count++] = i;
+    }
+    return count;
+}
+
+SOFTSIM_API void softsim_kept_planes(const double *x, int64_t n, const double *x0, const double *normal,
+                                     const double *d0, double margin, double *d, double *out_normal)
+{
+    for (int64_t i = 0; i < n; ++i) {
+        double *out = out_normal + 3 * i;
+        d[i] = INFINITY;
+        out[0] = 0.0;
+        out[1] = 0.0;
+        out[2] = 1.0;
+        if (!isfinite(d0[i]))
+            continue;
+        const double *p = x + 3 * i, *o = x0 + 3 * i, *m = normal + 3 * i;
+        double shift[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]};
+        double linear = d0[i] + dot_rows(shift, m);
+        if (linear <= margin) {
+            d[i] = linear;
+            out[0] = m[0];
+            out[1] = m[1];
+            out[2] = m[2];
+        }
+    }
+}

@@ -229,4 +229,11 @@ SOFTSIM_API int64_t softsim_mesh_push_apply(double *x, int64_t n, const double *
                                             const double *depth, const double *slip, double friction, double *sums,
                                             double *count);
 
+/* A still mesh collider's kept contact planes (mesh_collider.c, twins of kept_planes.kept_contact's passes). */
+SOFTSIM_API int64_t softsim_kept_stale(const double *x, const double *x_prev, int64_t n, const double *x0,
+                                       const double *d0, const double *clear, double drift_limit, double far_limit,
+                                       int64_t *stale);
+SOFTSIM_API void softsim_kept_planes(const double *x, int64_t n, const double *x0, const double *normal,
+                                     const double *d0, double margin, double *d, double *out_normal);
+
 #endif
