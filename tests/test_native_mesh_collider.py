@@ -360,3 +360,21 @@ def test_kept_planes_refuse_bad_input(library):
         query.kept_planes(bad, x, 0.05)
     with pytest.raises(ValueError, match="x"):
         query.kept_planes(planes, np.zeros((5, 3), np.float32), 0.05)
+
+
+def test_known_arrays_are_checked_again_when_they_change(library):
+    """Addresses of arrays seen before are kept (``mesh_kernels._Known``), but an array reshaped in place since, or
+    another array in its place, is checked again."""
+    vertices, triangles = box()
+    query = MeshClosest(library, np.asarray(triangles, np.int64), len(vertices))
+    vertices = np.ascontiguousarray(vertices, float)
+    x = np.full((4, 3), 0.3)
+    points = np.arange(4, dtype=np.int64)
+    assert len(query.closest(vertices, x, points, 0.5)[0]) == 4
+    x.shape = (12,)
+    with pytest.raises(ValueError, match="x"):
+        query.closest(vertices, x, np.zeros(0, np.int64), 0.5)
+    x.shape = (4, 3)
+    assert len(query.closest(vertices, x, points, 0.5)[0]) == 4
+    with pytest.raises(ValueError, match="x"):
+        query.closest(vertices, x[:, ::-1], points, 0.5)

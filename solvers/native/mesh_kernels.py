@@ -44,6 +44,30 @@ def grid_shape(corners: np.ndarray):
         h *= 2.0
 
 
+class _Known:
+    """The addresses of the float arrays a collider's kernels were handed before (positions, poses, kept planes),
+    each checked once: ``ndarray.ctypes.data`` costs microseconds, and a substep hands the same few arrays dozens of
+    times. An entry holds its array (alive, so its id stays its own); its dtype and shape are compared on every ask,
+    its checks (``kernels.checked``) run again when they differ. At most KNOWN entries, the oldest dropped."""
+
+    def __init__(self):
+        self.entries = {}
+
+    def __call__(self, name: str, array, shape: tuple) -> int:
+        entry = self.entries.get(id(array))
+        if (entry is not None and entry[0] is array and array.dtype == F64 and len(array.shape) == len(shape)
+                and all(want is None or got == want for got, want in zip(array.shape, shape))):
+            return entry[1]
+        checked(name, array, F64, shape)
+        if len(self.entries) >= KNOWN:
+            self.entries.pop(next(iter(self.entries)))
+        self.entries[id(array)] = (array, pointer(array))
+        return self.entries[id(array)][1]
+
+
+KNOWN = 64
+
+
 class _Grid:
     """The grid of one pose: its vertices (kept alive: their address is the kernel's), shape and CSR buffers."""
 
@@ -130,6 +154,7 @@ class MeshClosest:
         self._corner_pairs, self._edge_pairs = _Pairs(), _Pairs()
         self._sums, self._count = np.zeros((0, 3)), np.zeros(0)
         self._stale = np.zeros(0, np.int64)
+        self.known = _Known()
         """Scratch of ``apply``: per particle sums (n, 3) and counts (n,)."""
 
     @property
@@ -153,24 +178,26 @@ class MeshClosest:
         """``_closest``'s answer for the rows ``points`` (k,) int64 of x (n, 3) float64 against the pose
         ``vertices`` (m, 3): (rows of x (j,), triangle (j,), bary (j, 3), closest point (j, 3), unsigned distance
         (j,) [m], interior (j,) bool) for the j points with a triangle within limit [m], in the order of points."""
-        checked("x", x, F64, (None, 3))
+        x_at = self.known("x", x, (None, 3))
         points = checked_indices("points", points, len(x), (None,))
         grid = self.faces.grid_for(vertices)
         if len(self.out_row) < len(points):
             self._outputs(max(len(points), 2 * len(self.out_row)))
         found = self.library.softsim_mesh_closest(
-            pointer(x), pointer(points), len(points), pointer(vertices), self.faces.pointer, *grid.pointers,
+            x_at, pointer(points), len(points), self.known("vertices", vertices, (self.m, 3)), self.faces.pointer,
+            *grid.pointers,
             float(limit), self.faces.stamp_pointer, *self._out_pointers)
         return (self.out_row[:found].copy(), self.out_tri[:found].copy(), self.out_bary[:found].copy(),
                 self.out_q[:found].copy(), self.out_d[:found].copy(), self.out_interior[:found] != 0)
 
     def _body_checked(self, x, triangles, edges):
-        """A body's triangles (t, 3) and edges (e, 2) checked against x (n, 3) once per pair of arrays."""
+        """A body's triangles (t, 3) and edges (e, 2) checked against x (n, 3) once per pair of arrays: (triangles,
+        edges, n, their two addresses)."""
         known = self._body
         if known is None or known[0] is not triangles or known[1] is not edges or known[2] != len(x):
             checked_indices("body triangles", triangles, len(x), (None, 3))
             checked_indices("body edges", edges, len(x), (None, 2))
-            self._body = known = (triangles, edges, len(x))
+            self._body = known = (triangles, edges, len(x), pointer(triangles), pointer(edges))
         return known
 
     def face_pairs(self, vertices, corners, sharp, travel: float, x, triangles, tri_rows, tri_reach, edges,
@@ -185,9 +212,11 @@ class MeshClosest:
             as_edges = np.ascontiguousarray(checked("sharp edges", sharp, I64, (None, 2))[:, [0, 1, 1]])
             self.corners = _Gridded(self.library, "corners", as_corners, self.m)
             self.sharp = _Gridded(self.library, "sharp edges", as_edges, self.m)
-            self._corner_ids, self._sharp_ids = np.ascontiguousarray(corners), np.ascontiguousarray(sharp)
-        checked("x", x, F64, (None, 3))
-        self._body_checked(x, triangles, edges)
+            self._corner_ids, self._sharp_ids = corners, sharp
+            self._corner_at, self._sharp_at = pointer(corners), pointer(sharp)
+        x_at = self.known("x", x, (None, 3))
+        triangles_at, edges_at = self._body_checked(x, triangles, edges)[3:]
+        vertices_at = self.known("vertices", vertices, (self.m, 3))
         tri_rows = checked_indices("tri_rows", tri_rows, len(triangles), (None,))
         edge_rows = checked_indices("edge_rows", edge_rows, len(edges), (None,))
         tri_reach = checked("tri_reach", tri_reach, F64, (len(tri_rows),))
@@ -197,31 +226,31 @@ class MeshClosest:
         if len(self.corners.elements) and len(tri_rows):
             grid = self.corners.grid_for(vertices)
             corner_pairs = self._corner_pairs.run(lambda capacity, f, r, d: self.library.softsim_mesh_corner_pairs(
-                pointer(x), pointer(triangles), pointer(tri_rows), len(tri_rows), pointer(tri_reach), float(travel),
-                pointer(vertices), pointer(self._corner_ids), *grid.pointers, self.corners.stamp_pointer, capacity, f, r,
+                x_at, triangles_at, pointer(tri_rows), len(tri_rows), pointer(tri_reach), float(travel), vertices_at,
+                self._corner_at, *grid.pointers, self.corners.stamp_pointer, capacity, f, r,
                 d))
         if len(self.sharp.elements) and len(edge_rows):
             grid = self.sharp.grid_for(vertices)
             edge_pairs = self._edge_pairs.run(lambda capacity, f, r, d: self.library.softsim_mesh_edge_pairs(
-                pointer(x), pointer(edges), pointer(edge_rows), len(edge_rows), pointer(edge_reach), float(travel),
-                pointer(vertices), pointer(self._sharp_ids), *grid.pointers, self.sharp.stamp_pointer, capacity, f, r, d))
+                x_at, edges_at, pointer(edge_rows), len(edge_rows), pointer(edge_reach), float(travel), vertices_at,
+                self._sharp_at, *grid.pointers, self.sharp.stamp_pointer, capacity, f, r, d))
         return corner_pairs, edge_pairs
 
     def _measured(self, kernel, width, x, x_prev, body, body_name, vertices, start_vertices, features, feature_name,
                   fi, bi, thickness: float):
-        checked("x", x, F64, (None, 3))
-        checked("x_prev", x_prev, F64, x.shape)
+        x_at = self.known("x", x, (None, 3))
+        x_prev_at = self.known("x_prev", x_prev, x.shape)
         checked_indices(body_name, body, len(x), (None, width))
-        checked("vertices", vertices, F64, (self.m, 3))
-        checked("start vertices", start_vertices, F64, (self.m, 3))
+        vertices_at = self.known("vertices", vertices, (self.m, 3))
+        start_at = self.known("start vertices", start_vertices, (self.m, 3))
         checked_indices(feature_name, features, self.m, features.shape)
         fi = checked_indices("feature pairs", fi, len(features), (None,))
         bi = checked_indices("body pairs", bi, len(body), (len(fi),))
         k = len(fi)
         out = (np.zeros((k, width), np.int64), np.zeros((k, width)), np.zeros((k, 3)), np.zeros(k), np.zeros((k, 3)),
                np.zeros((k, 3)))
-        kept = kernel(pointer(x), pointer(x_prev), pointer(body), pointer(vertices), pointer(start_vertices),
-                      pointer(features), pointer(fi), pointer(bi), k, float(thickness), *map(pointer, out))
+        kept = kernel(x_at, x_prev_at, pointer(body), vertices_at, start_at, pointer(features), pointer(fi),
+                      pointer(bi), k, float(thickness), *map(pointer, out))
         return tuple(a[:kept] for a in out)
 
     def corner_pushes(self, x, x_prev, triangles, vertices, start_vertices, corners, ci, ti, thickness: float):
@@ -238,43 +267,39 @@ class MeshClosest:
         return self._measured(self.library.softsim_mesh_edge_pushes, 2, x, x_prev, edges, "body edges", vertices,
                               start_vertices, sharp, "sharp edges", ei, bi, thickness)
 
-    def _planes_checked(self, planes, n: int) -> None:
-        checked("x0", planes.x0, F64, (n, 3))
-        checked("normal", planes.normal, F64, (n, 3))
-        checked("d0", planes.d0, F64, (n,))
-        checked("clear", planes.clear, F64, (n,))
+    def _planes_at(self, planes, n: int):
+        """The addresses of a ``KeptPlanes``' x0, normal, d0 and clear, checked."""
+        return (self.known("x0", planes.x0, (n, 3)), self.known("normal", planes.normal, (n, 3)),
+                self.known("d0", planes.d0, (n,)), self.known("clear", planes.clear, (n,)))
 
     def kept_stale(self, planes, x, x_prev, drift_limit: float, far_limit: float):
         """The rows (k,) of x (n, 3) (moving from x_prev) whose ``kept_planes.KeptPlanes`` no longer serve:
         drift_limit = KEPT_DRIFT * thickness [m], far_limit = thickness + margin [m] (``kept_contact``)."""
         n = len(x)
-        checked("x", x, F64, (n, 3))
-        checked("x_prev", x_prev, F64, (n, 3))
-        self._planes_checked(planes, n)
+        x_at, x_prev_at = self.known("x", x, (n, 3)), self.known("x_prev", x_prev, (n, 3))
+        x0, _, d0, clear = self._planes_at(planes, n)
         if len(self._stale) < n:
             self._stale = np.zeros(n, np.int64)
-        count = self.library.softsim_kept_stale(pointer(x), pointer(x_prev), n, pointer(planes.x0),
-                                                pointer(planes.d0), pointer(planes.clear), float(drift_limit),
+        count = self.library.softsim_kept_stale(x_at, x_prev_at, n, x0, d0, clear, float(drift_limit),
                                                 float(far_limit), pointer(self._stale))
         return self._stale[:count].copy()
 
     def kept_planes(self, planes, x, margin: float):
         """``kept_contact``'s answer from the planes: (d (n,) [m], n (n, 3)) at x (n, 3)."""
         n = len(x)
-        checked("x", x, F64, (n, 3))
-        self._planes_checked(planes, n)
+        x_at = self.known("x", x, (n, 3))
+        x0, plane_normal, d0, _ = self._planes_at(planes, n)
         d, normal = np.empty(n), np.empty((n, 3))
-        self.library.softsim_kept_planes(pointer(x), n, pointer(planes.x0), pointer(planes.normal),
-                                         pointer(planes.d0), float(margin), pointer(d), pointer(normal))
+        self.library.softsim_kept_planes(x_at, n, x0, plane_normal, d0, float(margin), pointer(d), pointer(normal))
         return d, normal
 
     def apply(self, x, inv_mass, stencil, weights, direction, depth, slip, friction: float) -> int:
         """``_apply``: the pushes of depth (k,) > 0 [m] along direction (k, 3) of the body points sum_j weights (k, s)
         x[stencil (k, s)], less friction on slip (k, 3) [m], Jacobi mean per particle, in place on x (n, 3) with
         inv_mass (n,); returns the pairs that moved."""
-        checked("x", x, F64, (None, 3))
+        x_at = self.known("x", x, (None, 3))
         n = len(x)
-        checked("inv_mass", inv_mass, F64, (n,))
+        inv_mass_at = self.known("inv_mass", inv_mass, (n,))
         k = len(depth)
         width = stencil.shape[1] if stencil.ndim == 2 else 0
         checked_indices("stencil", stencil, n, (k, width))
@@ -287,7 +312,7 @@ class MeshClosest:
         if len(self._count) < n:
             self._sums, self._count = np.zeros((n, 3)), np.zeros(n)
         return self.library.softsim_mesh_push_apply(
-            pointer(x), n, pointer(inv_mass), k, width, pointer(stencil), pointer(weights), pointer(direction),
+            x_at, n, inv_mass_at, k, width, pointer(stencil), pointer(weights), pointer(direction),
             pointer(depth), pointer(slip), float(friction), pointer(self._sums), pointer(self._count))
 
 
