@@ -12,9 +12,12 @@ The box drape of docs/benchmarks.md ("Mesh collider cost"): a 3 m cloth (31 x 31
 As the add-on's bridge does, every frame reads the colliders anew (a fresh ``MeshCollider`` of the same vertices)
 and pairs them with the previous frame's (``frame_colliders``). Prints seconds per frame of each scene (the landing
 frames and the resting frames apart: resting is where the cloth lies on the box), then a cProfile top list of one
-scene. Timings under load vary 2-7x on a shared machine: compare only figures of one run.
+scene. ``--compute both`` (the default) bakes every scene with the NumPy collider pipeline, then with the native one
+(``SolverConfig.compute``: the mesh collider's nearest-triangle and face-pair queries in C), back to back. Timings
+under load vary 2-7x on a shared machine: compare only figures of one run.
 
-Run: ``python bench/profile_mesh_collider.py [--frames 24] [--level 6] [--profile box6] [--top 30] [--solver NEWTON]``.
+Run: ``python bench/profile_mesh_collider.py [--frames 24] [--level 6] [--profile box6] [--top 30] [--solver NEWTON]
+[--compute AUTO|NUMPY|both]``.
 """
 import argparse
 import cProfile
@@ -73,12 +76,12 @@ def scene_colliders(name: str, level: int):
     return lambda: [MeshCollider(vertices.copy(), triangles.copy(), THICKNESS, FRICTION, "Box"), ground]
 
 
-def run(name: str, level: int, frames: int, solver: str = "XPBD"):
-    """Bake the scene with ``solver`` at its defaults; returns (seconds per frame for each frame, final state, box
+def run(name: str, level: int, frames: int, solver: str = "XPBD", compute: str = "AUTO"):
+    """Bake the scene with ``solver`` at its defaults and ``compute``; returns (seconds per frame for each frame, final state, box
     triangles)."""
     v, e, t = grid_cloth(31, 3.0, height=1.5)
     model = build_model(v, e, t)
-    body = make_solver(model, SolverConfig(solver=solver))
+    body = make_solver(model, SolverConfig(solver=solver, compute=compute))
     state = State.at_rest(model)
     read = scene_colliders(name, level)
     previous = None
@@ -102,25 +105,28 @@ def main():
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--scenes", default="ground,box,box{level}")
     parser.add_argument("--solver", default="XPBD", help="XPBD, PROJECTIVE, IMPLICIT_EULER or NEWTON (defaults)")
+    parser.add_argument("--compute", default="both", help="AUTO, NUMPY, or both (NUMPY then AUTO, scene by scene)")
     args = parser.parse_args()
     scenes = [s.format(level=args.level) for s in args.scenes.split(",")]
-    print(f"{'scene':>8} {'box tris':>8} {'s/frame':>8} {'landing':>8} {'resting':>8} {'centre z m':>10}")
+    computes = ["NUMPY", "AUTO"] if args.compute.upper() == "BOTH" else [args.compute.upper()]
+    print(f"{'scene':>8} {'compute':>8} {'box tris':>8} {'s/frame':>8} {'landing':>8} {'resting':>8} {'centre z m':>10}")
     for name in scenes:
         level = int(name[3:]) if name.startswith("box") and len(name) > 3 else 0
-        times, state, count = run(name, level, args.frames, args.solver)
-        centre = state.x[len(state.x) // 2, 2]
-        print(f"{name:>8} {count:>8} {times.mean():8.3f} {times[:LANDED].mean():8.3f} {times[LANDED:].mean():8.3f} {centre:10.4f}",
-              flush=True)
+        for compute in computes:
+            times, state, count = run(name, level, args.frames, args.solver, compute)
+            centre = state.x[len(state.x) // 2, 2]
+            print(f"{name:>8} {compute:>8} {count:>8} {times.mean():8.3f} {times[:LANDED].mean():8.3f} "
+                  f"{times[LANDED:].mean():8.3f} {centre:10.4f}", flush=True)
     if args.profile != "none":
         name = args.profile
         level = int(name[3:]) if name.startswith("box") and len(name) > 3 else 0
         profiler = cProfile.Profile()
         profiler.enable()
-        run(name, level, args.frames, args.solver)
+        run(name, level, args.frames, args.solver, computes[-1])
         profiler.disable()
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
-        print(f"\ncProfile of '{name}', {args.frames} frames, by own time:")
+        print(f"\ncProfile of '{name}' (compute {computes[-1]}), {args.frames} frames, by own time:")
         print(out.getvalue())
 
 

@@ -18,6 +18,7 @@ from .energies.pressure import gas_pressure
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
 from .native import library as native_library
+from .native.mesh_kernels import attach as attach_mesh_queries
 from .native.kernels import AnalyticContacts, BendingJacobi, BendingSweep, ClothFrame, DistanceSweep, Tethers
 from .sewing import seam_force, with_seams_closed
 
@@ -219,6 +220,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         if native is not None and native.supports(colliders):
             return self._native_contact_step(state, dt, colliders, measure)
         x, v = state.x, state.v
+        if self.native is not None and colliders:
+            attach_mesh_queries(self.native, colliders)  # mesh colliders' nearest-triangle queries in C
         self._steps += 1
         v += dt * self.gravity * self.free
         if self.pressure is not None:

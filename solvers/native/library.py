@@ -63,6 +63,16 @@ SIGNATURES = {
     "softsim_air_apply": (None, (_P, _P, _I, _P, _P, _D, _I, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_check_state": (_I, (_P, _P, _I, _D)),
     "softsim_cloth_substeps": (_I, (_P, _I, _I, _P)),
+    # A mesh collider's nearest-triangle query (src/mesh_collider.c, mesh_kernels.MeshClosest).
+    "softsim_mesh_grid_build": (_I, (_P, _P, _I, _P, _P, _P, _I, _P)),
+    "softsim_mesh_closest": (_I, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _D, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_mesh_corner_pairs": (_I, (_P, _P, _P, _I, _P, _D, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P)),
+    "softsim_mesh_edge_pairs": (_I, (_P, _P, _P, _I, _P, _D, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P)),
+    "softsim_mesh_corner_pushes": (_I, (_P, _P, _P, _P, _P, _P, _P, _P, _I, _D, _P, _P, _P, _P, _P, _P)),
+    "softsim_mesh_edge_pushes": (_I, (_P, _P, _P, _P, _P, _P, _P, _P, _I, _D, _P, _P, _P, _P, _P, _P)),
+    "softsim_mesh_push_apply": (_I, (_P, _I, _P, _I, _I, _P, _P, _P, _P, _P, _D, _P, _P)),
+    "softsim_kept_stale": (_I, (_P, _P, _I, _P, _P, _P, _D, _D, _P)),
+    "softsim_kept_planes": (None, (_P, _I, _P, _P, _P, _D, _P, _P)),
 }
 
 

@@ -88,7 +88,8 @@ def run(library) -> str:
     problem = _differs("pin tethers", x, y, 1.0)
     if problem:
         return problem
-    return run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
+    return (run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
+            or mesh_closest(library))
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -313,3 +314,42 @@ def _substeps(library) -> str:
     if problem:
         return problem
     return ""
+
+
+# ------------------------------------------------------------------------------------------------- mesh colliders
+
+def mesh_closest(library, subdivisions: int = 1, seed: int = 5) -> str:
+    """The mesh collider's queries (src/mesh_collider.c, ``mesh_kernels.MeshClosest``) against their twins on an ico
+    sphere: ``MeshCollider._closest`` for points around it (the same nearest triangles, the same weights, points and
+    distances, to round-off: the twin's all-border batches sum in another order) and ``face_pairs`` of a cloth over
+    it (the same pairs and distances)."""
+    from ..builder import ico_sphere
+    from ..collision.colliders.mesh_collider import MeshCollider
+    from .mesh_kernels import MeshClosest
+
+    vertices, triangles = ico_sphere(subdivisions, 0.5)
+    x = np.random.default_rng(seed).uniform(-0.6, 0.6, size=(400, 3))
+    reference, native = MeshCollider(vertices, triangles, 0.01), MeshCollider(vertices, triangles, 0.01)
+    native.shared.native = MeshClosest(library, native.triangles, len(native.vertices))
+    want, got = reference._closest(x, 0.05), native._closest(x, 0.05)
+    if len(want[0]) == 0:
+        return "mesh closest: no point near the box"
+    if len(got[0]) != len(want[0]) or not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
+        return "mesh closest: nearest triangles differ from NumPy"
+    for name, a, b in zip(("weights", "points", "distances"), got[2:5], want[2:5]):
+        problem = _differs("mesh closest " + name, a, b, 1.0)
+        if problem:
+            return problem
+    # The face pairs of a cloth draped over the sphere's cap (its corners and sharp edges against the cloth).
+    from ..builder import grid_cloth
+
+    cloth, _, cloth_triangles = grid_cloth(9, 0.6, height=0.5)
+    cloth[:, 2] -= 2.0 * (cloth[:, 0] ** 2 + cloth[:, 1] ** 2)
+    want, got = reference.face_pairs(cloth, cloth_triangles), native.face_pairs(cloth, cloth_triangles)
+    if not len(want.corner_distance) or not len(want.edge_distance):
+        return "mesh face pairs: none near the sphere"
+    for a, b in zip(got.corner_triangle + got.edge_edge, want.corner_triangle + want.edge_edge):
+        if not np.array_equal(a, b):
+            return "mesh face pairs differ from NumPy"
+    return (_differs("mesh corner pairs", got.corner_distance, want.corner_distance, 1.0)
+            or _differs("mesh edge pairs", got.edge_distance, want.edge_distance, 1.0))

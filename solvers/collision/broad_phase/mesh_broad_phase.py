@@ -181,6 +181,9 @@ class _Shared:
         a moving collider."""
         self.kept_planes = {}
         """{thickness [m]: ``_Slots`` of ``kept_planes.KeptPlanes``}: the contact planes of a collider standing still."""
+        self.native = None
+        """The native nearest-triangle query of these triangles (``solvers.native.mesh_kernels.MeshClosest``, set by a
+        solver that has the native library), or None: ``MeshCollider._closest`` then runs in NumPy."""
         self.face_cache = {}
         """{(reach, travel) [m], id of a body's triangles array: ``mesh_face_pairs._FaceList``}: the kept face pairs of
         each reach and body."""

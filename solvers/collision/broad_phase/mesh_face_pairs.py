@@ -84,6 +84,11 @@ class MeshFacePairs:
         travel = self.shared.travel
         tri_reach = np.broadcast_to(np.asarray(tri_reach, float), (len(tri_rows),))
         edge_reach = np.broadcast_to(np.asarray(edge_reach, float), (len(edge_rows),))
+        if self.shared.native is not None:  # the same pairs from grids, in C (native/mesh_kernels.py)
+            return self.shared.native.face_pairs(
+                self.vertices, self.shared.corners, self.shared.edges, travel, np.ascontiguousarray(x, np.float64), triangles,
+                np.ascontiguousarray(tri_rows, np.int64), np.ascontiguousarray(tri_reach), edges,
+                np.ascontiguousarray(edge_rows, np.int64), np.ascontiguousarray(edge_reach))
         ci, ti = self.corner_pairs(x, triangles[tri_rows], float(tri_reach.max(initial=0.0)))
         body = x[triangles[tri_rows[ti]]]
         d_pt = point_triangle_distance(self.vertices[self.shared.corners[ci]], body[:, 0], body[:, 1], body[:, 2])[0]
@@ -92,8 +97,13 @@ class MeshFacePairs:
         mine, body = self.shared.edges[ei], edges[edge_rows[bi]]
         d_ee = segment_distance(self.vertices[mine[:, 0]], self.vertices[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])[0]
         near_ee = d_ee <= (edge_reach[bi] + travel) * (1.0 + 1e-12) + 1e-12
-        return ((ci[near_pt], tri_rows[ti[near_pt]], d_pt[near_pt]),
-                (ei[near_ee], edge_rows[bi[near_ee]], d_ee[near_ee]))
+        # In the order of the body elements asked, then of the collider's features (the joins' order is the trees'):
+        # the order the pushes sum in, the native twin's too.
+        pt = np.flatnonzero(near_pt)
+        pt = pt[np.lexsort((ci[pt], ti[pt]))]
+        ee = np.flatnonzero(near_ee)
+        ee = ee[np.lexsort((ei[ee], bi[ee]))]
+        return (ci[pt], tri_rows[ti[pt]], d_pt[pt]), (ei[ee], edge_rows[bi[ee]], d_ee[ee])
 
     def _refresh(self, kept: _FaceList, x, points, reach: float) -> None:
         """Move the references of points (p,) to x and find again the pairs of every element holding one of them

@@ -60,12 +60,17 @@ def kept_contact(collider, x, x_prev, margin: float):
     planes = kept[thickness].nearest(x)  # the asking body's (mesh_broad_phase._Slots)
     if planes is None:
         planes = kept[thickness].add(KeptPlanes.unmeasured(x))
-    shift, step = x - planes.x0, x - x_prev
-    drift = np.sqrt(_dot(shift, shift))
-    near = np.isfinite(planes.d0)
-    valid = np.where(near, (drift <= KEPT_DRIFT * thickness) & (drift + np.sqrt(_dot(step, step)) < planes.clear),
-                     planes.clear - drift > thickness + margin)
-    stale = np.flatnonzero(~valid)
+    native = collider.shared.native  # the same passes in C (native/mesh_kernels.py), or None
+    if native is not None:
+        x, x_prev = np.ascontiguousarray(x, np.float64), np.ascontiguousarray(x_prev, np.float64)
+        stale = native.kept_stale(planes, x, x_prev, KEPT_DRIFT * thickness, thickness + margin)
+    else:
+        shift, step = x - planes.x0, x - x_prev
+        drift = np.sqrt(_dot(shift, shift))
+        near = np.isfinite(planes.d0)
+        valid = np.where(near, (drift <= KEPT_DRIFT * thickness) & (drift + np.sqrt(_dot(step, step)) < planes.clear),
+                         planes.clear - drift > thickness + margin)
+        stale = np.flatnonzero(~valid)
     if len(stale):
         wide = margin + SKIN
         rows, d, normal, dist = collider._contact_rows(x, x_prev, wide, stale)
@@ -74,6 +79,8 @@ def kept_contact(collider, x, x_prev, margin: float):
         planes.clear[stale] = thickness + wide  # no triangle within that
         planes.d0[rows], planes.normal[rows] = d, normal
         planes.clear[rows] = np.where(d + thickness > 0.0, dist, 0.0)  # 0: not on its own side, measured every time
+    if native is not None:
+        return native.kept_planes(planes, x, margin)
     d = np.full(len(x), np.inf)
     n = np.zeros((len(x), 3))
     n[:, 2] = 1.0

@@ -181,6 +181,8 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
             return empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
         limit = self.thickness + (SEARCH_MARGIN if margin is None else margin)
         points = np.arange(len(x)) if among is None else np.asarray(among, np.int64)
+        if self.shared.native is not None:  # the same nearest triangles from a grid, in C (native/mesh_kernels.py)
+            return self.shared.native.closest(self.vertices, np.ascontiguousarray(x, np.float64), points, limit)
         found, cache = self._candidates(x, points, limit), None
         if found is not None:
             *found, cache = found

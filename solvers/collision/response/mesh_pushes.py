@@ -99,6 +99,9 @@ class MeshFacePushes:
         ci, ti = pairs
         if len(ci) == 0:
             return _EMPTY
+        if self.shared.native is not None:  # the same arithmetic in C (native/mesh_kernels.py)
+            return _Pushes(*self.shared.native.corner_pushes(x, x_prev, triangles, self.vertices, start.vertices,
+                                                             corners, ci, ti, self.thickness))
         tri = triangles[ti]
         a, b, cc = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
         p = self.vertices[corners[ci]]
@@ -131,6 +134,9 @@ class MeshFacePushes:
         ei, bi = pairs
         if len(ei) == 0:
             return _EMPTY
+        if self.shared.native is not None:
+            return _Pushes(*self.shared.native.edge_pushes(x, x_prev, edges, self.vertices, start.vertices, mine, ei,
+                                                           bi, self.thickness))
         p1, q1 = self.vertices[mine[ei, 0]], self.vertices[mine[ei, 1]]
         body = edges[bi]
         a, b = x[body[:, 0]], x[body[:, 1]]
@@ -159,6 +165,9 @@ class MeshFacePushes:
         the friction on their slip (k, 3) [m]: its part across the direction is taken off up to ``friction * depth``,
         as ``faces.py`` does for spheres. Mass-weighted over the stencil, Jacobi mean per particle, in place on x;
         returns the number of pairs that moved."""
+        if self.shared.native is not None and len(depth):
+            return self.shared.native.apply(x, inv_mass, pushes.stencil, pushes.weights, pushes.direction, depth, slip,
+                                            self.friction)
         hit = depth > 0.0
         if not hit.any():
             return 0

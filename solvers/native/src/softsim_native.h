@@ -182,4 +182,58 @@ SOFTSIM_API int64_t softsim_check_state(const double *x, const double *v, int64_
 SOFTSIM_API int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int64_t last,
                                            int64_t *status);
 
+/* A mesh collider's nearest-triangle query (mesh_collider.c, mesh_kernels.MeshClosest): a uniform grid over the
+ * collider's triangles in caller-owned buffers (returns the entries it needs; more than entry_capacity: nothing
+ * filled, grow and call again), and the nearest triangle within limit of each asked point (returns how many points
+ * have one). grid: (origin x, y, z, cell size, upper bound x, y, z); stamp: (1 + triangles). */
+SOFTSIM_API int64_t softsim_mesh_grid_build(const double *vertices, const int64_t *triangles, int64_t t,
+                                           const double *grid, const int64_t *dims, int64_t *cell_start,
+                                           int64_t entry_capacity, int64_t *entry_tri);
+SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points, int64_t k, const double *vertices,
+                                         const int64_t *triangles, const double *grid, const int64_t *dims,
+                                         const int64_t *cell_start, const int64_t *entry_tri, double limit,
+                                         int64_t *stamp, int64_t *out_row, int64_t *out_tri, double *out_bary,
+                                         double *out_q, double *out_d, int64_t *out_interior);
+
+/* A mesh collider's face pairs (mesh_collider.c): its corners within reach of body triangles and its sharp edges
+ * within reach of body edges, with exact distances, sorted by body element then feature; grids of the corners (as
+ * triangles (c, c, c)) and sharp edges (as (a, b, b)) from softsim_mesh_grid_build. Return the pair count (only
+ * the first capacity written; more asks for a retry). */
+SOFTSIM_API int64_t softsim_mesh_corner_pairs(const double *x, const int64_t *triangles, const int64_t *rows,
+                                              int64_t k, const double *reach, double travel, const double *vertices,
+                                              const int64_t *corners, const double *grid, const int64_t *dims,
+                                              const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
+                                              int64_t capacity, int64_t *out_corner, int64_t *out_row,
+                                              double *out_d);
+SOFTSIM_API int64_t softsim_mesh_edge_pairs(const double *x, const int64_t *edges, const int64_t *rows, int64_t m,
+                                            const double *reach, double travel, const double *vertices,
+                                            const int64_t *sharp, const double *grid, const int64_t *dims,
+                                            const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
+                                            int64_t capacity, int64_t *out_edge, int64_t *out_row, double *out_d);
+
+/* A mesh collider's corner and edge pushes (mesh_collider.c): the pairs measured (kept ones written compacted,
+ * returns how many) and one Jacobi application of pushes (returns the pairs that moved; sums (n, 3) and count (n,)
+ * are scratch). */
+SOFTSIM_API int64_t softsim_mesh_corner_pushes(const double *x, const double *x_prev, const int64_t *triangles,
+                                               const double *vertices, const double *start_vertices,
+                                               const int64_t *corners, const int64_t *ci, const int64_t *ti,
+                                               int64_t k, double thickness, int64_t *stencil, double *weights,
+                                               double *direction, double *depth, double *slip, double *origin);
+SOFTSIM_API int64_t softsim_mesh_edge_pushes(const double *x, const double *x_prev, const int64_t *edges,
+                                             const double *vertices, const double *start_vertices,
+                                             const int64_t *sharp, const int64_t *ei, const int64_t *bi, int64_t k,
+                                             double thickness, int64_t *stencil, double *weights, double *direction,
+                                             double *depth, double *slip, double *origin);
+SOFTSIM_API int64_t softsim_mesh_push_apply(double *x, int64_t n, const double *inv_mass, int64_t k, int64_t width,
+                                            const int64_t *stencil, const double *weights, const double *direction,
+                                            const double *depth, const double *slip, double friction, double *sums,
+                                            double *count);
+
+/* A still mesh collider's kept contact planes (mesh_collider.c, twins of kept_planes.kept_contact's passes). */
+SOFTSIM_API int64_t softsim_kept_stale(const double *x, const double *x_prev, int64_t n, const double *x0,
+                                       const double *d0, const double *clear, double drift_limit, double far_limit,
+                                       int64_t *stale);
+SOFTSIM_API void softsim_kept_planes(const double *x, int64_t n, const double *x0, const double *normal,
+                                     const double *d0, double margin, double *d, double *out_normal);
+
 #endif

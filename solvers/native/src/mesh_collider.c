@@ -1,0 +1,626 @@
+/* A mesh collider's nearest-triangle query, the twin of
+ * solvers/collision/colliders/mesh_collider.py MeshCollider._closest: for every asked point, the nearest of the
+ * collider's triangles within `limit`, with the barycentric weights of its closest point, that point, the unsigned
+ * distance and whether the point is interior to the triangle.
+ *
+ * The NumPy twin finds candidates with k-d trees over triangle pieces, kept per point between asks
+ * (mesh_broad_phase.py); here a uniform grid over the triangles' axis-aligned boxes does, built once per collider pose
+ * in the caller's buffers (softsim_mesh_grid_build). A point first tests the triangles of its own cell, which bounds
+ * its nearest distance, then every cell within that bound (at most `limit`): a triangle within distance r of the
+ * point has its box within r on every axis, so it is listed in a visited cell. The nearest is the least (distance,
+ * triangle index) over everything tested, the twin's rule (lowest triangle among equal distances), whatever the
+ * visit order. The distances repeat primitives.closest_weights / point_triangle_closest operation for operation in
+ * the orders of a mixed batch of the twin (self_collision.c says which einsum sums in which order): the twin's batch
+ * is its candidate set, which the grid does not reproduce, so a batch of the twin that is all border sums the border
+ * branch's dot products in another order and the two agree to a few ulps there (tests/test_native_mesh_collider.py
+ * holds them to 1e-12 relative and the nearest triangles equal).
+ *
+ * Grid layout (the binding's): grid = (origin x, y, z, cell size h, upper bound x, y, z), the origin and the upper
+ * bound those of every triangle's box; dims = (nx, ny, nz); cell (i, j, k) is
+ * i + nx (j + ny k); a coordinate a falls in cell floor((a - origin) / h) clamped to [0, dim - 1] on each axis, in
+ * the build and in the query alike (clamping only ever adds candidates). cell_start (cells + 1) and entry_tri
+ * (entries) hold the cells' triangles in CSR form, ascending within a cell.
+ */
+#include <math.h>
+
+#include "softsim_native.h"
+
+static inline double dot_rows(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
+static inline double dot_in_order(const double *u, const double *v) { return (u[0] * v[0] + u[1] * v[1]) + u[2] * v[2]; }
+static inline double min2(double a, double b) { return b < a ? b : a; }
+static inline double max2(double a, double b) { return b > a ? b : a; }
+static inline double clip01(double t) { return min2(max2(t, 0.0), 1.0); }
+
+/* The cell coordinate of a along one axis: floor((a - origin) / h) within [0, dim - 1] (NaN to 0). */
+static inline int64_t cell_of(double a, double origin, double h, int64_t dim)
+{
+    double f = floor((a - origin) / h);
+    if (!(f >= 0.0))
+        return 0;
+    if (f > (double)(dim - 1))
+        return dim - 1;
+    return (int64_t)f;
+}
+
+/* The cell ranges lo[3] .. hi[3] (inclusive) of the box [low, high]. */
+static void cell_range(const double *low, const double *high, const double *grid, const int64_t *dims, int64_t *lo,
+                       int64_t *hi)
+{
+    for (int a = 0; a < 3; ++a) {
+        lo[a] = cell_of(low[a], grid[a], grid[3], dims[a]);
+        hi[a] = cell_of(high[a], grid[a], grid[3], dims[a]);
+    }
+}
+
+static void triangle_box(const double *vertices, const int64_t *tri, double *low, double *high)
+{
+    for (int a = 0; a < 3; ++a) {
+        double p = vertices[3 * tri[0] + a], q = vertices[3 * tri[1] + a], r = vertices[3 * tri[2] + a];
+        low[a] = min2(min2(p, q), r);
+        high[a] = max2(max2(p, q), r);
+    }
+}
+
+SOFTSIM_API int64_t softsim_mesh_grid_build(const double *vertices, const int64_t *triangles, int64_t t, const double *grid,
+                                const int64_t *dims, int64_t *cell_start, int64_t entry_capacity, int64_t *entry_tri)
+{
+    int64_t cells = dims[0] * dims[1] * dims[2];
+    for (int64_t c = 0; c <= cells; ++c)
+        cell_start[c] = 0;
+    int64_t lo[3], hi[3];
+    double low[3], high[3];
+    for (int64_t f = 0; f < t; ++f) {
+        triangle_box(vertices, triangles + 3 * f, low, high);
+        cell_range(low, high, grid, dims, lo, hi);
+        for (int64_t k = lo[2]; k <= hi[2]; ++k)
+            for (int64_t j = lo[1]; j <= hi[1]; ++j)
+                for (int64_t i = lo[0]; i <= hi[0]; ++i)
+                    cell_start[i + dims[0] * (j + dims[1] * k)] += 1;
+    }
+    int64_t total = 0;
+    for (int64_t c = 0; c < cells; ++c) { /* cell_start[c]: the end of cell c */
+        total += cell_start[c];
+        cell_start[c] = total;
+    }
+    cell_start[cells] = total;
+    if (total > entry_capacity)
+        return total;
+    /* Filled from the last triangle down, each cell from its end: ascending triangles within a cell, and cell_start[c]
+     * ends at the start of cell c. */
+    for (int64_t f = t - 1; f >= 0; --f) {
+        triangle_box(vertices, triangles + 3 * f, low, high);
+        cell_range(low, high, grid, dims, lo, hi);
+        for (int64_t k = lo[2]; k <= hi[2]; ++k)
+            for (int64_t j = lo[1]; j <= hi[1]; ++j)
+                for (int64_t i = lo[0]; i <= hi[0]; ++i)
+                    entry_tri[--cell_start[i + dims[0] * (j + dims[1] * k)]] = f;
+    }
+    return total;
+}
+
+/* primitives.closest_weights and point_triangle_closest for one point and triangle: bary[3], q[3] (the einsum
+ * sum_j bary_j corner_j in order of j), and the return value interior. */
+static int closest_on_triangle(const double *P, const double *A, const double *B, const double *C, double *bary,
+                               double *q)
+{
+    double e1[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]};
+    double e2[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
+    double ap[3] = {P[0] - A[0], P[1] - A[1], P[2] - A[2]};
+    double d1 = dot_rows(e1, ap), d2 = dot_rows(e2, ap);
+    double e11 = dot_rows(e1, e1), e12 = dot_rows(e1, e2), e22 = dot_rows(e2, e2);
+    double denom = e11 * e22 - e12 * e12;
+    double v = e22 * d1 - e12 * d2;
+    double w = e11 * d2 - e12 * d1;
+    if (v >= 0.0 && w >= 0.0 && v + w <= denom && denom > 1e-12 * e11 * e22) {
+        double scale = 1.0 / denom;
+        v *= scale;
+        w *= scale;
+    } else {
+        double e3[3] = {e2[0] - e1[0], e2[1] - e1[1], e2[2] - e1[2]};
+        double bp[3] = {ap[0] - e1[0], ap[1] - e1[1], ap[2] - e1[2]};
+        double o33 = dot_in_order(e3, e3), d3 = dot_in_order(e3, bp);
+        double t_ab = clip01(d1 / max2(e11, 1e-300));
+        double t_ac = clip01(d2 / max2(e22, 1e-300));
+        double t_bc = clip01(d3 / max2(o33, 1e-300));
+        double s_ab = t_ab * (t_ab * e11 - 2.0 * d1);
+        double s_ac = t_ac * (t_ac * e22 - 2.0 * d2);
+        double s_bc = dot_in_order(bp, bp) - dot_in_order(ap, ap) + t_bc * (t_bc * o33 - 2.0 * d3);
+        int use_ac = s_ac < s_ab;
+        int use_bc = s_bc < min2(s_ab, s_ac);
+        v = use_bc ? 1.0 - t_bc : (use_ac ? 0.0 : t_ab);
+        w = use_bc ? t_bc : (use_ac ? t_ac : 0.0);
+    }
+    bary[0] = max2(1.0 - v - w, 0.0);
+    bary[1] = v;
+    bary[2] = w;
+    for (int a = 0; a < 3; ++a)
+        q[a] = (bary[0] * A[a] + bary[1] * B[a]) + bary[2] * C[a];
+    return v > 0.0 && w > 0.0 && v + w < 1.0;
+}
+
+/* Whether the box of half-width reach around P lies wholly beside the triangles' bounds grid[4..6] (so no triangle is
+ * within reach), or reach is not a length (negative, NaN). */
+static int beside(const double *P, double reach, const double *grid)
+{
+    if (!(reach >= 0.0))
+        return 1;
+    int out = 0;
+    for (int a = 0; a < 3; ++a)
+        out |= !(P[a] + reach >= grid[a]) || !(P[a] - reach <= grid[4 + a]);
+    return out;
+}
+
+typedef struct {
+    double d;
+    int64_t tri;
+    int interior;
+    double bary[3], q[3];
+} Nearest;
+
+/* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). */
+static void visit(const double *P, const double *vertices, const int64_t *triangles, const int64_t *dims,
+                  const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo, const int64_t *hi,
+                  int64_t *stamp, int64_t query, Nearest *best)
+{
+    double bary[3], q[3];
+    for (int64_t k = lo[2]; k <= hi[2]; ++k)
+        for (int64_t j = lo[1]; j <= hi[1]; ++j)
+            for (int64_t i = lo[0]; i <= hi[0]; ++i) {
+                int64_t c = i + dims[0] * (j + dims[1] * k);
+                for (int64_t e = cell_start[c]; e < cell_start[c + 1]; ++e) {
+                    int64_t f = entry_tri[e];
+                    if (stamp[f] == query)
+                        continue;
+                    stamp[f] = query;
+                    const int64_t *tri = triangles + 3 * f;
+                    int interior = closest_on_triangle(P, vertices + 3 * tri[0], vertices + 3 * tri[1],
+                                                       vertices + 3 * tri[2], bary, q);
+                    double r[3] = {P[0] - q[0], P[1] - q[1], P[2] - q[2]};
+                    double d = sqrt(dot_rows(r, r));
+                    if (d < best->d || (d == best->d && f < best->tri)) {
+                        best->d = d;
+                        best->tri = f;
+                        best->interior = interior;
+                        for (int a = 0; a < 3; ++a) {
+                            best->bary[a] = bary[a];
+                            best->q[a] = q[a];
+                        }
+                    }
+                }
+            }
+}
+
+SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points, int64_t k, const double *vertices,
+                             const int64_t *triangles, const double *grid, const int64_t *dims,
+                             const int64_t *cell_start, const int64_t *entry_tri, double limit, int64_t *stamp,
+                             int64_t *out_row, int64_t *out_tri, double *out_bary, double *out_q, double *out_d,
+                             int64_t *out_interior)
+{
+    int64_t found = 0, query = stamp[0];
+    int64_t lo[3], hi[3];
+    for (int64_t i = 0; i < k; ++i) {
+        const double *P = x + 3 * points[i];
+        Nearest best = {INFINITY, -1, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+        if (beside(P, limit, grid))
+            continue; /* nothing within limit (negative or NaN limit too) */
+        ++query;
+        cell_range(P, P, grid, dims, lo, hi); /* its own cell (or the nearest one) first: a bound on the distance */
+        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, &best);
+        /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance may
+         * lie a rounding farther), and never beyond limit. */
+        double reach = min2(limit, best.d * (1.0 + 1e-9) + 1e-12);
+        double low[3] = {P[0] - reach, P[1] - reach, P[2] - reach}, high[3] = {P[0] + reach, P[1] + reach, P[2] + reach};
+        cell_range(low, high, grid, dims, lo, hi);
+        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, &best);
+        if (best.tri < 0 || !(best.d <= limit))
+            continue;
+        out_row[found] = points[i];
+        out_tri[found] = best.tri;
+        out_d[found] = best.d;
+        out_interior[found] = best.interior;
+        for (int a = 0; a < 3; ++a) {
+            out_bary[3 * found + a] = best.bary[a];
+            out_q[3 * found + a] = best.q[a];
+        }
+        ++found;
+    }
+    stamp[0] = query;
+    return found;
+}
+
+/* ------------------------------------------------------------------------------------------------- face pairs */
+
+/* The twin of mesh_face_pairs.MeshFacePairs._pairs_within: the collider corners within reach of body triangles and
+ * the collider's sharp edges within reach of body edges, exact distances, in the twin's (sorted) order: by body
+ * element in the order asked, then collider feature ascending. The corners and sharp edges are gridded as the
+ * triangles are (a corner c as the triangle (c, c, c), an edge (a, b) as (a, b, b)); a body element visits the cells
+ * of its box grown by its reach (reach + travel, widened as the twin's test: a pair within reach has the feature in
+ * that box). Distances repeat primitives.point_triangle_distance and segment_distance (src comment at the top on
+ * all-border batches). Returns the pair count, writing the first `capacity` of them: a larger return asks the caller
+ * to grow and call again. */
+
+/* Sort out_f[from .. to) ascending, carrying out_d (a few features per body element: insertion sort). */
+static void sort_features(int64_t *out_f, double *out_d, int64_t from, int64_t to)
+{
+    for (int64_t i = from + 1; i < to; ++i) {
+        int64_t f = out_f[i];
+        double d = out_d[i];
+        int64_t j = i - 1;
+        for (; j >= from && out_f[j] > f; --j) {
+            out_f[j + 1] = out_f[j];
+            out_d[j + 1] = out_d[j];
+        }
+        out_f[j + 1] = f;
+        out_d[j + 1] = d;
+    }
+}
+
+static void grown_box(const double *const *points, int count, double reach, double *low, double *high)
+{
+    for (int a = 0; a < 3; ++a) {
+        double lo = points[0][a], hi = points[0][a];
+        for (int k = 1; k < count; ++k) {
+            lo = min2(lo, points[k][a]);
+            hi = max2(hi, points[k][a]);
+        }
+        low[a] = lo - reach;
+        high[a] = hi + reach;
+    }
+}
+
+/* Whether the box [low, high] misses the grid's bounds (or is not a box: NaN). */
+static int box_beside(const double *low, const double *high, const double *grid)
+{
+    int out = 0;
+    for (int a = 0; a < 3; ++a)
+        out |= !(high[a] >= grid[a]) || !(low[a] <= grid[4 + a]);
+    return out;
+}
+
+SOFTSIM_API int64_t softsim_mesh_corner_pairs(const double *x, const int64_t *triangles, const int64_t *rows,
+                                              int64_t k, const double *reach, double travel, const double *vertices,
+                                              const int64_t *corners, const double *grid, const int64_t *dims,
+                                              const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
+                                              int64_t capacity, int64_t *out_corner, int64_t *out_row,
+                                              double *out_d)
+{
+    int64_t count = 0, query = stamp[0];
+    int64_t lo[3], hi[3];
+    double low[3], high[3], bary[3], q[3];
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t *tri = triangles + 3 * rows[i];
+        const double *A = x + 3 * tri[0], *B = x + 3 * tri[1], *C = x + 3 * tri[2];
+        const double *corner_points[3] = {A, B, C};
+        double limit = (reach[i] + travel) * (1.0 + 1e-12) + 1e-12;
+        grown_box(corner_points, 3, limit, low, high);
+        if (box_beside(low, high, grid))
+            continue;
+        ++query;
+        cell_range(low, high, grid, dims, lo, hi);
+        int64_t first = count;
+        for (int64_t cz = lo[2]; cz <= hi[2]; ++cz)
+            for (int64_t cy = lo[1]; cy <= hi[1]; ++cy)
+                for (int64_t cx = lo[0]; cx <= hi[0]; ++cx) {
+                    int64_t c = cx + dims[0] * (cy + dims[1] * cz);
+                    for (int64_t e = cell_start[c]; e < cell_start[c + 1]; ++e) {
+                        int64_t f = entry[e];
+                        if (stamp[1 + f] == query)
+                            continue;
+                        stamp[1 + f] = query;
+                        const double *P = vertices + 3 * corners[f];
+                        closest_on_triangle(P, A, B, C, bary, q);
+                        /* point_triangle_distance: r = p - b0 a - b1 b - b2 c, left to right */
+                        double r[3];
+                        for (int a = 0; a < 3; ++a)
+                            r[a] = ((P[a] - bary[0] * A[a]) - bary[1] * B[a]) - bary[2] * C[a];
+                        double d = sqrt(dot_rows(r, r));
+                        if (d <= limit) {
+                            if (count < capacity) {
+                                out_corner[count] = f;
+                                out_row[count] = rows[i];
+                                out_d[count] = d;
+                            }
+                            ++count;
+                        }
+                    }
+                }
+        if (count <= capacity)
+            sort_features(out_corner, out_d, first, count);
+    }
+    stamp[0] = query;
+    return count;
+}
+
+/* primitives.closest_points_segments then segment_distance's r and distance, for one pair. */
+static double segment_distance(const double *p1, const double *q1, const double *p2, const double *q2)
+{
+    double d1[3] = {q1[0] - p1[0], q1[1] - p1[1], q1[2] - p1[2]};
+    double d2[3] = {q2[0] - p2[0], q2[1] - p2[1], q2[2] - p2[2]};
+    double r[3] = {p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2]};
+    double a = max2(dot_rows(d1, d1), 1e-300), e = max2(dot_rows(d2, d2), 1e-300);
+    double b = dot_rows(d1, d2), c = dot_rows(d1, r), f = dot_rows(d2, r);
+    double denom = a * e - b * b;
+    int ok = denom > 1e-12 * a * e;
+    double s = ok ? clip01((b * f - c * e) / denom) : 0.0;
+    double t = (b * s + f) / e;
+    s = t < 0.0 ? clip01(-c / a) : (t > 1.0 ? clip01((b - c) / a) : s);
+    t = clip01(t);
+    double gap[3];
+    for (int k = 0; k < 3; ++k)
+        gap[k] = ((p1[k] + s * d1[k]) - p2[k]) - t * d2[k];
+    return sqrt(dot_rows(gap, gap));
+}
+
+SOFTSIM_API int64_t softsim_mesh_edge_pairs(const double *x, const int64_t *edges, const int64_t *rows, int64_t m,
+                                            const double *reach, double travel, const double *vertices,
+                                            const int64_t *sharp, const double *grid, const int64_t *dims,
+                                            const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
+                                            int64_t capacity, int64_t *out_edge, int64_t *out_row, double *out_d)
+{
+    int64_t count = 0, query = stamp[0];
+    int64_t lo[3], hi[3];
+    double low[3], high[3];
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t *edge = edges + 2 * rows[i];
+        const double *A = x + 3 * edge[0], *B = x + 3 * edge[1];
+        const double *ends[2] = {A, B};
+        double limit = (reach[i] + travel) * (1.0 + 1e-12) + 1e-12;
+        grown_box(ends, 2, limit, low, high);
+        if (box_beside(low, high, grid))
+            continue;
+        ++query;
+        cell_range(low, high, grid, dims, lo, hi);
+        int64_t first = count;
+        for (int64_t cz = lo[2]; cz <= hi[2]; ++cz)
+            for (int64_t cy = lo[1]; cy <= hi[1]; ++cy)
+                for (int64_t cx = lo[0]; cx <= hi[0]; ++cx) {
+                    int64_t c = cx + dims[0] * (cy + dims[1] * cz);
+                    for (int64_t e = cell_start[c]; e < cell_start[c + 1]; ++e) {
+                        int64_t f = entry[e];
+                        if (stamp[1 + f] == query)
+                            continue;
+                        stamp[1 + f] = query;
+                        const int64_t *mine = sharp + 2 * f;
+                        double d = segment_distance(vertices + 3 * mine[0], vertices + 3 * mine[1], A, B);
+                        if (d <= limit) {
+                            if (count < capacity) {
+                                out_edge[count] = f;
+                                out_row[count] = rows[i];
+                                out_d[count] = d;
+                            }
+                            ++count;
+                        }
+                    }
+                }
+        if (count <= capacity)
+            sort_features(out_edge, out_d, first, count);
+    }
+    stamp[0] = query;
+    return count;
+}
+
+/* ------------------------------------------------------------------------------------------------- face pushes */
+
+/* The twins of response/mesh_pushes.py MeshFacePushes._corner_pushes, _edge_pushes and _apply, operation for
+ * operation in the twins' orders (dot products of rows as dot_rows; einsum("kj,kj->k") over three columns likewise,
+ * over two in order; bincount's sums in pair order from 0). The push kernels write the pairs they keep (the corner
+ * pairs on their own side, the edge pairs whose closest points lie inside both edges, not parallel) compacted, in
+ * pair order, and return how many. */
+
+static void cross(const double *u, const double *v, double *out)
+{
+    out[0] = u[1] * v[2] - u[2] * v[1];
+    out[1] = u[2] * v[0] - u[0] * v[2];
+    out[2] = u[0] * v[1] - u[1] * v[0];
+}
+
+SOFTSIM_API int64_t softsim_mesh_corner_pushes(const double *x, const double *x_prev, const int64_t *triangles,
+                                               const double *vertices, const double *start_vertices,
+                                               const int64_t *corners, const int64_t *ci, const int64_t *ti,
+                                               int64_t k, double thickness, int64_t *stencil, double *weights,
+                                               double *direction, double *depth, double *slip, double *origin)
+{
+    int64_t kept = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t *tri = triangles + 3 * ti[i];
+        const double *A = x + 3 * tri[0], *B = x + 3 * tri[1], *C = x + 3 * tri[2];
+        const double *P = vertices + 3 * corners[ci[i]], *S = start_vertices + 3 * corners[ci[i]];
+        const double *PA = x_prev + 3 * tri[0], *PB = x_prev + 3 * tri[1], *PC = x_prev + 3 * tri[2];
+        double bary[3], q_unused[3];
+        int interior = closest_on_triangle(P, A, B, C, bary, q_unused);
+        double q[3], q_prev[3], ba[3], ca[3], normal[3], pba[3], pca[3], n_prev[3];
+        for (int a = 0; a < 3; ++a) {
+            q[a] = (bary[0] * A[a] + bary[1] * B[a]) + bary[2] * C[a]; /* bary[:, :1] * a + ... */
+            q_prev[a] = (bary[0] * PA[a] + bary[1] * PB[a]) + bary[2] * PC[a];
+            ba[a] = B[a] - A[a];
+            ca[a] = C[a] - A[a];
+            pba[a] = PB[a] - PA[a];
+            pca[a] = PC[a] - PA[a];
+        }
+        cross(ba, ca, normal);
+        double length = max2(sqrt(dot_rows(normal, normal)), 1e-300);
+        for (int a = 0; a < 3; ++a)
+            normal[a] /= length;
+        cross(pba, pca, n_prev);
+        double lever[3] = {S[0] - q_prev[0], S[1] - q_prev[1], S[2] - q_prev[2]};
+        double side = dot_rows(lever, n_prev) < 0.0 ? -1.0 : 1.0;
+        double facing[3] = {side * normal[0], side * normal[1], side * normal[2]};
+        double r[3] = {P[0] - q[0], P[1] - q[1], P[2] - q[2]};
+        double dist = sqrt(dot_rows(r, r));
+        double along = dot_rows(r, facing);
+        if (!(interior || along >= 0.0))
+            continue; /* beyond the plane: the neighbouring face's business */
+        double gap = interior ? along : dist;
+        double scale = max2(dist, 1e-300);
+        for (int a = 0; a < 3; ++a) {
+            stencil[3 * kept + a] = tri[a];
+            weights[3 * kept + a] = bary[a];
+            direction[3 * kept + a] = interior ? -facing[a] : -r[a] / scale;
+            slip[3 * kept + a] = (q[a] - q_prev[a]) - (P[a] - S[a]);
+            origin[3 * kept + a] = q[a];
+        }
+        depth[kept] = thickness - gap;
+        ++kept;
+    }
+    return kept;
+}
+
+SOFTSIM_API int64_t softsim_mesh_edge_pushes(const double *x, const double *x_prev, const int64_t *edges,
+                                             const double *vertices, const double *start_vertices,
+                                             const int64_t *sharp, const int64_t *ei, const int64_t *bi, int64_t k,
+                                             double thickness, int64_t *stencil, double *weights, double *direction,
+                                             double *depth, double *slip, double *origin)
+{
+    int64_t kept = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t *mine = sharp + 2 * ei[i], *body = edges + 2 * bi[i];
+        const double *p1 = vertices + 3 * mine[0], *q1 = vertices + 3 * mine[1];
+        const double *A = x + 3 * body[0], *B = x + 3 * body[1];
+        /* primitives.closest_points_segments(p1, q1, a, b) */
+        double d1[3] = {q1[0] - p1[0], q1[1] - p1[1], q1[2] - p1[2]};
+        double d2[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]};
+        double r[3] = {p1[0] - A[0], p1[1] - A[1], p1[2] - A[2]};
+        double a = max2(dot_rows(d1, d1), 1e-300), e = max2(dot_rows(d2, d2), 1e-300);
+        double b = dot_rows(d1, d2), c = dot_rows(d1, r), f = dot_rows(d2, r);
+        double denom = a * e - b * b;
+        int ok = denom > 1e-12 * a * e;
+        double s = ok ? clip01((b * f - c * e) / denom) : 0.0;
+        double t = (b * s + f) / e;
+        s = t < 0.0 ? clip01(-c / a) : (t > 1.0 ? clip01((b - c) / a) : s);
+        t = clip01(t);
+        int interior = ok && s > 0.0 && s < 1.0 && t > 0.0 && t < 1.0;
+        double normal[3];
+        cross(d1, d2, normal);
+        double length = sqrt(dot_rows(normal, normal));
+        if (!(interior && length > 1e-12 * sqrt(dot_rows(d1, d1) * dot_rows(d2, d2))))
+            continue;
+        for (int m = 0; m < 3; ++m)
+            normal[m] /= length;
+        const double *sp = start_vertices + 3 * mine[0], *sq = start_vertices + 3 * mine[1];
+        const double *pa = x_prev + 3 * body[0], *pb = x_prev + 3 * body[1];
+        double start_point[3], prev_point[3], collider_point[3], body_point[3], apart[3];
+        for (int m = 0; m < 3; ++m) {
+            start_point[m] = sp[m] + s * (sq[m] - sp[m]);
+            prev_point[m] = pa[m] + t * (pb[m] - pa[m]);
+            apart[m] = start_point[m] - prev_point[m];
+            collider_point[m] = p1[m] + s * (q1[m] - p1[m]);
+            body_point[m] = A[m] + t * (B[m] - A[m]);
+        }
+        double side = dot_rows(apart, normal) < 0.0 ? -1.0 : 1.0;
+        double gap_vector[3] = {collider_point[0] - body_point[0], collider_point[1] - body_point[1],
+                                collider_point[2] - body_point[2]};
+        double gap = side * dot_rows(gap_vector, normal);
+        stencil[2 * kept] = body[0];
+        stencil[2 * kept + 1] = body[1];
+        weights[2 * kept] = 1.0 - t;
+        weights[2 * kept + 1] = t;
+        for (int m = 0; m < 3; ++m) {
+            direction[3 * kept + m] = -(side * normal[m]);
+            slip[3 * kept + m] = (body_point[m] - prev_point[m]) - (collider_point[m] - start_point[m]);
+            origin[3 * kept + m] = body_point[m];
+        }
+        depth[kept] = thickness - gap;
+        ++kept;
+    }
+    return kept;
+}
+
+SOFTSIM_API int64_t softsim_mesh_push_apply(double *x, int64_t n, const double *inv_mass, int64_t k, int64_t width,
+                                            const int64_t *stencil, const double *weights, const double *direction,
+                                            const double *depth, const double *slip, double friction, double *sums,
+                                            double *count)
+{
+    int64_t moved = 0;
+    for (int64_t p = 0; p < n; ++p) {
+        sums[3 * p] = sums[3 * p + 1] = sums[3 * p + 2] = 0.0;
+        count[p] = 0.0;
+    }
+    for (int64_t i = 0; i < k; ++i) {
+        if (!(depth[i] > 0.0))
+            continue;
+        const int64_t *st = stencil + width * i;
+        const double *wt = weights + width * i;
+        double w[3] = {0.0, 0.0, 0.0};
+        for (int j = 0; j < width; ++j)
+            w[j] = inv_mass[st[j]] * wt[j];
+        double norm = width == 3 ? (wt[0] * w[0] + wt[2] * w[2]) + wt[1] * w[1] : wt[0] * w[0] + wt[1] * w[1];
+        if (!(norm > 0.0))
+            continue;
+        ++moved;
+        const double *dir = direction + 3 * i;
+        double delta[3] = {depth[i] * dir[0], depth[i] * dir[1], depth[i] * dir[2]};
+        if (friction > 0.0) {
+            const double *sl = slip + 3 * i;
+            double normal_part = dot_rows(sl, dir);
+            double across[3] = {sl[0] - normal_part * dir[0], sl[1] - normal_part * dir[1], sl[2] - normal_part * dir[2]};
+            double slide = sqrt(dot_rows(across, across));
+            double share = min2(1.0, friction * depth[i] / max2(slide, 1e-15));
+            for (int a = 0; a < 3; ++a)
+                delta[a] -= share * across[a];
+        }
+        for (int j = 0; j < width; ++j) {
+            double coef = w[j] / norm;
+            int64_t p = st[j];
+            count[p] += coef > 0.0 ? 1.0 : 0.0;
+            for (int a = 0; a < 3; ++a)
+                sums[3 * p + a] += coef * delta[a];
+        }
+    }
+    if (moved == 0)
+        return 0;
+    for (int64_t p = 0; p < n; ++p) {
+        double c = max2(count[p], 1.0);
+        for (int a = 0; a < 3; ++a)
+            x[3 * p + a] += sums[3 * p + a] / c;
+    }
+    return moved;
+}
+
+/* ------------------------------------------------------------------------------------------------- kept planes */
+
+/* The twins of colliders/kept_planes.py kept_contact's two whole-body passes, in its order: which points' kept
+ * planes are stale (drift = |x - x0|; a near plane (finite d0) serves while drift <= drift_limit (KEPT_DRIFT *
+ * thickness) and drift + |x - x_prev| < clear, a far one while clear - drift > far_limit (thickness + margin));
+ * returns their count, indices ascending in stale), and the planes' answer (d = d0 + n . (x - x0) where d0 is finite
+ * and that is <= margin, with n the plane's normal; elsewhere d = inf, n = (0, 0, 1)). */
+
+SOFTSIM_API int64_t softsim_kept_stale(const double *x, const double *x_prev, int64_t n, const double *x0,
+                                       const double *d0, const double *clear, double drift_limit, double far_limit,
+                                       int64_t *stale)
+{
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double *p = x + 3 * i, *o = x0 + 3 * i, *q = x_prev + 3 * i;
+        double shift[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]};
+        double step[3] = {p[0] - q[0], p[1] - q[1], p[2] - q[2]};
+        double drift = sqrt(dot_rows(shift, shift));
+        int valid = isfinite(d0[i]) ? (drift <= drift_limit) && (drift + sqrt(dot_rows(step, step)) < clear[i])
+                                    : clear[i] - drift > far_limit;
+        if (!valid)
+            stale[count++] = i;
+    }
+    return count;
+}
+
+SOFTSIM_API void softsim_kept_planes(const double *x, int64_t n, const double *x0, const double *normal,
+                                     const double *d0, double margin, double *d, double *out_normal)
+{
+    for (int64_t i = 0; i < n; ++i) {
+        double *out = out_normal + 3 * i;
+        d[i] = INFINITY;
+        out[0] = 0.0;
+        out[1] = 0.0;
+        out[2] = 1.0;
+        if (!isfinite(d0[i]))
+            continue;
+        const double *p = x + 3 * i, *o = x0 + 3 * i, *m = normal + 3 * i;
+        double shift[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]};
+        double linear = d0[i] + dot_rows(shift, m);
+        if (linear <= margin) {
+            d[i] = linear;
+            out[0] = m[0];
+            out[1] = m[1];
+            out[2] = m[2];
+        }
+    }
+}
