@@ -63,6 +63,9 @@ SIGNATURES = {
     "softsim_air_apply": (None, (_P, _P, _I, _P, _P, _D, _I, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_check_state": (_I, (_P, _P, _I, _D)),
     "softsim_cloth_substeps": (_I, (_P, _I, _I, _P)),
+    # Cloth self-collision's per-call list upkeep (src/self_response.c, self_kernels.SelfListCheck).
+    "softsim_self_boxes": (None, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P)),
+    "softsim_self_list_check": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P, _P)),
 }
 
 

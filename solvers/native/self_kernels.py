@@ -92,3 +92,70 @@ class SelfPairQuery:
             self._skins("skin_e", skin_e, e), float(reach), pointer(excluded), len(excluded)))
         order = np.argsort(a * e + b, kind="stable")
         return a[order], b[order], d[order]
+
+
+class SelfListCheck:
+    """The native per-call upkeep of one body's Verlet lists (``src/self_response.c``): ``boxes`` <->
+    ``SelfBroadPhase._boxes``, ``list_check`` <-> the filter of ``SelfBroadPhase._candidates`` (near bound, reach,
+    box test), both bit for bit (they only compare, take minima and maxima, and add in the twin's order).
+
+    Built once per ``SelfCollision``: the triangles (t, 3) and edges (e, 2) are checked (int64, C-contiguous, indices
+    within [0, n)). A list's arrays are checked when they change (a build or a skin growth makes new ones: indices in
+    range, lengths consistent); per call only the positions and per-particle values are.
+    """
+
+    def __init__(self, library, triangles, edges, particle_count: int):
+        self.library = library
+        self.n = int(particle_count)
+        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
+        self.edges = checked_indices("edges", edges, self.n, (None, 2))
+        self._x = _PositionsCheck(self.n)
+        self._bound = None
+        self._pos = np.zeros(0, np.int64)
+        self._reach = np.zeros(0)
+
+    def boxes(self, lo, hi=None):
+        """Boxes per axis of the triangles (lo_t, hi_t (3, t)) and edges (lo_e, hi_e (3, e)) over particle boxes from
+        lo to hi (both (3, n) [m]; hi None: boxes at the points lo)."""
+        lo = checked("lo", lo, F64, (3, self.n))
+        hi = lo if hi is None else checked("hi", hi, F64, (3, self.n))
+        t, e = len(self.triangles), len(self.edges)
+        lo_t, hi_t, lo_e, hi_e = np.empty((3, t)), np.empty((3, t)), np.empty((3, e)), np.empty((3, e))
+        self.library.softsim_self_boxes(pointer(lo), pointer(hi), self.n, pointer(self.triangles), t,
+                                        pointer(self.edges), e, pointer(lo_t), pointer(hi_t), pointer(lo_e),
+                                        pointer(hi_e))
+        return lo_t, hi_t, lo_e, hi_e
+
+    def _bind_list(self, vt, ee, dist):
+        """Check a list's arrays once (the same arrays are not checked again) and cache their addresses."""
+        key = (vt[0], vt[1], ee[0], ee[1], dist)
+        if self._bound is not None and all(a is b for a, b in zip(key, self._bound[0])):
+            return self._bound[1]
+        v = checked_indices("list vt[0]", vt[0], self.n, (None,))
+        k = len(v)
+        t = checked_indices("list vt[1]", vt[1], max(len(self.triangles), 1) if k else 1, (k,))
+        a = checked_indices("list ee[0]", ee[0], max(len(self.edges), 1), (None,))
+        m = len(a)
+        b = checked_indices("list ee[1]", ee[1], max(len(self.edges), 1), (m,))
+        if (k and not len(self.triangles)) or (m and not len(self.edges)):
+            raise ValueError("list: pairs of elements the body does not have")
+        checked("list dist", dist, F64, (k + m,))
+        if len(self._pos) < k + m:
+            self._pos, self._reach = np.zeros(k + m, np.int64), np.zeros(k + m)
+        args = (k, pointer(v), pointer(t), m, pointer(a), pointer(b), pointer(dist))
+        self._bound = (key, args)
+        return args
+
+    def list_check(self, x, motion, moved, vt, ee, dist, thickness: float):
+        """Positions (c,) in the list (vertex-triangle pairs first, then edge-edge ones) of the pairs that may be within
+        reach at x (n, 3) [m], ascending, and their reaches (c,) [m]: ``SelfBroadPhase._candidates``' filter.
+
+        motion, moved (n,) [m]: each particle's motion in the step and since the build (relative to the mean);
+        vt = (v, t), ee = (e1, e2), dist (k + m,): the list's pairs and their distances at the build."""
+        list_args = self._bind_list(vt, ee, dist)
+        motion = checked("motion", motion, F64, (self.n,))
+        moved = checked("moved", moved, F64, (self.n,))
+        count = self.library.softsim_self_list_check(
+            self._x(x), self.n, pointer(motion), pointer(moved), pointer(self.triangles), pointer(self.edges),
+            *list_args, float(thickness), pointer(self._pos), pointer(self._reach))
+        return self._pos[:count].copy(), self._reach[:count].copy()

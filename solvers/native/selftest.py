@@ -88,7 +88,7 @@ def run(library) -> str:
     problem = _differs("pin tethers", x, y, 1.0)
     if problem:
         return problem
-    return run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
+    return run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library) or self_response(library)
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -312,4 +312,36 @@ def _substeps(library) -> str:
     problem = _differs("air", u, v, 1.0)
     if problem:
         return problem
+    return ""
+
+
+def self_list_scene(seed: int = 3):
+    """``self_pair_scene`` with a Verlet list built at its positions and a step's motion: (x, SelfCollision for NumPy,
+    motion (n,), moved (n,)), motion and moved random per particle [m]."""
+    _, x, sc = self_pair_scene(seed=seed)
+    rng = np.random.default_rng(seed)
+    sc._build(x, rng.uniform(0.0, 0.1, len(x)))
+    x = np.ascontiguousarray(x + rng.normal(scale=0.01, size=x.shape))
+    return x, sc, rng.uniform(0.0, 0.02, len(x)), rng.uniform(0.0, 0.03, len(x))
+
+
+def self_response(library) -> str:
+    """Self-collision's per-call list upkeep (``self_kernels.SelfListCheck``) against its twins: the boxes of
+    ``SelfBroadPhase._boxes`` and the filter of ``SelfBroadPhase._candidates``, bit for bit."""
+    from .self_kernels import SelfListCheck
+
+    x, sc, motion, moved = self_list_scene()
+    check = SelfListCheck(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
+    lo = np.ascontiguousarray(x.T)
+    for got, want in zip(check.boxes(lo, lo + 0.01), sc._boxes(lo, lo + 0.01)):
+        if not np.array_equal(got, want):
+            return "self-collision boxes differ from NumPy"
+    a, b, reach_a, reach_b = sc._near_pairs(x, motion, moved)
+    lst = sc._list
+    pos, reach = check.list_check(x, motion, moved, lst["vt"], lst["ee"], lst["dist"], sc.thickness)
+    if len(a) == 0 or len(b) == 0:
+        return "self-collision list check scene kept no pairs"
+    k = len(lst["vt"][0])
+    if not (np.array_equal(pos, np.concatenate([a, k + b])) and np.array_equal(reach, np.concatenate([reach_a, reach_b]))):
+        return f"self-collision list check differs from NumPy ({len(pos)} pairs against {len(a) + len(b)})"
     return ""

@@ -55,6 +55,9 @@ class SelfBroadPhase:
     native_pairs = None
     """``solvers.native.self_kernels.SelfPairQuery`` of the body when the native library loaded (``_query`` then runs
     in C for a single body), else None."""
+    native_check = None
+    """``solvers.native.self_kernels.SelfListCheck`` of the body when the native library loaded (``_boxes`` and the
+    filter of ``_candidates`` then run in C, bit for bit), else None."""
     self_bodies = None
     """With ``body``: per body (b,) bool, whether pairs within that body are kept (its own self-collision is on);
     pairs of two different bodies always are."""
@@ -147,6 +150,8 @@ class SelfBroadPhase:
         """Axis-aligned boxes per axis of the triangles (lo, hi (3, t)) and of the edges (lo, hi (3, e)): at x (n, 3),
         or, with ``hi``, over particle boxes from lo = x to hi, both (3, n)."""
         lo = np.ascontiguousarray(x.T) if hi is None else x
+        if self.native_check is not None:
+            return self.native_check.boxes(lo, hi)
         hi = lo if hi is None else hi
         tri, edges = self.triangles, self.edges
         lo_t = np.minimum(np.minimum(lo[:, tri[:, 0]], lo[:, tri[:, 1]]), lo[:, tri[:, 2]])
@@ -329,6 +334,27 @@ class SelfBroadPhase:
             moved = np.zeros(len(x))
         elif not self._list_holds(moved, motion):
             moved = self._refresh(x, moved, motion)
+        k = len(self._list["vt"][0])
+        (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
+        if self.native_check is not None:
+            # The same filter in C (src/self_response.c): the same positions and reaches, bit for bit.
+            kept, kept_reach = self.native_check.list_check(x, motion, moved, self._list["vt"], self._list["ee"],
+                                                            self._list["dist"], self.thickness)
+            split = int(np.searchsorted(kept, k))
+            a, b = kept[:split], kept[split:] - k
+            reach_a, reach_b = kept_reach[:split], kept_reach[split:]
+        else:
+            a, b, reach_a, reach_b = self._near_pairs(x, motion, moved)
+        # One order whatever the lists' history (sorted by pair): the Jacobi sums of the response then depend on
+        # the pairs alone, not on when or how the lists were built.
+        order_a = np.argsort(_pair_keys(v[a], t[a], len(self.triangles)), kind="stable")
+        order_b = np.argsort(_pair_keys(e1[b], e2[b], len(self.edges)), kind="stable")
+        a, b = a[order_a], b[order_b]
+        return (v[a], t[a]), (e1[b], e2[b]), np.concatenate([reach_a[order_a], reach_b[order_b]])
+
+    def _near_pairs(self, x, motion, moved):
+        """The listed pairs that may be within reach at x: positions a (vertex-triangle) and b (edge-edge) in the
+        list, ascending, and their reaches reach_a, reach_b [m] (``_candidates``; motion, moved (n,) [m])."""
         # Near: within reach less what the two elements moved since the build (one gather per element of the pair
         # for both bounds; the reach itself only for the near pairs).
         first, second = self._list["first"], self._list["second"]
@@ -347,10 +373,6 @@ class SelfBroadPhase:
         points = np.ascontiguousarray(x.T)
         a = a[_overlapping(points, points, v[a], lo_t, hi_t, t[a], reach[a])]
         b = b[_overlapping(lo_e, hi_e, e1[b], lo_e, hi_e, e2[b], reach[k + b])]
-        # One order whatever the lists' history (sorted by pair): the Jacobi sums of the response then depend on
-        # the pairs alone, not on when or how the lists were built.
-        a = a[np.argsort(_pair_keys(v[a], t[a], len(self.triangles)), kind="stable")]
-        b = b[np.argsort(_pair_keys(e1[b], e2[b], len(self.edges)), kind="stable")]
-        return (v[a], t[a]), (e1[b], e2[b]), np.concatenate([reach[a], reach[k + b]])
+        return a, b, reach[a], reach[k + b]
 
     # ------------------------------------------------------------------ response

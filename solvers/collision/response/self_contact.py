@@ -186,9 +186,11 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
         library = native_library.load(compute)
         if library is not None:
-            from ...native.self_kernels import SelfPairQuery
+            from ...native.self_kernels import SelfListCheck, SelfPairQuery
 
             self.native_pairs = SelfPairQuery(library, np.ascontiguousarray(self.triangles),
+                                              np.ascontiguousarray(self.edges), count)
+            self.native_check = SelfListCheck(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)
         x0 = model.rest_positions
         if skin is None:

@@ -268,9 +268,9 @@ static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64
 
 /* Run BODY for every inserted box overlapping the query box (qlo, qhi), each once, with ELEMENT its element: from
  * the cell that holds the lower corner of the two boxes' intersection (entries of other cells sharing the bucket are
- * skipped by their cell coordinates). */
+ * skipped by their cell coordinates). Elements for which SKIP holds are passed over before their boxes are read. */
 
-#define FOR_EACH_OVERLAP(insert, inv_h, table_size, start, entry_element, entry_cell, qlo, qhi, ELEMENT, BODY)        \
+#define FOR_EACH_OVERLAP(insert, inv_h, table_size, start, entry_element, entry_cell, qlo, qhi, ELEMENT, SKIP, BODY)  \
     do {                                                                                                                \
         uint64_t mask_ = (uint64_t)(table_size) - 1;                                                                    \
         int64_t q0_[3], q1_[3];                                                                                         \
@@ -286,6 +286,7 @@ static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64
                         const int64_t *cell_ = (entry_cell) + 3 * at_;                                                  \
                         if (cell_[0] != cx_ || cell_[1] != cy_ || cell_[2] != cz_) continue;                            \
                         int64_t ELEMENT = (entry_element)[at_];                                                         \
+                        if (SKIP) continue;                                                                             \
                         double elo_[3], ehi_[3];                                                                        \
                         box_of(insert, ELEMENT, elo_, ehi_);                                                            \
                         int overlap_ = 1;                                                                               \
@@ -330,7 +331,7 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
             qlo[i] = p[i] - margin;
             qhi[i] = p[i] + margin;
         }
-        FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, {
+        FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, 0, {
             const int64_t *tri = triangles + 3 * t;
             if (tri[0] == v || tri[1] == v || tri[2] == v) continue;
             if (excluded_count && excluded_key(excluded, excluded_count, v * t_count + t)) continue;
@@ -367,8 +368,7 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
         double qlo[3], qhi[3];
         box_of(&boxes, a, qlo, qhi);
         const int64_t *A = edges + 2 * a;
-        FOR_EACH_OVERLAP(&boxes, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, {
-            if (b <= a) continue;
+        FOR_EACH_OVERLAP(&boxes, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, b <= a, {
             const int64_t *B = edges + 2 * b;
             if (A[0] == B[0] || A[0] == B[1] || A[1] == B[0] || A[1] == B[1]) continue;
             double limit = reach + skin_e[a] + skin_e[b];

@@ -182,4 +182,16 @@ SOFTSIM_API int64_t softsim_check_state(const double *x, const double *v, int64_
 SOFTSIM_API int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int64_t last,
                                            int64_t *status);
 
+/* Cloth self-collision's per-call list upkeep (self_response.c): the boxes of the triangles and edges over particle
+ * boxes lo..hi ((3, n) each), and the filter of the Verlet list by the near bound and the box test at x (returns the
+ * kept positions' count, positions and reaches written to out_pos / out_reach, up to k + m of them). */
+SOFTSIM_API void softsim_self_boxes(const double *lo, const double *hi, int64_t n, const int64_t *triangles,
+                                    int64_t t_count, const int64_t *edges, int64_t e_count, double *lo_t, double *hi_t,
+                                    double *lo_e, double *hi_e);
+SOFTSIM_API int64_t softsim_self_list_check(const double *x, int64_t n, const double *motion, const double *moved,
+                                            const int64_t *triangles, const int64_t *edges, int64_t k,
+                                            const int64_t *list_v, const int64_t *list_t, int64_t m,
+                                            const int64_t *list_a, const int64_t *list_b, const double *dist,
+                                            double thickness, int64_t *out_pos, double *out_reach);
+
 #endif
