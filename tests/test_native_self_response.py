@@ -1,13 +1,16 @@
-"""Self-collision's per-call native kernels (solvers/native/src/self_response.c, ``self_kernels.SelfListCheck``) against
+"""Self-collision's per-call native kernels (solvers/native/src/self_response.c, ``self_kernels.SelfCallKernels``) against
 their NumPy twins: the element boxes of ``SelfBroadPhase._boxes`` and the filter of ``SelfBroadPhase._candidates``,
-bit for bit (they only compare, take minima and maxima, and add in the twin's order); bad input refused with
+bit for bit (they only compare, take minima and maxima, and add in the twin's order); the contact stencils of
+``self_pairs._Stencils``, bit for bit on x86-64 (the same operations in the same order, also in batches whose closest
+points all lie on triangle borders, where the twin sums its dot products in another order); bad input refused with
 ValueError."""
 import numpy as np
 import pytest
 
-from native_helpers import native_library
+from native_helpers import BITWISE, TOLERANCE, native_library
+from solvers.collision.broad_phase.self_pairs import _Stencils
 from solvers.native.selftest import self_list_scene, self_response
-from solvers.native.self_kernels import SelfListCheck
+from solvers.native.self_kernels import SelfCallKernels
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +19,7 @@ def library():
 
 
 def _check(library, sc, n):
-    return SelfListCheck(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), n)
+    return SelfCallKernels(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), n)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
@@ -59,6 +62,66 @@ def test_candidates_equal_on_both_paths(library):
         np.testing.assert_array_equal(got, want)
 
 
+STENCIL_FIELDS = ("idx", "coef", "r", "n", "dist", "plane", "ok", "interior")
+
+
+def _assert_same_stencils(native, numpy):
+    for name in STENCIL_FIELDS:
+        got, want = getattr(native, name), getattr(numpy, name)
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        if BITWISE:
+            np.testing.assert_array_equal(got, want, err_msg=name)
+        else:
+            np.testing.assert_allclose(got, want, rtol=0.0, atol=TOLERANCE, err_msg=name)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_stencils_equal_their_numpy_twin(library, seed):
+    x, sc, _, _ = self_list_scene(seed)
+    check = _check(library, sc, len(x))
+    vt, ee = sc._list["vt"], sc._list["ee"]
+    assert len(vt[0]) and len(ee[0])
+    _assert_same_stencils(check.stencils(x, vt, ee), _Stencils(x, vt, ee, sc.triangles, sc.edges))
+    # Batches of every size the response passes hand over, down to single pairs, and each kind alone.
+    rng = np.random.default_rng(seed)
+    for size in (0, 1, 2, 5, 40):
+        a = np.sort(rng.choice(len(vt[0]), min(size, len(vt[0])), replace=False))
+        b = np.sort(rng.choice(len(ee[0]), min(size, len(ee[0])), replace=False))
+        for pair_vt, pair_ee in (((vt[0][a], vt[1][a]), (ee[0][b], ee[1][b])),
+                                 ((vt[0][a], vt[1][a]), (ee[0][:0], ee[1][:0])),
+                                 ((vt[0][:0], vt[1][:0]), (ee[0][b], ee[1][b]))):
+            _assert_same_stencils(check.stencils(x, pair_vt, pair_ee),
+                                  _Stencils(x, pair_vt, pair_ee, sc.triangles, sc.edges))
+
+
+def test_stencils_of_border_batches_and_degenerate_elements(library):
+    x, sc, _, _ = self_list_scene(6)
+    check = _check(library, sc, len(x))
+    vt, ee = sc._list["vt"], sc._list["ee"]
+    whole = _Stencils(x, vt, ee, sc.triangles, sc.edges)
+    k = len(vt[0])
+    border = np.nonzero(~whole.interior[:k] & whole.ok[:k])[0]
+    assert len(border) > 3
+    for rows in (border, border[:1], border[::3]):  # batches with no pair inside (the twin's other summation order)
+        pair_vt = (vt[0][rows], vt[1][rows])
+        _assert_same_stencils(check.stencils(x, pair_vt, (ee[0][:0], ee[1][:0])),
+                              _Stencils(x, pair_vt, (ee[0][:0], ee[1][:0]), sc.triangles, sc.edges))
+    # Collapsed triangles and edges (no normal), and parallel edges: a copy of x with one triangle's corners on a
+    # line, one edge of zero length, and two edges moved parallel.
+    y = x.copy()
+    t0 = sc.triangles[vt[1][0]]
+    y[t0[2]] = 0.5 * (y[t0[0]] + y[t0[1]])
+    e0 = sc.edges[ee[0][0]]
+    y[e0[1]] = y[e0[0]]
+    e1, e2 = sc.edges[ee[0][-1]], sc.edges[ee[1][-1]]
+    y[e2[1]] = y[e2[0]] + (y[e1[1]] - y[e1[0]])
+    mixed_vt = (np.concatenate([vt[0][:1], vt[0][border[:3]]]), np.concatenate([vt[1][:1], vt[1][border[:3]]]))
+    mixed_ee = (ee[0][[0, -1]], ee[1][[0, -1]])
+    numpy = _Stencils(y, mixed_vt, mixed_ee, sc.triangles, sc.edges)
+    assert not numpy.ok[0] and not numpy.ok[-2]
+    _assert_same_stencils(check.stencils(y, mixed_vt, mixed_ee), numpy)
+
+
 def test_library_self_test_runs_the_list_upkeep(library):
     assert self_response(library) == ""
 
@@ -69,10 +132,10 @@ def test_bad_input_is_refused(library):
     bad = tri.copy()
     bad[2, 0] = -1
     with pytest.raises(ValueError, match="triangles"):
-        SelfListCheck(library, bad, edges, len(x))
+        SelfCallKernels(library, bad, edges, len(x))
     with pytest.raises(ValueError, match="edges"):
-        SelfListCheck(library, tri, edges[:, :1].copy(), len(x))
-    check = SelfListCheck(library, tri, edges, len(x))
+        SelfCallKernels(library, tri, edges[:, :1].copy(), len(x))
+    check = SelfCallKernels(library, tri, edges, len(x))
     lo = np.ascontiguousarray(x.T)
     with pytest.raises(ValueError, match="lo"):
         check.boxes(x)
@@ -98,3 +161,13 @@ def test_bad_input_is_refused(library):
         check.list_check(x, motion, moved, (vt[0], vt[1][:-1].copy()), ee, dist, sc.thickness)
     with pytest.raises(ValueError, match="dist"):
         check.list_check(x, motion, moved, vt, ee, dist[:-1].copy(), sc.thickness)
+    with pytest.raises(ValueError, match="e2"):
+        check.stencils(x, vt, (ee[0], bad_b))
+    with pytest.raises(ValueError, match="^t: index"):
+        check.stencils(x, (vt[0], bad_t), ee)
+    with pytest.raises(ValueError, match="^v: dtype"):
+        check.stencils(x, (vt[0].astype(np.int32), vt[1]), ee)
+    with pytest.raises(ValueError, match="^e2: shape"):
+        check.stencils(x, vt, (ee[0][:-1].copy(), ee[1]))
+    with pytest.raises(ValueError, match="^e1: index"):
+        check.stencils(x, vt, (bad_b, ee[1]))

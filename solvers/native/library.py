@@ -66,6 +66,7 @@ SIGNATURES = {
     # Cloth self-collision's per-call list upkeep (src/self_response.c, self_kernels.SelfListCheck).
     "softsim_self_boxes": (None, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P)),
     "softsim_self_list_check": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P, _P)),
+    "softsim_self_stencils": (None, (_P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
 }
 
 

@@ -13,6 +13,7 @@ are checked (dtype, contiguity, shape; exclusion keys sorted and within range).
 """
 import numpy as np
 
+from ..collision.broad_phase.self_pairs import _Stencils
 from .kernels import F64, I64, _PositionsCheck, checked, checked_indices
 from .library import pointer
 
@@ -94,10 +95,11 @@ class SelfPairQuery:
         return a[order], b[order], d[order]
 
 
-class SelfListCheck:
-    """The native per-call upkeep of one body's Verlet lists (``src/self_response.c``): ``boxes`` <->
+class SelfCallKernels:
+    """The native kernels one body's self-collision runs on every call (``src/self_response.c``): ``boxes`` <->
     ``SelfBroadPhase._boxes``, ``list_check`` <-> the filter of ``SelfBroadPhase._candidates`` (near bound, reach,
-    box test), both bit for bit (they only compare, take minima and maxima, and add in the twin's order).
+    box test), both bit for bit (they only compare, take minima and maxima, and add in the twin's order);
+    ``stencils`` <-> ``self_pairs._Stencils`` (the same operations in the same order: bit for bit on x86-64).
 
     Built once per ``SelfCollision``: the triangles (t, 3) and edges (e, 2) are checked (int64, C-contiguous, indices
     within [0, n)). A list's arrays are checked when they change (a build or a skin growth makes new ones: indices in
@@ -159,3 +161,27 @@ class SelfListCheck:
             self._x(x), self.n, pointer(motion), pointer(moved), pointer(self.triangles), pointer(self.edges),
             *list_args, float(thickness), pointer(self._pos), pointer(self._reach))
         return self._pos[:count].copy(), self._reach[:count].copy()
+
+    def stencils(self, x, vt, ee):
+        """The contact stencils of the vertex-triangle pairs vt = (v, t) and edge-edge pairs ee = (e1, e2) at x (n, 3)
+        [m], in that order: a ``self_pairs._Stencils`` (idx, coef (k, 4), r, n (k, 3), dist, plane (k,), ok,
+        interior (k,) bool)."""
+        v = checked_indices("v", vt[0], self.n, (None,))
+        k_vt = len(v)
+        t = checked_indices("t", vt[1], max(len(self.triangles), 1), (k_vt,))
+        a = checked_indices("e1", ee[0], max(len(self.edges), 1), (None,))
+        k_ee = len(a)
+        b = checked_indices("e2", ee[1], max(len(self.edges), 1), (k_ee,))
+        if (k_vt and not len(self.triangles)) or (k_ee and not len(self.edges)):
+            raise ValueError("stencils: pairs of elements the body does not have")
+        k = k_vt + k_ee
+        out = _Stencils.__new__(_Stencils)
+        out.idx, out.coef = np.empty((k, 4), np.int64), np.empty((k, 4))
+        out.r, out.n = np.empty((k, 3)), np.empty((k, 3))
+        out.dist, out.plane = np.empty(k), np.empty(k)
+        out.ok, out.interior = np.empty(k, bool), np.empty(k, bool)
+        self.library.softsim_self_stencils(
+            self._x(x), pointer(self.triangles), pointer(self.edges), k_vt, pointer(v), pointer(t), k_ee, pointer(a),
+            pointer(b), pointer(out.idx), pointer(out.coef), pointer(out.r), pointer(out.n), pointer(out.dist),
+            pointer(out.plane), pointer(out.ok), pointer(out.interior))
+        return out

@@ -326,12 +326,13 @@ def self_list_scene(seed: int = 3):
 
 
 def self_response(library) -> str:
-    """Self-collision's per-call list upkeep (``self_kernels.SelfListCheck``) against its twins: the boxes of
-    ``SelfBroadPhase._boxes`` and the filter of ``SelfBroadPhase._candidates``, bit for bit."""
-    from .self_kernels import SelfListCheck
+    """Self-collision's per-call kernels (``self_kernels.SelfCallKernels``) against their twins: the boxes of
+    ``SelfBroadPhase._boxes`` and the filter of ``SelfBroadPhase._candidates`` bit for bit, the contact stencils of
+    ``self_pairs._Stencils`` within SELF_TEST_TOLERANCE (bit for bit on x86-64)."""
+    from .self_kernels import SelfCallKernels
 
     x, sc, motion, moved = self_list_scene()
-    check = SelfListCheck(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
+    check = SelfCallKernels(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
     lo = np.ascontiguousarray(x.T)
     for got, want in zip(check.boxes(lo, lo + 0.01), sc._boxes(lo, lo + 0.01)):
         if not np.array_equal(got, want):
@@ -344,4 +345,14 @@ def self_response(library) -> str:
     k = len(lst["vt"][0])
     if not (np.array_equal(pos, np.concatenate([a, k + b])) and np.array_equal(reach, np.concatenate([reach_a, reach_b]))):
         return f"self-collision list check differs from NumPy ({len(pos)} pairs against {len(a) + len(b)})"
+    from ..collision.broad_phase.self_pairs import _Stencils
+
+    for rows in (slice(None), slice(0, 1)):
+        vt, ee = (lst["vt"][0][rows], lst["vt"][1][rows]), (lst["ee"][0][rows], lst["ee"][1][rows])
+        native, numpy = check.stencils(x, vt, ee), _Stencils(x, vt, ee, sc.triangles, sc.edges)
+        for name in ("idx", "coef", "r", "n", "dist", "plane", "ok", "interior"):
+            problem = _differs(f"self-collision stencils ({name})", getattr(native, name).astype(float),
+                               getattr(numpy, name).astype(float), 1.0)
+            if problem:
+                return problem
     return ""

@@ -56,7 +56,7 @@ class SelfBroadPhase:
     """``solvers.native.self_kernels.SelfPairQuery`` of the body when the native library loaded (``_query`` then runs
     in C for a single body), else None."""
     native_check = None
-    """``solvers.native.self_kernels.SelfListCheck`` of the body when the native library loaded (``_boxes`` and the
+    """``solvers.native.self_kernels.SelfCallKernels`` of the body when the native library loaded (``_boxes`` and the
     filter of ``_candidates`` then run in C, bit for bit), else None."""
     self_bodies = None
     """With ``body``: per body (b,) bool, whether pairs within that body are kept (its own self-collision is on);

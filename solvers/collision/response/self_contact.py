@@ -186,11 +186,11 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
         library = native_library.load(compute)
         if library is not None:
-            from ...native.self_kernels import SelfListCheck, SelfPairQuery
+            from ...native.self_kernels import SelfCallKernels, SelfPairQuery
 
             self.native_pairs = SelfPairQuery(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)
-            self.native_check = SelfListCheck(library, np.ascontiguousarray(self.triangles),
+            self.native_check = SelfCallKernels(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)
         x0 = model.rest_positions
         if skin is None:
@@ -286,7 +286,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     def _respond(self, x, x_prev, colliders=()):
         vt, ee, reach = self._candidates(x, x_prev)
         w = self.inv_mass
-        now = _Stencils(x, vt, ee, self.triangles, self.edges)
+        now = self._stencils(x, vt, ee)
         k = len(vt[0])
         keep = (now.dist <= reach) & (_row_max(w, now.idx) > 0.0)
         vt = (vt[0][keep[:k]], vt[1][keep[:k]])
@@ -297,7 +297,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         plane_now = now.plane[keep]
 
         # Side and gap at the step's start.
-        before = _Stencils(x_prev, vt, ee, self.triangles, self.edges)
+        before = self._stencils(x_prev, vt, ee)
         side = np.where(before.ok & (np.abs(before.plane) > 1e-12), np.sign(before.plane), np.where(plane_now < 0.0, -1.0, 1.0))
         # Approach removal changes velocities: restore at most the gap the pair had at the start. Recovery towards
         # thickness (at most RECOVERY * thickness per step) is also added to x_prev, so it moves the pair without
@@ -313,7 +313,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             st: their stencils at x if already made)."""
             if st is None:
                 a, b = pos[pos < k_vt], pos[pos >= k_vt] - k_vt
-                st = _Stencils(x, (vt[0][a], vt[1][a]), (ee[0][b], ee[1][b]), self.triangles, self.edges)
+                st = self._stencils(x, (vt[0][a], vt[1][a]), (ee[0][b], ee[1][b]))
             sd = side[pos]
             signed = sd * st.plane
             # Closest points inside both elements: the distance along the normal on the pair's own side (negative
@@ -375,6 +375,13 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             if colliders:
                 self._keep_out_of_colliders(x, np.unique(st.idx[st.coef != 0.0]), colliders)
         return int(np.count_nonzero(ever))
+
+    def _stencils(self, x, vt, ee):
+        """The contact stencils (``self_pairs._Stencils``) of the pairs vt = (v, t), ee = (e1, e2) at x: in C when the
+        native library loaded (``self_kernels.SelfCallKernels.stencils``, the same numbers)."""
+        if self.native_check is not None:
+            return self.native_check.stencils(x, vt, ee)
+        return _Stencils(x, vt, ee, self.triangles, self.edges)
 
     # ------------------------------------------------------------------ fail-safe
 

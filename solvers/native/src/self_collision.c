@@ -21,25 +21,11 @@
  */
 #include <math.h>
 
+#include "self_geometry.h"
 #include "softsim_native.h"
 
 #define CELL_FACTOR 1.0 /* cell size / mean extent of the inserted boxes */
 #define CELL_LIMIT 1099511627776.0 /* 2^40: cell coordinates are clamped here (far-away or non-finite input) */
-
-/* NumPy's einsum("ij,ij->i") over rows of three sums (x x + z z) + y y; over contiguous (3, m) columns it sums in
- * order. The twin's dot products are of the first kind except in closest_weights' border branch on a batch that is
- * not all border (np.take copies the columns): the orders below follow that, so distances agree bit for bit unless a
- * batch of the twin is all border, and to round-off (a few ulps) then. */
-static inline double dot3(const double *u, const double *v) { return u[0] * v[0] + u[2] * v[2] + u[1] * v[1]; }
-static inline double dot3_in_order(const double *u, const double *v) { return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]; }
-
-static inline double clip01(double t) {
-    /* np.maximum(t, 0) then np.minimum(t, 1) (_unit_clip); np.clip(t, 0, 1) gives the same for finite t. */
-    t = t > 0.0 ? t : (t == t ? 0.0 : t);
-    return t < 1.0 ? t : (t == t ? 1.0 : t);
-}
-
-static inline double max_zero(double a, double b) { return a > b ? a : (a == a ? b : a); } /* np.maximum(a, b) */
 
 static inline int64_t cell_of(double value, double inv_h) {
     double c = floor(value * inv_h);
@@ -54,78 +40,6 @@ static inline uint64_t bucket_of(int64_t cx, int64_t cy, int64_t cz, uint64_t ma
     h *= 0xbf58476d1ce4e5b9ull;
     h ^= h >> 32;
     return h & mask;
-}
-
-/* Closest point of triangle (a, b, c) to p: barycentric weights (bary[0..2]); primitives.point_triangle_closest. */
-static void closest_weights(const double *p, const double *A, const double *B, const double *C, double *bary) {
-    double e1[3], e2[3], ap[3];
-    for (int i = 0; i < 3; i++) {
-        e1[i] = B[i] - A[i];
-        e2[i] = C[i] - A[i];
-        ap[i] = p[i] - A[i];
-    }
-    double d1 = dot3(e1, ap), d2 = dot3(e2, ap);
-    double e11 = dot3(e1, e1), e12 = dot3(e1, e2), e22 = dot3(e2, e2);
-    double denom = e11 * e22 - e12 * e12;
-    double v = e22 * d1 - e12 * d2;
-    double w = e11 * d2 - e12 * d1;
-    int inside = (v >= 0.0) & (w >= 0.0) & (v + w <= denom) & (denom > 1e-12 * e11 * e22);
-    if (inside) {
-        double scale = 1.0 / denom;
-        v *= scale;
-        w *= scale;
-    } else {
-        double e3[3], bp[3];
-        for (int i = 0; i < 3; i++) {
-            e3[i] = e2[i] - e1[i];
-            bp[i] = ap[i] - e1[i];
-        }
-        double o33 = dot3_in_order(e3, e3), d3 = dot3_in_order(e3, bp);
-        double t_ab = clip01(d1 / max_zero(e11, 1e-300));
-        double t_ac = clip01(d2 / max_zero(e22, 1e-300));
-        double t_bc = clip01(d3 / max_zero(o33, 1e-300));
-        double s_ab = t_ab * (t_ab * e11 - 2.0 * d1);
-        double s_ac = t_ac * (t_ac * e22 - 2.0 * d2);
-        double s_bc = dot3_in_order(bp, bp) - dot3_in_order(ap, ap) + t_bc * (t_bc * o33 - 2.0 * d3);
-        int use_ac = s_ac < s_ab;
-        double lower = s_ab < s_ac ? s_ab : s_ac; /* np.minimum(s_ab, s_ac) for finite values */
-        int use_bc = s_bc < lower;
-        v = use_bc ? 1.0 - t_bc : (use_ac ? 0.0 : t_ab);
-        w = use_bc ? t_bc : (use_ac ? t_ac : 0.0);
-    }
-    double u = 1.0 - v - w;
-    bary[0] = u > 0.0 ? u : 0.0;
-    bary[1] = v;
-    bary[2] = w;
-}
-
-/* self_pairs._vt_distance of one pair. */
-static double vt_distance(const double *p, const double *a, const double *b, const double *c) {
-    double bary[3], r[3];
-    closest_weights(p, a, b, c, bary);
-    for (int i = 0; i < 3; i++) r[i] = p[i] - bary[0] * a[i] - bary[1] * b[i] - bary[2] * c[i];
-    return sqrt(dot3(r, r));
-}
-
-/* self_pairs._ee_distance of one pair (primitives.closest_points_segments). */
-static double ee_distance(const double *p1, const double *q1, const double *p2, const double *q2) {
-    double d1[3], d2[3], r[3];
-    for (int i = 0; i < 3; i++) {
-        d1[i] = q1[i] - p1[i];
-        d2[i] = q2[i] - p2[i];
-        r[i] = p1[i] - p2[i];
-    }
-    double a = max_zero(dot3(d1, d1), 1e-300), e = max_zero(dot3(d2, d2), 1e-300);
-    double b = dot3(d1, d2), c = dot3(d1, r), f = dot3(d2, r);
-    double denom = a * e - b * b;
-    int ok = denom > 1e-12 * a * e;
-    double s = ok ? clip01((b * f - c * e) / denom) : 0.0;
-    double t = (b * s + f) / e;
-    s = t < 0.0 ? clip01(-c / a) : (t > 1.0 ? clip01((b - c) / a) : s);
-    t = clip01(t);
-    double g[3];
-    for (int i = 0; i < 3; i++) g[i] = p1[i] + s * d1[i] - p2[i] - t * d2[i];
-    return sqrt(dot3(g, g));
 }
 
 static int excluded_key(const int64_t *keys, int64_t count, int64_t key) {
@@ -335,7 +249,7 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
             const int64_t *tri = triangles + 3 * t;
             if (tri[0] == v || tri[1] == v || tri[2] == v) continue;
             if (excluded_count && excluded_key(excluded, excluded_count, v * t_count + t)) continue;
-            double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2]);
+            double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);
             if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
             if (count < pair_capacity) {
                 out_v[count] = v;

@@ -193,5 +193,12 @@ SOFTSIM_API int64_t softsim_self_list_check(const double *x, int64_t n, const do
                                             const int64_t *list_v, const int64_t *list_t, int64_t m,
                                             const int64_t *list_a, const int64_t *list_b, const double *dist,
                                             double thickness, int64_t *out_pos, double *out_reach);
+/* The contact stencils of vertex-triangle then edge-edge pairs (self_response.c; self_pairs._Stencils): idx, coef
+ * (k, 4), r, n (k, 3), dist, plane (k,), ok, interior (k,) bytes. */
+SOFTSIM_API void softsim_self_stencils(const double *x, const int64_t *triangles, const int64_t *edges, int64_t k_vt,
+                                       const int64_t *list_v, const int64_t *list_t, int64_t k_ee,
+                                       const int64_t *list_a, const int64_t *list_b, int64_t *idx, double *coef,
+                                       double *r, double *n, double *dist, double *plane, unsigned char *ok,
+                                       unsigned char *interior);
 
 #endif
