@@ -122,6 +122,61 @@ def test_stencils_of_border_batches_and_degenerate_elements(library):
     _assert_same_stencils(check.stencils(y, mixed_vt, mixed_ee), numpy)
 
 
+def _step(x, sc, seed, scale):
+    """A step ending at x (n, 3): (x_start, lo, hi, motion, moved, slack) as ImpactZones._new_crossings makes them."""
+    rng = np.random.default_rng(seed)
+    x_start = np.ascontiguousarray(x - rng.normal(scale=scale, size=x.shape))
+    step = x - x_start
+    step -= step.mean(axis=0)
+    motion = np.sqrt(np.einsum("ij,ij->i", step, step))
+    back = x - step
+    lo, hi = np.ascontiguousarray(np.minimum(x, back).T), np.ascontiguousarray(np.maximum(x, back).T)
+    return x_start, lo, hi, motion, sc._moved(x), 1e-12 + 1e-9 * float(motion.max())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("scale", [0.001, 0.01, 0.05, 0.1])
+def test_witnesses_equal_their_numpy_twin(library, seed, scale):
+    x, sc, _, _ = self_list_scene(seed)
+    check = _check(library, sc, len(x))
+    x_start, lo, hi, motion, moved, slack = _step(x, sc, seed, scale)
+    lst = sc._list
+    v, t, e1, e2 = sc._witnesses(x, x_start, lo, hi, motion, moved, slack)
+    pos = check.witnesses(x, x_start, lo, hi, motion, moved + motion, lst["vt"], lst["ee"], lst["dist"], slack)
+    k = len(lst["vt"][0])
+    a, b = pos[pos < k], pos[pos >= k] - k
+    np.testing.assert_array_equal(lst["vt"][0][a], v)
+    np.testing.assert_array_equal(lst["vt"][1][a], t)
+    np.testing.assert_array_equal(lst["ee"][0][b], e1)
+    np.testing.assert_array_equal(lst["ee"][1][b], e2)
+    if scale == 0.05:  # some pairs kept, of both kinds, and some dropped
+        assert 0 < len(a) < k and 0 < len(b) < len(lst["dist"]) - k
+
+
+def test_witnesses_of_border_batches(library):
+    # A list of only pairs whose closest points lie on a triangle's border at both ends of the step: the twin's
+    # distances then sum their border dot products in the rows' order. The witnesses are a filter, so this compares
+    # the sets; the distances themselves are held bit for bit by the stencil tests (the same closest points).
+    x, sc, _, _ = self_list_scene(7)
+    x_start, lo, hi, motion, moved, slack = _step(x, sc, 7, 0.1)
+    lst = sc._list
+    vt = lst["vt"]
+    inside = [_Stencils(y, vt, (lst["ee"][0][:0], lst["ee"][1][:0]), sc.triangles, sc.edges).interior
+              for y in (x, x_start)]
+    border = np.nonzero(~inside[0] & ~inside[1])[0]
+    assert len(border) > 3
+    empty = np.zeros(0, np.int64)
+    sc._list = dict(lst, vt=(vt[0][border], vt[1][border]), ee=(empty, empty),
+                    dist=np.zeros(len(border)), first=lst["first"][border], second=lst["second"][border])
+    check = _check(library, sc, len(x))
+    v, t, _, _ = sc._witnesses(x, x_start, lo, hi, motion, moved, slack)
+    pos = check.witnesses(x, x_start, lo, hi, motion, moved + motion, sc._list["vt"], sc._list["ee"],
+                          sc._list["dist"], slack)
+    np.testing.assert_array_equal(sc._list["vt"][0][pos], v)
+    np.testing.assert_array_equal(sc._list["vt"][1][pos], t)
+    assert len(v) > 0
+
+
 def test_library_self_test_runs_the_list_upkeep(library):
     assert self_response(library) == ""
 
@@ -171,3 +226,12 @@ def test_bad_input_is_refused(library):
         check.stencils(x, vt, (ee[0][:-1].copy(), ee[1]))
     with pytest.raises(ValueError, match="^e1: index"):
         check.stencils(x, vt, (bad_b, ee[1]))
+    x_start, lo, hi, motion, moved, slack = _step(x, sc, 1, 0.01)
+    with pytest.raises(ValueError, match="x_start"):
+        check.witnesses(x, x_start[:-1], lo, hi, motion, moved, vt, ee, dist, slack)
+    with pytest.raises(ValueError, match="^hi"):
+        check.witnesses(x, x_start, lo, hi.T, motion, moved, vt, ee, dist, slack)
+    with pytest.raises(ValueError, match="bound"):
+        check.witnesses(x, x_start, lo, hi, motion, moved.astype(np.float32), vt, ee, dist, slack)
+    with pytest.raises(ValueError, match=r"vt\[1\]"):
+        check.witnesses(x, x_start, lo, hi, motion, moved, (vt[0], bad_t), ee, dist, slack)

@@ -99,7 +99,8 @@ class SelfCallKernels:
     """The native kernels one body's self-collision runs on every call (``src/self_response.c``): ``boxes`` <->
     ``SelfBroadPhase._boxes``, ``list_check`` <-> the filter of ``SelfBroadPhase._candidates`` (near bound, reach,
     box test), both bit for bit (they only compare, take minima and maxima, and add in the twin's order);
-    ``stencils`` <-> ``self_pairs._Stencils`` (the same operations in the same order: bit for bit on x86-64).
+    ``stencils`` <-> ``self_pairs._Stencils`` and ``witnesses`` <-> ``ImpactZones._witnesses`` (the same operations in
+    the same order: bit for bit on x86-64).
 
     Built once per ``SelfCollision``: the triangles (t, 3) and edges (e, 2) are checked (int64, C-contiguous, indices
     within [0, n)). A list's arrays are checked when they change (a build or a skin growth makes new ones: indices in
@@ -185,3 +186,19 @@ class SelfCallKernels:
             pointer(b), pointer(out.idx), pointer(out.coef), pointer(out.r), pointer(out.n), pointer(out.dist),
             pointer(out.plane), pointer(out.ok), pointer(out.interior))
         return out
+
+    def witnesses(self, x, x_start, lo, hi, motion, bound, vt, ee, dist, slack: float):
+        """Positions (c,) in the list (vertex-triangle pairs first, then edge-edge ones), ascending, of the fail-safe's
+        witnesses (``ImpactZones._witnesses``): x, x_start (n, 3) [m] the step's ends, lo, hi (3, n) [m] the particles'
+        boxes over the step, motion (n,) [m] their motion in it and bound (n,) [m] that plus their motion since the
+        build (relative to the mean); vt = (v, t), ee = (e1, e2), dist (k + m,): the list; slack [m]: round-off room."""
+        list_args = self._bind_list(vt, ee, dist)
+        x_start = checked("x_start", x_start, F64, (self.n, 3))
+        lo = checked("lo", lo, F64, (3, self.n))
+        hi = checked("hi", hi, F64, (3, self.n))
+        motion = checked("motion", motion, F64, (self.n,))
+        bound = checked("bound", bound, F64, (self.n,))
+        count = self.library.softsim_self_witnesses(
+            self._x(x), pointer(x_start), self.n, pointer(lo), pointer(hi), pointer(motion), pointer(bound),
+            pointer(self.triangles), pointer(self.edges), *list_args, float(slack), pointer(self._pos))
+        return self._pos[:count].copy()

@@ -328,7 +328,8 @@ def self_list_scene(seed: int = 3):
 def self_response(library) -> str:
     """Self-collision's per-call kernels (``self_kernels.SelfCallKernels``) against their twins: the boxes of
     ``SelfBroadPhase._boxes`` and the filter of ``SelfBroadPhase._candidates`` bit for bit, the contact stencils of
-    ``self_pairs._Stencils`` within SELF_TEST_TOLERANCE (bit for bit on x86-64)."""
+    ``self_pairs._Stencils`` within SELF_TEST_TOLERANCE (bit for bit on x86-64), the fail-safe's witnesses
+    (``ImpactZones._witnesses``) as the same pairs."""
     from .self_kernels import SelfCallKernels
 
     x, sc, motion, moved = self_list_scene()
@@ -355,4 +356,19 @@ def self_response(library) -> str:
                                getattr(numpy, name).astype(float), 1.0)
             if problem:
                 return problem
+    x_start = np.ascontiguousarray(x - np.random.default_rng(4).normal(scale=0.1, size=x.shape))
+    step = x - x_start
+    step -= step.mean(axis=0)
+    motion = np.sqrt(np.einsum("ij,ij->i", step, step))
+    back = x - step
+    lo, hi = np.ascontiguousarray(np.minimum(x, back).T), np.ascontiguousarray(np.maximum(x, back).T)
+    moved, slack = sc._moved(x), 1e-12 + 1e-9 * float(motion.max())
+    v, t, e1, e2 = sc._witnesses(x, x_start, lo, hi, motion, moved, slack)
+    pos = check.witnesses(x, x_start, lo, hi, motion, moved + motion, lst["vt"], lst["ee"], lst["dist"], slack)
+    if len(v) == 0 or len(e1) == 0:
+        return "self-collision witness scene kept no pairs"
+    a, b = pos[pos < k], pos[pos >= k] - k
+    if not (np.array_equal(lst["vt"][0][a], v) and np.array_equal(lst["vt"][1][a], t)
+            and np.array_equal(lst["ee"][0][b], e1) and np.array_equal(lst["ee"][1][b], e2)):
+        return f"self-collision witnesses differ from NumPy ({len(pos)} against {len(v) + len(e1)})"
     return ""

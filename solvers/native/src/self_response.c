@@ -195,3 +195,75 @@ void softsim_self_stencils(const double *x, const int64_t *triangles, const int6
         interior[i] = parallel_ok & (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0) & ok[i];
     }
 }
+
+/* Swept boxes (particle boxes lo..hi, (3, n) each) of a triangle or an edge, per axis. */
+static inline void swept_box(const double *lo, const double *hi, int64_t n, const int64_t *c, int corners,
+                             double *box_lo, double *box_hi) {
+    for (int axis = 0; axis < 3; axis++) {
+        const double *l = lo + axis * n, *h = hi + axis * n;
+        double a = l[c[0]], b = h[c[0]];
+        for (int j = 1; j < corners; j++) {
+            a = np_min(a, l[c[j]]);
+            b = np_max(b, h[c[j]]);
+        }
+        box_lo[axis] = a;
+        box_hi[axis] = b;
+    }
+}
+
+/* The witnesses of ImpactZones._new_crossings among a Verlet list of k vertex-triangle pairs (list_v, list_t) and m
+ * edge-edge pairs (list_a, list_b), dist (k + m,) their distances at the build: a pair is near when dist <= bound_A +
+ * bound_B (bound_E the largest `bound` (n,) over E's particles: moved + motion), its two elements' boxes swept over
+ * the step (particle boxes lo..hi, (3, n) each) overlap within 1e-12 on every axis (_overlapping with reach 0), and its
+ * distances at x and at x_start sum to at most (motion_A + motion_B) + slack (motion_E the largest motion (n,) over
+ * E's particles). The vertex-triangle distances are those of self_pairs._vt_distance over the batch of pairs whose
+ * boxes overlap (its border dot products in that batch's order, once at x and once at x_start). Writes the kept
+ * positions in the list (ascending, up to k + m) to out_pos and returns how many. */
+int64_t softsim_self_witnesses(const double *x, const double *x_start, int64_t n, const double *lo, const double *hi,
+                               const double *motion, const double *bound, const int64_t *triangles,
+                               const int64_t *edges, int64_t k, const int64_t *list_v, const int64_t *list_t,
+                               int64_t m, const int64_t *list_a, const int64_t *list_b, const double *dist,
+                               double slack, int64_t *out_pos) {
+    const double r = 0.0 * (1.0 + 1e-9) + 1e-12;
+    int64_t count = 0;
+    double lo_a[3], hi_a[3], lo_b[3], hi_b[3];
+    /* Vertex-triangle pairs: near and swept boxes overlapping, then the batch's distance test. */
+    for (int64_t i = 0; i < k; i++) {
+        int64_t v = list_v[i];
+        const int64_t *c = triangles + 3 * list_t[i];
+        if (!(dist[i] <= bound[v] + triangle_max(bound, c))) continue;
+        swept_box(lo, hi, n, &v, 1, lo_a, hi_a);
+        swept_box(lo, hi, n, c, 3, lo_b, hi_b);
+        if (!boxes_close(lo_a, hi_a, lo_b, hi_b, r)) continue;
+        out_pos[count++] = i;
+    }
+    int border_now = 1, border_start = 1;
+    for (int64_t j = 0; j < count && (border_now || border_start); j++) {
+        int64_t i = out_pos[j], v = list_v[i];
+        const int64_t *c = triangles + 3 * list_t[i];
+        if (closest_inside(x + 3 * v, x + 3 * c[0], x + 3 * c[1], x + 3 * c[2])) border_now = 0;
+        if (closest_inside(x_start + 3 * v, x_start + 3 * c[0], x_start + 3 * c[1], x_start + 3 * c[2]))
+            border_start = 0;
+    }
+    int64_t kept = 0;
+    for (int64_t j = 0; j < count; j++) {
+        int64_t i = out_pos[j], v = list_v[i];
+        const int64_t *c = triangles + 3 * list_t[i];
+        double now = vt_distance(x + 3 * v, x + 3 * c[0], x + 3 * c[1], x + 3 * c[2], border_now);
+        double start = vt_distance(x_start + 3 * v, x_start + 3 * c[0], x_start + 3 * c[1], x_start + 3 * c[2],
+                                   border_start);
+        if (now + start <= motion[v] + triangle_max(motion, c) + slack) out_pos[kept++] = i;
+    }
+    /* Edge-edge pairs (their distances do not depend on the batch). */
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t *ca = edges + 2 * list_a[i], *cb = edges + 2 * list_b[i];
+        if (!(dist[k + i] <= edge_max(bound, ca) + edge_max(bound, cb))) continue;
+        swept_box(lo, hi, n, ca, 2, lo_a, hi_a);
+        swept_box(lo, hi, n, cb, 2, lo_b, hi_b);
+        if (!boxes_close(lo_a, hi_a, lo_b, hi_b, r)) continue;
+        double now = ee_distance(x + 3 * ca[0], x + 3 * ca[1], x + 3 * cb[0], x + 3 * cb[1]);
+        double start = ee_distance(x_start + 3 * ca[0], x_start + 3 * ca[1], x_start + 3 * cb[0], x_start + 3 * cb[1]);
+        if (now + start <= edge_max(motion, ca) + edge_max(motion, cb) + slack) out_pos[kept++] = k + i;
+    }
+    return kept;
+}

@@ -200,5 +200,13 @@ SOFTSIM_API void softsim_self_stencils(const double *x, const int64_t *triangles
                                        const int64_t *list_a, const int64_t *list_b, int64_t *idx, double *coef,
                                        double *r, double *n, double *dist, double *plane, unsigned char *ok,
                                        unsigned char *interior);
+/* The fail-safe's witnesses among a Verlet list (self_response.c; ImpactZones._new_crossings): the listed pairs near
+ * enough to touch in the step, with overlapping swept boxes and distances at both ends within their motion. */
+SOFTSIM_API int64_t softsim_self_witnesses(const double *x, const double *x_start, int64_t n, const double *lo,
+                                           const double *hi, const double *motion, const double *bound,
+                                           const int64_t *triangles, const int64_t *edges, int64_t k,
+                                           const int64_t *list_v, const int64_t *list_t, int64_t m,
+                                           const int64_t *list_a, const int64_t *list_b, const double *dist,
+                                           double slack, int64_t *out_pos);
 
 #endif
