@@ -20,7 +20,7 @@ machine): frames 21-24, where it lands on the sphere and folds, 112 rebuilds in 
 """
 import numpy as np
 
-from .self_pairs import (_bounding_spheres, _drop, _ee_distance, _join_points, _listed, _overlapping,
+from .self_pairs import (_bounding_spheres, _drop, _ee_distance, _join_points, _overlapping,
                          _pair_keys, _row_max, _self_join, _tree, _unique_pairs, _vt_distance)
 
 SKIN_FRACTION = 0.2
@@ -169,8 +169,9 @@ class SelfBroadPhase:
         n, m = len(x), len(self.triangles)
         first = np.concatenate([v, n + m + e1])
         second = np.concatenate([n + t, n + m + e2])
+        # The pair keys sorted ("keys"), for the membership tests of the skin growths (``_grow``).
         self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), first=first, second=second,
-                          x=x.copy(), skins=skins)
+                          x=x.copy(), skins=skins, keys=(np.sort(_pair_keys(v, t, m)), np.sort(_pair_keys(e1, e2, len(self.edges)))))
         self.rebuilds += 1
 
     def _refresh(self, x, moved, motion):
@@ -242,7 +243,7 @@ class SelfBroadPhase:
         v, t = _unique_pairs(v[keep], t[keep], len(tri))
         d_vt = _vt_distance(x0, v, tri[t])
         # New: within the grown reach, beyond the old one (the old pairs are listed already).
-        keep = (d_vt <= thick + s_v2[v] + s_t2[t]) & ~_listed(self._list["vt"], v, t, len(tri))
+        keep = (d_vt <= thick + s_v2[v] + s_t2[t]) & _drop(self._list["keys"][0], v, t, len(tri))
         v, t, d_vt = v[keep], t[keep], d_vt[keep]
         e1 = e2 = np.zeros(0, np.int64)
         d_ee = np.zeros(0)
@@ -254,7 +255,7 @@ class SelfBroadPhase:
             keep = self._admissible_ee(e1, e2)
             e1, e2 = _unique_pairs(e1[keep], e2[keep], len(edges))
             d_ee = _ee_distance(x0, edges[e1], edges[e2])
-            keep = (d_ee <= thick + s_e2[e1] + s_e2[e2]) & ~_listed(self._list["ee"], e1, e2, len(edges))
+            keep = (d_ee <= thick + s_e2[e1] + s_e2[e2]) & _drop(self._list["keys"][1], e1, e2, len(edges))
             e1, e2, d_ee = e1[keep], e2[keep], d_ee[keep]
         lst = self._list
         (v0, t0), (a0, b0) = lst["vt"], lst["ee"]
@@ -266,6 +267,9 @@ class SelfBroadPhase:
         lst["first"] = np.concatenate([lst["first"][:k], v, lst["first"][k:], n + m + e1])
         lst["second"] = np.concatenate([lst["second"][:k], n + t, lst["second"][k:], n + m + e2])
         lst["skins"] = (s_v2, s_t2, s_e2)
+        # The new pairs are sorted by key and none is listed yet: merged into the sorted keys in place of a sort.
+        lst["keys"] = tuple(np.insert(old, np.searchsorted(old, new), new) for old, new in
+                            zip(lst["keys"], (_pair_keys(v, t, len(tri)), _pair_keys(e1, e2, len(edges)))))
         self.grown += 1
         return True
 
