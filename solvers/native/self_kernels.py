@@ -37,7 +37,7 @@ class SelfPairQuery:
         self._entries(8 * elements)
         self._pairs(4 * elements)
         self.needs = np.zeros(1, np.int64)
-        self.boxes = np.zeros((elements, 10))
+        self.boxes = np.zeros((elements, 13))
 
     def _entries(self, capacity: int) -> None:
         self.entry_element = np.zeros(capacity, np.int64)

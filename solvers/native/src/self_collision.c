@@ -24,7 +24,7 @@
 #include "self_geometry.h"
 #include "softsim_native.h"
 
-#define CELL_FACTOR 1.0 /* cell size / mean extent of the inserted boxes */
+#define CELL_FACTOR 2.0 /* cell size / mean extent of the inserted boxes (the 64 x 64 lab cloth folding: 1.0 took 1.3-1.8x as long) */
 #define CELL_LIMIT 1099511627776.0 /* 2^40: cell coordinates are clamped here (far-away or non-finite input) */
 
 static inline int64_t cell_of(double value, double inv_h) {
@@ -76,10 +76,12 @@ typedef struct {
     int corners;
     const double *skin;
     double extra; /* margin = extra + skin[element] */
-    double *cache; /* (count, BOX_STRIDE): lo, hi of every element, and for edges their midpoint and half length */
+    double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint and half length, and the
+                    * grid cell of lo (fill_grid) */
 } Boxes;
 
-#define BOX_STRIDE 10
+#define BOX_STRIDE 13
+#define BOX_CELL 10 /* where the cell of a box's lower corner is kept (as doubles: exact below 2^53) */
 
 static void fill_boxes(Boxes *boxes, int64_t count) {
     for (int64_t e = 0; e < count; e++) {
@@ -134,7 +136,7 @@ static double cell_size(const Boxes *insert, int64_t insert_count, const Boxes *
 }
 
 /* Fill the grid (counting sort into buckets, stable in element order); returns the entries needed. */
-static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64_t table_size, int64_t *start,
+static int64_t fill_grid(Boxes *insert, int64_t count, double inv_h, int64_t table_size, int64_t *start,
                          int64_t capacity, int64_t *entry_element, int64_t *entry_cell) {
     uint64_t mask = (uint64_t)table_size - 1;
     for (int64_t b = 0; b <= table_size; b++) start[b] = 0;
@@ -146,6 +148,7 @@ static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64
         for (int i = 0; i < 3; i++) {
             c0[i] = cell_of(lo[i], inv_h);
             c1[i] = cell_of(hi[i], inv_h);
+            insert->cache[BOX_STRIDE * e + BOX_CELL + i] = (double)c0[i];
         }
         for (int64_t cx = c0[0]; cx <= c1[0]; cx++)
             for (int64_t cy = c0[1]; cy <= c1[1]; cy++)
@@ -201,15 +204,18 @@ static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64
                         if (cell_[0] != cx_ || cell_[1] != cy_ || cell_[2] != cz_) continue;                            \
                         int64_t ELEMENT = (entry_element)[at_];                                                         \
                         if (SKIP) continue;                                                                             \
-                        double elo_[3], ehi_[3];                                                                        \
-                        box_of(insert, ELEMENT, elo_, ehi_);                                                            \
+                        const double *ebox_ = (insert)->cache + BOX_STRIDE * ELEMENT;                                   \
                         int overlap_ = 1;                                                                               \
-                        int64_t low_[3];                                                                                \
-                        for (int i_ = 0; i_ < 3; i_++) {                                                                \
-                            if ((qlo)[i_] > ehi_[i_] || elo_[i_] > (qhi)[i_]) overlap_ = 0;                             \
-                            low_[i_] = cell_of((qlo)[i_] > elo_[i_] ? (qlo)[i_] : elo_[i_], inv_h);                     \
-                        }                                                                                               \
-                        if (!overlap_ || low_[0] != cx_ || low_[1] != cy_ || low_[2] != cz_) continue;                  \
+                        for (int i_ = 0; i_ < 3; i_++)                                                                  \
+                            if ((qlo)[i_] > ebox_[3 + i_] || ebox_[i_] > (qhi)[i_]) overlap_ = 0;                       \
+                        if (!overlap_) continue;                                                                        \
+                        /* The cell of the intersection's lower corner, max(qlo, elo) per axis, is the larger of     \
+                         * their cells (cell_of is monotone). */                                                        \
+                        const double *ecell_ = ebox_ + BOX_CELL;                                                        \
+                        if ((q0_[0] > (int64_t)ecell_[0] ? q0_[0] : (int64_t)ecell_[0]) != cx_ ||                       \
+                            (q0_[1] > (int64_t)ecell_[1] ? q0_[1] : (int64_t)ecell_[1]) != cy_ ||                       \
+                            (q0_[2] > (int64_t)ecell_[2] ? q0_[2] : (int64_t)ecell_[2]) != cz_)                         \
+                            continue;                                                                                   \
                         BODY                                                                                            \
                     }                                                                                                   \
                 }                                                                                                       \
@@ -248,9 +254,10 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
         FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, 0, {
             const int64_t *tri = triangles + 3 * t;
             if (tri[0] == v || tri[1] == v || tri[2] == v) continue;
-            if (excluded_count && excluded_key(excluded, excluded_count, v * t_count + t)) continue;
             double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);
             if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
+            /* after the distance: a binary search costs more than the distance, and few pairs pass that */
+            if (excluded_count && excluded_key(excluded, excluded_count, v * t_count + t)) continue;
             if (count < pair_capacity) {
                 out_v[count] = v;
                 out_t[count] = t;
@@ -296,9 +303,9 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
                 double r = (limit + sa[3] + sb[3]) * (1.0 + 1e-9) + 1e-12;
                 if (dot3_in_order(g, g) > r * r) continue;
             }
-            if (excluded_count && excluded_key(excluded, excluded_count, a * e_count + b)) continue;
             double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
             if (!(d <= limit)) continue;
+            if (excluded_count && excluded_key(excluded, excluded_count, a * e_count + b)) continue;
             if (count < pair_capacity) {
                 out_a[count] = a;
                 out_b[count] = b;

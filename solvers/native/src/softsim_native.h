@@ -151,7 +151,7 @@ SOFTSIM_API int64_t softsim_contacts_finish(double *x, const double *x_prev, int
 /* Cloth self-collision's broad phase (self_collision.c): the vertex-triangle and edge-edge pairs within reach + the
  * two elements' skins (exact distances), from a hash grid of boxes in caller-owned buffers. Returns the pair count
  * (only the first pair_capacity written; more asks for a retry), or -1 with needs[0] the grid entries wanted.
- * box_scratch: (triangles or edges, 10) doubles. */
+ * box_scratch: (triangles or edges, 13) doubles. */
 SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
                                           const double *skin_v, const double *skin_t, double reach,
                                           const int64_t *excluded, int64_t excluded_count, int64_t table_size,
