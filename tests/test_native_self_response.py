@@ -49,6 +49,29 @@ def test_list_check_equals_its_numpy_twin(library, seed, scale):
         assert 0 < len(a) < k and 0 < len(b) < total - k
 
 
+def test_list_holds_equals_its_numpy_twin(library):
+    x, sc, motion, moved = self_list_scene(2)
+    check = _check(library, sc, len(x))
+    skins = sc._list["skins"]
+    answers = set()
+    for scale in np.linspace(0.0, 3.0, 31):
+        for a, b in ((moved * scale, motion * scale), (moved * scale, np.zeros_like(motion)),
+                     (np.zeros_like(moved), motion * scale)):
+            want = sc._list_holds(a, b)
+            assert check.list_holds(a, b, skins) == want
+            answers.add(want)
+    # One element just over its skin, of each kind: a vertex, a triangle's corner, an edge's end.
+    zero = np.zeros(len(x))
+    vertices = np.arange(len(x))[:, None]
+    for element, skin in zip((vertices, sc.triangles, sc.edges), skins):
+        over = zero.copy()
+        over[element[3]] = np.nextafter(skin[3], np.inf) if element.shape[1] == 1 else 2.0 * skin[3]
+        assert not sc._list_holds(over, zero) and not check.list_holds(over, zero, skins)
+        over[element[3]] = skin[3] if element.shape[1] == 1 else 0.0
+        assert sc._list_holds(over, zero) == check.list_holds(over, zero, skins)
+    assert answers == {True, False}
+
+
 def test_candidates_equal_on_both_paths(library):
     x, sc, _, _ = self_list_scene(5)
     rng = np.random.default_rng(5)
@@ -235,3 +258,7 @@ def test_bad_input_is_refused(library):
         check.witnesses(x, x_start, lo, hi, motion, moved.astype(np.float32), vt, ee, dist, slack)
     with pytest.raises(ValueError, match=r"vt\[1\]"):
         check.witnesses(x, x_start, lo, hi, motion, moved, (vt[0], bad_t), ee, dist, slack)
+    with pytest.raises(ValueError, match="skin_t"):
+        check.list_holds(moved, motion, (lst["skins"][0], lst["skins"][1][:-1], lst["skins"][2]))
+    with pytest.raises(ValueError, match="^motion"):
+        check.list_holds(moved, motion.reshape(-1, 1), lst["skins"])

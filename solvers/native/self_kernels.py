@@ -99,8 +99,9 @@ class SelfCallKernels:
     """The native kernels one body's self-collision runs on every call (``src/self_response.c``): ``boxes`` <->
     ``SelfBroadPhase._boxes``, ``list_check`` <-> the filter of ``SelfBroadPhase._candidates`` (near bound, reach,
     box test), both bit for bit (they only compare, take minima and maxima, and add in the twin's order);
-    ``stencils`` <-> ``self_pairs._Stencils`` and ``witnesses`` <-> ``ImpactZones._witnesses`` (the same operations in
-    the same order: bit for bit on x86-64).
+    ``list_holds`` <-> ``SelfBroadPhase._list_holds`` (comparisons of the same sums); ``stencils`` <->
+    ``self_pairs._Stencils`` and ``witnesses`` <-> ``ImpactZones._witnesses`` (the same operations in the same order:
+    bit for bit on x86-64).
 
     Built once per ``SelfCollision``: the triangles (t, 3) and edges (e, 2) are checked (int64, C-contiguous, indices
     within [0, n)). A list's arrays are checked when they change (a build or a skin growth makes new ones: indices in
@@ -202,3 +203,15 @@ class SelfCallKernels:
             self._x(x), pointer(x_start), self.n, pointer(lo), pointer(hi), pointer(motion), pointer(bound),
             pointer(self.triangles), pointer(self.edges), *list_args, float(slack), pointer(self._pos))
         return self._pos[:count].copy()
+
+    def list_holds(self, moved, motion, skins) -> bool:
+        """``SelfBroadPhase._list_holds``: whether every element's largest moved + largest motion (n,) [m] is within its
+        skin (skins = vertices (n,), triangles (t,), edges (e,) [m])."""
+        moved = checked("moved", moved, F64, (self.n,))
+        motion = checked("motion", motion, F64, (self.n,))
+        s_v = checked("skin_v", skins[0], F64, (self.n,))
+        s_t = checked("skin_t", skins[1], F64, (len(self.triangles),))
+        s_e = checked("skin_e", skins[2], F64, (len(self.edges),))
+        return bool(self.library.softsim_self_list_holds(
+            pointer(moved), pointer(motion), self.n, pointer(self.triangles), len(self.triangles),
+            pointer(self.edges), len(self.edges), pointer(s_v), pointer(s_t), pointer(s_e)))

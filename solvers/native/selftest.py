@@ -329,7 +329,7 @@ def self_response(library) -> str:
     """Self-collision's per-call kernels (``self_kernels.SelfCallKernels``) against their twins: the boxes of
     ``SelfBroadPhase._boxes`` and the filter of ``SelfBroadPhase._candidates`` bit for bit, the contact stencils of
     ``self_pairs._Stencils`` within SELF_TEST_TOLERANCE (bit for bit on x86-64), the fail-safe's witnesses
-    (``ImpactZones._witnesses``) as the same pairs."""
+    (``ImpactZones._witnesses``) as the same pairs, and whether the list holds (``SelfBroadPhase._list_holds``)."""
     from .self_kernels import SelfCallKernels
 
     x, sc, motion, moved = self_list_scene()
@@ -371,4 +371,7 @@ def self_response(library) -> str:
     if not (np.array_equal(lst["vt"][0][a], v) and np.array_equal(lst["vt"][1][a], t)
             and np.array_equal(lst["ee"][0][b], e1) and np.array_equal(lst["ee"][1][b], e2)):
         return f"self-collision witnesses differ from NumPy ({len(pos)} against {len(v) + len(e1)})"
+    for scale in (0.1, 1.0, 10.0):
+        if check.list_holds(moved * scale, motion, lst["skins"]) != sc._list_holds(moved * scale, motion):
+            return "self-collision list check (holds) differs from NumPy"
     return ""

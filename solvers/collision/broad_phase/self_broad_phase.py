@@ -285,6 +285,8 @@ class SelfBroadPhase:
         """Whether the list still holds every pair that can be within reach: for every element (vertex, triangle,
         edge), the most its particles moved since the build plus the most they moved in this step, relative to the
         mean, is within its skin (``_candidates`` says why)."""
+        if self.native_check is not None:
+            return self.native_check.list_holds(moved, motion, self._list["skins"])
         s_v, s_t, s_e = self._list["skins"]
         if np.any(moved + motion > s_v):
             return False

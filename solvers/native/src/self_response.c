@@ -267,3 +267,21 @@ int64_t softsim_self_witnesses(const double *x, const double *x_start, int64_t n
     }
     return kept;
 }
+
+/* SelfBroadPhase._list_holds: 1 when every element's largest `moved` plus its largest `motion` (n,) is within its
+ * skin (vertices skin_v (n,), triangles skin_t (t,), edges skin_e (e,)), else 0. */
+int64_t softsim_self_list_holds(const double *moved, const double *motion, int64_t n, const int64_t *triangles,
+                                int64_t t_count, const int64_t *edges, int64_t e_count, const double *skin_v,
+                                const double *skin_t, const double *skin_e) {
+    for (int64_t i = 0; i < n; i++)
+        if (moved[i] + motion[i] > skin_v[i]) return 0;
+    for (int64_t i = 0; i < t_count; i++) {
+        const int64_t *c = triangles + 3 * i;
+        if (triangle_max(moved, c) + triangle_max(motion, c) > skin_t[i]) return 0;
+    }
+    for (int64_t i = 0; i < e_count; i++) {
+        const int64_t *c = edges + 2 * i;
+        if (edge_max(moved, c) + edge_max(motion, c) > skin_e[i]) return 0;
+    }
+    return 1;
+}

@@ -208,5 +208,11 @@ SOFTSIM_API int64_t softsim_self_witnesses(const double *x, const double *x_star
                                            const int64_t *list_v, const int64_t *list_t, int64_t m,
                                            const int64_t *list_a, const int64_t *list_b, const double *dist,
                                            double slack, int64_t *out_pos);
+/* Whether a Verlet list still holds: every element's motion since the build and in the step within its skin
+ * (self_response.c; SelfBroadPhase._list_holds). */
+SOFTSIM_API int64_t softsim_self_list_holds(const double *moved, const double *motion, int64_t n,
+                                            const int64_t *triangles, int64_t t_count, const int64_t *edges,
+                                            int64_t e_count, const double *skin_v, const double *skin_t,
+                                            const double *skin_e);
 
 #endif
