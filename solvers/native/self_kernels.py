@@ -1,4 +1,6 @@
-"""Python binding of cloth self-collision's native broad phase (``src/self_collision.c``).
+"""Python bindings of cloth self-collision's native kernels: the broad phase (``src/self_collision.c``,
+``SelfPairQuery``) and what every call runs (``src/self_response.c``, ``SelfCallKernels``: boxes, list checks,
+stencils, the fail-safe's witnesses; tests/test_native_self_response.py).
 
 ``SelfPairQuery`` <-> ``collision.broad_phase.self_broad_phase.SelfBroadPhase._query``: the vertex-triangle pairs (v, t,
 distance) and edge-edge pairs (e1 < e2, distance) within reach + the two elements' skins, without pairs sharing a vertex
