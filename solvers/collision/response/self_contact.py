@@ -96,8 +96,9 @@ per-call check (boxes, whether they hold, the near filter), the stencils and the
 (``solvers/native/src/self_collision.c``, ``self_response.c``; the same pairs and numbers): the same frames 1.9 s a
 frame before, 0.87 after (self-collision 1.75 -> 0.71 s: rebuilds 0.24, the lists' check and skin growths 0.16,
 response 0.21, fail-safe 0.08; the two versions alternated on a loaded machine), and the Blender bake of that scene
-(100 frames) 453 ms a frame against built-in Cloth's 229 with its self-collision on (0.51x, one run on a loaded
-machine; 0.13x before). What is left is mostly the Python around the kernels (the Jacobi passes, the skin growths'
+(100 frames, bench_cloth's self-collision row) 512 ms a frame against built-in Cloth's 198 with its self-collision on
+(0.39x; before 798 against 204, 0.26x; the two runs back to back on a loaded machine, another run after 453 against
+229, 0.51x). What is left is mostly the Python around the kernels (the Jacobi passes, the skin growths'
 k-d trees) and the rebuilds (about 3 a frame, ~25 ms each). Self-collision still makes that bake several times
 slower, so it is off by default. It runs on every substep because that is the cheapest schedule measured. Called on
 every 6th substep only (the built-in Cloth's 5 a frame at 30 substeps) with the sides and witnesses still read at the
