@@ -73,6 +73,12 @@ SIGNATURES = {
     "softsim_mesh_push_apply": (_I, (_P, _I, _P, _I, _I, _P, _P, _P, _P, _P, _D, _P, _P)),
     "softsim_kept_stale": (_I, (_P, _P, _I, _P, _P, _P, _D, _D, _P)),
     "softsim_kept_planes": (None, (_P, _I, _P, _P, _P, _D, _P, _P)),
+    # Cloth self-collision's per-call list upkeep (src/self_response.c, self_kernels.SelfListCheck).
+    "softsim_self_boxes": (None, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P)),
+    "softsim_self_list_check": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P, _P)),
+    "softsim_self_stencils": (None, (_P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_self_witnesses": (_I, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P)),
+    "softsim_self_list_holds": (_I, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P)),
 }
 
 

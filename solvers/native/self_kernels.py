@@ -1,4 +1,6 @@
-"""Python binding of cloth self-collision's native broad phase (``src/self_collision.c``).
+"""Python bindings of cloth self-collision's native kernels: the broad phase (``src/self_collision.c``,
+``SelfPairQuery``) and what every call runs (``src/self_response.c``, ``SelfCallKernels``: boxes, list checks,
+stencils, the fail-safe's witnesses; tests/test_native_self_response.py).
 
 ``SelfPairQuery`` <-> ``collision.broad_phase.self_broad_phase.SelfBroadPhase._query``: the vertex-triangle pairs (v, t,
 distance) and edge-edge pairs (e1 < e2, distance) within reach + the two elements' skins, without pairs sharing a vertex
@@ -13,6 +15,7 @@ are checked (dtype, contiguity, shape; exclusion keys sorted and within range).
 """
 import numpy as np
 
+from ..collision.broad_phase.self_pairs import _Stencils
 from .kernels import F64, I64, _PositionsCheck, checked, checked_indices
 from .library import pointer
 
@@ -36,7 +39,7 @@ class SelfPairQuery:
         self._entries(8 * elements)
         self._pairs(4 * elements)
         self.needs = np.zeros(1, np.int64)
-        self.boxes = np.zeros((elements, 10))
+        self.boxes = np.zeros((elements, 13))
 
     def _entries(self, capacity: int) -> None:
         self.entry_element = np.zeros(capacity, np.int64)
@@ -92,3 +95,125 @@ class SelfPairQuery:
             self._skins("skin_e", skin_e, e), float(reach), pointer(excluded), len(excluded)))
         order = np.argsort(a * e + b, kind="stable")
         return a[order], b[order], d[order]
+
+
+class SelfCallKernels:
+    """The native kernels one body's self-collision runs on every call (``src/self_response.c``): ``boxes`` <->
+    ``SelfBroadPhase._boxes``, ``list_check`` <-> the filter of ``SelfBroadPhase._candidates`` (near bound, reach,
+    box test), both bit for bit (they only compare, take minima and maxima, and add in the twin's order);
+    ``list_holds`` <-> ``SelfBroadPhase._list_holds`` (comparisons of the same sums); ``stencils`` <->
+    ``self_pairs._Stencils`` and ``witnesses`` <-> ``ImpactZones._witnesses`` (the same operations in the same order:
+    bit for bit on x86-64).
+
+    Built once per ``SelfCollision``: the triangles (t, 3) and edges (e, 2) are checked (int64, C-contiguous, indices
+    within [0, n)). A list's arrays are checked when they change (a build or a skin growth makes new ones: indices in
+    range, lengths consistent); per call only the positions and per-particle values are.
+    """
+
+    def __init__(self, library, triangles, edges, particle_count: int):
+        self.library = library
+        self.n = int(particle_count)
+        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
+        self.edges = checked_indices("edges", edges, self.n, (None, 2))
+        self._x = _PositionsCheck(self.n)
+        self._bound = None
+        self._pos = np.zeros(0, np.int64)
+        self._reach = np.zeros(0)
+
+    def boxes(self, lo, hi=None):
+        """Boxes per axis of the triangles (lo_t, hi_t (3, t)) and edges (lo_e, hi_e (3, e)) over particle boxes from
+        lo to hi (both (3, n) [m]; hi None: boxes at the points lo)."""
+        lo = checked("lo", lo, F64, (3, self.n))
+        hi = lo if hi is None else checked("hi", hi, F64, (3, self.n))
+        t, e = len(self.triangles), len(self.edges)
+        lo_t, hi_t, lo_e, hi_e = np.empty((3, t)), np.empty((3, t)), np.empty((3, e)), np.empty((3, e))
+        self.library.softsim_self_boxes(pointer(lo), pointer(hi), self.n, pointer(self.triangles), t,
+                                        pointer(self.edges), e, pointer(lo_t), pointer(hi_t), pointer(lo_e),
+                                        pointer(hi_e))
+        return lo_t, hi_t, lo_e, hi_e
+
+    def _bind_list(self, vt, ee, dist):
+        """Check a list's arrays once (the same arrays are not checked again) and cache their addresses."""
+        key = (vt[0], vt[1], ee[0], ee[1], dist)
+        if self._bound is not None and all(a is b for a, b in zip(key, self._bound[0])):
+            return self._bound[1]
+        v = checked_indices("list vt[0]", vt[0], self.n, (None,))
+        k = len(v)
+        t = checked_indices("list vt[1]", vt[1], max(len(self.triangles), 1) if k else 1, (k,))
+        a = checked_indices("list ee[0]", ee[0], max(len(self.edges), 1), (None,))
+        m = len(a)
+        b = checked_indices("list ee[1]", ee[1], max(len(self.edges), 1), (m,))
+        if (k and not len(self.triangles)) or (m and not len(self.edges)):
+            raise ValueError("list: pairs of elements the body does not have")
+        checked("list dist", dist, F64, (k + m,))
+        if len(self._pos) < k + m:
+            self._pos, self._reach = np.zeros(k + m, np.int64), np.zeros(k + m)
+        args = (k, pointer(v), pointer(t), m, pointer(a), pointer(b), pointer(dist))
+        self._bound = (key, args)
+        return args
+
+    def list_check(self, x, motion, moved, vt, ee, dist, thickness: float):
+        """Positions (c,) in the list (vertex-triangle pairs first, then edge-edge ones) of the pairs that may be within
+        reach at x (n, 3) [m], ascending, and their reaches (c,) [m]: ``SelfBroadPhase._candidates``' filter.
+
+        motion, moved (n,) [m]: each particle's motion in the step and since the build (relative to the mean);
+        vt = (v, t), ee = (e1, e2), dist (k + m,): the list's pairs and their distances at the build."""
+        list_args = self._bind_list(vt, ee, dist)
+        motion = checked("motion", motion, F64, (self.n,))
+        moved = checked("moved", moved, F64, (self.n,))
+        count = self.library.softsim_self_list_check(
+            self._x(x), self.n, pointer(motion), pointer(moved), pointer(self.triangles), pointer(self.edges),
+            *list_args, float(thickness), pointer(self._pos), pointer(self._reach))
+        return self._pos[:count].copy(), self._reach[:count].copy()
+
+    def stencils(self, x, vt, ee):
+        """The contact stencils of the vertex-triangle pairs vt = (v, t) and edge-edge pairs ee = (e1, e2) at x (n, 3)
+        [m], in that order: a ``self_pairs._Stencils`` (idx, coef (k, 4), r, n (k, 3), dist, plane (k,), ok,
+        interior (k,) bool)."""
+        v = checked_indices("v", vt[0], self.n, (None,))
+        k_vt = len(v)
+        t = checked_indices("t", vt[1], max(len(self.triangles), 1), (k_vt,))
+        a = checked_indices("e1", ee[0], max(len(self.edges), 1), (None,))
+        k_ee = len(a)
+        b = checked_indices("e2", ee[1], max(len(self.edges), 1), (k_ee,))
+        if (k_vt and not len(self.triangles)) or (k_ee and not len(self.edges)):
+            raise ValueError("stencils: pairs of elements the body does not have")
+        k = k_vt + k_ee
+        out = _Stencils.__new__(_Stencils)
+        out.idx, out.coef = np.empty((k, 4), np.int64), np.empty((k, 4))
+        out.r, out.n = np.empty((k, 3)), np.empty((k, 3))
+        out.dist, out.plane = np.empty(k), np.empty(k)
+        out.ok, out.interior = np.empty(k, bool), np.empty(k, bool)
+        self.library.softsim_self_stencils(
+            self._x(x), pointer(self.triangles), pointer(self.edges), k_vt, pointer(v), pointer(t), k_ee, pointer(a),
+            pointer(b), pointer(out.idx), pointer(out.coef), pointer(out.r), pointer(out.n), pointer(out.dist),
+            pointer(out.plane), pointer(out.ok), pointer(out.interior))
+        return out
+
+    def witnesses(self, x, x_start, lo, hi, motion, bound, vt, ee, dist, slack: float):
+        """Positions (c,) in the list (vertex-triangle pairs first, then edge-edge ones), ascending, of the fail-safe's
+        witnesses (``ImpactZones._witnesses``): x, x_start (n, 3) [m] the step's ends, lo, hi (3, n) [m] the particles'
+        boxes over the step, motion (n,) [m] their motion in it and bound (n,) [m] that plus their motion since the
+        build (relative to the mean); vt = (v, t), ee = (e1, e2), dist (k + m,): the list; slack [m]: round-off room."""
+        list_args = self._bind_list(vt, ee, dist)
+        x_start = checked("x_start", x_start, F64, (self.n, 3))
+        lo = checked("lo", lo, F64, (3, self.n))
+        hi = checked("hi", hi, F64, (3, self.n))
+        motion = checked("motion", motion, F64, (self.n,))
+        bound = checked("bound", bound, F64, (self.n,))
+        count = self.library.softsim_self_witnesses(
+            self._x(x), pointer(x_start), self.n, pointer(lo), pointer(hi), pointer(motion), pointer(bound),
+            pointer(self.triangles), pointer(self.edges), *list_args, float(slack), pointer(self._pos))
+        return self._pos[:count].copy()
+
+    def list_holds(self, moved, motion, skins) -> bool:
+        """``SelfBroadPhase._list_holds``: whether every element's largest moved + largest motion (n,) [m] is within its
+        skin (skins = vertices (n,), triangles (t,), edges (e,) [m])."""
+        moved = checked("moved", moved, F64, (self.n,))
+        motion = checked("motion", motion, F64, (self.n,))
+        s_v = checked("skin_v", skins[0], F64, (self.n,))
+        s_t = checked("skin_t", skins[1], F64, (len(self.triangles),))
+        s_e = checked("skin_e", skins[2], F64, (len(self.edges),))
+        return bool(self.library.softsim_self_list_holds(
+            pointer(moved), pointer(motion), self.n, pointer(self.triangles), len(self.triangles),
+            pointer(self.edges), len(self.edges), pointer(s_v), pointer(s_t), pointer(s_e)))

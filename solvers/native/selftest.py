@@ -89,7 +89,7 @@ def run(library) -> str:
     if problem:
         return problem
     return (run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
-            or mesh_closest(library))
+            or mesh_closest(library) or self_response(library))
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -353,3 +353,63 @@ def mesh_closest(library, subdivisions: int = 1, seed: int = 5) -> str:
             return "mesh face pairs differ from NumPy"
     return (_differs("mesh corner pairs", got.corner_distance, want.corner_distance, 1.0)
             or _differs("mesh edge pairs", got.edge_distance, want.edge_distance, 1.0))
+def self_list_scene(seed: int = 3):
+    """``self_pair_scene`` with a Verlet list built at its positions and a step's motion: (x, SelfCollision for NumPy,
+    motion (n,), moved (n,)), motion and moved random per particle [m]."""
+    _, x, sc = self_pair_scene(seed=seed)
+    rng = np.random.default_rng(seed)
+    sc._build(x, rng.uniform(0.0, 0.1, len(x)))
+    x = np.ascontiguousarray(x + rng.normal(scale=0.01, size=x.shape))
+    return x, sc, rng.uniform(0.0, 0.02, len(x)), rng.uniform(0.0, 0.03, len(x))
+
+
+def self_response(library) -> str:
+    """Self-collision's per-call kernels (``self_kernels.SelfCallKernels``) against their twins: the boxes of
+    ``SelfBroadPhase._boxes`` and the filter of ``SelfBroadPhase._candidates`` bit for bit, the contact stencils of
+    ``self_pairs._Stencils`` within SELF_TEST_TOLERANCE (bit for bit on x86-64), the fail-safe's witnesses
+    (``ImpactZones._witnesses``) as the same pairs, and whether the list holds (``SelfBroadPhase._list_holds``)."""
+    from .self_kernels import SelfCallKernels
+
+    x, sc, motion, moved = self_list_scene()
+    check = SelfCallKernels(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
+    lo = np.ascontiguousarray(x.T)
+    for got, want in zip(check.boxes(lo, lo + 0.01), sc._boxes(lo, lo + 0.01)):
+        if not np.array_equal(got, want):
+            return "self-collision boxes differ from NumPy"
+    a, b, reach_a, reach_b = sc._near_pairs(x, motion, moved)
+    lst = sc._list
+    pos, reach = check.list_check(x, motion, moved, lst["vt"], lst["ee"], lst["dist"], sc.thickness)
+    if len(a) == 0 or len(b) == 0:
+        return "self-collision list check scene kept no pairs"
+    k = len(lst["vt"][0])
+    if not (np.array_equal(pos, np.concatenate([a, k + b])) and np.array_equal(reach, np.concatenate([reach_a, reach_b]))):
+        return f"self-collision list check differs from NumPy ({len(pos)} pairs against {len(a) + len(b)})"
+    from ..collision.broad_phase.self_pairs import _Stencils
+
+    for rows in (slice(None), slice(0, 1)):
+        vt, ee = (lst["vt"][0][rows], lst["vt"][1][rows]), (lst["ee"][0][rows], lst["ee"][1][rows])
+        native, numpy = check.stencils(x, vt, ee), _Stencils(x, vt, ee, sc.triangles, sc.edges)
+        for name in ("idx", "coef", "r", "n", "dist", "plane", "ok", "interior"):
+            problem = _differs(f"self-collision stencils ({name})", getattr(native, name).astype(float),
+                               getattr(numpy, name).astype(float), 1.0)
+            if problem:
+                return problem
+    x_start = np.ascontiguousarray(x - np.random.default_rng(4).normal(scale=0.1, size=x.shape))
+    step = x - x_start
+    step -= step.mean(axis=0)
+    motion = np.sqrt(np.einsum("ij,ij->i", step, step))
+    back = x - step
+    lo, hi = np.ascontiguousarray(np.minimum(x, back).T), np.ascontiguousarray(np.maximum(x, back).T)
+    moved, slack = sc._moved(x), 1e-12 + 1e-9 * float(motion.max())
+    v, t, e1, e2 = sc._witnesses(x, x_start, lo, hi, motion, moved, slack)
+    pos = check.witnesses(x, x_start, lo, hi, motion, moved + motion, lst["vt"], lst["ee"], lst["dist"], slack)
+    if len(v) == 0 or len(e1) == 0:
+        return "self-collision witness scene kept no pairs"
+    a, b = pos[pos < k], pos[pos >= k] - k
+    if not (np.array_equal(lst["vt"][0][a], v) and np.array_equal(lst["vt"][1][a], t)
+            and np.array_equal(lst["ee"][0][b], e1) and np.array_equal(lst["ee"][1][b], e2)):
+        return f"self-collision witnesses differ from NumPy ({len(pos)} against {len(v) + len(e1)})"
+    for scale in (0.1, 1.0, 10.0):
+        if check.list_holds(moved * scale, motion, lst["skins"]) != sc._list_holds(moved * scale, motion):
+            return "self-collision list check (holds) differs from NumPy"
+    return ""

@@ -20,7 +20,7 @@ machine): frames 21-24, where it lands on the sphere and folds, 112 rebuilds in 
 """
 import numpy as np
 
-from .self_pairs import (_bounding_spheres, _drop, _ee_distance, _join_points, _listed, _overlapping,
+from .self_pairs import (_bounding_spheres, _drop, _ee_distance, _join_points, _overlapping,
                          _pair_keys, _row_max, _self_join, _tree, _unique_pairs, _vt_distance)
 
 SKIN_FRACTION = 0.2
@@ -55,6 +55,9 @@ class SelfBroadPhase:
     native_pairs = None
     """``solvers.native.self_kernels.SelfPairQuery`` of the body when the native library loaded (``_query`` then runs
     in C for a single body), else None."""
+    native_check = None
+    """``solvers.native.self_kernels.SelfCallKernels`` of the body when the native library loaded (``_boxes`` and the
+    filter of ``_candidates`` then run in C, bit for bit), else None."""
     self_bodies = None
     """With ``body``: per body (b,) bool, whether pairs within that body are kept (its own self-collision is on);
     pairs of two different bodies always are."""
@@ -147,6 +150,8 @@ class SelfBroadPhase:
         """Axis-aligned boxes per axis of the triangles (lo, hi (3, t)) and of the edges (lo, hi (3, e)): at x (n, 3),
         or, with ``hi``, over particle boxes from lo = x to hi, both (3, n)."""
         lo = np.ascontiguousarray(x.T) if hi is None else x
+        if self.native_check is not None:
+            return self.native_check.boxes(lo, hi)
         hi = lo if hi is None else hi
         tri, edges = self.triangles, self.edges
         lo_t = np.minimum(np.minimum(lo[:, tri[:, 0]], lo[:, tri[:, 1]]), lo[:, tri[:, 2]])
@@ -164,8 +169,9 @@ class SelfBroadPhase:
         n, m = len(x), len(self.triangles)
         first = np.concatenate([v, n + m + e1])
         second = np.concatenate([n + t, n + m + e2])
+        # The pair keys sorted ("keys"), for the membership tests of the skin growths (``_grow``).
         self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), first=first, second=second,
-                          x=x.copy(), skins=skins)
+                          x=x.copy(), skins=skins, keys=(np.sort(_pair_keys(v, t, m)), np.sort(_pair_keys(e1, e2, len(self.edges)))))
         self.rebuilds += 1
 
     def _refresh(self, x, moved, motion):
@@ -237,7 +243,7 @@ class SelfBroadPhase:
         v, t = _unique_pairs(v[keep], t[keep], len(tri))
         d_vt = _vt_distance(x0, v, tri[t])
         # New: within the grown reach, beyond the old one (the old pairs are listed already).
-        keep = (d_vt <= thick + s_v2[v] + s_t2[t]) & ~_listed(self._list["vt"], v, t, len(tri))
+        keep = (d_vt <= thick + s_v2[v] + s_t2[t]) & _drop(self._list["keys"][0], v, t, len(tri))
         v, t, d_vt = v[keep], t[keep], d_vt[keep]
         e1 = e2 = np.zeros(0, np.int64)
         d_ee = np.zeros(0)
@@ -249,7 +255,7 @@ class SelfBroadPhase:
             keep = self._admissible_ee(e1, e2)
             e1, e2 = _unique_pairs(e1[keep], e2[keep], len(edges))
             d_ee = _ee_distance(x0, edges[e1], edges[e2])
-            keep = (d_ee <= thick + s_e2[e1] + s_e2[e2]) & ~_listed(self._list["ee"], e1, e2, len(edges))
+            keep = (d_ee <= thick + s_e2[e1] + s_e2[e2]) & _drop(self._list["keys"][1], e1, e2, len(edges))
             e1, e2, d_ee = e1[keep], e2[keep], d_ee[keep]
         lst = self._list
         (v0, t0), (a0, b0) = lst["vt"], lst["ee"]
@@ -261,6 +267,9 @@ class SelfBroadPhase:
         lst["first"] = np.concatenate([lst["first"][:k], v, lst["first"][k:], n + m + e1])
         lst["second"] = np.concatenate([lst["second"][:k], n + t, lst["second"][k:], n + m + e2])
         lst["skins"] = (s_v2, s_t2, s_e2)
+        # The new pairs are sorted by key and none is listed yet: merged into the sorted keys in place of a sort.
+        lst["keys"] = tuple(np.insert(old, np.searchsorted(old, new), new) for old, new in
+                            zip(lst["keys"], (_pair_keys(v, t, len(tri)), _pair_keys(e1, e2, len(edges)))))
         self.grown += 1
         return True
 
@@ -276,6 +285,8 @@ class SelfBroadPhase:
         """Whether the list still holds every pair that can be within reach: for every element (vertex, triangle,
         edge), the most its particles moved since the build plus the most they moved in this step, relative to the
         mean, is within its skin (``_candidates`` says why)."""
+        if self.native_check is not None:
+            return self.native_check.list_holds(moved, motion, self._list["skins"])
         s_v, s_t, s_e = self._list["skins"]
         if np.any(moved + motion > s_v):
             return False
@@ -329,6 +340,27 @@ class SelfBroadPhase:
             moved = np.zeros(len(x))
         elif not self._list_holds(moved, motion):
             moved = self._refresh(x, moved, motion)
+        k = len(self._list["vt"][0])
+        (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
+        if self.native_check is not None:
+            # The same filter in C (src/self_response.c): the same positions and reaches, bit for bit.
+            kept, kept_reach = self.native_check.list_check(x, motion, moved, self._list["vt"], self._list["ee"],
+                                                            self._list["dist"], self.thickness)
+            split = int(np.searchsorted(kept, k))
+            a, b = kept[:split], kept[split:] - k
+            reach_a, reach_b = kept_reach[:split], kept_reach[split:]
+        else:
+            a, b, reach_a, reach_b = self._near_pairs(x, motion, moved)
+        # One order whatever the lists' history (sorted by pair): the Jacobi sums of the response then depend on
+        # the pairs alone, not on when or how the lists were built.
+        order_a = np.argsort(_pair_keys(v[a], t[a], len(self.triangles)), kind="stable")
+        order_b = np.argsort(_pair_keys(e1[b], e2[b], len(self.edges)), kind="stable")
+        a, b = a[order_a], b[order_b]
+        return (v[a], t[a]), (e1[b], e2[b]), np.concatenate([reach_a[order_a], reach_b[order_b]])
+
+    def _near_pairs(self, x, motion, moved):
+        """The listed pairs that may be within reach at x: positions a (vertex-triangle) and b (edge-edge) in the
+        list, ascending, and their reaches reach_a, reach_b [m] (``_candidates``; motion, moved (n,) [m])."""
         # Near: within reach less what the two elements moved since the build (one gather per element of the pair
         # for both bounds; the reach itself only for the near pairs).
         first, second = self._list["first"], self._list["second"]
@@ -347,10 +379,6 @@ class SelfBroadPhase:
         points = np.ascontiguousarray(x.T)
         a = a[_overlapping(points, points, v[a], lo_t, hi_t, t[a], reach[a])]
         b = b[_overlapping(lo_e, hi_e, e1[b], lo_e, hi_e, e2[b], reach[k + b])]
-        # One order whatever the lists' history (sorted by pair): the Jacobi sums of the response then depend on
-        # the pairs alone, not on when or how the lists were built.
-        a = a[np.argsort(_pair_keys(v[a], t[a], len(self.triangles)), kind="stable")]
-        b = b[np.argsort(_pair_keys(e1[b], e2[b], len(self.edges)), kind="stable")]
-        return (v[a], t[a]), (e1[b], e2[b]), np.concatenate([reach[a], reach[k + b]])
+        return a, b, reach[a], reach[k + b]
 
     # ------------------------------------------------------------------ response

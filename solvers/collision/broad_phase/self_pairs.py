@@ -217,13 +217,6 @@ def _unique_pairs(i, j, count):
     return key // count, key % count
 
 
-def _listed(pairs, i, j, count):
-    """Mask (k,) of the pairs (i, j) that are among ``pairs`` ((a, b) arrays)."""
-    if len(i) == 0 or len(pairs[0]) == 0:
-        return np.zeros(len(i), bool)
-    return np.isin(_pair_keys(i, j, count), _pair_keys(pairs[0], pairs[1], count))
-
-
 def _drop(excluded, i, j, count):
     """Mask (k,) of the pairs (i, j) not in the sorted key array ``excluded``."""
     if len(excluded) == 0:

@@ -49,32 +49,24 @@ class ImpactZones:
         moved = self._moved(x)
         if not self._list_holds(moved, motion):
             moved = self._refresh(x, moved, motion)
-        near = np.nonzero(self._list["dist"] <= self._pair_bound(moved + motion))[0]
-        if len(near) == 0:  # no pair of elements came near enough to touch in the step
-            return np.zeros((0, 2), np.int64)
-        k = len(self._list["vt"][0])
-        vt_pos, ee_pos = near[near < k], near[near >= k] - k
-        v, t = self._list["vt"][0][vt_pos], self._list["vt"][1][vt_pos]
-        e1, e2 = self._list["ee"][0][ee_pos], self._list["ee"][1][ee_pos]
         # Swept boxes: the particles' positions over the step with the mean motion taken out run from x - step to x.
         back = x - step
         lo, hi = np.ascontiguousarray(np.minimum(x, back).T), np.ascontiguousarray(np.maximum(x, back).T)  # (3, n)
-        tri, edges = self.triangles, self.edges
-        lo_t, hi_t, lo_e, hi_e = self._boxes(lo, hi)
-        keep = _overlapping(lo, hi, v, lo_t, hi_t, t)
-        v, t = v[keep], t[keep]
-        keep = _overlapping(lo_e, hi_e, e1, lo_e, hi_e, e2)
-        e1, e2 = e1[keep], e2[keep]
-        # A witness touching at time s of the step is at most (1 - s) (m_A + m_B) apart at x and s (m_A + m_B) at
-        # x_start: its distances at the two ends sum to at most m_A + m_B. Layers resting a thickness apart fail that
-        # (on the folding lab cloth, ~7k witnesses by their boxes, most of them such layers).
-        m_t, m_e = _row_max(motion, tri), _row_max(motion, edges)
         slack = 1e-12 + 1e-9 * float(motion.max())  # round-off of the distances: never drop a pair touching exactly
-        keep = _vt_distance(x, v, tri[t]) + _vt_distance(x_start, v, tri[t]) <= motion[v] + m_t[t] + slack
-        v, t = v[keep], t[keep]
-        if len(e1):
-            keep = _ee_distance(x, edges[e1], edges[e2]) + _ee_distance(x_start, edges[e1], edges[e2]) <= m_e[e1] + m_e[e2] + slack
-            e1, e2 = e1[keep], e2[keep]
+        if self.native_check is not None:
+            # The same witnesses in C (src/self_response.c): the same positions, bit for bit.
+            lst = self._list
+            pos = self.native_check.witnesses(x, x_start, lo, hi, motion, moved + motion, lst["vt"], lst["ee"],
+                                              lst["dist"], slack)
+            k = len(lst["vt"][0])
+            split = int(np.searchsorted(pos, k))
+            a, b = pos[:split], pos[split:] - k
+            v, t, e1, e2 = lst["vt"][0][a], lst["vt"][1][a], lst["ee"][0][b], lst["ee"][1][b]
+        else:
+            v, t, e1, e2 = self._witnesses(x, x_start, lo, hi, motion, moved, slack)
+        if len(v) == 0 and len(e1) == 0:  # no pair of elements came near enough to touch in the step
+            return np.zeros((0, 2), np.int64)
+        tri, edges = self.triangles, self.edges
         # Expand: a vertex's edges against the triangle; each edge against the other's triangles.
         rows, entries = _csr_rows(self.vertex_edge_start, v)
         pe = [self.vertex_edges[entries]]
@@ -100,6 +92,36 @@ class ImpactZones:
         old = segments_cross_triangles(x_start[E[:, 0]], x_start[E[:, 1]], x_start[T[:, 0]], x_start[T[:, 1]],
                                        x_start[T[:, 2]])
         return np.column_stack([pe[~old], pt[~old]])
+
+    def _witnesses(self, x, x_start, lo, hi, motion, moved, slack):
+        """The listed pairs that may have touched in the step from x_start to x (``_new_crossings`` says why):
+        vertex-triangle pairs (v, t) and edge-edge pairs (e1, e2), in the list's order. lo, hi (3, n) [m]: the
+        particles' boxes over the step; motion, moved (n,) [m]: their motion in it and since the build (relative to
+        the mean); slack [m]: round-off room of the distance test."""
+        empty = np.zeros(0, np.int64)
+        near = np.nonzero(self._list["dist"] <= self._pair_bound(moved + motion))[0]
+        if len(near) == 0:
+            return empty, empty, empty, empty
+        k = len(self._list["vt"][0])
+        vt_pos, ee_pos = near[near < k], near[near >= k] - k
+        v, t = self._list["vt"][0][vt_pos], self._list["vt"][1][vt_pos]
+        e1, e2 = self._list["ee"][0][ee_pos], self._list["ee"][1][ee_pos]
+        tri, edges = self.triangles, self.edges
+        lo_t, hi_t, lo_e, hi_e = self._boxes(lo, hi)
+        keep = _overlapping(lo, hi, v, lo_t, hi_t, t)
+        v, t = v[keep], t[keep]
+        keep = _overlapping(lo_e, hi_e, e1, lo_e, hi_e, e2)
+        e1, e2 = e1[keep], e2[keep]
+        # A witness touching at time s of the step is at most (1 - s) (m_A + m_B) apart at x and s (m_A + m_B) at
+        # x_start: its distances at the two ends sum to at most m_A + m_B. Layers resting a thickness apart fail that
+        # (on the folding lab cloth, ~7k witnesses by their boxes, most of them such layers).
+        m_t, m_e = _row_max(motion, tri), _row_max(motion, edges)
+        keep = _vt_distance(x, v, tri[t]) + _vt_distance(x_start, v, tri[t]) <= motion[v] + m_t[t] + slack
+        v, t = v[keep], t[keep]
+        if len(e1):
+            keep = _ee_distance(x, edges[e1], edges[e2]) + _ee_distance(x_start, edges[e1], edges[e2]) <= m_e[e1] + m_e[e2] + slack
+            e1, e2 = e1[keep], e2[keep]
+        return v, t, e1, e2
 
     def _fail_safe(self, x, x_prev, x_start, colliders=()):
         """Undo any crossing the response left: rigid impact zones (Provot 1997, Bridson et al. 2002), translation only.

@@ -21,25 +21,11 @@
  */
 #include <math.h>
 
+#include "self_geometry.h"
 #include "softsim_native.h"
 
-#define CELL_FACTOR 1.0 /* cell size / mean extent of the inserted boxes */
+#define CELL_FACTOR 2.0 /* cell size / mean extent of the inserted boxes (the 64 x 64 lab cloth folding: 1.0 took 1.3-1.8x as long) */
 #define CELL_LIMIT 1099511627776.0 /* 2^40: cell coordinates are clamped here (far-away or non-finite input) */
-
-/* NumPy's einsum("ij,ij->i") over rows of three sums (x x + z z) + y y; over contiguous (3, m) columns it sums in
- * order. The twin's dot products are of the first kind except in closest_weights' border branch on a batch that is
- * not all border (np.take copies the columns): the orders below follow that, so distances agree bit for bit unless a
- * batch of the twin is all border, and to round-off (a few ulps) then. */
-static inline double dot3(const double *u, const double *v) { return u[0] * v[0] + u[2] * v[2] + u[1] * v[1]; }
-static inline double dot3_in_order(const double *u, const double *v) { return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]; }
-
-static inline double clip01(double t) {
-    /* np.maximum(t, 0) then np.minimum(t, 1) (_unit_clip); np.clip(t, 0, 1) gives the same for finite t. */
-    t = t > 0.0 ? t : (t == t ? 0.0 : t);
-    return t < 1.0 ? t : (t == t ? 1.0 : t);
-}
-
-static inline double max_zero(double a, double b) { return a > b ? a : (a == a ? b : a); } /* np.maximum(a, b) */
 
 static inline int64_t cell_of(double value, double inv_h) {
     double c = floor(value * inv_h);
@@ -54,78 +40,6 @@ static inline uint64_t bucket_of(int64_t cx, int64_t cy, int64_t cz, uint64_t ma
     h *= 0xbf58476d1ce4e5b9ull;
     h ^= h >> 32;
     return h & mask;
-}
-
-/* Closest point of triangle (a, b, c) to p: barycentric weights (bary[0..2]); primitives.point_triangle_closest. */
-static void closest_weights(const double *p, const double *A, const double *B, const double *C, double *bary) {
-    double e1[3], e2[3], ap[3];
-    for (int i = 0; i < 3; i++) {
-        e1[i] = B[i] - A[i];
-        e2[i] = C[i] - A[i];
-        ap[i] = p[i] - A[i];
-    }
-    double d1 = dot3(e1, ap), d2 = dot3(e2, ap);
-    double e11 = dot3(e1, e1), e12 = dot3(e1, e2), e22 = dot3(e2, e2);
-    double denom = e11 * e22 - e12 * e12;
-    double v = e22 * d1 - e12 * d2;
-    double w = e11 * d2 - e12 * d1;
-    int inside = (v >= 0.0) & (w >= 0.0) & (v + w <= denom) & (denom > 1e-12 * e11 * e22);
-    if (inside) {
-        double scale = 1.0 / denom;
-        v *= scale;
-        w *= scale;
-    } else {
-        double e3[3], bp[3];
-        for (int i = 0; i < 3; i++) {
-            e3[i] = e2[i] - e1[i];
-            bp[i] = ap[i] - e1[i];
-        }
-        double o33 = dot3_in_order(e3, e3), d3 = dot3_in_order(e3, bp);
-        double t_ab = clip01(d1 / max_zero(e11, 1e-300));
-        double t_ac = clip01(d2 / max_zero(e22, 1e-300));
-        double t_bc = clip01(d3 / max_zero(o33, 1e-300));
-        double s_ab = t_ab * (t_ab * e11 - 2.0 * d1);
-        double s_ac = t_ac * (t_ac * e22 - 2.0 * d2);
-        double s_bc = dot3_in_order(bp, bp) - dot3_in_order(ap, ap) + t_bc * (t_bc * o33 - 2.0 * d3);
-        int use_ac = s_ac < s_ab;
-        double lower = s_ab < s_ac ? s_ab : s_ac; /* np.minimum(s_ab, s_ac) for finite values */
-        int use_bc = s_bc < lower;
-        v = use_bc ? 1.0 - t_bc : (use_ac ? 0.0 : t_ab);
-        w = use_bc ? t_bc : (use_ac ? t_ac : 0.0);
-    }
-    double u = 1.0 - v - w;
-    bary[0] = u > 0.0 ? u : 0.0;
-    bary[1] = v;
-    bary[2] = w;
-}
-
-/* self_pairs._vt_distance of one pair. */
-static double vt_distance(const double *p, const double *a, const double *b, const double *c) {
-    double bary[3], r[3];
-    closest_weights(p, a, b, c, bary);
-    for (int i = 0; i < 3; i++) r[i] = p[i] - bary[0] * a[i] - bary[1] * b[i] - bary[2] * c[i];
-    return sqrt(dot3(r, r));
-}
-
-/* self_pairs._ee_distance of one pair (primitives.closest_points_segments). */
-static double ee_distance(const double *p1, const double *q1, const double *p2, const double *q2) {
-    double d1[3], d2[3], r[3];
-    for (int i = 0; i < 3; i++) {
-        d1[i] = q1[i] - p1[i];
-        d2[i] = q2[i] - p2[i];
-        r[i] = p1[i] - p2[i];
-    }
-    double a = max_zero(dot3(d1, d1), 1e-300), e = max_zero(dot3(d2, d2), 1e-300);
-    double b = dot3(d1, d2), c = dot3(d1, r), f = dot3(d2, r);
-    double denom = a * e - b * b;
-    int ok = denom > 1e-12 * a * e;
-    double s = ok ? clip01((b * f - c * e) / denom) : 0.0;
-    double t = (b * s + f) / e;
-    s = t < 0.0 ? clip01(-c / a) : (t > 1.0 ? clip01((b - c) / a) : s);
-    t = clip01(t);
-    double g[3];
-    for (int i = 0; i < 3; i++) g[i] = p1[i] + s * d1[i] - p2[i] - t * d2[i];
-    return sqrt(dot3(g, g));
 }
 
 static int excluded_key(const int64_t *keys, int64_t count, int64_t key) {
@@ -162,10 +76,12 @@ typedef struct {
     int corners;
     const double *skin;
     double extra; /* margin = extra + skin[element] */
-    double *cache; /* (count, BOX_STRIDE): lo, hi of every element, and for edges their midpoint and half length */
+    double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint and half length, and the
+                    * grid cell of lo (fill_grid) */
 } Boxes;
 
-#define BOX_STRIDE 10
+#define BOX_STRIDE 13
+#define BOX_CELL 10 /* where the cell of a box's lower corner is kept (as doubles: exact below 2^53) */
 
 static void fill_boxes(Boxes *boxes, int64_t count) {
     for (int64_t e = 0; e < count; e++) {
@@ -220,7 +136,7 @@ static double cell_size(const Boxes *insert, int64_t insert_count, const Boxes *
 }
 
 /* Fill the grid (counting sort into buckets, stable in element order); returns the entries needed. */
-static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64_t table_size, int64_t *start,
+static int64_t fill_grid(Boxes *insert, int64_t count, double inv_h, int64_t table_size, int64_t *start,
                          int64_t capacity, int64_t *entry_element, int64_t *entry_cell) {
     uint64_t mask = (uint64_t)table_size - 1;
     for (int64_t b = 0; b <= table_size; b++) start[b] = 0;
@@ -232,6 +148,7 @@ static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64
         for (int i = 0; i < 3; i++) {
             c0[i] = cell_of(lo[i], inv_h);
             c1[i] = cell_of(hi[i], inv_h);
+            insert->cache[BOX_STRIDE * e + BOX_CELL + i] = (double)c0[i];
         }
         for (int64_t cx = c0[0]; cx <= c1[0]; cx++)
             for (int64_t cy = c0[1]; cy <= c1[1]; cy++)
@@ -268,9 +185,9 @@ static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64
 
 /* Run BODY for every inserted box overlapping the query box (qlo, qhi), each once, with ELEMENT its element: from
  * the cell that holds the lower corner of the two boxes' intersection (entries of other cells sharing the bucket are
- * skipped by their cell coordinates). */
+ * skipped by their cell coordinates). Elements for which SKIP holds are passed over before their boxes are read. */
 
-#define FOR_EACH_OVERLAP(insert, inv_h, table_size, start, entry_element, entry_cell, qlo, qhi, ELEMENT, BODY)        \
+#define FOR_EACH_OVERLAP(insert, inv_h, table_size, start, entry_element, entry_cell, qlo, qhi, ELEMENT, SKIP, BODY)  \
     do {                                                                                                                \
         uint64_t mask_ = (uint64_t)(table_size) - 1;                                                                    \
         int64_t q0_[3], q1_[3];                                                                                         \
@@ -286,15 +203,19 @@ static int64_t fill_grid(const Boxes *insert, int64_t count, double inv_h, int64
                         const int64_t *cell_ = (entry_cell) + 3 * at_;                                                  \
                         if (cell_[0] != cx_ || cell_[1] != cy_ || cell_[2] != cz_) continue;                            \
                         int64_t ELEMENT = (entry_element)[at_];                                                         \
-                        double elo_[3], ehi_[3];                                                                        \
-                        box_of(insert, ELEMENT, elo_, ehi_);                                                            \
+                        if (SKIP) continue;                                                                             \
+                        const double *ebox_ = (insert)->cache + BOX_STRIDE * ELEMENT;                                   \
                         int overlap_ = 1;                                                                               \
-                        int64_t low_[3];                                                                                \
-                        for (int i_ = 0; i_ < 3; i_++) {                                                                \
-                            if ((qlo)[i_] > ehi_[i_] || elo_[i_] > (qhi)[i_]) overlap_ = 0;                             \
-                            low_[i_] = cell_of((qlo)[i_] > elo_[i_] ? (qlo)[i_] : elo_[i_], inv_h);                     \
-                        }                                                                                               \
-                        if (!overlap_ || low_[0] != cx_ || low_[1] != cy_ || low_[2] != cz_) continue;                  \
+                        for (int i_ = 0; i_ < 3; i_++)                                                                  \
+                            if ((qlo)[i_] > ebox_[3 + i_] || ebox_[i_] > (qhi)[i_]) overlap_ = 0;                       \
+                        if (!overlap_) continue;                                                                        \
+                        /* The cell of the intersection's lower corner, max(qlo, elo) per axis, is the larger of     \
+                         * their cells (cell_of is monotone). */                                                        \
+                        const double *ecell_ = ebox_ + BOX_CELL;                                                        \
+                        if ((q0_[0] > (int64_t)ecell_[0] ? q0_[0] : (int64_t)ecell_[0]) != cx_ ||                       \
+                            (q0_[1] > (int64_t)ecell_[1] ? q0_[1] : (int64_t)ecell_[1]) != cy_ ||                       \
+                            (q0_[2] > (int64_t)ecell_[2] ? q0_[2] : (int64_t)ecell_[2]) != cz_)                         \
+                            continue;                                                                                   \
                         BODY                                                                                            \
                     }                                                                                                   \
                 }                                                                                                       \
@@ -330,12 +251,13 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
             qlo[i] = p[i] - margin;
             qhi[i] = p[i] + margin;
         }
-        FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, {
+        FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, 0, {
             const int64_t *tri = triangles + 3 * t;
             if (tri[0] == v || tri[1] == v || tri[2] == v) continue;
-            if (excluded_count && excluded_key(excluded, excluded_count, v * t_count + t)) continue;
-            double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2]);
+            double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);
             if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
+            /* after the distance: a binary search costs more than the distance, and few pairs pass that */
+            if (excluded_count && excluded_key(excluded, excluded_count, v * t_count + t)) continue;
             if (count < pair_capacity) {
                 out_v[count] = v;
                 out_t[count] = t;
@@ -367,8 +289,7 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
         double qlo[3], qhi[3];
         box_of(&boxes, a, qlo, qhi);
         const int64_t *A = edges + 2 * a;
-        FOR_EACH_OVERLAP(&boxes, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, {
-            if (b <= a) continue;
+        FOR_EACH_OVERLAP(&boxes, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, b <= a, {
             const int64_t *B = edges + 2 * b;
             if (A[0] == B[0] || A[0] == B[1] || A[1] == B[0] || A[1] == B[1]) continue;
             double limit = reach + skin_e[a] + skin_e[b];
@@ -382,9 +303,9 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
                 double r = (limit + sa[3] + sb[3]) * (1.0 + 1e-9) + 1e-12;
                 if (dot3_in_order(g, g) > r * r) continue;
             }
-            if (excluded_count && excluded_key(excluded, excluded_count, a * e_count + b)) continue;
             double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
             if (!(d <= limit)) continue;
+            if (excluded_count && excluded_key(excluded, excluded_count, a * e_count + b)) continue;
             if (count < pair_capacity) {
                 out_a[count] = a;
                 out_b[count] = b;

@@ -151,7 +151,7 @@ SOFTSIM_API int64_t softsim_contacts_finish(double *x, const double *x_prev, int
 /* Cloth self-collision's broad phase (self_collision.c): the vertex-triangle and edge-edge pairs within reach + the
  * two elements' skins (exact distances), from a hash grid of boxes in caller-owned buffers. Returns the pair count
  * (only the first pair_capacity written; more asks for a retry), or -1 with needs[0] the grid entries wanted.
- * box_scratch: (triangles or edges, 10) doubles. */
+ * box_scratch: (triangles or edges, 13) doubles. */
 SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
                                           const double *skin_v, const double *skin_t, double reach,
                                           const int64_t *excluded, int64_t excluded_count, int64_t table_size,
@@ -235,5 +235,37 @@ SOFTSIM_API int64_t softsim_kept_stale(const double *x, const double *x_prev, in
                                        int64_t *stale);
 SOFTSIM_API void softsim_kept_planes(const double *x, int64_t n, const double *x0, const double *normal,
                                      const double *d0, double margin, double *d, double *out_normal);
+/* Cloth self-collision's per-call list upkeep (self_response.c): the boxes of the triangles and edges over particle
+ * boxes lo..hi ((3, n) each), and the filter of the Verlet list by the near bound and the box test at x (returns the
+ * kept positions' count, positions and reaches written to out_pos / out_reach, up to k + m of them). */
+SOFTSIM_API void softsim_self_boxes(const double *lo, const double *hi, int64_t n, const int64_t *triangles,
+                                    int64_t t_count, const int64_t *edges, int64_t e_count, double *lo_t, double *hi_t,
+                                    double *lo_e, double *hi_e);
+SOFTSIM_API int64_t softsim_self_list_check(const double *x, int64_t n, const double *motion, const double *moved,
+                                            const int64_t *triangles, const int64_t *edges, int64_t k,
+                                            const int64_t *list_v, const int64_t *list_t, int64_t m,
+                                            const int64_t *list_a, const int64_t *list_b, const double *dist,
+                                            double thickness, int64_t *out_pos, double *out_reach);
+/* The contact stencils of vertex-triangle then edge-edge pairs (self_response.c; self_pairs._Stencils): idx, coef
+ * (k, 4), r, n (k, 3), dist, plane (k,), ok, interior (k,) bytes. */
+SOFTSIM_API void softsim_self_stencils(const double *x, const int64_t *triangles, const int64_t *edges, int64_t k_vt,
+                                       const int64_t *list_v, const int64_t *list_t, int64_t k_ee,
+                                       const int64_t *list_a, const int64_t *list_b, int64_t *idx, double *coef,
+                                       double *r, double *n, double *dist, double *plane, unsigned char *ok,
+                                       unsigned char *interior);
+/* The fail-safe's witnesses among a Verlet list (self_response.c; ImpactZones._new_crossings): the listed pairs near
+ * enough to touch in the step, with overlapping swept boxes and distances at both ends within their motion. */
+SOFTSIM_API int64_t softsim_self_witnesses(const double *x, const double *x_start, int64_t n, const double *lo,
+                                           const double *hi, const double *motion, const double *bound,
+                                           const int64_t *triangles, const int64_t *edges, int64_t k,
+                                           const int64_t *list_v, const int64_t *list_t, int64_t m,
+                                           const int64_t *list_a, const int64_t *list_b, const double *dist,
+                                           double slack, int64_t *out_pos);
+/* Whether a Verlet list still holds: every element's motion since the build and in the step within its skin
+ * (self_response.c; SelfBroadPhase._list_holds). */
+SOFTSIM_API int64_t softsim_self_list_holds(const double *moved, const double *motion, int64_t n,
+                                            const int64_t *triangles, int64_t t_count, const int64_t *edges,
+                                            int64_t e_count, const double *skin_v, const double *skin_t,
+                                            const double *skin_e);
 
 #endif

@@ -1,0 +1,287 @@
+/* Cloth self-collision's per-call upkeep of its Verlet lists: the twins of the box and list checks of
+ * solvers/collision/broad_phase/self_broad_phase.py (SelfBroadPhase._boxes and the filter of
+ * SelfBroadPhase._candidates), which every solver step runs on the whole list (tens of thousands of pairs on the
+ * 64 x 64 lab cloth as it folds) and which NumPy runs as dozens of gathers over arrays of that size.
+ *
+ * Both only compare and take minima and maxima of their inputs, apart from the sums the twin does in the same order
+ * ((reach * (1 + 1e-9)) + 1e-12, thickness + (a + b), e_motion + e_moved): the outputs are the twin's bit for bit,
+ * and the pair positions come out in the list's order, as np.nonzero gives them.
+ */
+#include "self_geometry.h"
+#include "softsim_native.h"
+
+/* np.minimum / np.maximum: a NaN in either operand gives NaN. */
+static inline double np_min(double a, double b) { return (a < b || a != a) ? a : b; }
+static inline double np_max(double a, double b) { return (a > b || a != a) ? a : b; }
+
+/* SelfBroadPhase._boxes: per axis, the boxes of the triangles and edges over particle boxes from lo to hi (both
+ * (3, n), structure of arrays; the same pointer for boxes at points). Outputs lo_t, hi_t (3, t), lo_e, hi_e (3, e). */
+void softsim_self_boxes(const double *lo, const double *hi, int64_t n, const int64_t *triangles, int64_t t_count,
+                        const int64_t *edges, int64_t e_count, double *lo_t, double *hi_t, double *lo_e,
+                        double *hi_e) {
+    for (int64_t axis = 0; axis < 3; axis++) {
+        const double *l = lo + axis * n, *h = hi + axis * n;
+        double *lt = lo_t + axis * t_count, *ht = hi_t + axis * t_count;
+        for (int64_t i = 0; i < t_count; i++) {
+            const int64_t *c = triangles + 3 * i;
+            lt[i] = np_min(np_min(l[c[0]], l[c[1]]), l[c[2]]);
+            ht[i] = np_max(np_max(h[c[0]], h[c[1]]), h[c[2]]);
+        }
+        double *le = lo_e + axis * e_count, *he = hi_e + axis * e_count;
+        for (int64_t i = 0; i < e_count; i++) {
+            const int64_t *c = edges + 2 * i;
+            le[i] = np_min(l[c[0]], l[c[1]]);
+            he[i] = np_max(h[c[0]], h[c[1]]);
+        }
+    }
+}
+
+/* _overlapping's per-axis test of box a against box b within r: la <= hb + r and lb <= ha + r. */
+static inline int boxes_close(const double *la, const double *ha, const double *lb, const double *hb, double r) {
+    for (int axis = 0; axis < 3; axis++)
+        if (!(la[axis] <= hb[axis] + r && lb[axis] <= ha[axis] + r)) return 0;
+    return 1;
+}
+
+static inline void triangle_box(const double *x, const int64_t *c, double *lo, double *hi) {
+    for (int axis = 0; axis < 3; axis++) {
+        double a = x[3 * c[0] + axis], b = x[3 * c[1] + axis], d = x[3 * c[2] + axis];
+        lo[axis] = np_min(np_min(a, b), d);
+        hi[axis] = np_max(np_max(a, b), d);
+    }
+}
+
+static inline void edge_box(const double *x, const int64_t *c, double *lo, double *hi) {
+    for (int axis = 0; axis < 3; axis++) {
+        double a = x[3 * c[0] + axis], b = x[3 * c[1] + axis];
+        lo[axis] = np_min(a, b);
+        hi[axis] = np_max(a, b);
+    }
+}
+
+static inline double triangle_max(const double *values, const int64_t *c) {
+    return np_max(np_max(values[c[0]], values[c[1]]), values[c[2]]);
+}
+
+static inline double edge_max(const double *values, const int64_t *c) { return np_max(values[c[0]], values[c[1]]); }
+
+/* The filter of SelfBroadPhase._candidates over a Verlet list of k vertex-triangle pairs (list_v, list_t) and m
+ * edge-edge pairs (list_a, list_b), their distances at the build dist (k + m,): a pair is near when
+ * dist - thickness <= both_A + both_B (both_E = the largest motion over element E's particles + the largest moved),
+ * its reach is thickness + (motion_A + motion_B), and it is kept when its two elements' boxes at x are within
+ * reach * (1 + 1e-9) + 1e-12 of each other on every axis (_overlapping). Writes the kept positions in the list
+ * (0 .. k + m - 1, ascending) to out_pos and their reaches to out_reach (both up to k + m long); returns how many. */
+int64_t softsim_self_list_check(const double *x, int64_t n, const double *motion, const double *moved,
+                                const int64_t *triangles, const int64_t *edges, int64_t k, const int64_t *list_v,
+                                const int64_t *list_t, int64_t m, const int64_t *list_a, const int64_t *list_b,
+                                const double *dist, double thickness, int64_t *out_pos, double *out_reach) {
+    (void)n;
+    int64_t count = 0;
+    double lo_a[3], hi_a[3], lo_b[3], hi_b[3];
+    for (int64_t i = 0; i < k; i++) {
+        int64_t v = list_v[i];
+        const int64_t *c = triangles + 3 * list_t[i];
+        double motion_v = motion[v], motion_t = triangle_max(motion, c);
+        double both_v = motion_v + moved[v], both_t = motion_t + triangle_max(moved, c);
+        if (!(dist[i] - thickness <= both_v + both_t)) continue;
+        double reach = thickness + (motion_v + motion_t);
+        double r = reach * (1.0 + 1e-9) + 1e-12;
+        triangle_box(x, c, lo_b, hi_b);
+        if (!boxes_close(x + 3 * v, x + 3 * v, lo_b, hi_b, r)) continue;
+        out_pos[count] = i;
+        out_reach[count++] = reach;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t *ca = edges + 2 * list_a[i], *cb = edges + 2 * list_b[i];
+        double motion_a = edge_max(motion, ca), motion_b = edge_max(motion, cb);
+        double both_a = motion_a + edge_max(moved, ca), both_b = motion_b + edge_max(moved, cb);
+        if (!(dist[k + i] - thickness <= both_a + both_b)) continue;
+        double reach = thickness + (motion_a + motion_b);
+        double r = reach * (1.0 + 1e-9) + 1e-12;
+        edge_box(x, ca, lo_a, hi_a);
+        edge_box(x, cb, lo_b, hi_b);
+        if (!boxes_close(lo_a, hi_a, lo_b, hi_b, r)) continue;
+        out_pos[count] = k + i;
+        out_reach[count++] = reach;
+    }
+    return count;
+}
+
+static inline void cross3(const double *u, const double *v, double *out) {
+    out[0] = u[1] * v[2] - u[2] * v[1];
+    out[1] = u[2] * v[0] - u[0] * v[2];
+    out[2] = u[0] * v[1] - u[1] * v[0];
+}
+
+/* The rest of one stencil (self_pairs._Stencils) from its particles idx[0..3] and weights coef[0..3]: r = the sum of
+ * coef_j x_j (j in order, as einsum("kj,kjd->kd") sums), the unit normal n of the raw normal `normal` (ok: its length
+ * above 1e-6 scale, where scale = sqrt(|e1|^2 |e2|^2) of the two spanning vectors), the distance |r| and the plane
+ * distance r . n. */
+static inline void stencil_tail(const double *x, const int64_t *idx, const double *coef, const double *normal,
+                                const double *u, const double *w, double *r, double *n, double *dist, double *plane,
+                                unsigned char *ok) {
+    for (int d = 0; d < 3; d++) {
+        double sum = coef[0] * x[3 * idx[0] + d];
+        for (int j = 1; j < 4; j++) sum = sum + coef[j] * x[3 * idx[j] + d];
+        r[d] = sum;
+    }
+    double length = sqrt(dot3(normal, normal));
+    double scale = sqrt(dot3(u, u) * dot3(w, w));
+    *ok = length > 1e-6 * scale;
+    double divide = *ok ? length : 1.0;
+    for (int d = 0; d < 3; d++) n[d] = normal[d] / divide;
+    *dist = sqrt(dot3(r, r));
+    *plane = dot3(r, n);
+}
+
+/* self_pairs._Stencils of k_vt vertex-triangle pairs (list_v, list_t) followed by k_ee edge-edge pairs (list_a,
+ * list_b) at x: per pair its particles idx (4), weights coef (4), relative vector r (3), unit normal n (3), distance,
+ * plane distance, ok (a normal exists) and interior (closest points inside both elements, and ok). The vertex-triangle
+ * batch's closest points read their border dot products in the order the twin's batch does (self_geometry.h). */
+void softsim_self_stencils(const double *x, const int64_t *triangles, const int64_t *edges, int64_t k_vt,
+                           const int64_t *list_v, const int64_t *list_t, int64_t k_ee, const int64_t *list_a,
+                           const int64_t *list_b, int64_t *idx, double *coef, double *r, double *n, double *dist,
+                           double *plane, unsigned char *ok, unsigned char *interior) {
+    int all_border = 1;
+    for (int64_t i = 0; i < k_vt && all_border; i++) {
+        const int64_t *c = triangles + 3 * list_t[i];
+        if (closest_inside(x + 3 * list_v[i], x + 3 * c[0], x + 3 * c[1], x + 3 * c[2])) all_border = 0;
+    }
+    for (int64_t i = 0; i < k_vt; i++) {
+        const int64_t *c = triangles + 3 * list_t[i];
+        const double *p = x + 3 * list_v[i], *a = x + 3 * c[0], *b = x + 3 * c[1], *cc = x + 3 * c[2];
+        double bary[3], u[3], w[3], normal[3];
+        closest_weights(p, a, b, cc, bary, all_border);
+        for (int d = 0; d < 3; d++) {
+            u[d] = b[d] - a[d];
+            w[d] = cc[d] - a[d];
+        }
+        cross3(u, w, normal);
+        int64_t *ix = idx + 4 * i;
+        double *cf = coef + 4 * i;
+        ix[0] = list_v[i];
+        ix[1] = c[0];
+        ix[2] = c[1];
+        ix[3] = c[2];
+        cf[0] = 1.0;
+        cf[1] = -bary[0];
+        cf[2] = -bary[1];
+        cf[3] = -bary[2];
+        stencil_tail(x, ix, cf, normal, u, w, r + 3 * i, n + 3 * i, dist + i, plane + i, ok + i);
+        interior[i] = (bary[1] > 0.0) & (bary[2] > 0.0) & (bary[1] + bary[2] < 1.0) & ok[i];
+    }
+    for (int64_t j = 0; j < k_ee; j++) {
+        int64_t i = k_vt + j;
+        const int64_t *A = edges + 2 * list_a[j], *B = edges + 2 * list_b[j];
+        const double *p1 = x + 3 * A[0], *q1 = x + 3 * A[1], *p2 = x + 3 * B[0], *q2 = x + 3 * B[1];
+        double s, t, u[3], w[3], normal[3];
+        int parallel_ok = closest_segments(p1, q1, p2, q2, &s, &t);
+        for (int d = 0; d < 3; d++) {
+            u[d] = q1[d] - p1[d];
+            w[d] = q2[d] - p2[d];
+        }
+        cross3(u, w, normal);
+        int64_t *ix = idx + 4 * i;
+        double *cf = coef + 4 * i;
+        ix[0] = A[0];
+        ix[1] = A[1];
+        ix[2] = B[0];
+        ix[3] = B[1];
+        cf[0] = 1.0 - s;
+        cf[1] = s;
+        cf[2] = t - 1.0;
+        cf[3] = -t;
+        stencil_tail(x, ix, cf, normal, u, w, r + 3 * i, n + 3 * i, dist + i, plane + i, ok + i);
+        interior[i] = parallel_ok & (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0) & ok[i];
+    }
+}
+
+/* Swept boxes (particle boxes lo..hi, (3, n) each) of a triangle or an edge, per axis. */
+static inline void swept_box(const double *lo, const double *hi, int64_t n, const int64_t *c, int corners,
+                             double *box_lo, double *box_hi) {
+    for (int axis = 0; axis < 3; axis++) {
+        const double *l = lo + axis * n, *h = hi + axis * n;
+        double a = l[c[0]], b = h[c[0]];
+        for (int j = 1; j < corners; j++) {
+            a = np_min(a, l[c[j]]);
+            b = np_max(b, h[c[j]]);
+        }
+        box_lo[axis] = a;
+        box_hi[axis] = b;
+    }
+}
+
+/* The witnesses of ImpactZones._new_crossings among a Verlet list of k vertex-triangle pairs (list_v, list_t) and m
+ * edge-edge pairs (list_a, list_b), dist (k + m,) their distances at the build: a pair is near when dist <= bound_A +
+ * bound_B (bound_E the largest `bound` (n,) over E's particles: moved + motion), its two elements' boxes swept over
+ * the step (particle boxes lo..hi, (3, n) each) overlap within 1e-12 on every axis (_overlapping with reach 0), and its
+ * distances at x and at x_start sum to at most (motion_A + motion_B) + slack (motion_E the largest motion (n,) over
+ * E's particles). The vertex-triangle distances are those of self_pairs._vt_distance over the batch of pairs whose
+ * boxes overlap (its border dot products in that batch's order, once at x and once at x_start). Writes the kept
+ * positions in the list (ascending, up to k + m) to out_pos and returns how many. */
+int64_t softsim_self_witnesses(const double *x, const double *x_start, int64_t n, const double *lo, const double *hi,
+                               const double *motion, const double *bound, const int64_t *triangles,
+                               const int64_t *edges, int64_t k, const int64_t *list_v, const int64_t *list_t,
+                               int64_t m, const int64_t *list_a, const int64_t *list_b, const double *dist,
+                               double slack, int64_t *out_pos) {
+    const double r = 0.0 * (1.0 + 1e-9) + 1e-12;
+    int64_t count = 0;
+    double lo_a[3], hi_a[3], lo_b[3], hi_b[3];
+    /* Vertex-triangle pairs: near and swept boxes overlapping, then the batch's distance test. */
+    for (int64_t i = 0; i < k; i++) {
+        int64_t v = list_v[i];
+        const int64_t *c = triangles + 3 * list_t[i];
+        if (!(dist[i] <= bound[v] + triangle_max(bound, c))) continue;
+        swept_box(lo, hi, n, &v, 1, lo_a, hi_a);
+        swept_box(lo, hi, n, c, 3, lo_b, hi_b);
+        if (!boxes_close(lo_a, hi_a, lo_b, hi_b, r)) continue;
+        out_pos[count++] = i;
+    }
+    int border_now = 1, border_start = 1;
+    for (int64_t j = 0; j < count && (border_now || border_start); j++) {
+        int64_t i = out_pos[j], v = list_v[i];
+        const int64_t *c = triangles + 3 * list_t[i];
+        if (closest_inside(x + 3 * v, x + 3 * c[0], x + 3 * c[1], x + 3 * c[2])) border_now = 0;
+        if (closest_inside(x_start + 3 * v, x_start + 3 * c[0], x_start + 3 * c[1], x_start + 3 * c[2]))
+            border_start = 0;
+    }
+    int64_t kept = 0;
+    for (int64_t j = 0; j < count; j++) {
+        int64_t i = out_pos[j], v = list_v[i];
+        const int64_t *c = triangles + 3 * list_t[i];
+        double now = vt_distance(x + 3 * v, x + 3 * c[0], x + 3 * c[1], x + 3 * c[2], border_now);
+        double start = vt_distance(x_start + 3 * v, x_start + 3 * c[0], x_start + 3 * c[1], x_start + 3 * c[2],
+                                   border_start);
+        if (now + start <= motion[v] + triangle_max(motion, c) + slack) out_pos[kept++] = i;
+    }
+    /* Edge-edge pairs (their distances do not depend on the batch). */
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t *ca = edges + 2 * list_a[i], *cb = edges + 2 * list_b[i];
+        if (!(dist[k + i] <= edge_max(bound, ca) + edge_max(bound, cb))) continue;
+        swept_box(lo, hi, n, ca, 2, lo_a, hi_a);
+        swept_box(lo, hi, n, cb, 2, lo_b, hi_b);
+        if (!boxes_close(lo_a, hi_a, lo_b, hi_b, r)) continue;
+        double now = ee_distance(x + 3 * ca[0], x + 3 * ca[1], x + 3 * cb[0], x + 3 * cb[1]);
+        double start = ee_distance(x_start + 3 * ca[0], x_start + 3 * ca[1], x_start + 3 * cb[0], x_start + 3 * cb[1]);
+        if (now + start <= edge_max(motion, ca) + edge_max(motion, cb) + slack) out_pos[kept++] = k + i;
+    }
+    return kept;
+}
+
+/* SelfBroadPhase._list_holds: 1 when every element's largest `moved` plus its largest `motion` (n,) is within its
+ * skin (vertices skin_v (n,), triangles skin_t (t,), edges skin_e (e,)), else 0. */
+int64_t softsim_self_list_holds(const double *moved, const double *motion, int64_t n, const int64_t *triangles,
+                                int64_t t_count, const int64_t *edges, int64_t e_count, const double *skin_v,
+                                const double *skin_t, const double *skin_e) {
+    for (int64_t i = 0; i < n; i++)
+        if (moved[i] + motion[i] > skin_v[i]) return 0;
+    for (int64_t i = 0; i < t_count; i++) {
+        const int64_t *c = triangles + 3 * i;
+        if (triangle_max(moved, c) + triangle_max(motion, c) > skin_t[i]) return 0;
+    }
+    for (int64_t i = 0; i < e_count; i++) {
+        const int64_t *c = edges + 2 * i;
+        if (edge_max(moved, c) + edge_max(motion, c) > skin_e[i]) return 0;
+    }
+    return 1;
+}
