@@ -107,7 +107,8 @@ import scipy.sparse as sp
 from ..base import ProjectedContactSolver
 from ..collision.response.contact_set import find_contacts
 from ..collision.response.held_planes import HeldPlanes
-from ..linalg import factorize_spd_for_many
+from ..linalg import factorize_spd, factorize_spd_for_many
+from ..linalg.direct import BandedCholesky
 from ..energies import hinges_from_triangles
 from ..material import hinge_bending_stiffness, material_arrays
 from ..soft_pins import GoalAttachment, has_goals
@@ -224,6 +225,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         self.mass_free = model.mass[self.free]
         self.gravity = np.asarray(config.gravity, float)
         self._factors = {}
+        self._orderings = {}
+        """Per h: the RCM ordering of the banded factorization ``factor(h)`` chose, or None for SuperLU."""
         self._contact_factor = None
         """(key, solve) of the last contact set's matrix."""
         self.contact_factorizations = 0
@@ -257,8 +260,31 @@ class ProjectiveSolver(ProjectedContactSolver):
             S = (self._stiffness(h) + sp.diags(self.mass_free / (h * h))).tocsc()
             if len(self._factors) >= 4:  # advance_frame keeps h fixed; a changing h must not pile up factors
                 self._factors.clear()
+                self._orderings.clear()
             solve = self._factors[h] = factorize_spd_for_many(S)
+            self._orderings[h] = BandedCholesky.plan(S)[0] if solve.method == "banded Cholesky" else None
         return solve
+
+    def _factorize_like(self, h: float, S):
+        """The solve function of S (nf, nf), M/h^2 + L plus contact weights on the diagonal: the same sparsity pattern
+        as the matrix ``factor(h)`` factorized, so the same method and the same RCM ordering serve it (the choice of
+        ``factorize_spd_for_many`` depends on the pattern only), without its SuperLU trial factorization and RCM
+        ordering, which cost twice the banded factorization itself on the lab cloth, whose contact set with the sphere
+        changes every step."""
+        self.factor(h)
+        ordering = self._orderings[h]
+        if ordering is None:
+            solve = factorize_spd(S)
+            method = "SuperLU"
+        else:
+            solve = BandedCholesky(S, ordering)
+            method = "banded Cholesky"
+
+        def named(b):
+            return solve(b)
+
+        named.method = method
+        return named
 
     def _contact_solve(self, h: float, contacts):
         """The solve function of the global matrix with ``contacts``: M/h^2 + L + C in every direction, C the planes
@@ -267,14 +293,14 @@ class ProjectiveSolver(ProjectedContactSolver):
         two tangential coordinates with one matrix, the normal one with the other."""
         if contacts.diagonal.any():
             S = (self._stiffness(h) + sp.diags(self.mass_free / (h * h) + contacts.diagonal)).tocsc()
-            tangential = factorize_spd_for_many(S)
+            tangential = self._factorize_like(h, S)
             self.contact_factorizations += 1
         else:
             tangential = self.factor(h)
         if contacts.axis is None:
             return tangential
         S = (self._stiffness(h) + sp.diags(self.mass_free / (h * h) + contacts.diagonal + contacts.normal_diagonal))
-        normal = factorize_spd_for_many(S.tocsc())
+        normal = self._factorize_like(h, S.tocsc())
         self.contact_factorizations += 1
         frame = _frame_with_axis(contacts.axis)
 
