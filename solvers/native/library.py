@@ -63,6 +63,11 @@ SIGNATURES = {
     "softsim_air_apply": (None, (_P, _P, _I, _P, _P, _D, _I, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_check_state": (_I, (_P, _P, _I, _D)),
     "softsim_cloth_substeps": (_I, (_P, _I, _I, _P)),
+    # The implicit solvers (src/implicit.c): PD's local step of sphere-projected sets and its right-hand side scatter
+    # (implicit_kernels.SphereProjection), the 3x3-block matrix-vector product (implicit_kernels.BlockMatrix).
+    "softsim_pd_sphere_project": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P)),
+    "softsim_pd_scatter_add": (None, (_I, _P, _P, _P, _P, _P, _P)),
+    "softsim_bsr3_matvec": (None, (_I, _P, _P, _P, _P, _P)),
 }
 
 

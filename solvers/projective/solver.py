@@ -113,6 +113,8 @@ from ..energies import hinges_from_triangles
 from ..material import hinge_bending_stiffness, material_arrays
 from ..soft_pins import GoalAttachment, has_goals
 from ..model import State, StepStats, measure_stats
+from ..native import library as native_library
+from ..native.implicit_kernels import SphereProjection
 from .acceleration import Anderson, Chebyshev, Plain
 from ..energies.pressure import gas_pressure
 from ..sewing import seam_force
@@ -208,12 +210,21 @@ class ProjectiveSolver(ProjectedContactSolver):
             D = (tets.A.T @ sp.diags(np.repeat(config.internal_damping * tets.w_strain, 3)) @ tets.A).tocsr()
             D_rows = D[self.free]
             self.damping = (D, D_rows, D_rows[:, self.free].tocsc(), D_rows[:, self.pinned].tocsr())
-        # Per projected set: A's free columns, their transpose (the right-hand side's A^T q) and its pinned columns.
+        self.native = native_library.load(config.compute)
+        """The native kernel library when ``config.compute`` allows it and it loaded, else None (all NumPy); with it,
+        the local step of the sets projected onto spheres (edge springs, curved hinges) and their share of the global
+        right-hand side run in C (``native.implicit_kernels.SphereProjection``, the same arithmetic in the same order)."""
+        # Per projected set: A's free columns, their transpose (the right-hand side's A^T q), its pinned columns, and
+        # its native twin (or None).
         self.projected = []
         for c in sets:
             if c.A is not None:
                 A_free = c.A[:, self.free].tocsr()
-                self.projected.append((c, A_free, A_free.T.tocsr(), c.A[:, self.pinned].tocsr()))
+                A_free_T = A_free.T.tocsr()
+                native = None
+                if self.native is not None and hasattr(c, "sphere_targets"):
+                    native = SphereProjection(self.native, A_free, A_free_T, *c.sphere_targets())
+                self.projected.append((c, A_free, A_free_T, c.A[:, self.pinned].tocsr(), native))
         # Pure quadratic terms (flat bending) enter Phi as 1/2 x^T Q x
         # = 1/2 x_F Q_FF x_F + x_F Q_FP x_P + 1/2 x_P Q_PP x_P (per coordinate).
         self.quadratic = []
@@ -358,7 +369,7 @@ class ProjectiveSolver(ProjectedContactSolver):
             _, D_rows, _, D_pinned = self.damping
             step.x_ref = x_ref
             step.b0 += (D_rows @ x_ref - (D_pinned @ y_pinned if len(self.pinned) else 0.0)) / h
-        step.z_pinned = [A_pinned @ y_pinned if len(self.pinned) else 0.0 for _, _, _, A_pinned in self.projected]
+        step.z_pinned = [A_pinned @ y_pinned if len(self.pinned) else 0.0 for _, _, _, A_pinned, _ in self.projected]
         if with_energy:
             for Q_free, Q_pinned, Q_pp in self.quadratic:
                 step.quadratic.append((Q_free, Q_pinned @ y_pinned, 0.5 * float(np.sum(y_pinned * (Q_pp @ y_pinned)))))
@@ -367,8 +378,13 @@ class ProjectiveSolver(ProjectedContactSolver):
     def local(self, step, x_free, with_energy=False):
         """Targets q = W p of every projected set at the free positions x_free (nf, 3) and, if asked, Phi [J]."""
         targets, energy = [], 0.0
-        for (c, A_free, _, _), z_pinned in zip(self.projected, step.z_pinned):
-            q, e = c.project(A_free @ x_free + z_pinned, with_energy)
+        x_rows = np.ascontiguousarray(x_free)  # SuperLU's solves return Fortran order; the native twins read rows
+        for (c, A_free, _, _, native), z_pinned in zip(self.projected, step.z_pinned):
+            if native is not None:
+                q, length = native.project(x_rows, None if np.isscalar(z_pinned) else z_pinned)
+                e = c.energy_of(length) if with_energy else None
+            else:
+                q, e = c.project(A_free @ x_free + z_pinned, with_energy)
             targets.append(q)
             if with_energy:
                 energy += e
@@ -402,8 +418,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         """(M/h^2 + L_FF) x_F = M y_F/h^2 - L_FP x_P + sum A_F^T q, solved for x_F (nf, 3) (with internal damping the
         matrix and the constant part of the right-hand side carry its term too, ``_stiffness`` and ``_prepare``)."""
         b = step.b0
-        for (_, _, A_free_T, _), q in zip(self.projected, targets):
-            b = b + A_free_T @ q
+        for (_, _, A_free_T, _, native), q in zip(self.projected, targets):
+            b = native.scatter(q, np.ascontiguousarray(b)) if native is not None else b + A_free_T @ q
         if step.contacts is not None:
             b = b + step.contacts.AT @ targets[-1]
         if step.gas_force is not None:
