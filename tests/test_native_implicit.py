@@ -5,7 +5,7 @@ twins, bit for bit on x86-64 (``native_helpers.assert_same``: the C code repeats
   and energy; zero-length springs, with and without pins, curved hinges); ``scatter`` <-> b + A_free_T @ q;
 - ``BlockMatrix`` <-> scipy's BSR product (random matrices with empty block rows, rectangular, the implicit solver's);
 - whole runs, Compute AUTO against NUMPY: PROJECTIVE on a curved pinned cloth over a sphere (springs and curved hinges
-  native), IMPLICIT_EULER with CG and with Jacobi on a cloth landing on a sphere;
+  native, the end-of-step contacts in XPBD's ``AnalyticContacts.finish``), IMPLICIT_EULER with CG and with Jacobi on a cloth landing on a sphere;
 - the bindings' refusals: ValueError naming the array for a wrong dtype, shape, layout, index or row pointer.
 """
 import numpy as np
@@ -109,6 +109,7 @@ def test_projective_cloth_native_equals_numpy(library):
     kinds = [type(c).__name__ for c, *_, native in native_solver.projected if native is not None]
     assert kinds == ["EdgeSprings", "HingeBending"]
     assert native_solver.contact_factorizations > 0  # the sphere's planes entered the solve
+    assert native_solver.native_contacts is not None and numpy_solver.native_contacts is None  # end-of-step contacts
     assert_same(a, b, 1.0)
 
 

@@ -105,6 +105,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import ProjectedContactSolver
+from ..collision.response.collider_contacts import resolve_collider_contacts
 from ..collision.response.contact_set import find_contacts
 from ..collision.response.held_planes import HeldPlanes
 from ..linalg import factorize_spd, factorize_spd_for_many
@@ -115,6 +116,7 @@ from ..soft_pins import GoalAttachment, has_goals
 from ..model import State, StepStats, measure_stats
 from ..native import library as native_library
 from ..native.implicit_kernels import SphereProjection
+from ..native.kernels import AnalyticContacts
 from .acceleration import Anderson, Chebyshev, Plain
 from ..energies.pressure import gas_pressure
 from ..sewing import seam_force
@@ -214,6 +216,13 @@ class ProjectiveSolver(ProjectedContactSolver):
         """The native kernel library when ``config.compute`` allows it and it loaded, else None (all NumPy); with it,
         the local step of the sets projected onto spheres (edge springs, curved hinges) and their share of the global
         right-hand side run in C (``native.implicit_kernels.SphereProjection``, the same arithmetic in the same order)."""
+        self.native_contacts = None
+        """With the native library and no self-collision: the end-of-step contacts with ground planes and spheres in C
+        (``native.kernels.AnalyticContacts.finish``, XPBD's twin of ``resolve_collider_contacts``); other colliders
+        take the NumPy path for that step."""
+        if self.native is not None and self.self_collision is None:
+            self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(model.inv_mass, np.float64),
+                                                    self.pad2, model.triangle_indices)
         # Per projected set: A's free columns, their transpose (the right-hand side's A^T q), its pinned columns, and
         # its native twin (or None).
         self.projected = []
@@ -506,13 +515,24 @@ class ProjectiveSolver(ProjectedContactSolver):
                 self.rho[h] = estimate_rho(self.log.residuals)
 
         solved = x.copy() if planar else None
-        self.finish_step(x, x_start, v, h, colliders)
+        self._finish(x, x_start, v, h, colliders)
         if planar:
             self.held.remember(solved, x, self.model.inv_mass, planar, self.pad2)
         stats = measure_stats(self.model, x) if measure else StepStats()
         stats.iterations = done
         stats.pd_residual = residual
         return stats
+
+    def _finish(self, x, x_start, v, h, colliders):
+        """``finish_step``, its collider contacts in C where ``native_contacts`` supports the colliders."""
+        native = self.native_contacts
+        if native is None or not colliders or not native.supports(colliders):
+            self.finish_step(x, x_start, v, h, colliders)
+            return
+        native.pose(colliders)
+        if native.finish(x, x_start) > 1:  # a step walked in sweeps: the NumPy twin
+            resolve_collider_contacts(x, x_start, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
+        self.finish_step(x, x_start, v, h, ())  # the velocity and damping (no self-collision here)
 
     # ------------------------------------------------------------------ the energy check
 
