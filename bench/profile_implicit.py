@@ -53,6 +53,8 @@ def run(args, compute):
     model, colliders = lab_cloth(args.n)
     cfg = config(args, compute)
     solver = make_solver(model, cfg)
+    if args.solver == "PROJECTIVE" and args.projection_only:
+        solver.contacts_in_solve = False  # the sphere's contacts left to the end-of-step projection
     state = State.at_rest(model)
     profiler = cProfile.Profile() if args.profile else None
     seconds, positions = [], []
@@ -89,6 +91,9 @@ def main(argv=None):
     parser.add_argument("--frames", type=int, default=40)
     parser.add_argument("--substeps", type=int, default=0, help="0: the row's default (PD 8, implicit Euler 2)")
     parser.add_argument("--iterations", type=int, default=0, help="0: the row's default (PD 5, implicit Euler 1)")
+    parser.add_argument("--projection-only", action="store_true",
+                        help="PROJECTIVE: contact planes out of the solve (ProjectiveSolver.contacts_in_solve = False): "
+                             "no factorization per contact set")
     parser.add_argument("--profile", action="store_true", help="cProfile summary of the frames from --profile-from")
     parser.add_argument("--profile-from", type=int, default=21)
     parser.add_argument("--sort", default="tottime")
