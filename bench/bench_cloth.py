@@ -79,6 +79,8 @@ XPBD_CONFIGS = [
     # Projective Dynamics (Anderson-accelerated): one prefactorized matrix per step size.
     dict(label="Projective 8x5, quad edges", solver="PROJECTIVE", substeps=8, iterations=5,
          diagonals=False),
+    dict(label="Projective 8x5, quad edges, Compute NumPy", solver="PROJECTIVE", substeps=8, iterations=5,
+         diagonals=False, compute="NUMPY"),
     dict(label="Projective 2x5, quad edges", solver="PROJECTIVE", substeps=2, iterations=5, diagonals=False),
     dict(label="Projective 24x5, quad edges", solver="PROJECTIVE", substeps=24, iterations=5, diagonals=False),
     dict(label="Projective 16x1, quad edges", solver="PROJECTIVE", substeps=16, iterations=1, diagonals=False),
@@ -104,6 +106,8 @@ BAKE_CONFIGS = [
     dict(label="Soft Sim bake in Blender, add-on defaults (XPBD 30x1, tethers)", softsim={}),
     dict(label="Soft Sim bake in Blender, add-on defaults, Compute NumPy", softsim={}, compute="NUMPY"),
     dict(label="Soft Sim bake in Blender, Projective 8x5", softsim=dict(solver="PROJECTIVE", substeps=8, iterations=5)),
+    dict(label="Soft Sim bake in Blender, Projective 8x5, Compute NumPy",
+         softsim=dict(solver="PROJECTIVE", substeps=8, iterations=5), compute="NUMPY"),
     dict(label="Soft Sim bake in Blender, Projective 6x5", softsim=dict(solver="PROJECTIVE", substeps=6, iterations=5)),
     # One local-global iteration per substep: more, shorter steps follow the motion better than more iterations.
     dict(label="Soft Sim bake in Blender, Projective 16x1", softsim=dict(solver="PROJECTIVE", substeps=16, iterations=1)),

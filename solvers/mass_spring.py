@@ -71,6 +71,8 @@ from .energies.pressure import gas_pressure
 from .energies.sewing import SewingSprings
 from .energies.springs import HookeSprings
 from .material import hinge_bending_stiffness, material_arrays
+from .native import library as native_library
+from .native.implicit_kernels import BlockMatrix
 from .soft_pins import GoalSprings
 from .frame import StepNotConverged
 from .model import State, StepStats, measure_stats
@@ -166,6 +168,10 @@ class MassSpringSolver(ProjectedContactSolver):
         self.held = None
         """Implicit Euler's cloth: the planes that hold the particles the last step's projection moved
         (``collision.response.held_planes``), contacts of the next solve; None otherwise."""
+        self.native = native_library.load(config.compute) if self.method == "IMPLICIT_EULER" else None
+        """The native kernel library when ``config.compute`` allows it and it loaded (implicit Euler only), else None:
+        with it the linear solves' matrix-vector products run in C (``native.implicit_kernels.BlockMatrix``, scipy's
+        BSR product in its order, so the same bits)."""
         if self.method == "IMPLICIT_EULER":
             self._prepare_implicit()
             if self.elastic is None:
@@ -342,7 +348,8 @@ class MassSpringSolver(ProjectedContactSolver):
         if solve is block_jacobi and self.elastic is not None:
             D_inv = D_inv * _jacobi_weight(A_c, D)
         start_residual = float(np.linalg.norm(rhs.ravel() - A_c @ start.ravel()))
-        y, iterations, residual = solve(A_c, D_inv, rhs.ravel(), start.ravel(), tol, ceiling, atol)
+        product = A_c if self.native is None else BlockMatrix(self.native, A_c)  # the solve uses only A @ x
+        y, iterations, residual = solve(product, D_inv, rhs.ravel(), start.ravel(), tol, ceiling, atol)
         v_new = y.reshape(-1, 3) + z
         r = b - (A @ v_new.ravel()).reshape(-1, 3)
         if momentum and not self.has_pins:

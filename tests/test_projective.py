@@ -557,3 +557,22 @@ def test_rotation_svd_factors_every_tet_with_rotations_and_signed_singular_value
     assert np.all(S[:, 0] >= S[:, 1]) and np.all(S[:, 1] >= np.abs(S[:, 2]) - 1e-12) and np.all(S[:, :2] >= 0.0)
     assert np.allclose(np.sign(S[:, 2]), np.sign(np.linalg.det(F)))
     assert np.allclose(np.abs(S), np.linalg.svd(F, compute_uv=False), atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [12, 48], ids=["SuperLU", "banded Cholesky"])
+def test_contact_matrix_factorized_as_its_own_factorize_spd_for_many(n):
+    """A contact set's matrix (M/h^2 + L plus plane weights on the diagonal) is factorized with the method and the
+    RCM ordering of the step length's matrix: the same solves, bit for bit, as ``factorize_spd_for_many`` of it."""
+    vertices, edges, triangles = grid_cloth(n, 2.0, diagonals=False)  # quad edges, as the lab cloth
+    model = build_model(vertices, edges, triangles, pinned=np.isin(np.arange(n * n), [0, n - 1]), total_mass=1.0)
+    solver = ProjectiveSolver(model, SolverConfig(solver="PROJECTIVE", compute="NUMPY"))
+    h = 1.0 / 192.0
+    base = solver.factor(h)
+    rng = np.random.default_rng(4)
+    weights = np.where(rng.random(len(solver.free)) < 0.2, rng.uniform(1e3, 1e5, len(solver.free)), 0.0)
+    S = (solver._stiffness(h) + sp.diags(solver.mass_free / (h * h) + weights)).tocsc()
+    mine, reference = solver._factorize_like(h, S), direct.factorize_spd_for_many(S)
+    assert mine.method == reference.method == base.method
+    assert base.method == ("SuperLU" if n == 12 else "banded Cholesky")
+    b = rng.normal(size=(len(solver.free), 3))
+    assert np.array_equal(mine(b), reference(b))

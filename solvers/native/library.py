@@ -73,12 +73,17 @@ SIGNATURES = {
     "softsim_mesh_push_apply": (_I, (_P, _I, _P, _I, _I, _P, _P, _P, _P, _P, _D, _P, _P)),
     "softsim_kept_stale": (_I, (_P, _P, _I, _P, _P, _P, _D, _D, _P)),
     "softsim_kept_planes": (None, (_P, _I, _P, _P, _P, _D, _P, _P)),
-    # Cloth self-collision's per-call list upkeep (src/self_response.c, self_kernels.SelfListCheck).
+    # Cloth self-collision's per-call kernels (src/self_response.c, self_kernels.SelfCallKernels).
     "softsim_self_boxes": (None, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P)),
     "softsim_self_list_check": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P, _P)),
     "softsim_self_stencils": (None, (_P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_self_witnesses": (_I, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P)),
     "softsim_self_list_holds": (_I, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P)),
+    # The implicit solvers (src/implicit.c): PD's local step of sphere-projected sets and its right-hand side scatter
+    # (implicit_kernels.SphereProjection), the 3x3-block matrix-vector product (implicit_kernels.BlockMatrix).
+    "softsim_pd_sphere_project": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P)),
+    "softsim_pd_scatter_add": (None, (_I, _P, _P, _P, _P, _P, _P)),
+    "softsim_bsr3_matvec": (None, (_I, _P, _P, _P, _P, _P)),
 }
 
 

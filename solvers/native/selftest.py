@@ -89,7 +89,7 @@ def run(library) -> str:
     if problem:
         return problem
     return (run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
-            or mesh_closest(library) or self_response(library))
+            or mesh_closest(library) or self_response(library) or implicit(library))
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -413,3 +413,38 @@ def self_response(library) -> str:
         if check.list_holds(moved * scale, motion, lst["skins"]) != sc._list_holds(moved * scale, motion):
             return "self-collision list check (holds) differs from NumPy"
     return ""
+def implicit(library) -> str:
+    """The implicit solvers' kernels (src/implicit.c) on the small cloth: PD's local step and right-hand side scatter of
+    its edge springs (a zero-length edge included) and curved hinges, with pins; the 3x3-block product on a matrix of
+    the cloth's pattern."""
+    import scipy.sparse as sp
+
+    from ..energies import hinges_from_triangles
+    from ..projective.constraints import EdgeSprings, HingeBending
+    from .implicit_kernels import BlockMatrix, SphereProjection
+
+    model, x, rng = _cloth()
+    x[model.edge_indices[0, 1]] = x[model.edge_indices[0, 0]]  # a spring of zero length: projected along its rest
+    free, pinned = model.inv_mass > 0.0, model.inv_mass == 0.0
+    hinges = hinges_from_triangles(model.triangle_indices)
+    sets = (EdgeSprings(model.edge_indices, model.edge_rest_length, rng.uniform(1.0, 2.0, model.edge_count),
+                        model.rest_positions),
+            HingeBending(model.rest_positions, hinges, rng.uniform(1e-3, 2e-3, len(hinges))))
+    for c in sets:
+        A_free, A_pinned = c.A[:, free].tocsr(), c.A[:, pinned].tocsr()
+        A_free_T = A_free.T.tocsr()
+        z_pinned = A_pinned @ x[pinned]
+        native = SphereProjection(library, A_free, A_free_T, *c.sphere_targets())
+        q, length = native.project(np.ascontiguousarray(x[free]), z_pinned)
+        ref_q, ref_energy = c.project(A_free @ x[free] + z_pinned, True)
+        b = rng.normal(size=(A_free.shape[1], 3))
+        label = f"PD local step ({type(c).__name__})"
+        problem = (_differs(label, q, ref_q, 1.0) or _differs(label + " energy", np.array([c.energy_of(length)]),
+                                                              np.array([ref_energy]), 1.0)
+                   or _differs(label + " scatter", native.scatter(q, b), b + A_free_T @ ref_q, 1.0))
+        if problem:
+            return problem
+    A = sp.bsr_matrix(sp.kron(sets[0].laplacian, np.ones((3, 3))) + sp.eye(3 * model.particle_count), blocksize=(3, 3))
+    A.data[:] = rng.normal(size=A.data.shape)
+    v = rng.normal(size=A.shape[1])
+    return _differs("3x3-block product", BlockMatrix(library, A) @ v, A @ v, 1.0)

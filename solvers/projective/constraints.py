@@ -76,8 +76,17 @@ class EdgeSprings:
 
     def project(self, z, with_energy=False):
         length = _row_norm(z)
-        energy = 0.5 * float(np.einsum("i,i->", self.k, (length - self.rest_length) ** 2)) if with_energy else None
+        energy = self.energy_of(length) if with_energy else None
         return _weighted_onto_sphere(z, length, self.kL, self.rest_direction, 1e-12), energy
+
+    def energy_of(self, length):
+        """The springs' energy [J] at lengths |A x| (e,) [m]."""
+        return 0.5 * float(np.einsum("i,i->", self.k, (length - self.rest_length) ** 2))
+
+    def sphere_targets(self):
+        """(w R (e,) [N], fallback unit directions (e, 3), tiny [m]): what ``project`` hands ``_weighted_onto_sphere``,
+        for its native twin (``native.implicit_kernels.SphereProjection``)."""
+        return self.kL, self.rest_direction, 1e-12
 
 
 class HingeBending:
@@ -104,11 +113,21 @@ class HingeBending:
             self.rest_norm = bending.rest_norm[curved]
             rest_y = self.A @ X
             self.rest_direction = rest_y / _row_norm(rest_y)[:, None]
+            self.weighted_radius = self.c * self.rest_norm
 
     def project(self, z, with_energy=False):
         norm = _row_norm(z)
-        energy = 0.5 * float(np.einsum("i,i->", self.c, (norm - self.rest_norm) ** 2)) if with_energy else None
-        return _weighted_onto_sphere(z, norm, self.c * self.rest_norm, self.rest_direction, 1e-300), energy
+        energy = self.energy_of(norm) if with_energy else None
+        return _weighted_onto_sphere(z, norm, self.weighted_radius, self.rest_direction, 1e-300), energy
+
+    def energy_of(self, norm):
+        """The curved hinges' energy [J] at |y_h| = norm (h,) [m]."""
+        return 0.5 * float(np.einsum("i,i->", self.c, (norm - self.rest_norm) ** 2))
+
+    def sphere_targets(self):
+        """(c r0 (h,) [N], fallback unit directions (h, 3), tiny [m]) of the curved hinges, as ``project`` uses them,
+        for its native twin (``native.implicit_kernels.SphereProjection``)."""
+        return self.weighted_radius, self.rest_direction, 1e-300
 
 
 class TetStrain:

@@ -105,13 +105,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import ProjectedContactSolver
+from ..collision.response.collider_contacts import resolve_collider_contacts
 from ..collision.response.contact_set import find_contacts
 from ..collision.response.held_planes import HeldPlanes
-from ..linalg import factorize_spd_for_many
+from ..linalg import factorize_spd, factorize_spd_for_many
+from ..linalg.direct import BandedCholesky
 from ..energies import hinges_from_triangles
 from ..material import hinge_bending_stiffness, material_arrays
 from ..soft_pins import GoalAttachment, has_goals
 from ..model import State, StepStats, measure_stats
+from ..native import library as native_library
+from ..native.implicit_kernels import SphereProjection
+from ..native.kernels import AnalyticContacts
 from .acceleration import Anderson, Chebyshev, Plain
 from ..energies.pressure import gas_pressure
 from ..sewing import seam_force
@@ -207,12 +212,28 @@ class ProjectiveSolver(ProjectedContactSolver):
             D = (tets.A.T @ sp.diags(np.repeat(config.internal_damping * tets.w_strain, 3)) @ tets.A).tocsr()
             D_rows = D[self.free]
             self.damping = (D, D_rows, D_rows[:, self.free].tocsc(), D_rows[:, self.pinned].tocsr())
-        # Per projected set: A's free columns, their transpose (the right-hand side's A^T q) and its pinned columns.
+        self.native = native_library.load(config.compute)
+        """The native kernel library when ``config.compute`` allows it and it loaded, else None (all NumPy); with it,
+        the local step of the sets projected onto spheres (edge springs, curved hinges) and their share of the global
+        right-hand side run in C (``native.implicit_kernels.SphereProjection``, the same arithmetic in the same order)."""
+        self.native_contacts = None
+        """With the native library and no self-collision: the end-of-step contacts with ground planes and spheres in C
+        (``native.kernels.AnalyticContacts.finish``, XPBD's twin of ``resolve_collider_contacts``); other colliders
+        take the NumPy path for that step."""
+        if self.native is not None and self.self_collision is None:
+            self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(model.inv_mass, np.float64),
+                                                    self.pad2, model.triangle_indices)
+        # Per projected set: A's free columns, their transpose (the right-hand side's A^T q), its pinned columns, and
+        # its native twin (or None).
         self.projected = []
         for c in sets:
             if c.A is not None:
                 A_free = c.A[:, self.free].tocsr()
-                self.projected.append((c, A_free, A_free.T.tocsr(), c.A[:, self.pinned].tocsr()))
+                A_free_T = A_free.T.tocsr()
+                native = None
+                if self.native is not None and hasattr(c, "sphere_targets"):
+                    native = SphereProjection(self.native, A_free, A_free_T, *c.sphere_targets())
+                self.projected.append((c, A_free, A_free_T, c.A[:, self.pinned].tocsr(), native))
         # Pure quadratic terms (flat bending) enter Phi as 1/2 x^T Q x
         # = 1/2 x_F Q_FF x_F + x_F Q_FP x_P + 1/2 x_P Q_PP x_P (per coordinate).
         self.quadratic = []
@@ -224,6 +245,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         self.mass_free = model.mass[self.free]
         self.gravity = np.asarray(config.gravity, float)
         self._factors = {}
+        self._orderings = {}
+        """Per h: the RCM ordering of the banded factorization ``factor(h)`` chose, or None for SuperLU."""
         self._contact_factor = None
         """(key, solve) of the last contact set's matrix."""
         self.contact_factorizations = 0
@@ -257,8 +280,31 @@ class ProjectiveSolver(ProjectedContactSolver):
             S = (self._stiffness(h) + sp.diags(self.mass_free / (h * h))).tocsc()
             if len(self._factors) >= 4:  # advance_frame keeps h fixed; a changing h must not pile up factors
                 self._factors.clear()
+                self._orderings.clear()
             solve = self._factors[h] = factorize_spd_for_many(S)
+            self._orderings[h] = BandedCholesky.plan(S)[0] if solve.method == "banded Cholesky" else None
         return solve
+
+    def _factorize_like(self, h: float, S):
+        """The solve function of S (nf, nf), M/h^2 + L plus contact weights on the diagonal: the same sparsity pattern
+        as the matrix ``factor(h)`` factorized, so the same method and the same RCM ordering serve it (the choice of
+        ``factorize_spd_for_many`` depends on the pattern only), without its SuperLU trial factorization and RCM
+        ordering, which cost twice the banded factorization itself on the lab cloth, whose contact set with the sphere
+        changes every step."""
+        self.factor(h)
+        ordering = self._orderings[h]
+        if ordering is None:
+            solve = factorize_spd(S)
+            method = "SuperLU"
+        else:
+            solve = BandedCholesky(S, ordering)
+            method = "banded Cholesky"
+
+        def named(b):
+            return solve(b)
+
+        named.method = method
+        return named
 
     def _contact_solve(self, h: float, contacts):
         """The solve function of the global matrix with ``contacts``: M/h^2 + L + C in every direction, C the planes
@@ -267,14 +313,14 @@ class ProjectiveSolver(ProjectedContactSolver):
         two tangential coordinates with one matrix, the normal one with the other."""
         if contacts.diagonal.any():
             S = (self._stiffness(h) + sp.diags(self.mass_free / (h * h) + contacts.diagonal)).tocsc()
-            tangential = factorize_spd_for_many(S)
+            tangential = self._factorize_like(h, S)
             self.contact_factorizations += 1
         else:
             tangential = self.factor(h)
         if contacts.axis is None:
             return tangential
         S = (self._stiffness(h) + sp.diags(self.mass_free / (h * h) + contacts.diagonal + contacts.normal_diagonal))
-        normal = factorize_spd_for_many(S.tocsc())
+        normal = self._factorize_like(h, S.tocsc())
         self.contact_factorizations += 1
         frame = _frame_with_axis(contacts.axis)
 
@@ -332,7 +378,7 @@ class ProjectiveSolver(ProjectedContactSolver):
             _, D_rows, _, D_pinned = self.damping
             step.x_ref = x_ref
             step.b0 += (D_rows @ x_ref - (D_pinned @ y_pinned if len(self.pinned) else 0.0)) / h
-        step.z_pinned = [A_pinned @ y_pinned if len(self.pinned) else 0.0 for _, _, _, A_pinned in self.projected]
+        step.z_pinned = [A_pinned @ y_pinned if len(self.pinned) else 0.0 for _, _, _, A_pinned, _ in self.projected]
         if with_energy:
             for Q_free, Q_pinned, Q_pp in self.quadratic:
                 step.quadratic.append((Q_free, Q_pinned @ y_pinned, 0.5 * float(np.sum(y_pinned * (Q_pp @ y_pinned)))))
@@ -341,8 +387,13 @@ class ProjectiveSolver(ProjectedContactSolver):
     def local(self, step, x_free, with_energy=False):
         """Targets q = W p of every projected set at the free positions x_free (nf, 3) and, if asked, Phi [J]."""
         targets, energy = [], 0.0
-        for (c, A_free, _, _), z_pinned in zip(self.projected, step.z_pinned):
-            q, e = c.project(A_free @ x_free + z_pinned, with_energy)
+        x_rows = np.ascontiguousarray(x_free)  # SuperLU's solves return Fortran order; the native twins read rows
+        for (c, A_free, _, _, native), z_pinned in zip(self.projected, step.z_pinned):
+            if native is not None:
+                q, length = native.project(x_rows, None if np.isscalar(z_pinned) else z_pinned)
+                e = c.energy_of(length) if with_energy else None
+            else:
+                q, e = c.project(A_free @ x_free + z_pinned, with_energy)
             targets.append(q)
             if with_energy:
                 energy += e
@@ -376,8 +427,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         """(M/h^2 + L_FF) x_F = M y_F/h^2 - L_FP x_P + sum A_F^T q, solved for x_F (nf, 3) (with internal damping the
         matrix and the constant part of the right-hand side carry its term too, ``_stiffness`` and ``_prepare``)."""
         b = step.b0
-        for (_, _, A_free_T, _), q in zip(self.projected, targets):
-            b = b + A_free_T @ q
+        for (_, _, A_free_T, _, native), q in zip(self.projected, targets):
+            b = native.scatter(q, np.ascontiguousarray(b)) if native is not None else b + A_free_T @ q
         if step.contacts is not None:
             b = b + step.contacts.AT @ targets[-1]
         if step.gas_force is not None:
@@ -464,13 +515,24 @@ class ProjectiveSolver(ProjectedContactSolver):
                 self.rho[h] = estimate_rho(self.log.residuals)
 
         solved = x.copy() if planar else None
-        self.finish_step(x, x_start, v, h, colliders)
+        self._finish(x, x_start, v, h, colliders)
         if planar:
             self.held.remember(solved, x, self.model.inv_mass, planar, self.pad2)
         stats = measure_stats(self.model, x) if measure else StepStats()
         stats.iterations = done
         stats.pd_residual = residual
         return stats
+
+    def _finish(self, x, x_start, v, h, colliders):
+        """``finish_step``, its collider contacts in C where ``native_contacts`` supports the colliders."""
+        native = self.native_contacts
+        if native is None or not colliders or not native.supports(colliders):
+            self.finish_step(x, x_start, v, h, colliders)
+            return
+        native.pose(colliders)
+        if native.finish(x, x_start) > 1:  # a step walked in sweeps: the NumPy twin
+            resolve_collider_contacts(x, x_start, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
+        self.finish_step(x, x_start, v, h, ())  # the velocity and damping (no self-collision here)
 
     # ------------------------------------------------------------------ the energy check
 

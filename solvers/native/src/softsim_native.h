@@ -267,5 +267,16 @@ SOFTSIM_API int64_t softsim_self_list_holds(const double *moved, const double *m
                                             const int64_t *triangles, int64_t t_count, const int64_t *edges,
                                             int64_t e_count, const double *skin_v, const double *skin_t,
                                             const double *skin_e);
+/* The implicit solvers (implicit.c): Projective Dynamics' local step for the sets projected onto a sphere (edge
+ * springs, curved hinges) and the scatter of their targets into the global right-hand side; the 3x3-block sparse
+ * matrix-vector product of the implicit mass-spring solver's linear solves. */
+SOFTSIM_API void softsim_pd_sphere_project(int64_t rows, const int64_t *indptr, const int64_t *indices,
+                                           const double *data, const double *x_free, const double *z_pinned,
+                                           const double *weighted_radius, const double *fallback, double tiny,
+                                           double *length, double *q);
+SOFTSIM_API void softsim_pd_scatter_add(int64_t rows, const int64_t *indptr, const int64_t *indices,
+                                        const double *data, const double *q, const double *b_in, double *b_out);
+SOFTSIM_API void softsim_bsr3_matvec(int64_t block_rows, const int64_t *indptr, const int64_t *indices,
+                                     const double *blocks, const double *x, double *y);
 
 #endif

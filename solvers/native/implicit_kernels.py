@@ -1,0 +1,112 @@
+"""Python bindings of the implicit solvers' native kernels (``src/implicit.c``).
+
+- ``SphereProjection`` <-> a Projective Dynamics set projected onto spheres (``projective.constraints.EdgeSprings``,
+  the curved hinges of ``HingeBending``): ``project`` is the set's ``project(A_free @ x_free + z_pinned)`` (its
+  targets q = w p, and the lengths |A x| its energy is computed from, by the set itself: ``energy_of``), ``scatter``
+  is ``b + A_free_T @ q`` of ``ProjectiveSolver.global_solve``;
+- ``BlockMatrix`` <-> a scipy BSR matrix of 3x3 blocks in ``A @ x`` (``sparsetools.bsr_matvec``), for the implicit
+  mass-spring solver's CG and Jacobi solves (``linalg.iterative``), which only use ``A @ x``.
+
+Both repeat their twin's arithmetic in its order: bit for bit equal (tests/test_native_implicit.py).
+
+Built once per solver (``SphereProjection``) or once per linear solve's matrix (``BlockMatrix``, whose data changes
+with every linearization): the constructor checks every array it hands to C (dtype, C-contiguity, shape, every index
+within range, CSR/BSR row pointers from 0 to the entry count, non-decreasing) and raises ValueError naming it; it
+keeps int64 copies of scipy's int32 index arrays. Per call only the vectors passed in are checked (dtype, shape,
+contiguity). Outputs are fresh arrays the caller may keep (the targets live until the next global solve).
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from .kernels import F64, I64, checked, checked_indices
+from .library import pointer
+
+
+def _row_pointers(name: str, indptr, rows: int, entries: int) -> np.ndarray:
+    """indptr as int64 (rows + 1,), from 0 to ``entries``, non-decreasing; else ValueError naming it."""
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64) if isinstance(indptr, np.ndarray) else indptr
+    indptr = checked(name, indptr, I64, (rows + 1,))
+    if indptr[0] != 0 or indptr[-1] != entries or np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{name}: must run from 0 to {entries}, non-decreasing")
+    return indptr
+
+
+def _csr(name: str, matrix, shape: tuple):
+    """(indptr, indices, data) of a scipy CSR matrix of ``shape``, checked, as int64 / float64 C-contiguous arrays."""
+    if not sp.issparse(matrix) or matrix.format != "csr":
+        raise ValueError(f"{name}: expected a scipy CSR matrix, got {type(matrix).__name__}")
+    if matrix.shape != shape:
+        raise ValueError(f"{name}: shape must be {shape}, got {matrix.shape}")
+    data = checked(f"{name}.data", matrix.data, F64, (None,))
+    indices = np.ascontiguousarray(matrix.indices, dtype=np.int64)
+    checked_indices(f"{name}.indices", indices, shape[1], (len(data),))
+    indptr = _row_pointers(f"{name}.indptr", matrix.indptr, shape[0], len(data))
+    return indptr, indices, data
+
+
+class SphereProjection:
+    """The native local step of one PD set projected onto spheres, and its scatter into the right-hand side.
+
+    A_free (r, nf) CSR: the set's rows over the free particles; A_free_T (nf, r) CSR its transpose (as the solver
+    keeps them); weighted_radius (r,) = w R [N]; fallback (r, 3): the unit direction a row of zero length is
+    projected along; tiny [m]: the length at or below which a row has no direction (the set's own threshold).
+    """
+
+    def __init__(self, library, A_free, A_free_T, weighted_radius, fallback, tiny: float):
+        self.library = library
+        r, nf = A_free.shape
+        self.rows, self.nf = r, nf
+        self.A = _csr("A_free", A_free, (r, nf))
+        self.AT = _csr("A_free_T", A_free_T, (nf, r))
+        self.weighted_radius = checked("weighted_radius", weighted_radius, F64, (r,))
+        self.fallback = checked("fallback", fallback, F64, (r, 3))
+        self.tiny = float(tiny)
+        self.zeros = np.zeros((r, 3))  # z_pinned without pins (NumPy adds the scalar 0.0: the same bits)
+        self._a = tuple(pointer(a) for a in self.A)
+        self._at = tuple(pointer(a) for a in self.AT)
+
+    def project(self, x_free, z_pinned=None):
+        """(q (r, 3) [N], length (r,) [m]): the targets w p and |A x| at the free positions x_free (nf, 3), with the
+        pinned particles' share z_pinned (r, 3) of A x (None: no pins)."""
+        x_free = checked("x_free", x_free, F64, (self.nf, 3))
+        z_pinned = self.zeros if z_pinned is None else checked("z_pinned", z_pinned, F64, (self.rows, 3))
+        q = np.empty((self.rows, 3))
+        length = np.empty(self.rows)
+        self.library.softsim_pd_sphere_project(self.rows, *self._a, pointer(x_free), pointer(z_pinned),
+                                               pointer(self.weighted_radius), pointer(self.fallback), self.tiny,
+                                               pointer(length), pointer(q))
+        return q, length
+
+    def scatter(self, q, b):
+        """b + A_free_T @ q, a new (nf, 3) array: q (r, 3) the targets, b (nf, 3) the right-hand side so far."""
+        q = checked("q", q, F64, (self.rows, 3))
+        b = checked("b", b, F64, (self.nf, 3))
+        out = np.empty((self.nf, 3))
+        self.library.softsim_pd_scatter_add(self.nf, *self._at, pointer(q), pointer(b), pointer(out))
+        return out
+
+
+class BlockMatrix:
+    """``A @ x`` of a scipy BSR matrix A (3 m, 3 k) with 3x3 blocks, in C; ``matrix`` is A itself (for everything
+    else). x: (3 k,) float64 C-contiguous; returns a new (3 m,) array."""
+
+    def __init__(self, library, matrix):
+        if not sp.issparse(matrix) or matrix.format != "bsr" or matrix.blocksize != (3, 3):
+            raise ValueError(f"matrix: expected a scipy BSR matrix of 3x3 blocks, got {type(matrix).__name__}"
+                             f"{'' if not sp.issparse(matrix) else ' ' + matrix.format}")
+        self.library = library
+        self.matrix = matrix
+        self.shape = matrix.shape
+        m, k = matrix.shape[0] // 3, matrix.shape[1] // 3
+        self.block_rows = m
+        self.blocks = checked("matrix.data", matrix.data, F64, (None, 3, 3))
+        self.indices = np.ascontiguousarray(matrix.indices, dtype=np.int64)
+        checked_indices("matrix.indices", self.indices, k, (len(self.blocks),))
+        self.indptr = _row_pointers("matrix.indptr", matrix.indptr, m, len(self.blocks))
+        self._fixed = (m, pointer(self.indptr), pointer(self.indices), pointer(self.blocks))
+
+    def __matmul__(self, x):
+        x = checked("x", x, F64, (self.shape[1],))
+        y = np.empty(self.shape[0])
+        self.library.softsim_bsr3_matvec(*self._fixed, pointer(x), pointer(y))
+        return y

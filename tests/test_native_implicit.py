@@ -1,0 +1,190 @@
+"""The implicit solvers' native kernels (solvers/native/src/implicit.c, ``native.implicit_kernels``) against their NumPy
+twins, bit for bit on x86-64 (``native_helpers.assert_same``: the C code repeats the twins' operations in their order):
+
+- ``SphereProjection.project`` <-> ``EdgeSprings.project`` / ``HingeBending.project`` of A_free x + z_pinned (targets
+  and energy; zero-length springs, with and without pins, curved hinges); ``scatter`` <-> b + A_free_T @ q;
+- ``BlockMatrix`` <-> scipy's BSR product (random matrices with empty block rows, rectangular, the implicit solver's);
+- whole runs, Compute AUTO against NUMPY: PROJECTIVE on a curved pinned cloth over a sphere (springs and curved hinges
+  native, the end-of-step contacts in XPBD's ``AnalyticContacts.finish``), IMPLICIT_EULER with CG and with Jacobi on a cloth landing on a sphere;
+- the bindings' refusals: ValueError naming the array for a wrong dtype, shape, layout, index or row pointer.
+"""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from native_helpers import assert_same, native_library
+from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
+from solvers.energies import hinges_from_triangles
+from solvers.native.implicit_kernels import BlockMatrix, SphereProjection
+from solvers.projective.constraints import EdgeSprings, HingeBending
+
+
+@pytest.fixture(scope="module")
+def library():
+    return native_library()
+
+
+def cloth(n=9, pins=(0, 8), curved=True, seed=0, jiggle=0.05):
+    """(model, jiggled positions (n*n, 3), rng): a 2 m grid cloth with diagonals, curved rest shape if asked."""
+    vertices, edges, triangles = grid_cloth(n, 2.0, diagonals=True)
+    vertices = vertices.copy()
+    if curved:
+        vertices[:, 2] = 0.3 * vertices[:, 0] ** 2 - 0.2 * vertices[:, 1] ** 2
+    pinned = np.zeros(n * n, bool)
+    pinned[list(pins)] = True
+    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0)
+    rng = np.random.default_rng(seed)
+    x = np.ascontiguousarray(vertices + rng.normal(scale=jiggle, size=vertices.shape))
+    return model, x, rng
+
+
+def sets_of(model, rng):
+    hinges = hinges_from_triangles(model.triangle_indices)
+    return [EdgeSprings(model.edge_indices, model.edge_rest_length, rng.uniform(1.0, 1e4, model.edge_count),
+                        model.rest_positions),
+            HingeBending(model.rest_positions, hinges, rng.uniform(1e-4, 1e-2, len(hinges)))]
+
+
+def split(c, model):
+    free, pinned = model.inv_mass > 0.0, model.inv_mass == 0.0
+    A_free = c.A[:, free].tocsr()
+    return A_free, A_free.T.tocsr(), c.A[:, pinned].tocsr(), free, pinned
+
+
+@pytest.mark.parametrize("pins", [(0, 8), ()], ids=["pinned", "no pins"])
+@pytest.mark.parametrize("kind", [0, 1], ids=["edge springs", "curved hinges"])
+def test_sphere_projection_matches_numpy(library, pins, kind):
+    model, x, rng = cloth(pins=pins)
+    e = model.edge_indices
+    x[e[5, 1]] = x[e[5, 0]]  # zero-length springs: projected along their rest direction
+    x[e[40, 1]] = x[e[40, 0]]
+    c = sets_of(model, rng)[kind]
+    A_free, A_free_T, A_pinned, free, pinned = split(c, model)
+    native = SphereProjection(library, A_free, A_free_T, *c.sphere_targets())
+    x_free = np.ascontiguousarray(x[free])
+    z_pinned = A_pinned @ x[pinned] if len(pins) else 0.0
+    q, length = native.project(x_free, z_pinned if len(pins) else None)
+    ref_q, ref_energy = c.project(A_free @ x_free + z_pinned, True)
+    assert_same(q, ref_q, np.abs(ref_q).max())
+    assert_same(c.energy_of(length), ref_energy, ref_energy)
+    b = rng.normal(size=(len(x_free), 3))
+    assert_same(native.scatter(q, b), b + A_free_T @ ref_q, np.abs(ref_q).max())
+    if kind == 0:
+        assert np.sum(length <= 1e-12) >= 1  # the zero-length branch ran (unless a pin moved it)
+
+
+def test_block_matrix_matches_scipy(library):
+    rng = np.random.default_rng(3)
+    for rows, cols in ((40, 40), (25, 33), (1, 1)):
+        keep = np.ones(rows)
+        keep[rows // 2] = 0.0  # an empty block row
+        dense_blocks = sp.diags(keep) @ sp.random(rows, cols, density=0.15, random_state=rng, format="csr")
+        dense_blocks.eliminate_zeros()
+        A = sp.bsr_matrix(sp.kron(dense_blocks, np.ones((3, 3))), blocksize=(3, 3))
+        A.data[:] = rng.normal(size=A.data.shape)
+        v = rng.normal(size=3 * cols)
+        assert_same(BlockMatrix(library, A) @ v, A @ v, np.abs(A @ v).max() + 1.0)
+
+
+def _run(config, model, colliders, frames, compute, x0=None):
+    solver = make_solver(model, SolverConfig(**{**config, "compute": compute}))
+    state = State.at_rest(model)
+    if x0 is not None:
+        state.x[:] = x0
+    out = []
+    for _ in range(frames):
+        advance_frame(solver, state, 1.0 / 24.0, solver.config.substeps, colliders)
+        out.append(state.x.copy())
+    return solver, np.array(out)
+
+
+def test_projective_cloth_native_equals_numpy(library):
+    model, _, _ = cloth(n=12, pins=(0, 11), jiggle=0.0)
+    colliders = [Sphere(np.array([0.0, 0.0, -1.0]), 0.8, 0.0), GroundPlane(np.array([0.0, 0.0, -2.0]),
+                                                                            np.array([0.0, 0.0, 1.0]), 0.0)]
+    config = dict(solver="PROJECTIVE", substeps=4, iterations=4, stiffness=2e3, bending_stiffness=1e-2)
+    native_solver, a = _run(config, model, colliders, 10, "AUTO")
+    numpy_solver, b = _run(config, model, colliders, 10, "NUMPY")
+    assert numpy_solver.native is None
+    kinds = [type(c).__name__ for c, *_, native in native_solver.projected if native is not None]
+    assert kinds == ["EdgeSprings", "HingeBending"]
+    assert native_solver.contact_factorizations > 0  # the sphere's planes entered the solve
+    assert native_solver.native_contacts is not None and numpy_solver.native_contacts is None  # end-of-step contacts
+    assert_same(a, b, 1.0)
+
+
+@pytest.mark.parametrize("linear_solver", ["CG", "JACOBI"])
+def test_implicit_euler_native_equals_numpy(library, linear_solver):
+    model, _, _ = cloth(n=10, pins=(), curved=False, jiggle=0.0)
+    colliders = [Sphere(np.array([0.0, 0.0, -1.0]), 0.8, 0.0)]
+    config = dict(solver="IMPLICIT_EULER", linear_solver=linear_solver, substeps=2, stiffness=1e3)
+    native_solver, a = _run(config, model, colliders, 12, "AUTO")
+    _, b = _run(config, model, colliders, 12, "NUMPY")
+    assert native_solver.native is not None
+    assert a[:, :, 2].min() < -0.5  # the cloth fell past the sphere's top (at z = -0.2): contacts were in the solves
+    assert_same(a, b, 1.0)
+
+
+# ---------------------------------------------------------------------- refusals
+
+def _projection(library):
+    model, x, rng = cloth()
+    c = sets_of(model, rng)[0]
+    A_free, A_free_T, _, free, _ = split(c, model)
+    return c, A_free, A_free_T, np.ascontiguousarray(x[free])
+
+
+def test_sphere_projection_refuses_bad_arrays(library):
+    c, A_free, A_free_T, x_free = _projection(library)
+    w, fallback, tiny = c.sphere_targets()
+    with pytest.raises(ValueError, match="A_free: expected a scipy CSR"):
+        SphereProjection(library, A_free.tocsc(), A_free_T, w, fallback, tiny)
+    with pytest.raises(ValueError, match="A_free_T: shape"):
+        SphereProjection(library, A_free, A_free, w, fallback, tiny)
+    bad = A_free.copy()
+    bad.indices[3] = A_free.shape[1]
+    with pytest.raises(ValueError, match="A_free.indices: index .* out of range"):
+        SphereProjection(library, bad, A_free_T, w, fallback, tiny)
+    bad = A_free.copy()
+    bad.indptr[-1] += 1
+    with pytest.raises(ValueError, match="A_free"):
+        SphereProjection(library, bad, A_free_T, w, fallback, tiny)
+    with pytest.raises(ValueError, match="weighted_radius: shape"):
+        SphereProjection(library, A_free, A_free_T, w[:-1], fallback, tiny)
+    with pytest.raises(ValueError, match="fallback: dtype"):
+        SphereProjection(library, A_free, A_free_T, w, fallback.astype(np.float32), tiny)
+    native = SphereProjection(library, A_free, A_free_T, w, fallback, tiny)
+    with pytest.raises(ValueError, match="x_free: shape"):
+        native.project(x_free[:-1])
+    with pytest.raises(ValueError, match="x_free: must be C-contiguous"):
+        native.project(np.asfortranarray(x_free))
+    with pytest.raises(ValueError, match="z_pinned: dtype"):
+        native.project(x_free, np.zeros((A_free.shape[0], 3), np.float32))
+    q, _ = native.project(x_free)
+    with pytest.raises(ValueError, match="b: shape"):
+        native.scatter(q, np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="q: shape"):
+        native.scatter(q[:-1], np.zeros_like(x_free))
+
+
+def test_block_matrix_refuses_bad_arrays(library):
+    A = sp.bsr_matrix(sp.kron(sp.eye(4) + sp.eye(4, k=1), np.ones((3, 3))), blocksize=(3, 3))
+    with pytest.raises(ValueError, match="matrix: expected a scipy BSR matrix of 3x3 blocks"):
+        BlockMatrix(library, A.tocsr())
+    with pytest.raises(ValueError, match="matrix: expected a scipy BSR matrix of 3x3 blocks"):
+        BlockMatrix(library, sp.bsr_matrix(A, blocksize=(1, 1)))
+    bad = A.copy()
+    bad.indices[2] = 4
+    with pytest.raises(ValueError, match="matrix.indices: index 4 out of range"):
+        BlockMatrix(library, bad)
+    bad = A.copy()
+    bad.indptr[1] = 5
+    with pytest.raises(ValueError, match="matrix.indptr: must run from 0"):
+        BlockMatrix(library, bad)
+    native = BlockMatrix(library, A)
+    with pytest.raises(ValueError, match="x: shape"):
+        native @ np.zeros(11)
+    with pytest.raises(ValueError, match="x: dtype"):
+        native @ np.zeros(12, np.float32)
+    with pytest.raises(ValueError, match="x: must be C-contiguous"):
+        native @ np.zeros(24)[::2]
