@@ -9,7 +9,8 @@
 - ``cloth-prepare`` / ``cloth``: the 64 x 64 GAMES103 lab cloth (10 m, two corners pinned, sphere r 2.7 at the
   origin, ground at z = -3, colliders 1 cm thick) at NEWTON's defaults; ``cloth-prepare`` runs frames 1..START and
   saves the state, ``cloth`` runs the next frames from it: seconds per frame, Newton iterations per step (median,
-  max), halvings, split steps, and a cProfile summary.
+  max), halvings, split steps, and a cProfile summary; ``--compare`` runs them twice, first with each Newton system
+  solved as a CSR matrix in double precision (``NewtonSolves.__call__``), then as NEWTON solves them.
 - ``cube``: the hammock of tests/test_bodies.py with its 0.4 m cube tetrahedralized at resolution 10 (2355
   particles) on NEWTON and the cloth on XPBD: seconds per frame, the cube's Newton iterations and a cProfile summary;
   ``--eigh`` projects the Neo-Hookean Hessian by the batched 9x9 eigh as before the analytic eigensystem.
@@ -162,8 +163,10 @@ def _report(recorder, seconds, first, last, profiler):
         print(out.getvalue())
 
 
-def _frames(model, colliders, state, first, last, profile, config):
+def _frames(model, colliders, state, first, last, profile, config, csr_double=False):
     solver = make_solver(model, config)
+    if csr_double:
+        _solve_csr_double(solver)
     recorder = StepRecorder(solver)
     profiler = cProfile.Profile() if profile else None
     seconds = []
@@ -187,6 +190,13 @@ def _frames(model, colliders, state, first, last, profile, config):
     return state
 
 
+def _solve_csr_double(solver):
+    """Each Newton system as a CSR matrix, permuted and factorized in double precision (``NewtonSolves.__call__``):
+    the solve before the band was filled from the block data and factorized in single precision, for comparison."""
+    solves = solver.solves
+    solves.solve_blocks = lambda pattern, data, contact, b: solves(direct.block_matrix(pattern, data, contact), b)
+
+
 def _config(args):
     return SolverConfig(solver="NEWTON", newton_tolerance=args.tolerance)
 
@@ -203,7 +213,13 @@ def run_cloth(args):
     state = State.at_rest(model)
     saved = np.load(CLOTH_STATE)
     state.x[:], state.v[:] = saved["x"], saved["v"]
-    _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, True, _config(args))
+    if args.compare:  # the same frames from the same state with the CSR double-precision solve first
+        start = state.x.copy(), state.v.copy()
+        print("CSR, double precision:")
+        _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, False, _config(args), True)
+        state.x[:], state.v[:] = start
+        print("band filled from the blocks, single precision refined:")
+    _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, not args.compare, _config(args))
 
 
 def run_cube(args):
@@ -245,6 +261,8 @@ def main(argv=None):
     parser.add_argument("--frames", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--eigh", action="store_true", help="cube: project the Neo-Hookean Hessian by the 9x9 eigh (before)")
+    parser.add_argument("--compare", action="store_true",
+                        help="cloth: first the same frames with the CSR double-precision solve, no cProfile")
     parser.add_argument("--tolerance", type=float, default=SolverConfig.newton_tolerance, help="newton_tolerance [m/s]")
     args = parser.parse_args(argv)
     {"factor": run_factor, "psd": run_psd, "cloth-prepare": run_cloth_prepare, "cloth": run_cloth, "cube": run_cube}[args.what](args)
