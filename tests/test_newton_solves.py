@@ -152,7 +152,23 @@ def test_block_solves_leave_the_band_for_superlu_and_refinement_falls_back_to_do
     x = solves.solve_blocks(pattern, data, far, b)
     assert solves.method == "SuperLU"
     np.testing.assert_allclose(direct.block_matrix(pattern, data, far) @ x, b, atol=1e-9 * np.abs(b).max())
+    assert solves.single
     monkeypatch.setattr(direct, "REFINE_MAX_STEPS", 0)  # no refinement step reaches the tolerance: double precision
     x = solves.solve_blocks(pattern, data, None, b)
     assert solves.method == "banded Cholesky"
     np.testing.assert_allclose(x, spsolve(A.tocsc(), b), rtol=1e-9, atol=1e-12)
+    monkeypatch.setattr(direct, "REFINE_MAX_STEPS", 8)
+    solves.solve_blocks(pattern, data, None, b)
+    assert not solves.single and solves.method == "banded Cholesky"  # the sequence stays in double precision
+
+
+def test_a_matrix_too_ill_conditioned_for_single_precision_is_solved_in_double():
+    """Eigenvalues from 1e-9 to ~10 (a grid Laplacian plus a tiny shift): single precision's factor cannot resolve
+    them, its refinement stops gaining (or its factorization fails) and the double-precision factor solves."""
+    pattern, data, A = grid_blocks(24, shift=1e-9)
+    b = np.random.default_rng(7).normal(size=A.shape[0])
+    solves = NewtonSolves()
+    solves.solve_blocks(pattern, data, None, b)
+    x = solves.solve_blocks(pattern, data, None, b)
+    assert solves.method == "banded Cholesky" and not solves.single
+    np.testing.assert_allclose(A @ x, b, atol=1e-6 * np.abs(b).max())

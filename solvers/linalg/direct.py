@@ -183,8 +183,10 @@ class NewtonSolves:
         self.plan = None
         """(unknowns, RCM ordering or None for SuperLU, bandwidth) of the sequence."""
         self.method = None
-        """The last solve's method: "banded Cholesky", "banded Cholesky (single, refined)" or "SuperLU"."""
+        """The last solve's method: "banded Cholesky", SINGLE_REFINED or "SuperLU"."""
         self._scatter = None  # (pattern, ordering, its BandScatter) of solve_blocks
+        self.single = True
+        """Whether ``solve_blocks`` tries the single-precision factor: until it once does not suffice."""
 
     def __call__(self, A: sp.spmatrix, b: np.ndarray) -> np.ndarray:
         n = A.shape[0]
@@ -217,7 +219,9 @@ class NewtonSolves:
                 self._scatter = (pattern, ordering, BandScatter(pattern.block_rows, pattern.block_cols, ordering, bandwidth))
             try:
                 x, self.method = solve_band_refined(self._scatter[2], data, contact,
-                                                    lambda v: block_matvec(pattern, data, contact, v), b)
+                                                    lambda v: block_matvec(pattern, data, contact, v), b, self.single)
+                # Once single precision has not sufficed, the rest of the sequence (similar matrices) skips it.
+                self.single = self.method == SINGLE_REFINED
                 return x
             except BandTooWide:
                 pass
@@ -340,22 +344,32 @@ class BandScatter:
         return out
 
 
-def solve_band_refined(scatter: BandScatter, data, contact, matvec, b):
+def solve_band_refined(scatter: BandScatter, data, contact, matvec, b, single: bool = True):
     """x = A^-1 b for the SPD matrix with block data ``data`` and ``contact`` blocks (``BandScatter.band``):
-    a single-precision band Cholesky (half the work and memory of double precision's), then iterative refinement
-    x += solve(b - A x) with the residual in double precision (``matvec``(x) = A x) until |b - A x| <= REFINE_TOLERANCE
-    |b|. Where the single-precision factor fails (a pivot <= 0 in single precision) or the refinement does not reach
-    the tolerance in REFINE_MAX_STEPS, the double-precision factor solves. Returns (x, method name)."""
-    factor, info = spbtrf(scatter.band(data, contact, np.float32), lower=0, overwrite_ab=1)
-    if info == 0:
-        x = scatter.solve(factor, b, True)
-        limit = REFINE_TOLERANCE * float(np.linalg.norm(b))
-        for _ in range(REFINE_MAX_STEPS):
-            r = b - matvec(x)
-            if float(np.linalg.norm(r)) <= limit:
-                return x, "banded Cholesky (single, refined)"
-            x += scatter.solve(factor, r, True)
+    with ``single``, a single-precision band Cholesky (half the work and memory of double precision's), then iterative
+    refinement x += solve(b - A x) with the residual in double precision (``matvec``(x) = A x) until |b - A x| <=
+    REFINE_TOLERANCE |b|. Where the single-precision factor fails (a pivot <= 0 in single precision), the refinement
+    stops gaining (a residual no smaller than the one before) or does not reach the tolerance in REFINE_MAX_STEPS, and
+    without ``single``, the double-precision factor solves. Returns (x, method name)."""
+    if single:
+        factor, info = spbtrf(scatter.band(data, contact, np.float32), lower=0, overwrite_ab=1)
+        if info == 0:
+            x = scatter.solve(factor, b, True)
+            limit = REFINE_TOLERANCE * float(np.linalg.norm(b))
+            last = np.inf
+            for _ in range(REFINE_MAX_STEPS + 1):
+                r = b - matvec(x)
+                size = float(np.linalg.norm(r))
+                if size <= limit:
+                    return x, SINGLE_REFINED
+                if not size < last:  # diverging or stuck (nan included): single precision is too coarse here
+                    break
+                last = size
+                x += scatter.solve(factor, r, True)
     factor, info = dpbtrf(scatter.band(data, contact), lower=0, overwrite_ab=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"dpbtrf failed (info {info}): the Newton matrix is not positive definite")
     return scatter.solve(factor, b, False), "banded Cholesky"
+
+
+SINGLE_REFINED = "banded Cholesky (single, refined)"
