@@ -9,7 +9,8 @@
 - ``cloth-prepare`` / ``cloth``: the 64 x 64 GAMES103 lab cloth (10 m, two corners pinned, sphere r 2.7 at the
   origin, ground at z = -3, colliders 1 cm thick) at NEWTON's defaults; ``cloth-prepare`` runs frames 1..START and
   saves the state, ``cloth`` runs the next frames from it: seconds per frame, Newton iterations per step (median,
-  max), halvings, split steps, and a cProfile summary.
+  max), halvings, split steps, and a cProfile summary; ``--compare`` runs each frame twice from the same state, with each
+  Newton system solved as a CSR matrix in double precision (``NewtonSolves.__call__``) and as NEWTON solves them.
 - ``cube``: the hammock of tests/test_bodies.py with its 0.4 m cube tetrahedralized at resolution 10 (2355
   particles) on NEWTON and the cloth on XPBD: seconds per frame, the cube's Newton iterations and a cProfile summary;
   ``--eigh`` projects the Neo-Hookean Hessian by the batched 9x9 eigh as before the analytic eigensystem.
@@ -187,6 +188,13 @@ def _frames(model, colliders, state, first, last, profile, config):
     return state
 
 
+def _solve_csr_double(solver):
+    """Each Newton system as a CSR matrix, permuted and factorized in double precision (``NewtonSolves.__call__``):
+    the solve before the band was filled from the block data and factorized in single precision, for comparison."""
+    solves = solver.solves
+    solves.solve_blocks = lambda pattern, data, contact, b: solves(direct.block_matrix(pattern, data, contact), b)
+
+
 def _config(args):
     return SolverConfig(solver="NEWTON", newton_tolerance=args.tolerance)
 
@@ -203,7 +211,36 @@ def run_cloth(args):
     state = State.at_rest(model)
     saved = np.load(CLOTH_STATE)
     state.x[:], state.v[:] = saved["x"], saved["v"]
+    if args.compare:
+        _compare(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, _config(args))
+        return
     _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, True, _config(args))
+
+
+def _compare(model, colliders, state, first, last, config):
+    """Each frame from the same state twice, with the CSR double-precision solve and as NEWTON solves, in alternating
+    order (the machine's load changes within seconds); the frames go on from NEWTON's. Prints both per frame."""
+    solvers = {"csr double": make_solver(model, config), "newton": make_solver(model, config)}
+    _solve_csr_double(solvers["csr double"])
+    seconds = {name: [] for name in solvers}
+    iterations = {name: [] for name in solvers}
+    for frame in range(first, last + 1):
+        start = state.x.copy(), state.v.copy()
+        names = list(solvers) if frame % 2 else list(solvers)[::-1]
+        for name in names:
+            run = State.at_rest(model)
+            run.x[:], run.v[:] = start
+            began = time.perf_counter()
+            stats = advance_frame(solvers[name], run, 1.0 / FPS, config.substeps, colliders)
+            seconds[name].append(time.perf_counter() - began)
+            iterations[name].append(stats.newton_iterations)
+            if name == "newton":
+                state.x[:], state.v[:] = run.x, run.v
+        print(f"frame {frame}: " + ", ".join(f"{name} {seconds[name][-1]:.2f} s ({iterations[name][-1]} iterations)"
+                                             for name in solvers), flush=True)
+    for name in solvers:
+        print(f"{name}: {np.mean(seconds[name]):.2f} s/frame, iterations median {np.median(iterations[name]):.0f}")
+    print(f"speed-up {np.sum(seconds['csr double']) / np.sum(seconds['newton']):.2f}x")
 
 
 def run_cube(args):
@@ -245,6 +282,8 @@ def main(argv=None):
     parser.add_argument("--frames", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--eigh", action="store_true", help="cube: project the Neo-Hookean Hessian by the 9x9 eigh (before)")
+    parser.add_argument("--compare", action="store_true",
+                        help="cloth: each frame also with the CSR double-precision solve, no cProfile")
     parser.add_argument("--tolerance", type=float, default=SolverConfig.newton_tolerance, help="newton_tolerance [m/s]")
     args = parser.parse_args(argv)
     {"factor": run_factor, "psd": run_psd, "cloth-prepare": run_cloth_prepare, "cloth": run_cloth, "cube": run_cube}[args.what](args)

@@ -58,7 +58,6 @@ each iteration, apart from the fixed pattern of the elastic terms.
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from .base import Solver
 from .collision.barriers.log_barrier import ColliderBarrier, barrier_derivative
@@ -78,7 +77,7 @@ from .energies import (
 )
 from .frame import StepNotConverged
 from .linalg import BlockPattern, block_cg, inverse_3x3
-from .linalg.direct import NewtonSolves
+from .linalg.direct import NewtonSolves, block_matrix
 from .energies.pressure import gas_pressure
 from .energies.sewing import SewingSprings
 from .material import hinge_bending_stiffness, material_arrays
@@ -164,6 +163,15 @@ class NewtonSolver(Solver):
         rows = np.concatenate([h.rows for h in stencils] + [np.arange(n)])
         cols = np.concatenate([h.cols for h in stencils] + [np.arange(n)])
         self.pattern = BlockPattern(rows, cols, self.free)
+        # Inertia's blocks and those of the potentials with a constant Hessian (a flat sheet's bending) are summed into
+        # the pattern once; each iteration sums only the other terms' blocks and the diagonal's.
+        constant = [True] + [bool(getattr(e, "is_constant_hessian", False)) for e in self.potentials] + [False]
+        sums = _split_sums(self.pattern, [len(h.rows) for h in stencils] + [n], constant)
+        self._inertia_data = (sums[0] @ stencils[0].blocks.reshape(-1, 9)).reshape(-1, 3, 3)
+        self._constant_data = (sums[1] @ np.concatenate([h.blocks for h, c in zip(stencils[1:], constant[1:]) if c]
+                                                        + [np.zeros((0, 3, 3))]).reshape(-1, 9)).reshape(-1, 3, 3)
+        self._varying_sum = sums[2]
+        self._varying_terms = [e for e, c in zip(self.potentials, constant[1:]) if not c]
         self.face_triangles = face_triangles(np.concatenate([_face_surface(body) + offset for body, _, offset in parts]),
                                              self.free)
         """Surface triangles (a cloth's faces, a solid's tet boundary and its mesh's faces as drawn) with a free corner:
@@ -239,7 +247,6 @@ class NewtonSolver(Solver):
         predicts for the full step is half of it."""
         n = len(x)
         gradient = self.inertia.gradient(x) + h2 * sum(term.gradient(x) for term in terms)
-        static = [self.inertia.hessian(x).blocks] + [h2 * e.hessian(x).blocks for e in self.potentials]
         diagonal = np.zeros((n, 3, 3))
         coupled = []
         for term in terms[len(self.potentials):]:
@@ -247,38 +254,31 @@ class NewtonSolver(Solver):
                 coupled.append(term.hessian(x))
             else:
                 diagonal += term.hessian(x).blocks
-        data = self.pattern.assemble(np.concatenate(static + [h2 * diagonal]))
+        varying = np.concatenate([e.hessian(x).blocks for e in self._varying_terms] + [diagonal])
+        data = self._inertia_data + h2 * (self._constant_data + (self._varying_sum @ varying.reshape(-1, 9)).reshape(-1, 3, 3))
         rhs = -self.pattern.restrict(gradient)
         if self.pattern.free_count == 0:
             return np.zeros_like(x), 0.0
-        A = self.pattern.matrix(data)
-        contact = self._contact_matrix(coupled, h2)
-        if contact is not None:
-            A = (A + contact).tocsr()
+        contact = self._contact_blocks(coupled, h2)
         if 3 * self.pattern.free_count <= DIRECT_SOLVE_MAX_DOFS:
-            p = self.solves(A, rhs)
+            p = self.solves.solve_blocks(self.pattern, data, contact, rhs)
         else:
             D_inv = inverse_3x3(self.pattern.diagonal_blocks(data))
+            A = block_matrix(self.pattern, data, contact)
             p, _, _ = block_cg(A, D_inv, rhs, np.zeros_like(rhs), CG_TOLERANCE, 10 * len(rhs))
         return self.pattern.extend(p, n), float(rhs @ p)
 
-    def _contact_matrix(self, hessians, h2):
-        """The contact terms' blocks (BlockHessians over their current stencils) as one reduced sparse matrix, or
-        None: COO assembly over the free particles (blocks touching a pinned particle are dropped, as in the fixed
-        pattern)."""
+    def _contact_blocks(self, hessians, h2):
+        """The contact terms' blocks (BlockHessians over their current stencils) times h2 at reduced block rows and
+        columns, (rows, cols, blocks), or None: blocks touching a pinned particle are dropped, as in the fixed
+        pattern."""
         hessians = [h for h in hessians if len(h.rows)]
         if not hessians:
             return None
         r = self.reduced[np.concatenate([h.rows for h in hessians])]
         c = self.reduced[np.concatenate([h.cols for h in hessians])]
-        blocks = h2 * np.concatenate([h.blocks for h in hessians])
         kept = (r >= 0) & (c >= 0)
-        r, c, blocks = r[kept], c[kept], blocks[kept]
-        i = (3 * r)[:, None, None] + np.arange(3)[None, :, None]
-        j = (3 * c)[:, None, None] + np.arange(3)[None, None, :]
-        size = 3 * self.pattern.free_count
-        return sp.coo_matrix((blocks.ravel(), (np.broadcast_to(i, blocks.shape).ravel(),
-                                               np.broadcast_to(j, blocks.shape).ravel())), shape=(size, size)).tocsr()
+        return r[kept], c[kept], h2 * np.concatenate([h.blocks for h in hessians])[kept]
 
     # ------------------------------------------------------------------ one step
 
@@ -414,6 +414,18 @@ def body_potentials(model, config) -> list:
     if pressure is not None:
         terms.append(pressure)
     return terms
+
+
+def _split_sums(pattern, counts, constant):
+    """``pattern.sum_matrix`` split by the triplets' terms: (inertia's, the other constant terms', the varying terms'),
+    each a CSR matrix (block_count, its triplets). counts: the triplets of each term in the order of the pattern's
+    (inertia, the potentials, the diagonal); constant: whether each term's blocks are constant (inertia's are)."""
+    bounds = np.cumsum([0] + list(counts))
+    columns = [np.arange(bounds[k], bounds[k + 1]) for k in range(len(counts))]
+    sums = pattern.sum_matrix.tocsc()
+    constant_columns = np.concatenate([c for c, fixed in zip(columns[1:], constant[1:]) if fixed] + [np.zeros(0, int)])
+    varying_columns = np.concatenate([c for c, fixed in zip(columns, constant) if not fixed] + [np.zeros(0, int)])
+    return sums[:, columns[0]].tocsr(), sums[:, constant_columns].tocsr(), sums[:, varying_columns].tocsr()
 
 
 def _face_surface(model) -> np.ndarray:

@@ -92,3 +92,83 @@ def test_a_grid_whose_band_holds_more_entries_but_costs_less_work_is_banded():
     x = solves(A, b)
     assert solves.method == "banded Cholesky"
     np.testing.assert_allclose(A @ x, b, atol=1e-9 * np.abs(b).max())
+
+
+def grid_blocks(n, shift=1.0, seed=0, pinned=()):
+    """The pattern and block data of ``grid_laplacian_3d`` as NEWTON assembles them (``BlockPattern``, pinned
+    particles eliminated), and the CSR matrix they make."""
+    from solvers.linalg import BlockPattern
+
+    rng = np.random.default_rng(seed)
+    index = np.arange(n * n).reshape(n, n)
+    pairs = [(index[:, :-1], index[:, 1:]), (index[:-1, :], index[1:, :]), (index[:-1, :-1], index[1:, 1:])]
+    i = np.concatenate([a.ravel() for a, _ in pairs])
+    j = np.concatenate([b.ravel() for _, b in pairs])
+    w = rng.uniform(0.5, 2.0, len(i))
+    free = np.ones(n * n, bool)
+    free[list(pinned)] = False
+    rows = np.concatenate([i, j, i, j, np.arange(n * n)])
+    cols = np.concatenate([i, j, j, i, np.arange(n * n)])
+    blocks = np.concatenate([w, w, -w, -w, np.full(n * n, shift)])[:, None, None] * np.eye(3)
+    pattern = BlockPattern(rows, cols, free)
+    data = pattern.assemble(blocks)
+    return pattern, data, pattern.matrix(data).tocsr()
+
+
+def test_block_solves_fill_the_band_directly_and_match_the_matrix_solve():
+    """``solve_blocks``: the band filled from the block data (``BandScatter``) in single precision and refined gives
+    the double-precision solve's x to the refinement's tolerance; contact blocks within the band add to it."""
+    from solvers.linalg.direct import REFINE_TOLERANCE, block_matrix
+
+    pattern, data, A = grid_blocks(24, pinned=(0, 23))
+    rng = np.random.default_rng(5)
+    b = rng.normal(size=A.shape[0])
+    solves = NewtonSolves()
+    x = solves.solve_blocks(pattern, data, None, b)
+    x = solves.solve_blocks(pattern, data, None, b)  # the first call planned (and solved in double precision)
+    assert solves.method == "banded Cholesky (single, refined)"
+    assert np.linalg.norm(A @ x - b) <= REFINE_TOLERANCE * np.linalg.norm(b)
+    np.testing.assert_allclose(x, spsolve(A.tocsc(), b), rtol=1e-8, atol=1e-10 * np.abs(x).max())
+    # A contact pair of neighbouring particles (rows 30 and 31 of the reduced pattern): within the band.
+    k = np.array([[2.0, 0.5, 0.0], [0.5, 1.0, 0.0], [0.0, 0.0, 3.0]])
+    contact = (np.array([30, 31, 30, 31]), np.array([30, 31, 31, 30]), np.stack([k, k, -k, -k]))
+    x = solves.solve_blocks(pattern, data, contact, b)
+    assert solves.method == "banded Cholesky (single, refined)"
+    C = block_matrix(pattern, data, contact)
+    np.testing.assert_allclose(x, spsolve(C.tocsc(), b), rtol=1e-8, atol=1e-10 * np.abs(x).max())
+    assert abs(C - A).sum() > 0.0
+
+
+def test_block_solves_leave_the_band_for_superlu_and_refinement_falls_back_to_double(monkeypatch):
+    from solvers.linalg import direct
+
+    pattern, data, A = grid_blocks(24)
+    b = np.random.default_rng(6).normal(size=A.shape[0])
+    solves = NewtonSolves()
+    solves.solve_blocks(pattern, data, None, b)
+    first, last = solves.plan[1][0] // 3, solves.plan[1][-1] // 3  # the particles at the ordering's two ends
+    k = np.eye(3)
+    far = (np.array([first, last, first, last]), np.array([first, last, last, first]), np.stack([k, k, -k, -k]))
+    x = solves.solve_blocks(pattern, data, far, b)
+    assert solves.method == "SuperLU"
+    np.testing.assert_allclose(direct.block_matrix(pattern, data, far) @ x, b, atol=1e-9 * np.abs(b).max())
+    assert solves.single
+    monkeypatch.setattr(direct, "REFINE_MAX_STEPS", 0)  # no refinement step reaches the tolerance: double precision
+    x = solves.solve_blocks(pattern, data, None, b)
+    assert solves.method == "banded Cholesky"
+    np.testing.assert_allclose(x, spsolve(A.tocsc(), b), rtol=1e-9, atol=1e-12)
+    monkeypatch.setattr(direct, "REFINE_MAX_STEPS", 8)
+    solves.solve_blocks(pattern, data, None, b)
+    assert not solves.single and solves.method == "banded Cholesky"  # the sequence stays in double precision
+
+
+def test_a_matrix_too_ill_conditioned_for_single_precision_is_solved_in_double():
+    """Eigenvalues from 1e-9 to ~10 (a grid Laplacian plus a tiny shift): single precision's factor cannot resolve
+    them, its refinement stops gaining (or its factorization fails) and the double-precision factor solves."""
+    pattern, data, A = grid_blocks(24, shift=1e-9)
+    b = np.random.default_rng(7).normal(size=A.shape[0])
+    solves = NewtonSolves()
+    solves.solve_blocks(pattern, data, None, b)
+    x = solves.solve_blocks(pattern, data, None, b)
+    assert solves.method == "banded Cholesky" and not solves.single
+    np.testing.assert_allclose(A @ x, b, atol=1e-6 * np.abs(b).max())

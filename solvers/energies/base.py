@@ -95,6 +95,11 @@ class OnRows(Energy):
         self.term, self.offset, self.count = term, int(offset), int(count)
         self._rows = None  # (the term's rows, cols) -> shifted copies, made once: the stencil is the same every call
 
+    @property
+    def is_constant_hessian(self) -> bool:
+        """Whether the term's Hessian is the same at every x (then so is this one's)."""
+        return bool(getattr(self.term, "is_constant_hessian", False))
+
     def _own(self, x):
         return x[self.offset:self.offset + self.count]
 
