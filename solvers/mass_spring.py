@@ -84,7 +84,7 @@ CONTACT_ROUNDS = 3
 """IMPLICIT_EULER: at most this many rounds of contact-set updates (each one linear solve, warm-started) per step."""
 
 NEWTON_ITERATIONS = 8
-"""IMPLICIT_EULER: at most this many linearizations per phase (contacts, friction) of a step; the first is Baraff and
+"""IMPLICIT_EULER: at most this many linearizations per phase (frictionless, friction) of a step; the first is Baraff and
 Witkin's single step, the others happen only when the line search had to shorten a step."""
 
 ARMIJO = 1e-4
@@ -404,7 +404,7 @@ class _ImplicitStep:
 
     def contact_phase(self):
         """Newton on Phi with the colliders' contacts as constraints (no friction)."""
-        self._newton("contacts")
+        self._newton("frictionless")  # named in StepNotConverged messages; with or without contacts
 
     def friction_phase(self):
         """Newton on Phi + D from the contact phase's result; nothing if no contact has friction and a positive
