@@ -20,20 +20,37 @@ static inline double clip01(double t) {
 
 static inline double max_zero(double a, double b) { return a > b ? a : (a == a ? b : a); } /* np.maximum(a, b) */
 
+/* The Gram system of p over (A, B, C) as primitives.closest_weights forms it: the edges from A, their dot products
+ * with A->p and each other, the unscaled weights v, w of the foot of the perpendicular, and whether that foot is
+ * taken (inside: within the triangle and the triangle not degenerate). */
+typedef struct {
+    double e1[3], e2[3], ap[3];
+    double d1, d2, e11, e12, e22, denom, v, w;
+    int inside;
+} GramSystem;
+
+static inline GramSystem gram_system(const double *p, const double *A, const double *B, const double *C) {
+    GramSystem g;
+    for (int i = 0; i < 3; i++) {
+        g.e1[i] = B[i] - A[i];
+        g.e2[i] = C[i] - A[i];
+        g.ap[i] = p[i] - A[i];
+    }
+    g.d1 = dot3(g.e1, g.ap);
+    g.d2 = dot3(g.e2, g.ap);
+    g.e11 = dot3(g.e1, g.e1);
+    g.e12 = dot3(g.e1, g.e2);
+    g.e22 = dot3(g.e2, g.e2);
+    g.denom = g.e11 * g.e22 - g.e12 * g.e12;
+    g.v = g.e22 * g.d1 - g.e12 * g.d2;
+    g.w = g.e11 * g.d2 - g.e12 * g.d1;
+    g.inside = (g.v >= 0.0) & (g.w >= 0.0) & (g.v + g.w <= g.denom) & (g.denom > 1e-12 * g.e11 * g.e22);
+    return g;
+}
+
 /* Whether primitives.closest_weights takes the foot of the perpendicular (the Gram system) for p over (A, B, C). */
 static inline int closest_inside(const double *p, const double *A, const double *B, const double *C) {
-    double e1[3], e2[3], ap[3];
-    for (int i = 0; i < 3; i++) {
-        e1[i] = B[i] - A[i];
-        e2[i] = C[i] - A[i];
-        ap[i] = p[i] - A[i];
-    }
-    double d1 = dot3(e1, ap), d2 = dot3(e2, ap);
-    double e11 = dot3(e1, e1), e12 = dot3(e1, e2), e22 = dot3(e2, e2);
-    double denom = e11 * e22 - e12 * e12;
-    double v = e22 * d1 - e12 * d2;
-    double w = e11 * d2 - e12 * d1;
-    return (v >= 0.0) & (w >= 0.0) & (v + w <= denom) & (denom > 1e-12 * e11 * e22);
+    return gram_system(p, A, B, C).inside;
 }
 
 /* Closest point of triangle (a, b, c) to p: barycentric weights (bary[0..2]); primitives.point_triangle_closest.
@@ -41,19 +58,10 @@ static inline int closest_inside(const double *p, const double *A, const double 
  * without copying the columns, so they sum in the rows' order); else they sum in order. */
 static inline void closest_weights(const double *p, const double *A, const double *B, const double *C, double *bary,
                                    int all_border) {
-    double e1[3], e2[3], ap[3];
-    for (int i = 0; i < 3; i++) {
-        e1[i] = B[i] - A[i];
-        e2[i] = C[i] - A[i];
-        ap[i] = p[i] - A[i];
-    }
-    double d1 = dot3(e1, ap), d2 = dot3(e2, ap);
-    double e11 = dot3(e1, e1), e12 = dot3(e1, e2), e22 = dot3(e2, e2);
-    double denom = e11 * e22 - e12 * e12;
-    double v = e22 * d1 - e12 * d2;
-    double w = e11 * d2 - e12 * d1;
-    int inside = (v >= 0.0) & (w >= 0.0) & (v + w <= denom) & (denom > 1e-12 * e11 * e22);
-    if (inside) {
+    GramSystem g = gram_system(p, A, B, C);
+    const double *e1 = g.e1, *e2 = g.e2, *ap = g.ap;
+    double d1 = g.d1, d2 = g.d2, e11 = g.e11, e22 = g.e22, denom = g.denom, v = g.v, w = g.w;
+    if (g.inside) {
         double scale = 1.0 / denom;
         v *= scale;
         w *= scale;
