@@ -123,7 +123,7 @@ def test_block_solves_fill_the_band_directly_and_match_the_matrix_solve():
     pattern, data, A = grid_blocks(24, pinned=(0, 23))
     rng = np.random.default_rng(5)
     b = rng.normal(size=A.shape[0])
-    solves = NewtonSolves()
+    solves = NewtonSolves(single=True)
     x = solves.solve_blocks(pattern, data, None, b)
     x = solves.solve_blocks(pattern, data, None, b)  # the first call planned (and solved in double precision)
     assert solves.method == "banded Cholesky (single, refined)"
@@ -144,7 +144,7 @@ def test_block_solves_leave_the_band_for_superlu_and_refinement_falls_back_to_do
 
     pattern, data, A = grid_blocks(24)
     b = np.random.default_rng(6).normal(size=A.shape[0])
-    solves = NewtonSolves()
+    solves = NewtonSolves(single=True)
     solves.solve_blocks(pattern, data, None, b)
     first, last = solves.plan[1][0] // 3, solves.plan[1][-1] // 3  # the particles at the ordering's two ends
     k = np.eye(3)
@@ -167,7 +167,7 @@ def test_a_matrix_too_ill_conditioned_for_single_precision_is_solved_in_double()
     them, its refinement stops gaining (or its factorization fails) and the double-precision factor solves."""
     pattern, data, A = grid_blocks(24, shift=1e-9)
     b = np.random.default_rng(7).normal(size=A.shape[0])
-    solves = NewtonSolves()
+    solves = NewtonSolves(single=True)
     solves.solve_blocks(pattern, data, None, b)
     x = solves.solve_blocks(pattern, data, None, b)
     assert solves.method == "banded Cholesky" and not solves.single
