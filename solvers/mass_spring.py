@@ -588,14 +588,15 @@ def bending_matrix(bending, particle_count: int) -> sp.csr_matrix:
 
 
 def highest_frequency_bound(model, stiffness, bending_stiffness: float = 0.0) -> float:
-    """Upper bound on the highest angular frequency omega_max [rad/s] of the spring network, 0 if no free spring.
+    """Upper bound on the highest angular frequency omega_max [rad/s] of the spring network, 0 if nothing oscillates.
 
     ``stiffness`` [N/m] is one value for every edge or an array (edge_count,), e.g.
     ``material_arrays(model, config).edge_stiffness`` (cloth and solid springs alike).
     ``bending_stiffness`` [N m]: a cloth's ``config.bending_stiffness`` (ignored for bodies with tets), whose
     hinges add their Hessian, at most Q (x) I3 with Q = ``bending_matrix`` (the PSD-projected hinge Hessian
     c [(1 - r0/|y|)+ (I - n n^T) + n n^T] is <= c I in y), to the springs'. Gershgorin on the sum adds
-    sum over free j of |Q_ij| / sqrt(m_i m_j) to row i.
+    sum over free j of |Q_ij| / sqrt(m_i m_j) to row i. Soft pins (``soft_pins.GoalSprings``: k_g I on their
+    particle's diagonal) add k_g / m_i to their row: stiff soft pins can set the limit on their own.
 
     omega_max^2 is the largest eigenvalue of M^-1 K over the free particles. For any configuration (with
     the clamp of ``MassSpringSolver``) K_e <= k I, so it is at most that of the scalar spring Laplacian,
@@ -618,6 +619,9 @@ def highest_frequency_bound(model, stiffness, bending_stiffness: float = 0.0) ->
         both_free = free[Q.row] & free[Q.col]
         row += np.bincount(Q.row[both_free], np.abs(Q.data[both_free]) / np.sqrt(m[Q.row[both_free]] * m[Q.col[both_free]]),
                            minlength=model.particle_count)
+    goals = np.asarray(getattr(model, "goal_particles", ()), np.int64)
+    if len(goals):
+        row += np.bincount(goals, np.asarray(model.goal_stiffness, np.float64) / m[goals], minlength=model.particle_count)
     row = row[free]
     return float(np.sqrt(row.max())) if len(row) else 0.0
 

@@ -7,6 +7,7 @@ import pytest
 
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, deepest_penetration, grid_cloth
 from solvers.frame import SimulationDiverged
+from solvers.soft_pins import soften_pins
 from solvers.mass_spring import (
     MIN_LINEAR_ITERATIONS,
     MassSpringSolver,
@@ -138,6 +139,29 @@ def test_symplectic_cloth_is_stable_below_the_bound_and_explodes_above():
     assert np.all(np.isfinite(state.x))
     with pytest.raises(SimulationDiverged):
         run_frames(MassSpringSolver(model, config), State.at_rest(model), 0.5, math.ceil((1 / 24) / (2.0 * limit)))
+
+
+def test_stable_substep_is_exact_for_a_soft_pin_alone():
+    # A 1 kg mass on its goal spring (one_spring's pin made soft, the edge without stiffness) oscillates at
+    # sqrt(k_g / m): the bound is exact there.
+    model = soften_pins(one_spring(), K)
+    assert highest_frequency_bound(model, 0.0) == pytest.approx(OMEGA, rel=1e-12)
+
+
+def test_symplectic_cloth_with_stiff_soft_pins_is_stable_at_the_bound():
+    # Soft pins 100x stiffer than the edges set the highest frequency: a step that ignored them explodes, the bound's
+    # step (which counts them) does not.
+    k, k_pin = 1.0e3, 1.0e5
+    model = soften_pins(cloth(9), k_pin)
+    edges_only = explicit_stable_substep(cloth(9), k)
+    limit = explicit_stable_substep(model, k)
+    assert limit < 0.5 * edges_only
+    config = SolverConfig(solver="SYMPLECTIC_EULER", stiffness=k, damping=0.0)
+    state = State.at_rest(model)
+    run_frames(MassSpringSolver(model, config), state, 0.5, math.ceil((1 / 24) / (0.95 * limit)))
+    assert np.all(np.isfinite(state.x))
+    with pytest.raises(SimulationDiverged):
+        run_frames(MassSpringSolver(model, config), State.at_rest(model), 0.5, math.ceil((1 / 24) / (0.95 * edges_only)))
 
 
 def test_explicit_euler_past_its_limit_raises_instead_of_nan():
