@@ -18,6 +18,8 @@ the course: the step stays a minimization.
 """
 import numpy as np
 
+from .base import Energy
+
 
 def mollified_slip(y, eps):
     """f0(y) of the module docstring: |u| smoothed below the slip eps [m], per contact."""
@@ -30,3 +32,27 @@ def mollified_slip_terms(y, eps):
     across = np.where(y >= eps, 1.0 / np.maximum(y, 1e-300), (2.0 * eps - y) / eps**2)
     along = np.where(y >= eps, 0.0, 2.0 / eps - 2.0 * y / eps**2)
     return across, along
+
+
+class LaggedFriction(Energy):
+    """The lagged friction energy D(x) = sum_c w_c f0(|u_c|) over contacts c, shared by the collider, face and pair
+    frictions (``collision/barriers``). A subclass sets ``weight`` (k,) mu lambda [N], ``eps`` [m] and ``T`` (k, 3, 3)
+    the lagged tangent projectors, and defines ``_slip(x)`` -> (u (k, 3) [m] the tangential slips, |u| (k,) [m]);
+    it maps the per-contact force and blocks below to its particles."""
+
+    def value(self, x):
+        _, y = self._slip(x)
+        return float(np.sum(self.weight * mollified_slip(y, self.eps)))
+
+    def slip_force(self, x):
+        """dD/du per contact (k, 3) [N]: w f1(|u|) / |u| u."""
+        u, y = self._slip(x)
+        return (self.weight * mollified_slip_terms(y, self.eps)[0])[:, None] * u
+
+    def slip_blocks(self, x):
+        """d2D/du2 per contact (k, 3, 3) [N/m], PSD: w [f1' t t^T + f1 / |u| (T - t t^T)], t = u / |u|."""
+        u, y = self._slip(x)
+        across, along = (self.weight * term for term in mollified_slip_terms(y, self.eps))
+        t = u / np.where(y > 0.0, y, 1.0)[:, None]
+        tt = t[:, :, None] * t[:, None, :]
+        return along[:, None, None] * tt + across[:, None, None] * (self.T - tt)

@@ -37,7 +37,7 @@ import numpy as np
 from dataclasses import replace
 
 from ...energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
-from ...energies.friction import mollified_slip, mollified_slip_terms
+from ...energies.friction import LaggedFriction
 from .log_barrier import CCD_SAFETY, barrier_terms
 from ..response.faces import _candidates
 from ..narrow_phase.primitives import closest_points_on_triangles, point_triangle_distance_squared
@@ -158,7 +158,7 @@ class FaceColliderBarrier(Energy):
         return float(alpha.min())
 
 
-class FaceColliderFriction(Energy):
+class FaceColliderFriction(LaggedFriction):
     """Lagged friction of the triangles in contact with a Sphere collider at the step's start (module docstring).
 
     triangles (t, 3); x_prev (n, 3) positions at the step's start [m]; barrier: the step's FaceColliderBarrier (its
@@ -187,22 +187,13 @@ class FaceColliderFriction(Energy):
         u = np.einsum("tij,tj->ti", self.T, q - self.q_prev)
         return u, np.sqrt(np.einsum("ij,ij->i", u, u))
 
-    def value(self, x):
-        _, y = self._slip(x)
-        return float(np.sum(self.weight * mollified_slip(y, self.eps)))
-
     def gradient(self, x):
-        u, y = self._slip(x)
-        g = (self.weight * mollified_slip_terms(y, self.eps)[0])[:, None] * u  # per contact point (k, 3)
+        g = self.slip_force(x)  # per contact point (k, 3)
         return scatter(self.triangles[self.near], self.bary[:, :, None] * g[:, None, :], len(x))
 
     def hessian(self, x, project=True):
         """Blocks of the triangles in contact only (their ``element_stencil``)."""
-        u, y = self._slip(x)
-        across, along = (self.weight * term for term in mollified_slip_terms(y, self.eps))
-        t = u / np.where(y > 0.0, y, 1.0)[:, None]
-        tt = t[:, :, None] * t[:, None, :]
-        point = along[:, None, None] * tt + across[:, None, None] * (self.T - tt)  # (k, 3, 3), PSD
+        point = self.slip_blocks(x)  # (k, 3, 3), PSD
         pair = self.bary[:, :, None] * self.bary[:, None, :]
         blocks = pair[:, :, :, None, None] * point[:, None, None, :, :]
         rows, cols = element_stencil(self.triangles[self.near])

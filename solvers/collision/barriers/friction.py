@@ -12,11 +12,11 @@ points of triangles.
 """
 import numpy as np
 
-from ...energies.base import BlockHessian, Energy
-from ...energies.friction import mollified_slip, mollified_slip_terms
+from ...energies.base import BlockHessian
+from ...energies.friction import LaggedFriction
 
 
-class ColliderFriction(Energy):
+class ColliderFriction(LaggedFriction):
     """Friction of one collider: collider (friction coefficient mu; its motion over the step, ``Collider.motion``, is
     taken off the slip, so a moving collider drags what rests on it), x_prev (n, 3) positions at the step's start
     [m], normal_force (n,) lambda [N] (0 where not in contact), eps [m] slip below which friction sticks."""
@@ -36,18 +36,8 @@ class ColliderFriction(Energy):
         u = np.einsum("nij,nj->ni", self.T, x - self.x_prev)
         return u, np.sqrt(np.einsum("ij,ij->i", u, u))
 
-    def value(self, x):
-        _, y = self._slip(x)
-        return float(np.sum(self.weight * mollified_slip(y, self.eps)))
-
     def gradient(self, x):
-        u, y = self._slip(x)
-        return (self.weight * mollified_slip_terms(y, self.eps)[0])[:, None] * u
+        return self.slip_force(x)
 
     def hessian(self, x, project=True):
-        u, y = self._slip(x)
-        across, along = (self.weight * term for term in mollified_slip_terms(y, self.eps))
-        t = u / np.where(y > 0.0, y, 1.0)[:, None]
-        tt = t[:, :, None] * t[:, None, :]
-        blocks = along[:, None, None] * tt + across[:, None, None] * (self.T - tt)
-        return BlockHessian(self._rows, self._rows, blocks)
+        return BlockHessian(self._rows, self._rows, self.slip_blocks(x))

@@ -15,8 +15,8 @@ gradient g (``primitives``): g_k = 2 w_k r, with r = g_0 / 2 (point-triangle, w_
 """
 import numpy as np
 
-from ...energies.base import BlockHessian, Energy, element_stencil, scatter
-from ...energies.friction import mollified_slip, mollified_slip_terms
+from ...energies.base import BlockHessian, element_stencil, scatter
+from ...energies.friction import LaggedFriction
 
 
 def closest_point_weights(g: np.ndarray, edge_edge: bool):
@@ -27,7 +27,7 @@ def closest_point_weights(g: np.ndarray, edge_edge: bool):
     return np.einsum("kjd,kd->kj", g, r) / (2.0 * D)[:, None], r
 
 
-class PairFriction(Energy):
+class PairFriction(LaggedFriction):
     """Friction of pairs in contact at x_start: stencil (k, 4) particles, weights (k, 4) and r (k, 3) as
     ``closest_point_weights``, normal_force (k,) lambda [N], x_start (n, 3) [m], mu, eps [m] the slip below which
     friction sticks. Its Hessian's blocks couple the pair's particles (``coupled``)."""
@@ -49,21 +49,11 @@ class PairFriction(Energy):
         u = np.einsum("kij,kj->ki", self.T, np.einsum("kj,kjd->kd", self.weights, moved))
         return u, np.sqrt(np.einsum("ij,ij->i", u, u))
 
-    def value(self, x):
-        _, y = self._slip(x)
-        return float(np.sum(self.weight * mollified_slip(y, self.eps)))
-
     def gradient(self, x):
-        u, y = self._slip(x)
-        force = (self.weight * mollified_slip_terms(y, self.eps)[0])[:, None] * u  # (k, 3)
-        return scatter(self.stencil, self.weights[:, :, None] * force[:, None, :], len(x))
+        return scatter(self.stencil, self.weights[:, :, None] * self.slip_force(x)[:, None, :], len(x))
 
     def hessian(self, x, project=True):
-        u, y = self._slip(x)
-        across, along = (self.weight * term for term in mollified_slip_terms(y, self.eps))
-        t = u / np.where(y > 0.0, y, 1.0)[:, None]
-        tt = t[:, :, None] * t[:, None, :]
-        K = along[:, None, None] * tt + across[:, None, None] * (self.T - tt)  # (k, 3, 3)
+        K = self.slip_blocks(x)  # (k, 3, 3)
         ww = self.weights[:, :, None] * self.weights[:, None, :]  # (k, 4, 4), stencil order: row-major
         blocks = (ww[:, :, :, None, None] * K[:, None, None]).reshape(-1, 3, 3)
         return BlockHessian(self._rows, self._cols, blocks)
