@@ -17,6 +17,24 @@
 
 #include "softsim_native.h"
 
+/* Row i of A v for A in CSR (indptr, indices, data) and v (cols, 3): the row's sum from 0 in CSR order, coordinate by
+ * coordinate (scipy's csr_matvecs), written to z (3,). */
+static void csr_row3(int64_t i, const int64_t *indptr, const int64_t *indices, const double *data, const double *v,
+                     double z[3])
+{
+    double z0 = 0.0, z1 = 0.0, z2 = 0.0;
+    for (int64_t jj = indptr[i]; jj < indptr[i + 1]; ++jj) {
+        const double a = data[jj];
+        const double *row = v + 3 * indices[jj];
+        z0 += a * row[0];
+        z1 += a * row[1];
+        z2 += a * row[2];
+    }
+    z[0] = z0;
+    z[1] = z1;
+    z[2] = z2;
+}
+
 /* rows: the constraints r; A (r, nf) in CSR (indptr (r + 1,), indices, data); x_free (nf, 3); z_pinned (r, 3), the
  * pinned columns' share (zeros without pins: NumPy adds the scalar 0.0 then, the same bits). weighted_radius (r,)
  * = w R, fallback (r, 3) unit directions, tiny: the threshold below which |z| has no direction. Writes
@@ -26,17 +44,11 @@ void softsim_pd_sphere_project(int64_t rows, const int64_t *indptr, const int64_
                                const double *fallback, double tiny, double *length, double *q)
 {
     for (int64_t i = 0; i < rows; ++i) {
-        double z0 = 0.0, z1 = 0.0, z2 = 0.0;
-        for (int64_t jj = indptr[i]; jj < indptr[i + 1]; ++jj) {
-            const double a = data[jj];
-            const double *x = x_free + 3 * indices[jj];
-            z0 += a * x[0];
-            z1 += a * x[1];
-            z2 += a * x[2];
-        }
-        z0 = z0 + z_pinned[3 * i];
-        z1 = z1 + z_pinned[3 * i + 1];
-        z2 = z2 + z_pinned[3 * i + 2];
+        double z[3];
+        csr_row3(i, indptr, indices, data, x_free, z);
+        double z0 = z[0] + z_pinned[3 * i];
+        double z1 = z[1] + z_pinned[3 * i + 1];
+        double z2 = z[2] + z_pinned[3 * i + 2];
         double norm = sqrt((z0 * z0 + z1 * z1) + z2 * z2);
         length[i] = norm;
         if (norm <= tiny) {
@@ -58,17 +70,11 @@ void softsim_pd_scatter_add(int64_t rows, const int64_t *indptr, const int64_t *
                             const double *q, const double *b_in, double *b_out)
 {
     for (int64_t i = 0; i < rows; ++i) {
-        double y0 = 0.0, y1 = 0.0, y2 = 0.0;
-        for (int64_t jj = indptr[i]; jj < indptr[i + 1]; ++jj) {
-            const double a = data[jj];
-            const double *v = q + 3 * indices[jj];
-            y0 += a * v[0];
-            y1 += a * v[1];
-            y2 += a * v[2];
-        }
-        b_out[3 * i] = b_in[3 * i] + y0;
-        b_out[3 * i + 1] = b_in[3 * i + 1] + y1;
-        b_out[3 * i + 2] = b_in[3 * i + 2] + y2;
+        double y[3];
+        csr_row3(i, indptr, indices, data, q, y);
+        b_out[3 * i] = b_in[3 * i] + y[0];
+        b_out[3 * i + 1] = b_in[3 * i + 1] + y[1];
+        b_out[3 * i + 2] = b_in[3 * i + 2] + y[2];
     }
 }
 
