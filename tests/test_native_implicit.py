@@ -4,8 +4,11 @@ twins, bit for bit on x86-64 (``native_helpers.assert_same``: the C code repeats
 - ``SphereProjection.project`` <-> ``EdgeSprings.project`` / ``HingeBending.project`` of A_free x + z_pinned (targets
   and energy; zero-length springs, with and without pins, curved hinges); ``scatter`` <-> b + A_free_T @ q;
 - ``BlockMatrix`` <-> scipy's BSR product (random matrices with empty block rows, rectangular, the implicit solver's);
+- ``RotationSVD`` <-> ``linalg.eigen3.rotation_svd`` (near-rotations, general, inverted, flat, tiny, repeated singular
+  values, zero and NaN matrices);
 - whole runs, Compute AUTO against NUMPY: PROJECTIVE on a curved pinned cloth over a sphere (springs and curved hinges
-  native, the end-of-step contacts in XPBD's ``AnalyticContacts.finish``), IMPLICIT_EULER with CG and with Jacobi on a cloth landing on a sphere;
+  native, the end-of-step contacts in XPBD's ``AnalyticContacts.finish``), IMPLICIT_EULER with CG and with Jacobi on a cloth landing on a sphere,
+  PROJECTIVE on a solid of tets landing on the ground (its per-tet SVD native);
 - the bindings' refusals: ValueError naming the array for a wrong dtype, shape, layout, index or row pointer.
 """
 import numpy as np
@@ -15,8 +18,9 @@ import scipy.sparse as sp
 from native_helpers import assert_same, native_library
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.energies import hinges_from_triangles
-from solvers.native.implicit_kernels import BlockMatrix, SphereProjection
-from solvers.projective.constraints import EdgeSprings, HingeBending
+from solvers.linalg.eigen3 import rotation_svd
+from solvers.native.implicit_kernels import BlockMatrix, RotationSVD, SphereProjection
+from solvers.projective.constraints import EdgeSprings, HingeBending, TetStrain
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +90,41 @@ def test_block_matrix_matches_scipy(library):
         assert_same(BlockMatrix(library, A) @ v, A @ v, np.abs(A @ v).max() + 1.0)
 
 
+def test_rotation_svd_matches_numpy(library):
+    rng = np.random.default_rng(4)
+    F = np.concatenate([
+        np.eye(3) + 0.01 * rng.normal(size=(300, 3, 3)),  # a solid near rest
+        rng.normal(size=(300, 3, 3)),  # general, half of them inverted
+        np.repeat(np.eye(3)[None], 5, axis=0), np.repeat(-np.eye(3)[None], 5, axis=0),  # three equal singular values
+        np.repeat(np.diag([2.0, 2.0, 1.0])[None], 5, axis=0), np.repeat(np.diag([1.0, 3.0, 3.0])[None], 5, axis=0),
+        1e-9 * rng.normal(size=(5, 3, 3)),  # tiny
+        rng.normal(size=(5, 3, 3)) * np.array([1.0, 1.0, 0.0]),  # flat: a zero column
+        np.zeros((1, 3, 3)), np.full((1, 3, 3), np.nan),
+    ])
+    F = np.ascontiguousarray(F.transpose(1, 2, 0))
+    got, want = RotationSVD(library)(F), rotation_svd(F.copy())
+    for a, b in zip(got, want):
+        finite = np.isfinite(b)
+        assert np.array_equal(np.isfinite(a), finite)
+        assert_same(a[finite], b[finite])
+    U, S, V = got
+    ok = np.isfinite(S).all(axis=0)
+    rebuilt = np.einsum("iat,at,jat->ijt", U, S, V)
+    assert np.abs(rebuilt - F)[..., ok].max() < 1e-9 * max(1.0, np.abs(F[..., ok]).max())  # F = U diag(S) V^T
+
+
+def test_rotation_svd_refuses_bad_arrays(library):
+    svd = RotationSVD(library)
+    with pytest.raises(ValueError, match="F: shape"):
+        svd(np.zeros((3, 4, 2)))
+    with pytest.raises(ValueError, match="F: dtype"):
+        svd(np.zeros((3, 3, 2), np.float32))
+    with pytest.raises(ValueError, match="F: must be C-contiguous"):
+        svd(np.zeros((3, 3, 4))[:, :, ::2])
+    with pytest.raises(ValueError, match="F: expected a numpy array"):
+        svd([[0.0] * 3] * 3)
+
+
 def _run(config, model, colliders, frames, compute, x0=None):
     solver = make_solver(model, SolverConfig(**{**config, "compute": compute}))
     state = State.at_rest(model)
@@ -110,6 +149,23 @@ def test_projective_cloth_native_equals_numpy(library):
     assert kinds == ["EdgeSprings", "HingeBending"]
     assert native_solver.contact_factorizations > 0  # the sphere's planes entered the solve
     assert native_solver.native_contacts is not None and numpy_solver.native_contacts is None  # end-of-step contacts
+    assert_same(a, b, 1.0)
+
+
+def test_projective_solid_native_equals_numpy(library):
+    corners = np.array([[c & 1, c >> 1 & 1, c >> 2 & 1] for c in range(8)], float)
+    kuhn = np.array([(0, 1, 3, 7), (0, 1, 5, 7), (0, 2, 3, 7), (0, 2, 6, 7), (0, 4, 5, 7), (0, 4, 6, 7)])
+    vertices = np.concatenate([corners, corners[4:] + [0.0, 0.0, 1.0]]) * 0.3 + [0.0, 0.0, 0.1]
+    model = build_model(vertices, tets=np.concatenate([kuhn, np.array([4, 5, 6, 7, 8, 9, 10, 11])[kuhn]]), total_mass=1.0)
+    tilted = vertices @ np.array([[0.96, 0.0, 0.28], [0.0, 1.0, 0.0], [-0.28, 0.0, 0.96]]).T + [0.0, 0.0, 0.1]
+    ground = [GroundPlane(np.zeros(3), np.array([0.0, 0.0, 1.0]), 0.0, 0.3)]
+    config = dict(solver="PROJECTIVE", substeps=4, iterations=5, youngs_modulus=5e4, poisson_ratio=0.4)
+    native_solver, a = _run(config, model, ground, 12, "AUTO", tilted)
+    numpy_solver, b = _run(config, model, ground, 12, "NUMPY", tilted)
+    tets = next(c for c, *_ in native_solver.projected if isinstance(c, TetStrain))
+    assert isinstance(tets.svd, RotationSVD)
+    assert next(c for c, *_ in numpy_solver.projected if isinstance(c, TetStrain)).svd is rotation_svd
+    assert a[-1, :, 2].min() < 0.01  # it landed (tilted, a corner first)
     assert_same(a, b, 1.0)
 
 

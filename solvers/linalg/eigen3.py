@@ -70,7 +70,9 @@ def rotation_svd(F: np.ndarray):
     two largest, u_2 = u_0 x u_1, S_2 = u_2 . F v_2.
     """
     eigenvalues, V = jacobi_eigen(np.einsum("dit,djt->ijt", F, F))
-    order = np.argsort(-eigenvalues, axis=0)  # descending
+    # Descending; stable, so equal eigenvalues keep their order on every machine (the default quicksort may take a
+    # SIMD sorting network that orders ties by the CPU) and the native twin (src/eigen3.c) can repeat it.
+    order = np.argsort(-eigenvalues, axis=0, kind="stable")
     eigenvalues = np.take_along_axis(eigenvalues, order, axis=0)
     V = np.take_along_axis(V, order[None], axis=1)
     V[:, 2] *= np.where(det_3x3(V) < 0.0, -1.0, 1.0)

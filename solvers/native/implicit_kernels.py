@@ -5,7 +5,9 @@
   targets q = w p, and the lengths |A x| its energy is computed from, by the set itself: ``energy_of``), ``scatter``
   is ``b + A_free_T @ q`` of ``ProjectiveSolver.global_solve``;
 - ``BlockMatrix`` <-> a scipy BSR matrix of 3x3 blocks in ``A @ x`` (``sparsetools.bsr_matvec``), for the implicit
-  mass-spring solver's CG and Jacobi solves (``linalg.iterative``), which only use ``A @ x``.
+  mass-spring solver's CG and Jacobi solves (``linalg.iterative``), which only use ``A @ x``;
+- ``RotationSVD`` <-> ``linalg.eigen3.rotation_svd`` (src/eigen3.c), the per-tet SVD of Projective Dynamics' tet
+  strain set (``projective.constraints.TetStrain``).
 
 Both repeat their twin's arithmetic in its order: bit for bit equal (tests/test_native_implicit.py).
 
@@ -110,3 +112,18 @@ class BlockMatrix:
         y = np.empty(self.shape[0])
         self.library.softsim_bsr3_matvec(*self._fixed, pointer(x), pointer(y))
         return y
+
+
+class RotationSVD:
+    """``linalg.eigen3.rotation_svd`` in C: F (3, 3, m) float64 C-contiguous (structure of arrays, entry (i, j) of
+    every matrix the row [i, j]) -> (U (3, 3, m), S (3, m), V (3, 3, m)), new arrays, bit for bit the twin's."""
+
+    def __init__(self, library):
+        self.library = library
+
+    def __call__(self, F):
+        F = checked("F", F, F64, (3, 3, None))
+        m = F.shape[2]
+        U, S, V = np.empty((3, 3, m)), np.empty((3, m)), np.empty((3, 3, m))
+        self.library.softsim_rotation_svd(m, pointer(F), pointer(U), pointer(S), pointer(V))
+        return U, S, V

@@ -84,6 +84,8 @@ SIGNATURES = {
     "softsim_pd_sphere_project": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P)),
     "softsim_pd_scatter_add": (None, (_I, _P, _P, _P, _P, _P, _P)),
     "softsim_bsr3_matvec": (None, (_I, _P, _P, _P, _P, _P)),
+    # The rotation-fixed SVD of 3x3 matrices (src/eigen3.c): PD's per-tet local step (implicit_kernels.RotationSVD).
+    "softsim_rotation_svd": (None, (_I, _P, _P, _P, _P)),
 }
 
 

@@ -416,12 +416,13 @@ def self_response(library) -> str:
 def implicit(library) -> str:
     """The implicit solvers' kernels (src/implicit.c) on the small cloth: PD's local step and right-hand side scatter of
     its edge springs (a zero-length edge included) and curved hinges, with pins; the 3x3-block product on a matrix of
-    the cloth's pattern."""
+    the cloth's pattern; the rotation SVD of PD's tets (src/eigen3.c)."""
     import scipy.sparse as sp
 
     from ..energies import hinges_from_triangles
     from ..projective.constraints import EdgeSprings, HingeBending
-    from .implicit_kernels import BlockMatrix, SphereProjection
+    from ..linalg.eigen3 import rotation_svd
+    from .implicit_kernels import BlockMatrix, RotationSVD, SphereProjection
 
     model, x, rng = _cloth()
     x[model.edge_indices[0, 1]] = x[model.edge_indices[0, 0]]  # a spring of zero length: projected along its rest
@@ -447,4 +448,16 @@ def implicit(library) -> str:
     A = sp.bsr_matrix(sp.kron(sets[0].laplacian, np.ones((3, 3))) + sp.eye(3 * model.particle_count), blocksize=(3, 3))
     A.data[:] = rng.normal(size=A.data.shape)
     v = rng.normal(size=A.shape[1])
-    return _differs("3x3-block product", BlockMatrix(library, A) @ v, A @ v, 1.0)
+    problem = _differs("3x3-block product", BlockMatrix(library, A) @ v, A @ v, 1.0)
+    if problem:
+        return problem
+    # The rotation SVD of PD's tets: near-rotations, general and inverted matrices, one with a repeated eigenvalue.
+    F = np.concatenate([np.eye(3) + 0.05 * rng.normal(size=(8, 3, 3)), rng.normal(size=(8, 3, 3)),
+                        np.diag([2.0, 2.0, 1.0])[None]])
+    F = np.ascontiguousarray(F.transpose(1, 2, 0))
+    got, want = RotationSVD(library)(F), rotation_svd(F.copy())
+    for name, a, b in zip("USV", got, want):
+        problem = _differs(f"rotation SVD {name}", a, b, 1.0)
+        if problem:
+            return problem
+    return ""

@@ -166,11 +166,14 @@ class TetStrain:
         cols = np.broadcast_to(tets[:, :, None], (t, 4, 3))
         self.A = sp.csr_matrix((G.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * t, len(X)))
         self.laplacian = _weighted_gram(self.A, np.repeat(self.w_strain + self.w_volume, 3))
+        self.svd = rotation_svd
+        """The per-tet SVD: ``linalg.eigen3.rotation_svd``, or its native twin (``native.implicit_kernels.RotationSVD``,
+        bit for bit the same), which the solver sets when the library loads."""
 
     def project(self, z, with_energy=False):
         t = len(z) // 3
         F = np.ascontiguousarray(z.reshape(t, 3, 3).transpose(2, 1, 0))  # (3, 3, t): F[d, c] = z[3t + c, d]
-        U, S, V = rotation_svd(F)
+        U, S, V = self.svd(F)
         s = project_unit_product(S.T).T
         # w_s U V^T + w_v U diag(s) V^T = U diag(w_s + w_v s) V^T.
         q = np.einsum("dat,at,cat->dct", U, self.w_strain + self.w_volume * s, V)

@@ -278,5 +278,8 @@ SOFTSIM_API void softsim_pd_scatter_add(int64_t rows, const int64_t *indptr, con
                                         const double *data, const double *q, const double *b_in, double *b_out);
 SOFTSIM_API void softsim_bsr3_matvec(int64_t block_rows, const int64_t *indptr, const int64_t *indices,
                                      const double *blocks, const double *x, double *y);
+/* The rotation-fixed SVD F = U diag(S) V^T of m 3x3 matrices (eigen3.c), structure of arrays: F, U, V (3, 3, m),
+ * S (3, m); U and V rotations, S descending with only S_2 negative (an inverted F). */
+SOFTSIM_API void softsim_rotation_svd(int64_t m, const double *F, double *U, double *S, double *V);
 
 #endif
