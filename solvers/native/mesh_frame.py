@@ -18,7 +18,7 @@ import ctypes
 
 import numpy as np
 
-from .kernels import F64, I64, checked, checked_indices
+from .kernels import F64, checked, checked_indices
 from .library import pointer
 from .mesh_kernels import attach
 
@@ -217,10 +217,9 @@ class MeshFrame:
         n, m = self.n, len(collider.vertices)
         vertices = collider.vertices
         grid = native.faces.grid_for(vertices)  # checks vertices (float64, (m, 3), finite)
-        face_normals = np.ascontiguousarray(collider.face_normals, np.float64)
-        vertex_normals, side_normals = (np.ascontiguousarray(a, np.float64) for a in collider._feature_normals())
         t = len(native.triangles)
-        checked("face normals", face_normals, F64, (t, 3))
+        face_normals = checked("face normals", np.ascontiguousarray(collider.face_normals, np.float64), F64, (t, 3))
+        vertex_normals, side_normals = (np.ascontiguousarray(a, np.float64) for a in collider._feature_normals())
         checked("vertex normals", vertex_normals, F64, (m, 3))
         checked("side normals", side_normals, F64, (t, 3, 3))
         corners = checked_indices("corners", np.ascontiguousarray(collider.shared.corners, np.int64), m, (None,))
