@@ -248,14 +248,17 @@ class MeshFrame:
         s.thickness, s.friction = float(collider.thickness), float(collider.friction)
         s.corner_count, s.corners = len(corners), pointer(corners)
         s.sharp_count, s.sharp = len(sharp), pointer(sharp)
+        # The grids are kept alive here: the per-substep code between calls may drop them from MeshClosest's own.
+        grids = [grid]
         if len(corners):
-            g = native.corners.grid_for(vertices)
-            s.corner_grid, s.corner_dims, s.corner_cell_start, s.corner_entry = g.pointers
+            grids.append(native.corners.grid_for(vertices))
+            s.corner_grid, s.corner_dims, s.corner_cell_start, s.corner_entry = grids[-1].pointers
             s.corner_stamp = native.corners.stamp_pointer
         if len(sharp):
-            g = native.sharp.grid_for(vertices)
-            s.sharp_grid, s.sharp_dims, s.sharp_cell_start, s.sharp_entry = g.pointers
+            grids.append(native.sharp.grid_for(vertices))
+            s.sharp_grid, s.sharp_dims, s.sharp_cell_start, s.sharp_entry = grids[-1].pointers
             s.sharp_stamp = native.sharp.stamp_pointer
+        mine.keep = mine.keep + (grids, native.faces, native.corners, native.sharp)
         s.piece_count, s.piece_centres, s.piece_radius = len(centres), pointer(centres), float(radius)
         s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, (planes.x0, planes.normal, planes.d0,
                                                                               planes.clear))

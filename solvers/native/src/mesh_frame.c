@@ -475,14 +475,73 @@ static void linearized(const SoftsimStillMesh *c, const double *x, int64_t k, in
     }
 }
 
+/* softsim_mesh_push_apply (MeshFacePushes._apply) with its sums kept for the pairs' particles only: the same
+ * operations in the same order on those, and x + 0.0 (the twin's x + 0 / 1) on every other particle. f->mark is zero
+ * between calls. */
 static int64_t apply(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c, int64_t k,
                      int64_t width, const int64_t *stencil, const double *weights, const double *direction,
                      const double *depth, const double *slip)
 {
     if (k == 0)
         return 0;
-    return softsim_mesh_push_apply(plan->x, plan->n, plan->inv_mass, k, width, stencil, weights, direction, depth,
-                                   slip, c->friction, f->sums, f->counts);
+    double *x = plan->x, *sums = f->sums, *count = f->counts;
+    const double *inv_mass = plan->inv_mass;
+    for (int64_t i = 0; i < width * k; ++i) {
+        int64_t p = stencil[i];
+        sums[3 * p] = sums[3 * p + 1] = sums[3 * p + 2] = 0.0;
+        count[p] = 0.0;
+    }
+    int64_t moved = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        if (!(depth[i] > 0.0))
+            continue;
+        const int64_t *st = stencil + width * i;
+        const double *wt = weights + width * i;
+        double w[3] = {0.0, 0.0, 0.0};
+        for (int j = 0; j < width; ++j)
+            w[j] = inv_mass[st[j]] * wt[j];
+        double norm = width == 3 ? (wt[0] * w[0] + wt[2] * w[2]) + wt[1] * w[1] : wt[0] * w[0] + wt[1] * w[1];
+        if (!(norm > 0.0))
+            continue;
+        ++moved;
+        const double *dir = direction + 3 * i;
+        double delta[3] = {depth[i] * dir[0], depth[i] * dir[1], depth[i] * dir[2]};
+        if (c->friction > 0.0) {
+            const double *sl = slip + 3 * i;
+            double normal_part = dot_rows(sl, dir);
+            double across[3] = {sl[0] - normal_part * dir[0], sl[1] - normal_part * dir[1], sl[2] - normal_part * dir[2]};
+            double slide = sqrt(dot_rows(across, across));
+            double share = c->friction * depth[i] / max2(slide, 1e-15);
+            share = share < 1.0 ? share : 1.0;
+            for (int a = 0; a < 3; ++a)
+                delta[a] -= share * across[a];
+        }
+        for (int j = 0; j < width; ++j) {
+            double coef = w[j] / norm;
+            int64_t p = st[j];
+            count[p] += coef > 0.0 ? 1.0 : 0.0;
+            for (int a = 0; a < 3; ++a)
+                sums[3 * p + a] += coef * delta[a];
+        }
+    }
+    if (moved == 0)
+        return 0;
+    int64_t *mark = f->mark;
+    for (int64_t i = 0; i < width * k; ++i)
+        mark[stencil[i]] = 1;
+    for (int64_t p = 0; p < plan->n; ++p) {
+        if (mark[p]) {
+            double cp = max2(count[p], 1.0);
+            for (int a = 0; a < 3; ++a)
+                x[3 * p + a] += sums[3 * p + a] / cp;
+            mark[p] = 0;
+        } else {
+            x[3 * p] += 0.0;
+            x[3 * p + 1] += 0.0;
+            x[3 * p + 2] += 0.0;
+        }
+    }
+    return moved;
 }
 
 /* MeshFacePushes._face_passes (resolve_faces): returns the pairs that pushed in the first pass, or -1. */
