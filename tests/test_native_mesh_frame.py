@@ -153,6 +153,23 @@ def test_a_concave_trough_in_whole_frames_equals_the_per_substep_path(library):
     assert whole.x[len(whole.x) // 2, 2] > 0.2  # held in the trough
 
 
+def test_two_boxes_in_whole_frames_equal_the_per_substep_path(library):
+    """Two still boxes side by side and a ground: each box keeps its own planes and face-pair list, their contacts
+    joined in collider order."""
+    a, triangles = box_mesh(0, half=(0.5, 0.5, 0.25), centre=(-0.6, 0.0, 0.25))
+    b, _ = box_mesh(0, half=(0.5, 0.5, 0.15), centre=(0.6, 0.0, 0.15))
+    ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, friction=0.2, name="Ground")
+
+    def read():
+        return [MeshCollider(a.copy(), triangles.copy(), 0.01, 0.3, "A"), ground,
+                MeshCollider(b.copy(), triangles.copy(), 0.01, 0.1, "B")]
+
+    whole, per_substep, numpy = _three_ways(read, 17, 2.2, 0.8, 14)
+    assert_same(whole.x, per_substep.x)
+    assert_same(whole.v, per_substep.v)
+    assert_same(whole.x, numpy.x)
+
+
 def test_a_moving_mesh_collider_goes_substep_by_substep(library):
     """A box rising through the frames moves (``start`` set): the whole-frame call declines every frame after the
     first (which has no earlier pose, so stands still), and the bake is the per-substep path's."""
@@ -184,6 +201,7 @@ def test_a_sphere_beside_a_mesh_collider_goes_substep_by_substep(library):
     base, triangles = box_mesh(0)
     assert not frame_supports([MeshCollider(base, triangles, 0.01), Sphere([0.0, 0.0, 2.0], 0.3)])
     assert frame_supports([MeshCollider(base, triangles, 0.01), GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])])
+    assert not frame_supports([MeshCollider(np.zeros((0, 3)), np.zeros((0, 3), np.int64), 0.01)])  # no triangles
 
 
 def _binding(library):

@@ -72,11 +72,12 @@ class _FrameStruct(ctypes.Structure):
 
 
 def still(collider) -> bool:
-    """Whether ``collider`` is a mesh collider standing still through its frame (``MeshCollider.contact``'s
-    ``kept_contact`` path)."""
+    """Whether ``collider`` is a mesh collider with triangles standing still through its frame
+    (``MeshCollider.contact``'s ``kept_contact`` path)."""
     from ..collision.colliders.mesh_collider import MeshCollider
 
-    return type(collider) is MeshCollider and collider.start is None and collider.shared.travel == 0.0
+    return (type(collider) is MeshCollider and collider.start is None and collider.shared.travel == 0.0
+            and len(collider.triangles) > 0)
 
 
 def frame_supports(colliders) -> bool:
