@@ -231,10 +231,10 @@ class MeshFrame:
         native.gridded(corners, sharp)
         if len(sharp):
             tree, radius = collider.shared.edge_tree_for(vertices)
-            centres = np.ascontiguousarray(tree.data, np.float64)
+            centres = np.ascontiguousarray(np.asarray(tree.data, np.float64).T)  # by axis (mesh_frame.h)
         else:
-            centres, radius = np.zeros((0, 3)), 0.0
-        checked("piece centres", centres, F64, (None, 3))
+            centres, radius = np.zeros((3, 0)), 0.0
+        checked("piece centres", centres, F64, (3, None))
         if not (np.all(np.isfinite(centres)) and np.isfinite(radius)):
             raise ValueError("piece centres: must be finite")
         for name, array, shape in (("planes x0", planes.x0, (n, 3)), ("planes normal", planes.normal, (n, 3)),
@@ -260,7 +260,7 @@ class MeshFrame:
             s.sharp_grid, s.sharp_dims, s.sharp_cell_start, s.sharp_entry = grids[-1].pointers
             s.sharp_stamp = native.sharp.stamp_pointer
         mine.keep = mine.keep + (grids, native.faces, native.corners, native.sharp)
-        s.piece_count, s.piece_centres, s.piece_radius = len(centres), pointer(centres), float(radius)
+        s.piece_count, s.piece_centres, s.piece_radius = centres.shape[1], pointer(centres), float(radius)
         s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, (planes.x0, planes.normal, planes.d0,
                                                                               planes.clear))
         mine.struct = s

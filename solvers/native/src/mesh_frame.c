@@ -274,13 +274,14 @@ static void allowances(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, 
     for (int64_t i = 0; i < count; ++i) {
         int64_t p = points ? points[i] : i;
         const double *xp = x + 3 * p;
+        /* the nearest centre by brute force over the centres stored by axis (the minimum is the same in any
+         * order, so the loop may be vectorized) */
+        const double *cx = c->piece_centres, *cy = cx + c->piece_count, *cz = cy + c->piece_count;
         double nearest = INFINITY;
         for (int64_t j = 0; j < c->piece_count; ++j) {
-            const double *cj = c->piece_centres + 3 * j;
-            double dx = xp[0] - cj[0], dy = xp[1] - cj[1], dz = xp[2] - cj[2];
+            double dx = xp[0] - cx[j], dy = xp[1] - cy[j], dz = xp[2] - cz[j];
             double s = (dx * dx + dy * dy) + dz * dz;
-            if (s < nearest)
-                nearest = s;
+            nearest = s < nearest ? s : nearest;
         }
         double lower = sqrt(nearest) - c->piece_radius - 3.0 * 0.0;
         double a = (((lower - longest) - reach) - 2.0 * S[SKIN] / 3.0) * (1.0 - 1e-12);

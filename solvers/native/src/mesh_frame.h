@@ -33,7 +33,7 @@ typedef struct {
     const double *sharp_grid;
     const int64_t *sharp_dims, *sharp_cell_start, *sharp_entry;
     int64_t *sharp_stamp;
-    /* the sharp edges' pieces: centres (p, 3) and largest radius (_Shared.edge_tree_for) */
+    /* the sharp edges' pieces: centres (3, p) (by axis) and largest radius (_Shared.edge_tree_for) */
     int64_t piece_count;
     const double *piece_centres;
     double piece_radius;
