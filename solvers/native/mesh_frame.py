@@ -92,6 +92,11 @@ def frame_supports(colliders) -> bool:
     return all(type(c) is GroundPlane or still(c) for c in colliders)
 
 
+def _same(a, b) -> bool:
+    """The same object, or equal numbers."""
+    return a is b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
+
+
 class _Still:
     """One still mesh collider's buffers (kept per collider topology and thickness across frames) and struct."""
 
@@ -168,6 +173,9 @@ class MeshFrame:
         self.active = []
         """The frame's (collider, _Still, planes, face-list key) in table order."""
         self.body_triangles = None
+        self._edges_checked = None
+        self.fast = 0
+        """Frames whose still colliders' structs were those of the frame before (the same arrays and buffers)."""
 
     def prepare(self, colliders, x, body_triangles) -> None:
         """The frame's still mesh colliders among ``colliders`` (their table rows are their positions in it), for a
@@ -176,9 +184,10 @@ class MeshFrame:
         from ..collision.colliders.kept_planes import KeptPlanes
         from ..collision.broad_phase.mesh_broad_phase import _Slots
 
-        self.body_triangles = body_triangles
-        if not np.array_equal(np.asarray(body_triangles, np.int64).reshape(-1, 3), self.triangles):
-            raise ValueError("body triangles: must be the contacts binding's triangles")
+        if body_triangles is not self.body_triangles:  # checked once per array
+            if not np.array_equal(np.asarray(body_triangles, np.int64).reshape(-1, 3), self.triangles):
+                raise ValueError("body triangles: must be the contacts binding's triangles")
+            self.body_triangles = body_triangles
         self.active = []
         meshes = (_MeshStruct * max(1, sum(still(c) for c in colliders)))()
         for row, collider in enumerate(colliders):
@@ -188,8 +197,11 @@ class MeshFrame:
             native = collider.shared.native
             if native is None:
                 raise ValueError(f"mesh collider {collider.name!r}: no triangles")
-            if not np.array_equal(collider._body_edges(body_triangles), self.edges):
-                raise ValueError("body edges: must be the collider's edges of the body triangles")
+            edges = collider._body_edges(body_triangles)
+            if edges is not self._edges_checked:
+                if not np.array_equal(edges, self.edges):
+                    raise ValueError("body edges: must be the collider's edges of the body triangles")
+                self._edges_checked = edges
             thickness = float(collider.thickness)
             if not (np.isfinite(thickness) and thickness >= 0.0 and np.isfinite(collider.friction)):
                 raise ValueError(f"mesh collider {collider.name!r}: thickness and friction must be finite")
@@ -221,6 +233,19 @@ class MeshFrame:
         if known is not None and known[0].shape == vertices.shape and np.array_equal(known[0], vertices):
             vertices = known[0]  # a still collider read anew with the same vertices: the grids of these serve
         grid = native.faces.grid_for(vertices)  # checks vertices (float64, (m, 3), finite)
+        # A frame like the last one (the same arrays, grids and buffers, all checked then): its struct again.
+        sources = (row, vertices, grid, native.corners, native.sharp, collider.__dict__.get("face_normals"),
+                   collider.__dict__.get("_pseudo"), collider.shared.corners, collider.shared.edges, planes.x0,
+                   planes.normal, planes.d0, planes.clear, float(collider.thickness), float(collider.friction),
+                   mine.capacity)
+        last = getattr(mine, "sources", None)
+        if (last is not None and len(last) == len(sources) and all(_same(a, b) for a, b in zip(last, sources))
+                and self._grids_current(native, vertices, mine)):
+            ctypes.memmove(ctypes.addressof(s), ctypes.addressof(mine.saved), ctypes.sizeof(_MeshStruct))
+            mine.struct = s
+            self.fast += 1
+            return
+        mine.sources = None
         t = len(native.triangles)
         face_normals = checked("face normals", np.ascontiguousarray(collider.face_normals, np.float64), F64, (t, 3))
         vertex_normals, side_normals = (np.ascontiguousarray(a, np.float64) for a in collider._feature_normals())
@@ -265,6 +290,15 @@ class MeshFrame:
                                                                               planes.clear))
         mine.struct = s
         self._buffers(mine)
+        mine.saved = _MeshStruct.from_buffer_copy(s)
+        mine.sources = sources
+
+    @staticmethod
+    def _grids_current(native, vertices, mine) -> bool:
+        """Whether the corner and sharp-edge grids of ``vertices`` are still the ones the saved struct points to."""
+        kept = mine.keep[-4]
+        wanted = [g for g in (native.corners, native.sharp) if g is not None and len(g.elements)]
+        return all(any(grid.vertices is vertices and grid in kept for grid in g.grids) for g in wanted)
 
     @staticmethod
     def _buffers(mine) -> None:
