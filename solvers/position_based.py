@@ -18,6 +18,7 @@ from .energies.pressure import gas_pressure
 from .material import material_arrays
 from .model import State, StepStats, measure_stats
 from .native import library as native_library
+from .native.mesh_frame import frame_supports
 from .native.mesh_kernels import attach as attach_mesh_queries
 from .native.kernels import AnalyticContacts, BendingJacobi, BendingSweep, ClothFrame, DistanceSweep, Tethers
 from .sewing import seam_force, with_seams_closed
@@ -282,11 +283,15 @@ class PositionBasedSolver(ProjectedContactSolver):
         """A whole frame of ``run`` (a ``frame.FrameRun`` at its start) in one C call (``native.kernels.ClothFrame``):
         the same substeps as ``run.substep`` with ``_native_contact_step``, bit for bit. False (nothing done) for what
         that call does not cover: no native library, self-collision, tets, pressure, soft pins, the JACOBI scheme, a set without
-        a native sweep (sewing) or a distance set with a Jacobi tail, a collider other than a ground plane or a sphere,
-        force fields (air alone is covered). A substep whose end-of-step push must be walked in sweeps is finished in
-        NumPy (``resolve_collider_contacts``) and the call goes on with the next."""
+        a native sweep (sewing) or a distance set with a Jacobi tail, colliders other than ground planes and spheres, or
+        ground planes and mesh colliders standing still through the frame (``native.mesh_frame.frame_supports``: a
+        mesh collider that moves or deforms, or one beside a sphere, goes substep by substep through ``step``), force
+        fields (air alone is covered). With still mesh colliders the frame is the per-substep path with the mesh's
+        queries in C (``step`` after ``attach_mesh_queries``) bit for bit, and their kept planes and face-pair lists
+        are the colliders' own. A substep whose end-of-step push must be walked in sweeps is finished in NumPy
+        (``resolve_collider_contacts``) and the call goes on with the next."""
         frame = self._cloth_frame()
-        if frame is None or not self.native_contacts.supports(colliders) or run.fields_act():
+        if frame is None or not frame_supports(colliders) or run.fields_act():
             return False
         from .frame import check_finite
 
@@ -296,7 +301,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         if frame.air is not None and frame.air is not getattr(run.loads, "native", None):
             return False
         frame.prepare(state.x, state.v, dt, K, config.iterations, self.compliant, config.jacobi_relaxation, damping,
-                      config.max_speed, self._gravity, run.start, run.end, posed)
+                      config.max_speed, self._gravity, run.start, run.end, posed, self.model.triangle_indices)
         first = 1
         while first <= K:
             done, status, _ = frame.run(first, K)

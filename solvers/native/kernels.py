@@ -727,6 +727,7 @@ def _plan_structure():
         ("tail_lambda", _P), ("tail_dx", _P),
         ("tether_slots", _I), ("tether_start", _P), ("tether_particle", _P), ("tether_pin", _P), ("tether_limit", _P),
         ("tether_stamp", _P), ("tether_seen", _P),
+        ("mesh", _P),
     ]
 
     class Plan(ctypes.Structure):
@@ -761,6 +762,8 @@ class ClothFrame:
         self.tables = np.zeros((1, 1, contacts.ROW))
         self.positions, self.velocities = _PositionsCheck(n), _PositionsCheck(n)
         self.plan = _plan_structure()()
+        self.meshes = None
+        """The still mesh colliders' binding (``mesh_frame.MeshFrame``), built for the first frame that has one."""
         self._fixed()
 
     def _fixed(self) -> None:
@@ -800,18 +803,40 @@ class ClothFrame:
             (plan.tether_start, plan.tether_particle, plan.tether_pin, plan.tether_limit, plan.tether_stamp,
              plan.tether_seen) = q
 
-    def _contacts(self, posed) -> None:
+    def _contacts(self, posed, x=None, body_triangles=None) -> None:
         """The collider tables (one, or one per substep when the colliders move: ``posed`` a list per substep) and
-        the contact buffers (``AnalyticContacts.pose`` may have grown them)."""
+        the contact buffers (``AnalyticContacts.pose`` may have grown them); still mesh colliders (``mesh_frame.still``)
+        get rows of their own and ``MeshFrame.prepare`` for a body at x with collision triangles body_triangles."""
+        import ctypes
+
+        from .mesh_frame import MeshFrame, still
+
         c, plan = self.contacts, self.plan
         count = len(posed[0])
         moving = any(a is not b for step in posed[1:] for a, b in zip(step, posed[0]))
         steps = posed if moving else posed[:1]
         if self.tables.shape[:2] != (len(steps), max(count, 1)):
             self.tables = np.zeros((len(steps), max(count, 1), c.ROW))
+        meshes = [i for i, collider in enumerate(posed[0]) if still(collider)]
+        analytic = [i for i in range(count) if i not in meshes]
+        if meshes and len(c.table) < count:
+            c._capacity(count)  # the contact buffers hold n contacts of every collider, meshes too
+            c._posed = None
         for table, colliders in zip(self.tables, steps):
-            c.pose(colliders)
-            table[:count] = c.table[:count]
+            c.pose([colliders[i] for i in analytic])
+            table.fill(0.0)
+            table[analytic] = c.table[:len(analytic)]
+            for i in meshes:  # a still mesh row: kind 2, friction (mesh_frame.h)
+                table[i, 0], table[i, 2] = 2.0, float(colliders[i].friction)
+        if meshes:
+            if self.meshes is None:
+                self.meshes = MeshFrame(self.library, self.n, c.triangles, c.edges)
+            self.meshes.prepare(posed[0], x, body_triangles)
+            plan.mesh = ctypes.addressof(self.meshes.struct)
+        else:
+            plan.mesh = None
+            if self.meshes is not None:
+                self.meshes.active = []
         plan.collider_count, plan.tables_per_substep = count, int(moving)
         plan.collider_table = pointer(self.tables)
         p = c._p
@@ -825,10 +850,11 @@ class ClothFrame:
         plan.topology_state, plan.x0, plan.work_i, plan.work_d = p["topology_state"], p["x0"], p["work_i"], p["work_d"]
 
     def prepare(self, x, v, dt: float, substeps: int, iterations: int, compliant: bool, relaxation: float,
-                damping_factor, max_speed: float, gravity, pin_start, pin_end, posed) -> None:
+                damping_factor, max_speed: float, gravity, pin_start, pin_end, posed, body_triangles=None) -> None:
         """Set up a frame: state x, v (n, 3) float64 C-contiguous; dt [s] per substep; the sweeps' coefficients for
         dt; damping_factor (None: undamped); gravity (3,) float64; pin_start, pin_end (p, 3) the pins' positions at
-        the frame's start and end; posed: the posed colliders of each substep (``Collider.over``)."""
+        the frame's start and end; posed: the posed colliders of each substep (``Collider.over``); body_triangles: the
+        model's collision triangles array (the one the NumPy pipeline is handed), needed with a still mesh collider."""
         plan = self.plan
         plan.x, plan.v = self.positions(x), self.velocities(v)
         plan.dt, plan.substeps, plan.iterations = float(dt), int(substeps), int(iterations)
@@ -845,16 +871,27 @@ class ClothFrame:
             self.bending._coefficients(dt)
         if self.tail is not None:
             self.tail.coefficients(dt, relaxation)
-        self._contacts(posed)
+        self._contacts(posed, x, body_triangles)
 
     def run(self, first: int, last: int) -> tuple:
         """Substeps first .. last (1-based); returns (substeps completed, status, sweeps) as softsim_cloth_substeps
         (status 1: the end-of-step push of the next substep needs ``sweeps`` sweeps; 2: the state check failed)."""
-        if self.air is not None:
-            self.air.enter()
         import ctypes
 
-        done = self.function(ctypes.byref(self.plan), int(first), int(last), pointer(self.status))
-        if self.air is not None:
-            self.air.leave()
-        return done, int(self.status[0]), int(self.status[1])
+        meshes = self.meshes if self.plan.mesh else None
+        total = 0
+        while True:
+            if self.air is not None:
+                self.air.enter()
+            if meshes is not None:
+                meshes.load()
+            done = self.function(ctypes.byref(self.plan), int(first), int(last), pointer(self.status))
+            if meshes is not None:
+                meshes.store()
+            if self.air is not None:
+                self.air.leave()
+            total += done
+            if self.status[0] != 3:
+                return total, int(self.status[0]), int(self.status[1])
+            meshes.grow()  # a pair buffer was too small: substep first + done restored, run again
+            first += done

@@ -200,13 +200,9 @@ class MeshClosest:
             self._body = known = (triangles, edges, len(x), pointer(triangles), pointer(edges))
         return known
 
-    def face_pairs(self, vertices, corners, sharp, travel: float, x, triangles, tri_rows, tri_reach, edges,
-                   edge_rows, edge_reach):
-        """``_pairs_within``'s answer at the pose ``vertices`` (m, 3), with the collider's corners (c,) and sharp
-        edges (s, 2) (the same arrays every call: ``_Shared.corners``, ``.edges``) and the travel [m]: ((corner,
-        body triangle, distance), (sharp edge, body edge, distance)), each sorted by body element then feature, for
-        the body triangles tri_rows (k,) within tri_reach (k,) [m] and the body edges edge_rows (e,) within
-        edge_reach (e,) of a body at x (n, 3) with triangles (t, 3) and edges (e, 2)."""
+    def gridded(self, corners, sharp) -> None:
+        """The collider's corners (c,) and sharp edges (s, 2) int64 (the same arrays every call: ``_Shared.corners``,
+        ``.edges``) checked and gridded (``self.corners``, ``self.sharp``), once per pair of arrays."""
         if self.corners is None or corners is not self._corner_ids or sharp is not self._sharp_ids:
             as_corners = np.ascontiguousarray(np.repeat(checked("corners", corners, I64, (None,))[:, None], 3, axis=1))
             as_edges = np.ascontiguousarray(checked("sharp edges", sharp, I64, (None, 2))[:, [0, 1, 1]])
@@ -214,6 +210,15 @@ class MeshClosest:
             self.sharp = _Gridded(self.library, "sharp edges", as_edges, self.m)
             self._corner_ids, self._sharp_ids = corners, sharp
             self._corner_at, self._sharp_at = pointer(corners), pointer(sharp)
+
+    def face_pairs(self, vertices, corners, sharp, travel: float, x, triangles, tri_rows, tri_reach, edges,
+                   edge_rows, edge_reach):
+        """``_pairs_within``'s answer at the pose ``vertices`` (m, 3), with the collider's corners (c,) and sharp
+        edges (s, 2) (the same arrays every call: ``_Shared.corners``, ``.edges``) and the travel [m]: ((corner,
+        body triangle, distance), (sharp edge, body edge, distance)), each sorted by body element then feature, for
+        the body triangles tri_rows (k,) within tri_reach (k,) [m] and the body edges edge_rows (e,) within
+        edge_reach (e,) of a body at x (n, 3) with triangles (t, 3) and edges (e, 2)."""
+        self.gridded(corners, sharp)
         x_at = self.known("x", x, (None, 3))
         triangles_at, edges_at = self._body_checked(x, triangles, edges)[3:]
         vertices_at = self.known("vertices", vertices, (self.m, 3))

@@ -281,7 +281,8 @@ def self_pairs(library, seed: int = 3) -> str:
 def _substeps(library) -> str:
     """The cloth substep kernels (src/substep.c): the bending Jacobi tail and the air over a few steps (one re-measure).
     softsim_cloth_substeps only calls kernels tested here (a solver cannot be built while the library loads: its
-    frames are held equal to NumPy by tests/test_native_substeps.py)."""
+    frames are held equal to NumPy by tests/test_native_substeps.py; with still mesh colliders, src/mesh_frame.c
+    composes the kernels ``mesh_closest`` tests, and tests/test_native_mesh_frame.py holds those frames equal)."""
     from ..config import SolverConfig
     from ..constraints import BendingConstraints
     from ..forces.loads import BodyLoads

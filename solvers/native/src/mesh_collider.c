@@ -381,7 +381,18 @@ SOFTSIM_API int64_t softsim_mesh_edge_pairs(const double *x, const int64_t *edge
                             continue;
                         stamp[1 + f] = query;
                         const int64_t *mine = sharp + 2 * f;
-                        double d = segment_distance(vertices + 3 * mine[0], vertices + 3 * mine[1], A, B);
+                        const double *P = vertices + 3 * mine[0], *Q = vertices + 3 * mine[1];
+                        /* A sharp edge whose box lies beyond the grown box on an axis (by more than round-off)
+                         * is farther than limit: the exact test would refuse it. A coarse grid over a few long
+                         * edges lists many such candidates per cell. */
+                        int apart = 0;
+                        for (int a = 0; a < 3; ++a) {
+                            double slack = 1e-9 * (1.0 + fabs(low[a]) + fabs(high[a]));
+                            apart |= max2(P[a], Q[a]) < low[a] - slack || min2(P[a], Q[a]) > high[a] + slack;
+                        }
+                        if (apart)
+                            continue;
+                        double d = segment_distance(P, Q, A, B);
                         if (d <= limit) {
                             if (count < capacity) {
                                 out_edge[count] = f;

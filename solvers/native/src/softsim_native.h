@@ -72,6 +72,8 @@ typedef struct {
     const int64_t *tether_start, *tether_particle, *tether_pin;
     const double *tether_limit;
     int64_t *tether_stamp, *tether_seen;
+    /* still mesh colliders (mesh_frame.h; NULL: none, the analytic rows' contact.c path) */
+    struct SoftsimMeshFrame *mesh;
 } SoftsimClothPlan;
 
 #if defined(_WIN32)

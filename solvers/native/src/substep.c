@@ -9,10 +9,11 @@
  */
 #include <math.h>
 
+#include "mesh_frame.h"
 #include "softsim_native.h"
 
-/* Every field of the plan is 8 bytes, 92 of them: kernels._plan_structure mirrors this layout. */
-_Static_assert(sizeof(SoftsimClothPlan) == 92 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
+/* Every field of the plan is 8 bytes, 93 of them: kernels._plan_structure mirrors this layout. */
+_Static_assert(sizeof(SoftsimClothPlan) == 93 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
 
 static double row_dot(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
 
@@ -165,7 +166,9 @@ static void pin_pose(const SoftsimClothPlan *plan, double s, double *out)
  * in the last iteration) and the contacts projected, friction, the end-of-step push, velocity with damping), the pins
  * put exactly on pin_to, and the state check. Returns the substeps completed; status[0] says why it stopped early:
  * 1 the end-of-step push of substep (returned + 1) needs several sweeps (status[1]), x as after friction, x_prev the
- * plan's buffer: the caller finishes that substep; 2 the state check failed after substep (returned). */
+ * plan's buffer: the caller finishes that substep; 2 the state check failed after substep (returned); 3 a still mesh
+ * collider's pair buffer is too small for substep (returned + 1), which is restored as it was at its start
+ * (plan->mesh->needs says which and how many: the caller grows the buffers and runs it again). */
 int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int64_t last, int64_t *status)
 {
     int64_t n = plan->n;
@@ -174,6 +177,8 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
     status[0] = 0;
     status[1] = 0;
     for (int64_t k = first; k <= last; ++k) {
+        if (plan->mesh)
+            softsim_mesh_frame_save(plan);
         if (plan->air_count)
             softsim_air_apply(x, v, n, plan->inv_mass, plan->gravity, dt, plan->air_count, plan->air_triangles,
                               plan->air_corner_start, plan->air_corner_face, plan->air_cross, plan->air_area,
@@ -192,7 +197,14 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
         for (int64_t i = 0; i < 3 * plan->tail_m; ++i)
             plan->tail_lambda[i] = 0.0;
         int64_t contacts = 0;
-        if (plan->collider_count)
+        if (plan->collider_count && plan->mesh) {
+            contacts = softsim_mesh_frame_find(plan, table);
+            if (contacts < 0) {
+                softsim_mesh_frame_restore(plan);
+                status[0] = 3;
+                return k - first;
+            }
+        } else if (plan->collider_count)
             contacts = softsim_contacts_find(x, plan->x_prev, n, plan->inv_mass, plan->pad2, plan->collider_count,
                                              table, 1, plan->c_particle, plan->c_owner, plan->c_normal,
                                              plan->c_offset, plan->c_pushed);
@@ -224,11 +236,16 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
             softsim_contacts_friction(x, plan->x_prev, contacts, table, plan->c_particle, plan->c_owner,
                                       plan->c_normal, plan->c_pushed);
         if (plan->collider_count) {
-            int64_t sweeps = softsim_contacts_finish(
+            int64_t sweeps = plan->mesh ? softsim_mesh_frame_finish(plan, table) : softsim_contacts_finish(
                 x, plan->x_prev, n, plan->inv_mass, plan->pad2, plan->collider_count, table, plan->face_count,
                 plan->faces, plan->edge_count, plan->edges, plan->face_passes, plan->finish_settings, plan->r_particle,
                 plan->r_owner, plan->r_normal, plan->r_distance, plan->r_scratch, plan->topology_state, plan->x0,
                 plan->work_i, plan->work_d);
+            if (sweeps < 0) {
+                softsim_mesh_frame_restore(plan);
+                status[0] = 3;
+                return k - first;
+            }
             if (sweeps > 1) {
                 status[0] = 1;
                 status[1] = sweeps;

@@ -1,0 +1,359 @@
+"""Python binding of the still mesh colliders of a cloth's whole-frame call (``src/mesh_frame.c``, ``src/mesh_frame.h``).
+
+``MeshFrame`` <-> the NumPy pipeline of a ``MeshCollider`` that stands still through its frame (``start`` None, no
+travel): ``kept_planes.kept_contact`` (with ``MeshCollider._contact_rows``, ``_sides``, ``pseudo_normals``),
+``find_contacts`` / ``resolve_contacts`` with its rows joined to the analytic colliders', ``MeshFacePairs.face_pairs``
+(the kept Verlet list, ``_refresh``, ``_allowances``) and ``MeshFacePushes._face_passes``. The C code runs them inside
+``softsim_cloth_substeps`` (``kernels.ClothFrame``); the kept state is the NumPy objects' own: the body's
+``KeptPlanes`` arrays are written in place, the face-pair list (``mesh_face_pairs._FaceList`` in
+``_Shared.face_cache``) is copied into this binding's buffers before a call and back after it, so the per-substep
+path (a substep walked in sweeps, the next frame of a moving collider) reads what the frame left.
+
+Validation: every array the C code reads is checked here (dtype, contiguity, shape, indices within range, finite
+poses) when a frame is prepared; the body's triangles and edges are the ``AnalyticContacts`` binding's, checked
+there, and must be the collider's own ``_body_edges`` of those triangles. The pair buffers start at CAPACITY pairs
+of each kind and grow when a call says it needs more (status 3: the substep is restored and run again).
+"""
+import ctypes
+
+import numpy as np
+
+from .kernels import F64, checked, checked_indices
+from .library import pointer
+from .mesh_kernels import attach
+
+CAPACITY = 4096
+"""Pairs of each kind a collider's list holds at first (grown on demand)."""
+
+_P, _I, _D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+
+_MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
+    ("row", _I), ("m", _I), ("t", _I), ("vertices", _P), ("triangles", _P),
+    ("face_grid", _P), ("face_dims", _P), ("face_cell_start", _P), ("face_entry", _P), ("face_stamp", _P),
+    ("face_normals", _P), ("vertex_normals", _P), ("side_normals", _P), ("thickness", _D), ("friction", _D),
+    ("corner_count", _I), ("corners", _P), ("corner_grid", _P), ("corner_dims", _P), ("corner_cell_start", _P),
+    ("corner_entry", _P), ("corner_stamp", _P),
+    ("sharp_count", _I), ("sharp", _P), ("sharp_grid", _P), ("sharp_dims", _P), ("sharp_cell_start", _P),
+    ("sharp_entry", _P), ("sharp_stamp", _P),
+    ("piece_count", _I), ("piece_centres", _P), ("piece_radius", _D),
+    ("plane_x0", _P), ("plane_normal", _P), ("plane_d0", _P), ("plane_clear", _P),
+    ("list_state", _P), ("reference", _P), ("allowance", _P), ("capacity", _I),
+    ("pair_corner", _P), ("pair_triangle", _P), ("pair_corner_d", _P), ("pair_edge", _P), ("pair_body_edge", _P),
+    ("pair_edge_d", _P),
+    ("cp_stencil", _P), ("cp_weights", _P), ("cp_direction", _P), ("cp_depth", _P), ("cp_slip", _P), ("cp_origin", _P),
+    ("ep_stencil", _P), ("ep_weights", _P), ("ep_direction", _P), ("ep_depth", _P), ("ep_slip", _P), ("ep_origin", _P),
+    ("at_depth", _P), ("at_slip", _P),
+    ("save_reference", _P), ("save_allowance", _P), ("save_pair_corner", _P), ("save_pair_triangle", _P),
+    ("save_pair_corner_d", _P), ("save_pair_edge", _P), ("save_pair_body_edge", _P), ("save_pair_edge_d", _P),
+    ("save_state", _P), ("save_planes", _P),
+]
+
+_FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
+    ("count", _I), ("meshes", _P), ("settings", _P), ("needs", _P),
+    ("stale", _P), ("out_row", _P), ("out_tri", _P), ("out_interior", _P), ("crossing", _P),
+    ("out_bary", _P), ("out_q", _P), ("out_d", _P),
+    ("side_row", _P), ("side_tri", _P), ("side_interior", _P), ("side_bary", _P), ("side_q", _P), ("side_d", _P),
+    ("side", _P), ("plane_d", _P), ("plane_n", _P), ("sums", _P), ("counts", _P),
+    ("save_x", _P), ("save_v", _P), ("save_air", _P),
+    ("mark", _P), ("beyond", _P), ("tri_rows", _P), ("edge_rows", _P), ("tri_reach", _P), ("edge_reach", _P),
+]
+
+
+_LIST_FIELDS = [name for name, _ in _MESH_FIELDS].index("list_state")
+"""The fields from here on are the buffers of ``_Still`` (pointers, and ``capacity``)."""
+
+
+class _MeshStruct(ctypes.Structure):
+    _fields_ = _MESH_FIELDS
+
+
+class _FrameStruct(ctypes.Structure):
+    _fields_ = _FRAME_FIELDS
+
+
+def still(collider) -> bool:
+    """Whether ``collider`` is a mesh collider with triangles standing still through its frame
+    (``MeshCollider.contact``'s ``kept_contact`` path)."""
+    from ..collision.colliders.mesh_collider import MeshCollider
+
+    return (type(collider) is MeshCollider and collider.start is None and collider.shared.travel == 0.0
+            and len(collider.triangles) > 0)
+
+
+def frame_supports(colliders) -> bool:
+    """Whether a whole-frame call covers ``colliders``: ground planes and spheres (``AnalyticContacts.supports``), or
+    ground planes and still mesh colliders (``still``); a moving or deforming mesh collider, or a sphere beside a mesh
+    collider, goes substep by substep."""
+    from ..collision.colliders.shapes import GroundPlane, Sphere
+
+    meshes = [c for c in colliders if still(c)]
+    if not meshes:
+        return all(type(c) is GroundPlane or type(c) is Sphere for c in colliders)
+    return all(type(c) is GroundPlane or still(c) for c in colliders)
+
+
+def _same(a, b) -> bool:
+    """The same object, or equal numbers."""
+    return a is b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
+
+
+class _Still:
+    """One still mesh collider's buffers (kept per collider topology and thickness across frames) and struct."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.list_state = np.zeros(3, np.int64)
+        self.save_state = np.zeros(5, np.int64)
+        self.reference, self.allowance = np.zeros((n, 3)), np.zeros(n)
+        self.save_reference, self.save_allowance = np.zeros((n, 3)), np.zeros(n)
+        self.save_planes = np.zeros(8 * n)
+        self._pairs(CAPACITY)
+
+    def _pairs(self, capacity: int) -> None:
+        self.capacity = capacity
+        c = capacity
+        self.pair_corner, self.pair_triangle, self.pair_corner_d = np.zeros(c, np.int64), np.zeros(c, np.int64), np.zeros(c)
+        self.pair_edge, self.pair_body_edge, self.pair_edge_d = np.zeros(c, np.int64), np.zeros(c, np.int64), np.zeros(c)
+        self.save_pair_corner, self.save_pair_triangle = np.zeros(c, np.int64), np.zeros(c, np.int64)
+        self.save_pair_corner_d = np.zeros(c)
+        self.save_pair_edge, self.save_pair_body_edge = np.zeros(c, np.int64), np.zeros(c, np.int64)
+        self.save_pair_edge_d = np.zeros(c)
+        self.cp_stencil, self.cp_weights = np.zeros((c, 3), np.int64), np.zeros((c, 3))
+        self.ep_stencil, self.ep_weights = np.zeros((c, 2), np.int64), np.zeros((c, 2))
+        for kind in ("cp", "ep"):
+            for name in ("direction", "slip", "origin"):
+                setattr(self, f"{kind}_{name}", np.zeros((c, 3)))
+            setattr(self, f"{kind}_depth", np.zeros(c))
+        self.at_depth, self.at_slip = np.zeros(c), np.zeros((c, 3))
+
+    def grow(self, pairs: int) -> None:
+        """Room for at least ``pairs`` pairs of each kind (the list's content kept)."""
+        kept = [(name, getattr(self, name)) for name in ("pair_corner", "pair_triangle", "pair_corner_d", "pair_edge",
+                                                          "pair_body_edge", "pair_edge_d")]
+        self._pairs(max(int(pairs * 1.5) + 16, 2 * self.capacity))
+        for name, old in kept:
+            getattr(self, name)[:len(old)] = old
+
+
+class MeshFrame:
+    """The still mesh colliders of a cloth's ``ClothFrame``: n particles, the body's triangles (t, 3) and edges (e, 2)
+    of its ``AnalyticContacts`` (checked there). ``prepare`` per frame (which collider rows are still meshes, their
+    poses, grids, normals, planes and lists), ``load`` / ``store`` around every C call, ``grow`` on status 3."""
+
+    def __init__(self, library, n: int, triangles, edges):
+        from ..collision.broad_phase.mesh_broad_phase import SKIN
+        from ..collision.broad_phase.mesh_face_pairs import MAX_ALLOWANCE, REFRESH_SHARE
+        from ..collision.colliders.kept_planes import KEPT_DRIFT
+        from ..collision.colliders.mesh_collider import FACE_PASSES, SEARCH_MARGIN, SIDE_MARGIN
+        from ..collision.response.mesh_pushes import LINEAR_DRIFT
+
+        self.library = library
+        self.n = n
+        self.triangles, self.edges = triangles, edges
+        self.settings = np.array([SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE,
+                                  MAX_ALLOWANCE, FACE_PASSES], np.float64)
+        self.needs = np.zeros(2, np.int64)
+        t, e = len(triangles), len(edges)
+        ints = ("stale", "out_row", "out_tri", "out_interior", "crossing", "side_row", "side_tri", "side_interior",
+                "mark", "beyond")
+        for name in ints:
+            setattr(self, name, np.zeros(n, np.int64))
+        for name in ("out_bary", "out_q", "side_bary", "side_q", "plane_n", "sums", "save_x", "save_v"):
+            setattr(self, name, np.zeros((n, 3)))
+        for name in ("out_d", "side_d", "side", "plane_d", "counts"):
+            setattr(self, name, np.zeros(n))
+        self.save_air = np.zeros(2)
+        self.tri_rows, self.tri_reach = np.zeros(t, np.int64), np.zeros(t)
+        self.edge_rows, self.edge_reach = np.zeros(e, np.int64), np.zeros(e)
+        self.struct = _FrameStruct()
+        for name, _ in _FRAME_FIELDS[2:]:
+            setattr(self.struct, name, pointer(getattr(self, name)))
+        self.kept = {}
+        """{(id of the collider's shared, thickness): _Still}: buffers kept across frames."""
+        self.active = []
+        """The frame's (collider, _Still, planes, face-list key) in table order."""
+        self.body_triangles = None
+        self._edges_checked = None
+        self.fast = 0
+        """Frames whose still colliders' structs were those of the frame before (the same arrays and buffers)."""
+
+    def prepare(self, colliders, x, body_triangles) -> None:
+        """The frame's still mesh colliders among ``colliders`` (their table rows are their positions in it), for a
+        body at x (n, 3) whose collision triangles are the array ``body_triangles`` (the very array the NumPy pipeline
+        is handed: its face-pair lists are kept per array). ValueError for anything the C code cannot take."""
+        from ..collision.colliders.kept_planes import KeptPlanes
+        from ..collision.broad_phase.mesh_broad_phase import _Slots
+
+        if body_triangles is not self.body_triangles:  # checked once per array
+            if not np.array_equal(np.asarray(body_triangles, np.int64).reshape(-1, 3), self.triangles):
+                raise ValueError("body triangles: must be the contacts binding's triangles")
+            self.body_triangles = body_triangles
+        self.active = []
+        meshes = (_MeshStruct * max(1, sum(still(c) for c in colliders)))()
+        for row, collider in enumerate(colliders):
+            if not still(collider):
+                continue
+            attach(self.library, [collider])
+            native = collider.shared.native
+            if native is None:
+                raise ValueError(f"mesh collider {collider.name!r}: no triangles")
+            edges = collider._body_edges(body_triangles)
+            if edges is not self._edges_checked:
+                if not np.array_equal(edges, self.edges):
+                    raise ValueError("body edges: must be the collider's edges of the body triangles")
+                self._edges_checked = edges
+            thickness = float(collider.thickness)
+            if not (np.isfinite(thickness) and thickness >= 0.0 and np.isfinite(collider.friction)):
+                raise ValueError(f"mesh collider {collider.name!r}: thickness and friction must be finite")
+            key = (id(collider.shared), thickness)
+            mine = self.kept.get(key)
+            if mine is None or mine.shared is not collider.shared:
+                mine = self.kept[key] = _Still(self.n)
+                mine.shared = collider.shared
+            mine.collider = collider
+            # kept_contact's planes of this body (the slot nearest x, as it picks them)
+            kept = collider.shared.kept_planes
+            if thickness not in kept:
+                if len(kept) >= 4:
+                    kept.clear()
+                kept[thickness] = _Slots(lambda planes: planes.x0)
+            planes = kept[thickness].nearest(x)
+            if planes is None:
+                planes = kept[thickness].add(KeptPlanes.unmeasured(x))
+            self._fill(meshes[len(self.active)], row, collider, native, mine, planes)
+            self.active.append((collider, mine, planes))
+        self._meshes = meshes
+        self.struct.count = len(self.active)
+        self.struct.meshes = ctypes.addressof(meshes)
+
+    def _fill(self, s, row, collider, native, mine, planes) -> None:
+        n, m = self.n, len(collider.vertices)
+        vertices = collider.vertices
+        known = getattr(mine, "keep", None)
+        if known is not None and known[0].shape == vertices.shape and np.array_equal(known[0], vertices):
+            vertices = known[0]  # a still collider read anew with the same vertices: the grids of these serve
+        grid = native.faces.grid_for(vertices)  # checks vertices (float64, (m, 3), finite)
+        # A frame like the last one (the same arrays, grids and buffers, all checked then): its struct again.
+        sources = (row, vertices, grid, native.corners, native.sharp, collider.__dict__.get("face_normals"),
+                   collider.__dict__.get("_pseudo"), collider.shared.corners, collider.shared.edges, planes.x0,
+                   planes.normal, planes.d0, planes.clear, float(collider.thickness), float(collider.friction),
+                   mine.capacity)
+        last = getattr(mine, "sources", None)
+        if (last is not None and len(last) == len(sources) and all(_same(a, b) for a, b in zip(last, sources))
+                and self._grids_current(native, vertices, mine)):
+            ctypes.memmove(ctypes.addressof(s), ctypes.addressof(mine.saved), ctypes.sizeof(_MeshStruct))
+            mine.struct = s
+            self.fast += 1
+            return
+        mine.sources = None
+        t = len(native.triangles)
+        face_normals = checked("face normals", np.ascontiguousarray(collider.face_normals, np.float64), F64, (t, 3))
+        vertex_normals, side_normals = (np.ascontiguousarray(a, np.float64) for a in collider._feature_normals())
+        checked("vertex normals", vertex_normals, F64, (m, 3))
+        checked("side normals", side_normals, F64, (t, 3, 3))
+        corners = checked_indices("corners", np.ascontiguousarray(collider.shared.corners, np.int64), m, (None,))
+        sharp = checked_indices("sharp edges", np.ascontiguousarray(collider.shared.edges, np.int64), m, (None, 2))
+        native.gridded(corners, sharp)
+        if len(sharp):
+            tree, radius = collider.shared.edge_tree_for(vertices)
+            centres = np.ascontiguousarray(np.asarray(tree.data, np.float64).T)  # by axis (mesh_frame.h)
+        else:
+            centres, radius = np.zeros((3, 0)), 0.0
+        checked("piece centres", centres, F64, (3, None))
+        if not (np.all(np.isfinite(centres)) and np.isfinite(radius)):
+            raise ValueError("piece centres: must be finite")
+        for name, array, shape in (("planes x0", planes.x0, (n, 3)), ("planes normal", planes.normal, (n, 3)),
+                                   ("planes d0", planes.d0, (n,)), ("planes clear", planes.clear, (n,))):
+            checked(name, array, F64, shape)
+        mine.keep = (vertices, face_normals, vertex_normals, side_normals, corners, sharp, centres, planes, grid)
+        s.row, s.m, s.t = row, m, t
+        s.vertices, s.triangles = pointer(vertices), native.faces.pointer
+        s.face_grid, s.face_dims, s.face_cell_start, s.face_entry = grid.pointers
+        s.face_stamp = native.faces.stamp_pointer
+        s.face_normals, s.vertex_normals, s.side_normals = map(pointer, (face_normals, vertex_normals, side_normals))
+        s.thickness, s.friction = float(collider.thickness), float(collider.friction)
+        s.corner_count, s.corners = len(corners), pointer(corners)
+        s.sharp_count, s.sharp = len(sharp), pointer(sharp)
+        # The grids are kept alive here: the per-substep code between calls may drop them from MeshClosest's own.
+        grids = [grid]
+        if len(corners):
+            grids.append(native.corners.grid_for(vertices))
+            s.corner_grid, s.corner_dims, s.corner_cell_start, s.corner_entry = grids[-1].pointers
+            s.corner_stamp = native.corners.stamp_pointer
+        if len(sharp):
+            grids.append(native.sharp.grid_for(vertices))
+            s.sharp_grid, s.sharp_dims, s.sharp_cell_start, s.sharp_entry = grids[-1].pointers
+            s.sharp_stamp = native.sharp.stamp_pointer
+        mine.keep = mine.keep + (grids, native.faces, native.corners, native.sharp)
+        s.piece_count, s.piece_centres, s.piece_radius = centres.shape[1], pointer(centres), float(radius)
+        s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, (planes.x0, planes.normal, planes.d0,
+                                                                              planes.clear))
+        mine.struct = s
+        self._buffers(mine)
+        mine.saved = _MeshStruct.from_buffer_copy(s)
+        mine.sources = sources
+
+    @staticmethod
+    def _grids_current(native, vertices, mine) -> bool:
+        """Whether the corner and sharp-edge grids of ``vertices`` are still the ones the saved struct points to."""
+        kept = mine.keep[-4]
+        wanted = [g for g in (native.corners, native.sharp) if g is not None and len(g.elements)]
+        return all(any(grid.vertices is vertices and grid in kept for grid in g.grids) for g in wanted)
+
+    @staticmethod
+    def _buffers(mine) -> None:
+        s = mine.struct
+        s.capacity = mine.capacity
+        for name, _ in _MESH_FIELDS[_LIST_FIELDS:]:
+            if name != "capacity":
+                setattr(s, name, pointer(getattr(mine, name)))
+
+    def _key(self, collider):
+        return (float(collider.thickness), collider.shared.travel), id(self.body_triangles)
+
+    def load(self) -> None:
+        """Each collider's face-pair list (``_Shared.face_cache``) into its buffers."""
+        for collider, mine, _ in self.active:
+            kept = collider.shared.face_cache.get(self._key(collider))
+            if kept is None or kept.triangles is not self.body_triangles or kept.reference.shape != (self.n, 3):
+                mine.list_state[:] = 0
+                continue
+            pairs = kept.pairs
+            nc, ne = len(pairs.corner_distance), len(pairs.edge_distance)
+            if max(nc, ne) > mine.capacity:
+                mine.grow(max(nc, ne))
+                self._buffers(mine)
+            mine.list_state[:] = (1, nc, ne)
+            mine.reference[:] = kept.reference
+            mine.allowance[:] = kept.allowance
+            mine.pair_corner[:nc], mine.pair_triangle[:nc] = pairs.corner_triangle
+            mine.pair_corner_d[:nc] = pairs.corner_distance
+            mine.pair_edge[:ne], mine.pair_body_edge[:ne] = pairs.edge_edge
+            mine.pair_edge_d[:ne] = pairs.edge_distance
+
+    def store(self) -> None:
+        """Each collider's face-pair list from its buffers back into ``_Shared.face_cache``."""
+        from ..collision.broad_phase.mesh_broad_phase import SLOTS
+        from ..collision.broad_phase.mesh_face_pairs import _FaceList
+        from ..collision.response.contact_set import FacePairs
+
+        for collider, mine, _ in self.active:
+            if not mine.list_state[0]:
+                continue
+            nc, ne = int(mine.list_state[1]), int(mine.list_state[2])
+            pairs = FacePairs(collider, (mine.pair_corner[:nc].copy(), mine.pair_triangle[:nc].copy()),
+                              (mine.pair_edge[:ne].copy(), mine.pair_body_edge[:ne].copy()),
+                              mine.pair_corner_d[:nc].copy(), mine.pair_edge_d[:ne].copy())
+            cache, key = collider.shared.face_cache, self._key(collider)
+            if key not in cache and len(cache) >= 4 * SLOTS:
+                cache.clear()
+            cache[key] = _FaceList(self.body_triangles, mine.reference.copy(), mine.allowance.copy(), pairs)
+
+    def grow(self) -> None:
+        """After status 3: room for the pairs ``needs`` asks (the list is back in the cache: ``store``)."""
+        _, mine, _ = self.active[int(self.needs[0])]
+        mine.grow(int(self.needs[1]))
+        self._buffers(mine)
+
+
+__all__ = ["CAPACITY", "MeshFrame", "frame_supports", "still"]

@@ -1,0 +1,732 @@
+/* Still mesh colliders inside a cloth's whole-frame call (softsim_cloth_substeps): the native twins of
+ *   solvers/collision/colliders/kept_planes.py       kept_contact (the stale points measured anew, the planes kept),
+ *   solvers/collision/colliders/mesh_collider.py     MeshCollider.contact of a still collider, _contact_rows, _sides,
+ *                                                    pseudo_normals, resolve_faces,
+ *   solvers/collision/broad_phase/mesh_face_pairs.py MeshFacePairs.face_pairs (the Verlet list: kept, refreshed
+ *                                                    around the points beyond their allowances, or found anew),
+ *                                                    _refresh, _allowances,
+ *   solvers/collision/response/mesh_pushes.py        MeshFacePushes._face_passes (_Pushes.shift / at, _drift),
+ *   solvers/collision/response/contact_set.py        find_contacts / point_contacts with mesh colliders,
+ *   solvers/collision/response/collider_contacts.py  resolve_contacts / _resolve_once with mesh colliders,
+ * built on mesh_collider.c's kernels (nearest triangles, face pairs, pushes, kept planes) and contact.c's (the
+ * analytic rows' contacts and the friction of every row), in the order the NumPy pipeline runs them. A mesh row of the
+ * collider table (kind SOFTSIM_KIND_MESH) stands still, so its motion is zero and its start pose is its pose.
+ *
+ * Arithmetic follows the twins': _dot / einsum("ij,ij->i") adds (x*x + z*z) + y*y (dot_rows), einsum("ks,ksd->kd")
+ * sums the stencil in order, cKDTree's distance is sqrt((dx^2 + dy^2) + dz^2). The kept state (planes, face-pair
+ * list) is the NumPy objects' own arrays or copied back to them by the binding, so the per-substep path and this one
+ * can take turns.
+ *
+ * A pair buffer too small for a list (the binding cannot know the count beforehand) ends the call with the substep
+ * restored as it was at its start (x, v, the air's clock, the planes and the list: softsim_mesh_frame_save/restore);
+ * the binding grows the buffers and runs the substep again, which then repeats the same operations.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "mesh_frame.h"
+
+enum { SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES };
+
+static double dot_rows(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
+
+static double max2(double a, double b) { return b > a ? b : a; }
+
+static SoftsimStillMesh *mesh_of_row(const SoftsimMeshFrame *f, int64_t row)
+{
+    for (int64_t i = 0; i < f->count; ++i)
+        if (f->meshes[i].row == row)
+            return f->meshes + i;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ save and restore */
+
+static void save_planes(SoftsimStillMesh *c, int64_t n)
+{
+    if (c->save_state[4])
+        return;
+    c->save_state[4] = 1;
+    memcpy(c->save_planes, c->plane_x0, sizeof(double) * 3 * n);
+    memcpy(c->save_planes + 3 * n, c->plane_normal, sizeof(double) * 3 * n);
+    memcpy(c->save_planes + 6 * n, c->plane_d0, sizeof(double) * n);
+    memcpy(c->save_planes + 7 * n, c->plane_clear, sizeof(double) * n);
+}
+
+static void save_list(SoftsimStillMesh *c, int64_t n)
+{
+    if (c->save_state[0])
+        return;
+    c->save_state[0] = 1;
+    for (int k = 0; k < 3; ++k)
+        c->save_state[1 + k] = c->list_state[k];
+    memcpy(c->save_reference, c->reference, sizeof(double) * 3 * n);
+    memcpy(c->save_allowance, c->allowance, sizeof(double) * n);
+    int64_t nc = c->list_state[1], ne = c->list_state[2];
+    memcpy(c->save_pair_corner, c->pair_corner, sizeof(int64_t) * nc);
+    memcpy(c->save_pair_triangle, c->pair_triangle, sizeof(int64_t) * nc);
+    memcpy(c->save_pair_corner_d, c->pair_corner_d, sizeof(double) * nc);
+    memcpy(c->save_pair_edge, c->pair_edge, sizeof(int64_t) * ne);
+    memcpy(c->save_pair_body_edge, c->pair_body_edge, sizeof(int64_t) * ne);
+    memcpy(c->save_pair_edge_d, c->pair_edge_d, sizeof(double) * ne);
+}
+
+void softsim_mesh_frame_save(const SoftsimClothPlan *plan)
+{
+    const SoftsimMeshFrame *f = plan->mesh;
+    memcpy(f->save_x, plan->x, sizeof(double) * 3 * plan->n);
+    memcpy(f->save_v, plan->v, sizeof(double) * 3 * plan->n);
+    if (plan->air_count) {
+        f->save_air[0] = plan->air_state[0];
+        f->save_air[1] = plan->air_state[1];
+    }
+    for (int64_t i = 0; i < f->count; ++i) {
+        f->meshes[i].save_state[0] = 0;
+        f->meshes[i].save_state[4] = 0;
+    }
+}
+
+void softsim_mesh_frame_restore(const SoftsimClothPlan *plan)
+{
+    const SoftsimMeshFrame *f = plan->mesh;
+    int64_t n = plan->n;
+    memcpy(plan->x, f->save_x, sizeof(double) * 3 * n);
+    memcpy(plan->v, f->save_v, sizeof(double) * 3 * n);
+    if (plan->air_count) {
+        plan->air_state[0] = f->save_air[0];
+        plan->air_state[1] = f->save_air[1];
+    }
+    for (int64_t i = 0; i < f->count; ++i) {
+        SoftsimStillMesh *c = f->meshes + i;
+        if (c->save_state[4]) {
+            memcpy(c->plane_x0, c->save_planes, sizeof(double) * 3 * n);
+            memcpy(c->plane_normal, c->save_planes + 3 * n, sizeof(double) * 3 * n);
+            memcpy(c->plane_d0, c->save_planes + 6 * n, sizeof(double) * n);
+            memcpy(c->plane_clear, c->save_planes + 7 * n, sizeof(double) * n);
+        }
+        if (c->save_state[0]) {
+            for (int k = 0; k < 3; ++k)
+                c->list_state[k] = c->save_state[1 + k];
+            memcpy(c->reference, c->save_reference, sizeof(double) * 3 * n);
+            memcpy(c->allowance, c->save_allowance, sizeof(double) * n);
+            int64_t nc = c->list_state[1], ne = c->list_state[2];
+            memcpy(c->pair_corner, c->save_pair_corner, sizeof(int64_t) * nc);
+            memcpy(c->pair_triangle, c->save_pair_triangle, sizeof(int64_t) * nc);
+            memcpy(c->pair_corner_d, c->save_pair_corner_d, sizeof(double) * nc);
+            memcpy(c->pair_edge, c->save_pair_edge, sizeof(int64_t) * ne);
+            memcpy(c->pair_body_edge, c->save_pair_body_edge, sizeof(int64_t) * ne);
+            memcpy(c->pair_edge_d, c->save_pair_edge_d, sizeof(double) * ne);
+        }
+        c->save_state[0] = 0;
+        c->save_state[4] = 0;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ contact planes */
+
+/* MeshCollider.pseudo_normals for one point: the face's normal inside, an edge's pseudo-normal when one weight is
+ * 0 (to 1e-12; the first such side), a vertex's when two are (the corner of the largest weight, the first of equals). */
+static const double *pseudo_normal(const SoftsimStillMesh *c, int64_t tri, const double *bary)
+{
+    int zero[3] = {bary[0] <= 1e-12, bary[1] <= 1e-12, bary[2] <= 1e-12};
+    int count = zero[0] + zero[1] + zero[2];
+    if (count == 1) {
+        int k = zero[0] ? 0 : (zero[1] ? 1 : 2);
+        return c->side_normals + 9 * tri + 3 * k;
+    }
+    if (count >= 2) {
+        int k = 0;
+        if (bary[1] > bary[k])
+            k = 1;
+        if (bary[2] > bary[k])
+            k = 2;
+        return c->vertex_normals + 3 * c->triangles[3 * tri + k];
+    }
+    return c->face_normals + 3 * tri;
+}
+
+/* MeshCollider._closest through the native grid (MeshClosest.closest): the found points' rows, triangles, weights,
+ * closest points, distances and interior flags, in the order of points. */
+static int64_t closest(const SoftsimStillMesh *c, const double *x, const int64_t *points, int64_t k, double limit,
+                       int64_t *row, int64_t *tri, double *bary, double *q, double *d, int64_t *interior)
+{
+    if (c->t == 0 || k == 0)
+        return 0;
+    return softsim_mesh_closest(x, points, k, c->vertices, c->triangles, c->face_grid, c->face_dims,
+                                c->face_cell_start, c->face_entry, limit, c->face_stamp, row, tri, bary, q, d,
+                                interior);
+}
+
+/* MeshCollider._contact_rows of a still collider for the points (k,) within thickness + margin: the found points'
+ * rows (f->out_row), unsigned distances (f->out_d), planes' d (f->plane_d) and normals (f->plane_n), in order;
+ * returns how many. The sides of points nearer the surface than their step's motion come from x_prev against their
+ * own nearest triangle (_sides, the start pose being the pose). */
+static int64_t contact_rows(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c,
+                            const double *x, const double *x_prev, double margin, const int64_t *points, int64_t k)
+{
+    const double *S = f->settings;
+    double th = c->thickness;
+    int64_t found = closest(c, x, points, k, th + margin, f->out_row, f->out_tri, f->out_bary, f->out_q, f->out_d,
+                            f->out_interior);
+    int64_t crossing = 0;
+    for (int64_t j = 0; j < found; ++j) {
+        int64_t p = f->out_row[j];
+        const double *xp = x + 3 * p, *q = f->out_q + 3 * j, *xq = x_prev + 3 * p;
+        double dist = f->out_d[j];
+        double r[3] = {xp[0] - q[0], xp[1] - q[1], xp[2] - q[2]};
+        double div = dist > 0.0 ? dist : 1.0;
+        double away[3] = {r[0] / div, r[1] / div, r[2] / div};
+        double outward = dot_rows(away, pseudo_normal(c, f->out_tri[j], f->out_bary + 3 * j));
+        double moved[3] = {xp[0] - xq[0], xp[1] - xq[1], xp[2] - xq[2]};
+        f->side[p] = outward < 0.0 ? -1.0 : 1.0;
+        if (dist <= sqrt(dot_rows(moved, moved)) + 0.0)
+            f->crossing[crossing++] = p;
+    }
+    if (crossing) {
+        for (int64_t i = 0; i < crossing; ++i)
+            f->side[f->crossing[i]] = 1.0;
+        (void)plan;
+        int64_t got = closest(c, x_prev, f->crossing, crossing, th + S[SIDE_MARGIN], f->side_row, f->side_tri,
+                              f->side_bary, f->side_q, f->side_d, f->side_interior);
+        for (int64_t s = 0; s < got; ++s) {
+            int64_t p = f->side_row[s];
+            const double *xq = x_prev + 3 * p, *q = f->side_q + 3 * s;
+            double r[3] = {xq[0] - q[0], xq[1] - q[1], xq[2] - q[2]};
+            f->side[p] = dot_rows(r, pseudo_normal(c, f->side_tri[s], f->side_bary + 3 * s)) < 0.0 ? -1.0 : 1.0;
+        }
+    }
+    for (int64_t j = 0; j < found; ++j) {
+        int64_t p = f->out_row[j];
+        int64_t tri = f->out_tri[j];
+        const double *xp = x + 3 * p, *q = f->out_q + 3 * j;
+        double dist = f->out_d[j];
+        double r[3] = {xp[0] - q[0], xp[1] - q[1], xp[2] - q[2]};
+        double div = dist > 0.0 ? dist : 1.0;
+        double away[3] = {r[0] / div, r[1] / div, r[2] / div};
+        double outward = dot_rows(away, pseudo_normal(c, tri, f->out_bary + 3 * j));
+        double side = f->side[p];
+        const double *fn = c->face_normals + 3 * tri;
+        int use_face = f->out_interior[j] || dist <= 0.0 || outward * side < 0.0;
+        double *normal = f->plane_n + 3 * j;
+        for (int a = 0; a < 3; ++a)
+            normal[a] = use_face ? side * fn[a] : away[a];
+        f->plane_d[j] = dot_rows(r, normal) - th;
+    }
+    return found;
+}
+
+/* kept_contact: the stale points measured anew within margin + SKIN and their planes kept, then every point's
+ * answer from the planes: f->plane_d (n,) and f->plane_n (n, 3). */
+static void kept_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c,
+                         const double *x, const double *x_prev, double margin)
+{
+    const double *S = f->settings;
+    int64_t n = plan->n;
+    double th = c->thickness;
+    int64_t count = softsim_kept_stale(x, x_prev, n, c->plane_x0, c->plane_d0, c->plane_clear, S[KEPT_DRIFT] * th,
+                                       th + margin, f->stale);
+    if (count) {
+        save_planes(c, n);
+        double wide = margin + S[SKIN];
+        int64_t found = contact_rows(plan, f, c, x, x_prev, wide, f->stale, count);
+        for (int64_t i = 0; i < count; ++i) {
+            int64_t s = f->stale[i];
+            for (int a = 0; a < 3; ++a)
+                c->plane_x0[3 * s + a] = x[3 * s + a];
+            c->plane_d0[s] = INFINITY;
+            c->plane_clear[s] = th + wide;
+        }
+        for (int64_t j = 0; j < found; ++j) {
+            int64_t p = f->out_row[j];
+            double d = f->plane_d[j];
+            c->plane_d0[p] = d;
+            for (int a = 0; a < 3; ++a)
+                c->plane_normal[3 * p + a] = f->plane_n[3 * j + a];
+            c->plane_clear[p] = d + th > 0.0 ? f->out_d[j] : 0.0;
+        }
+    }
+    softsim_kept_planes(x, n, c->plane_x0, c->plane_normal, c->plane_d0, margin, f->plane_d, f->plane_n);
+}
+
+/* ------------------------------------------------------------------------------------------ face-pair list */
+
+/* _allowances of the points (all when points is 0) at x, written to out[p]. */
+static void allowances(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c,
+                       const double *x, const int64_t *points, int64_t k, double *out)
+{
+    const double *S = f->settings;
+    double tight = S[SKIN] / 3.0;
+    int64_t count = points ? k : plan->n;
+    if (c->sharp_count == 0 || plan->edge_count == 0) {
+        for (int64_t i = 0; i < count; ++i)
+            out[points ? points[i] : i] = tight;
+        return;
+    }
+    double largest = 0.0;
+    for (int64_t e = 0; e < plan->edge_count; ++e) {
+        const double *a = x + 3 * plan->edges[2 * e], *b = x + 3 * plan->edges[2 * e + 1];
+        double span[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        double s = dot_rows(span, span);
+        if (s > largest || e == 0)
+            largest = s;
+    }
+    double longest = sqrt(largest), reach = c->thickness;
+    for (int64_t i = 0; i < count; ++i) {
+        int64_t p = points ? points[i] : i;
+        const double *xp = x + 3 * p;
+        /* the nearest centre by brute force over the centres stored by axis (the minimum is the same in any
+         * order, so the loop may be vectorized) */
+        const double *cx = c->piece_centres, *cy = cx + c->piece_count, *cz = cy + c->piece_count;
+        double nearest = INFINITY;
+        for (int64_t j = 0; j < c->piece_count; ++j) {
+            double dx = xp[0] - cx[j], dy = xp[1] - cy[j], dz = xp[2] - cz[j];
+            double s = (dx * dx + dy * dy) + dz * dz;
+            nearest = s < nearest ? s : nearest;
+        }
+        double lower = sqrt(nearest) - c->piece_radius - 3.0 * 0.0;
+        double a = (((lower - longest) - reach) - 2.0 * S[SKIN] / 3.0) * (1.0 - 1e-12);
+        a = a < tight ? tight : a;
+        out[p] = a > S[MAX_ALLOWANCE] ? S[MAX_ALLOWANCE] : a;
+    }
+}
+
+/* The corner and edge pairs of the body triangles tri_rows (k,) and edges edge_rows (m,) within their reaches at
+ * positions at, written from index `from` of each kind's buffers (_pairs_within); returns 0, or -1 with needs[]
+ * set when a buffer is too small. */
+static int pairs_within(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c, int64_t index,
+                        const double *at, int64_t k, int64_t m, int64_t from_c, int64_t from_e, int64_t *nc,
+                        int64_t *ne)
+{
+    *nc = *ne = 0;
+    if (c->corner_count && k) {
+        *nc = softsim_mesh_corner_pairs(at, plan->faces, f->tri_rows, k, f->tri_reach, 0.0, c->vertices, c->corners,
+                                        c->corner_grid, c->corner_dims, c->corner_cell_start, c->corner_entry,
+                                        c->corner_stamp, c->capacity - from_c, c->pair_corner + from_c,
+                                        c->pair_triangle + from_c, c->pair_corner_d + from_c);
+        if (*nc > c->capacity - from_c) {
+            f->needs[0] = index;
+            f->needs[1] = from_c + *nc;
+            return -1;
+        }
+    }
+    if (c->sharp_count && m) {
+        *ne = softsim_mesh_edge_pairs(at, plan->edges, f->edge_rows, m, f->edge_reach, 0.0, c->vertices, c->sharp,
+                                      c->sharp_grid, c->sharp_dims, c->sharp_cell_start, c->sharp_entry,
+                                      c->sharp_stamp, c->capacity - from_e, c->pair_edge + from_e,
+                                      c->pair_body_edge + from_e, c->pair_edge_d + from_e);
+        if (*ne > c->capacity - from_e) {
+            f->needs[0] = index;
+            f->needs[1] = from_e + *ne;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* MeshFacePairs._refresh around the points f->beyond (nb,). */
+static int refresh(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c, int64_t index,
+                   const double *x, int64_t nb)
+{
+    const double *S = f->settings;
+    int64_t t = plan->face_count, e = plan->edge_count;
+    for (int64_t i = 0; i < nb; ++i) {
+        int64_t p = f->beyond[i];
+        for (int a = 0; a < 3; ++a)
+            c->reference[3 * p + a] = x[3 * p + a];
+    }
+    allowances(plan, f, c, x, f->beyond, nb, c->allowance);
+    for (int64_t i = 0; i < nb; ++i)
+        f->mark[f->beyond[i]] = 1;
+    double base = c->thickness + 2.0 * S[SKIN] / 3.0;
+    int64_t k = 0, m = 0;
+    for (int64_t j = 0; j < t; ++j) {
+        const int64_t *tri = plan->faces + 3 * j;
+        if (!(f->mark[tri[0]] || f->mark[tri[1]] || f->mark[tri[2]]))
+            continue;
+        double a = max2(max2(c->allowance[tri[0]], c->allowance[tri[1]]), c->allowance[tri[2]]);
+        f->tri_rows[k] = j;
+        f->tri_reach[k++] = base + a;
+    }
+    for (int64_t j = 0; j < e; ++j) {
+        const int64_t *edge = plan->edges + 2 * j;
+        if (!(f->mark[edge[0]] || f->mark[edge[1]]))
+            continue;
+        f->edge_rows[m] = j;
+        f->edge_reach[m++] = base + max2(c->allowance[edge[0]], c->allowance[edge[1]]);
+    }
+    /* the untouched elements' pairs kept in order, then the touched ones' found again */
+    int64_t kc = 0, ke = 0;
+    for (int64_t i = 0; i < c->list_state[1]; ++i) {
+        const int64_t *tri = plan->faces + 3 * c->pair_triangle[i];
+        if (f->mark[tri[0]] || f->mark[tri[1]] || f->mark[tri[2]])
+            continue;
+        c->pair_corner[kc] = c->pair_corner[i];
+        c->pair_triangle[kc] = c->pair_triangle[i];
+        c->pair_corner_d[kc++] = c->pair_corner_d[i];
+    }
+    for (int64_t i = 0; i < c->list_state[2]; ++i) {
+        const int64_t *edge = plan->edges + 2 * c->pair_body_edge[i];
+        if (f->mark[edge[0]] || f->mark[edge[1]])
+            continue;
+        c->pair_edge[ke] = c->pair_edge[i];
+        c->pair_body_edge[ke] = c->pair_body_edge[i];
+        c->pair_edge_d[ke++] = c->pair_edge_d[i];
+    }
+    for (int64_t i = 0; i < nb; ++i)
+        f->mark[f->beyond[i]] = 0;
+    int64_t nc, ne;
+    if (pairs_within(plan, f, c, index, c->reference, k, m, kc, ke, &nc, &ne) < 0)
+        return -1;
+    c->list_state[1] = kc + nc;
+    c->list_state[2] = ke + ne;
+    return 0;
+}
+
+/* MeshFacePairs.face_pairs with reach = thickness at x: the kept list, refreshed, or found anew (within reach +
+ * SKIN, references at x, allowances from _allowances). 0, or -1 when a buffer is too small. */
+static int face_list(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c, int64_t index,
+                     const double *x)
+{
+    const double *S = f->settings;
+    int64_t n = plan->n, t = plan->face_count, e = plan->edge_count;
+    if (c->list_state[0]) {
+        int within = 1;
+        for (int64_t p = 0; p < n && within; ++p) {
+            const double *xp = x + 3 * p, *r = c->reference + 3 * p;
+            double moved[3] = {xp[0] - r[0], xp[1] - r[1], xp[2] - r[2]};
+            within = dot_rows(moved, moved) <= c->allowance[p] * c->allowance[p];
+        }
+        if (within)
+            return 0;
+        int64_t nb = 0;
+        for (int64_t p = 0; p < n; ++p) {
+            const double *xp = x + 3 * p, *r = c->reference + 3 * p;
+            double moved[3] = {xp[0] - r[0], xp[1] - r[1], xp[2] - r[2]};
+            double half = 0.5 * c->allowance[p];
+            if (dot_rows(moved, moved) > half * half)
+                f->beyond[nb++] = p;
+        }
+        if ((double)nb <= S[REFRESH_SHARE] * (double)n) {
+            save_list(c, n);
+            return refresh(plan, f, c, index, x, nb);
+        }
+    }
+    save_list(c, n);
+    double reach = c->thickness + S[SKIN];
+    for (int64_t j = 0; j < t; ++j) {
+        f->tri_rows[j] = j;
+        f->tri_reach[j] = reach;
+    }
+    for (int64_t j = 0; j < e; ++j) {
+        f->edge_rows[j] = j;
+        f->edge_reach[j] = reach;
+    }
+    int64_t nc, ne;
+    c->list_state[0] = 0;
+    if (pairs_within(plan, f, c, index, x, t, e, 0, 0, &nc, &ne) < 0)
+        return -1;
+    c->list_state[0] = 1;
+    c->list_state[1] = nc;
+    c->list_state[2] = ne;
+    memcpy(c->reference, x, sizeof(double) * 3 * n);
+    allowances(plan, f, c, x, 0, 0, c->allowance);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ face passes */
+
+/* _Pushes.shift of pair i: sum_s weights x[stencil] (in order) less the origin. */
+static void shift_of(const double *x, int width, const int64_t *stencil, const double *weights, const double *origin,
+                     double *out)
+{
+    for (int a = 0; a < 3; ++a) {
+        double s = weights[0] * x[3 * stencil[0] + a];
+        for (int j = 1; j < width; ++j)
+            s = s + weights[j] * x[3 * stencil[j] + a];
+        out[a] = s - origin[a];
+    }
+}
+
+/* The largest squared shift of k pairs (0 with none). */
+static double largest_shift(const double *x, int64_t k, int width, const int64_t *stencil, const double *weights,
+                            const double *origin)
+{
+    double largest = 0.0;
+    for (int64_t i = 0; i < k; ++i) {
+        double s[3];
+        shift_of(x, width, stencil + width * i, weights + width * i, origin + 3 * i, s);
+        double d = dot_rows(s, s);
+        if (d > largest)
+            largest = d;
+    }
+    return largest;
+}
+
+/* _Pushes.at(shift(x)) of k pairs into c->at_depth, c->at_slip. */
+static void linearized(const SoftsimStillMesh *c, const double *x, int64_t k, int width, const int64_t *stencil,
+                       const double *weights, const double *direction, const double *depth, const double *slip,
+                       const double *origin)
+{
+    for (int64_t i = 0; i < k; ++i) {
+        double s[3];
+        shift_of(x, width, stencil + width * i, weights + width * i, origin + 3 * i, s);
+        c->at_depth[i] = depth[i] - dot_rows(s, direction + 3 * i);
+        for (int a = 0; a < 3; ++a)
+            c->at_slip[3 * i + a] = slip[3 * i + a] + s[a];
+    }
+}
+
+/* softsim_mesh_push_apply (MeshFacePushes._apply) with its sums kept for the pairs' particles only: the same
+ * operations in the same order on those, and x + 0.0 (the twin's x + 0 / 1) on every other particle. f->mark is zero
+ * between calls. */
+static int64_t apply(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c, int64_t k,
+                     int64_t width, const int64_t *stencil, const double *weights, const double *direction,
+                     const double *depth, const double *slip)
+{
+    if (k == 0)
+        return 0;
+    double *x = plan->x, *sums = f->sums, *count = f->counts;
+    const double *inv_mass = plan->inv_mass;
+    for (int64_t i = 0; i < width * k; ++i) {
+        int64_t p = stencil[i];
+        sums[3 * p] = sums[3 * p + 1] = sums[3 * p + 2] = 0.0;
+        count[p] = 0.0;
+    }
+    int64_t moved = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        if (!(depth[i] > 0.0))
+            continue;
+        const int64_t *st = stencil + width * i;
+        const double *wt = weights + width * i;
+        double w[3] = {0.0, 0.0, 0.0};
+        for (int j = 0; j < width; ++j)
+            w[j] = inv_mass[st[j]] * wt[j];
+        double norm = width == 3 ? (wt[0] * w[0] + wt[2] * w[2]) + wt[1] * w[1] : wt[0] * w[0] + wt[1] * w[1];
+        if (!(norm > 0.0))
+            continue;
+        ++moved;
+        const double *dir = direction + 3 * i;
+        double delta[3] = {depth[i] * dir[0], depth[i] * dir[1], depth[i] * dir[2]};
+        if (c->friction > 0.0) {
+            const double *sl = slip + 3 * i;
+            double normal_part = dot_rows(sl, dir);
+            double across[3] = {sl[0] - normal_part * dir[0], sl[1] - normal_part * dir[1], sl[2] - normal_part * dir[2]};
+            double slide = sqrt(dot_rows(across, across));
+            double share = c->friction * depth[i] / max2(slide, 1e-15);
+            share = share < 1.0 ? share : 1.0;
+            for (int a = 0; a < 3; ++a)
+                delta[a] -= share * across[a];
+        }
+        for (int j = 0; j < width; ++j) {
+            double coef = w[j] / norm;
+            int64_t p = st[j];
+            count[p] += coef > 0.0 ? 1.0 : 0.0;
+            for (int a = 0; a < 3; ++a)
+                sums[3 * p + a] += coef * delta[a];
+        }
+    }
+    if (moved == 0)
+        return 0;
+    int64_t *mark = f->mark;
+    for (int64_t i = 0; i < width * k; ++i)
+        mark[stencil[i]] = 1;
+    for (int64_t p = 0; p < plan->n; ++p) {
+        if (mark[p]) {
+            double cp = max2(count[p], 1.0);
+            for (int a = 0; a < 3; ++a)
+                x[3 * p + a] += sums[3 * p + a] / cp;
+            mark[p] = 0;
+        } else {
+            x[3 * p] += 0.0;
+            x[3 * p + 1] += 0.0;
+            x[3 * p + 2] += 0.0;
+        }
+    }
+    return moved;
+}
+
+/* MeshFacePushes._face_passes (resolve_faces): returns the pairs that pushed in the first pass, or -1. */
+static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c,
+                           int64_t index)
+{
+    const double *S = f->settings;
+    double *x = plan->x;
+    const double *x_prev = plan->x_prev;
+    if (plan->face_count == 0 || c->t == 0)
+        return 0;
+    int64_t found = 0, nc = 0, ne = 0, passes = (int64_t)S[FACE_PASSES];
+    int measured = 0;
+    for (int64_t pass = 0; pass < passes; ++pass) {
+        int64_t moved;
+        if (measured && sqrt(max2(largest_shift(x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_origin),
+                                  largest_shift(x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_origin))) <=
+                            S[LINEAR_DRIFT] * c->thickness) {
+            linearized(c, x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
+                       c->cp_origin);
+            moved = apply(plan, f, c, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->at_depth, c->at_slip);
+            /* the edges at the positions the corners left */
+            linearized(c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip,
+                       c->ep_origin);
+            moved += apply(plan, f, c, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->at_depth, c->at_slip);
+        } else {
+            if (face_list(plan, f, c, index, x) < 0)
+                return -1;
+            nc = softsim_mesh_corner_pushes(x, x_prev, plan->faces, c->vertices, c->vertices, c->corners,
+                                            c->pair_corner, c->pair_triangle, c->list_state[1], c->thickness,
+                                            c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
+                                            c->cp_origin);
+            moved = apply(plan, f, c, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip);
+            ne = softsim_mesh_edge_pushes(x, x_prev, plan->edges, c->vertices, c->vertices, c->sharp, c->pair_edge,
+                                          c->pair_body_edge, c->list_state[2], c->thickness, c->ep_stencil,
+                                          c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip, c->ep_origin);
+            moved += apply(plan, f, c, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip);
+            measured = 1;
+        }
+        if (pass == 0)
+            found = moved;
+        if (moved == 0)
+            break;
+    }
+    return found;
+}
+
+/* ------------------------------------------------------------------------------------------ the step's contacts */
+
+/* Every collider's contacts at x, in table order (point_contacts): mode 1 the step's contact set (a particle within
+ * its step's motion, offset = n . x - d, pushed 0; each mesh's face-pair list then brought up to x, as
+ * find_contacts asks for it), mode 0 resolve_contacts' (a particle inside, offset = d). Returns the count, or -1. */
+static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, const double *x, const double *x_prev,
+                           int64_t mode, int64_t *particle, int64_t *owner, double *normal, double *offset,
+                           double *pushed)
+{
+    const SoftsimMeshFrame *f = plan->mesh;
+    int64_t n = plan->n;
+    /* MeshCollider.contact's margin: the largest motion of any particle (travel 0), at least SEARCH_MARGIN */
+    double largest = 0.0;
+    for (int64_t p = 0; p < n; ++p) {
+        double moved[3] = {x[3 * p] - x_prev[3 * p], x[3 * p + 1] - x_prev[3 * p + 1], x[3 * p + 2] - x_prev[3 * p + 2]};
+        double s = dot_rows(moved, moved);
+        if (s > largest || p == 0)
+            largest = s;
+    }
+    double reach = n ? sqrt(largest) + 0.0 : 0.0;
+    double margin = reach > f->settings[SEARCH_MARGIN] ? reach : f->settings[SEARCH_MARGIN];
+    int64_t count = 0;
+    for (int64_t k = 0; k < plan->collider_count; ++k) {
+        const double *row = table + SOFTSIM_COLLIDER_ROW * k;
+        if (row[0] != SOFTSIM_KIND_MESH) {
+            int64_t got = softsim_contacts_find(x, x_prev, n, plan->inv_mass, plan->pad2, 1, row, mode,
+                                                particle + count, owner + count, normal + 3 * count, offset + count,
+                                                pushed + count);
+            for (int64_t i = count; i < count + got; ++i)
+                owner[i] = k;
+            count += got;
+            continue;
+        }
+        SoftsimStillMesh *c = mesh_of_row(f, k);
+        kept_contact(plan, f, c, x, x_prev, margin);
+        for (int64_t p = 0; p < n; ++p) {
+            if (!(plan->inv_mass[p] > 0.0))
+                continue;
+            const double *xp = x + 3 * p, *xq = x_prev + 3 * p;
+            double limit = 0.0;
+            if (mode) {
+                double moved[3] = {xp[0] - xq[0], xp[1] - xq[1], xp[2] - xq[2]};
+                limit = sqrt(dot_rows(moved, moved));
+            }
+            double d = f->plane_d[p];
+            if (!(d < limit))
+                continue;
+            const double *nrm = f->plane_n + 3 * p;
+            particle[count] = p;
+            owner[count] = k;
+            for (int a = 0; a < 3; ++a)
+                normal[3 * count + a] = nrm[a];
+            offset[count] = mode ? dot_rows(xp, nrm) - d : d;
+            pushed[count] = 0.0;
+            ++count;
+        }
+        if (mode && plan->face_count && face_list(plan, f, c, c - f->meshes, x) < 0)
+            return -1;
+    }
+    return count;
+}
+
+int64_t softsim_mesh_frame_find(const SoftsimClothPlan *plan, const double *table)
+{
+    return contacts_at(plan, table, plan->x, plan->x_prev, 1, plan->c_particle, plan->c_owner, plan->c_normal,
+                       plan->c_offset, plan->c_pushed);
+}
+
+/* resolve_contacts: every collider's particles inside (found from the same x) projected onto its plane, then, per
+ * collider in order, slipping up to friction * depth. */
+static int64_t resolve_vertices(const SoftsimClothPlan *plan, const double *table)
+{
+    double *x = plan->x;
+    int64_t count = contacts_at(plan, table, x, plan->x_prev, 0, plan->r_particle, plan->r_owner, plan->r_normal,
+                                plan->r_distance, plan->r_scratch);
+    for (int64_t i = 0; i < count;) {
+        int64_t j = i;
+        for (; j < count && plan->r_owner[j] == plan->r_owner[i]; ++j) {
+            double *xp = x + 3 * plan->r_particle[j];
+            const double *nrm = plan->r_normal + 3 * j;
+            double depth = max2(-plan->r_distance[j], 0.0);
+            xp[0] += depth * nrm[0];
+            xp[1] += depth * nrm[1];
+            xp[2] += depth * nrm[2];
+            plan->r_scratch[j] = depth;
+        }
+        softsim_contacts_friction(x, plan->x_prev, j - i, table, plan->r_particle + i, plan->r_owner + i,
+                                  plan->r_normal + 3 * i, plan->r_scratch + i);
+        i = j;
+    }
+    return count;
+}
+
+/* resolve_collider_contacts with still mesh colliders (and ground planes) when it takes one sweep: vertices, each
+ * mesh's face passes in table order, vertices again when a face was pushed. Returns the sweeps the step needs (x
+ * untouched when more than 1), or -1. */
+int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *table)
+{
+    SoftsimMeshFrame *f = plan->mesh;
+    const double *x = plan->x, *x_prev = plan->x_prev;
+    int64_t n = plan->n, t = plan->face_count;
+    if (t > 0 && f->count > 0) {
+        /* contact_sweeps: ceil(largest free motion / SWEEP_LENGTH), at most MAX_SWEEPS */
+        double largest = -1.0;
+        for (int64_t p = 0; p < n; ++p) {
+            if (!(plan->inv_mass[p] > 0.0))
+                continue;
+            double m[3] = {x[3 * p] - x_prev[3 * p], x[3 * p + 1] - x_prev[3 * p + 1], x[3 * p + 2] - x_prev[3 * p + 2]};
+            double s = dot_rows(m, m);
+            if (s > largest)
+                largest = s;
+        }
+        if (largest >= 0.0) {
+            double sweeps = ceil(sqrt(largest) / plan->finish_settings[1]);
+            if (sweeps > 1.0)
+                return sweeps > plan->finish_settings[2] ? (int64_t)plan->finish_settings[2] : (int64_t)sweeps;
+        }
+    }
+    if (resolve_vertices(plan, table) < 0)
+        return -1;
+    if (t == 0)
+        return 1;
+    int64_t faces = 0;
+    for (int64_t k = 0; k < plan->collider_count; ++k) {
+        if (table[SOFTSIM_COLLIDER_ROW * k] != SOFTSIM_KIND_MESH)
+            continue;
+        SoftsimStillMesh *c = mesh_of_row(f, k);
+        int64_t got = face_passes(plan, f, c, c - f->meshes);
+        if (got < 0)
+            return -1;
+        faces += got;
+    }
+    if (faces && resolve_vertices(plan, table) < 0)
+        return -1;
+    return 1;
+}
+
+/* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
+_Static_assert(sizeof(SoftsimStillMesh) == 70 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimMeshFrame) == 32 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

@@ -1,0 +1,100 @@
+/* Still mesh colliders in a cloth's whole-frame call (mesh_frame.c; binding solvers/native/mesh_frame.py).
+ *
+ * Every field is 8 bytes (int64_t, double or a pointer): mesh_frame.py mirrors both layouts field by field. The
+ * binding validates every array and index once, owns every buffer, and grows the pair buffers when a call returns
+ * status 3 (SoftsimMeshFrame.needs).
+ */
+#ifndef SOFTSIM_MESH_FRAME_H
+#define SOFTSIM_MESH_FRAME_H
+
+#include "softsim_native.h"
+
+/* One mesh collider standing still through the frame (MeshCollider with start None and travel 0). */
+typedef struct {
+    int64_t row;        /* its row in the collider table (kind SOFTSIM_KIND_MESH, friction in [2]) */
+    int64_t m, t;       /* its vertices and triangles */
+    const double *vertices;     /* (m, 3) */
+    const int64_t *triangles;   /* (t, 3) */
+    /* the triangles' grid (mesh_kernels._Grid of its pose) and the query stamps (1 + t) */
+    const double *face_grid;
+    const int64_t *face_dims, *face_cell_start, *face_entry;
+    int64_t *face_stamp;
+    /* MeshCollider.face_normals (t, 3) and _feature_normals: per vertex (m, 3), per triangle side (t, 3, 3) */
+    const double *face_normals, *vertex_normals, *side_normals;
+    double thickness, friction;
+    /* corners (c,) and sharp edges (s, 2) (_Shared.corners, .edges), gridded as (c, c, c) and (a, b, b) */
+    int64_t corner_count;
+    const int64_t *corners;
+    const double *corner_grid;
+    const int64_t *corner_dims, *corner_cell_start, *corner_entry;
+    int64_t *corner_stamp;
+    int64_t sharp_count;
+    const int64_t *sharp;
+    const double *sharp_grid;
+    const int64_t *sharp_dims, *sharp_cell_start, *sharp_entry;
+    int64_t *sharp_stamp;
+    /* the sharp edges' pieces: centres (3, p) (by axis) and largest radius (_Shared.edge_tree_for) */
+    int64_t piece_count;
+    const double *piece_centres;
+    double piece_radius;
+    /* the body's kept contact planes (kept_planes.KeptPlanes): x0 (n, 3), normal (n, 3), d0 (n,), clear (n,) */
+    double *plane_x0, *plane_normal, *plane_d0, *plane_clear;
+    /* the body's face-pair list (mesh_face_pairs._FaceList): list_state [valid, corner pairs, edge pairs],
+     * reference (n, 3), allowance (n,), the pairs (capacity each kind) */
+    int64_t *list_state;
+    double *reference, *allowance;
+    int64_t capacity;
+    int64_t *pair_corner, *pair_triangle;
+    double *pair_corner_d;
+    int64_t *pair_edge, *pair_body_edge;
+    double *pair_edge_d;
+    /* the measured pushes (mesh_pushes._Pushes) of the corners (stencil width 3) and edges (width 2), capacity
+     * rows each; at_depth (capacity,), at_slip (capacity, 3) the linearized ones of a later pass */
+    int64_t *cp_stencil;
+    double *cp_weights, *cp_direction, *cp_depth, *cp_slip, *cp_origin;
+    int64_t *ep_stencil;
+    double *ep_weights, *ep_direction, *ep_depth, *ep_slip, *ep_origin;
+    double *at_depth, *at_slip;
+    /* the list and planes as at the substep's start (restored when the substep must be run again) */
+    double *save_reference, *save_allowance;
+    int64_t *save_pair_corner, *save_pair_triangle;
+    double *save_pair_corner_d;
+    int64_t *save_pair_edge, *save_pair_body_edge;
+    double *save_pair_edge_d;
+    int64_t *save_state; /* (5,): [list saved this substep, its valid, corner pairs, edge pairs, planes saved] */
+    double *save_planes; /* (n, 8): x0, normal, d0, clear */
+} SoftsimStillMesh;
+
+/* The still mesh colliders of a frame and their shared scratch (n = the body's particles, t its triangles, e its
+ * edges). */
+typedef struct SoftsimMeshFrame {
+    int64_t count;
+    SoftsimStillMesh *meshes;
+    /* settings: SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES */
+    const double *settings;
+    int64_t *needs; /* (2,): [mesh, pairs] of the last status 3 */
+    int64_t *stale, *out_row, *out_tri, *out_interior, *crossing; /* (n,) */
+    double *out_bary, *out_q, *out_d;                            /* (n, 3), (n, 3), (n,) */
+    int64_t *side_row, *side_tri, *side_interior;                /* (n,) */
+    double *side_bary, *side_q, *side_d, *side;                  /* (n, 3), (n, 3), (n,), (n,) */
+    double *plane_d, *plane_n;                                   /* (n,), (n, 3) */
+    double *sums, *counts;                                       /* (n, 3), (n,) */
+    double *save_x, *save_v, *save_air;                          /* (n, 3), (n, 3), (2,) */
+    int64_t *mark, *beyond;                                      /* (n,) */
+    int64_t *tri_rows, *edge_rows;                               /* (t,), (e,) */
+    double *tri_reach, *edge_reach;                              /* (t,), (e,) */
+} SoftsimMeshFrame;
+
+#define SOFTSIM_KIND_MESH 2.0
+
+/* The substep loop's hooks (substep.c): the substep's start saved, the step's point contacts (analytic rows with
+ * softsim_contacts_find, mesh rows from their kept planes, in table order, then each mesh's face-pair list at the
+ * prediction), and the end-of-step push (vertices, the mesh faces, vertices again). find returns the contacts or -1
+ * (a pair buffer is too small: the substep restored, needs[] set); finish returns the sweeps the step needs (x
+ * untouched when more than 1) or -1 likewise. */
+void softsim_mesh_frame_save(const SoftsimClothPlan *plan);
+void softsim_mesh_frame_restore(const SoftsimClothPlan *plan);
+int64_t softsim_mesh_frame_find(const SoftsimClothPlan *plan, const double *table);
+int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *table);
+
+#endif
