@@ -217,3 +217,112 @@ class SelfCallKernels:
         return bool(self.library.softsim_self_list_holds(
             pointer(moved), pointer(motion), self.n, pointer(self.triangles), len(self.triangles),
             pointer(self.edges), len(self.edges), pointer(s_v), pointer(s_t), pointer(s_e)))
+
+
+class SelfPass:
+    """The native pass of self-collision's response (``src/self_pass.c``), twin of the pass loop of
+    ``self_contact.SelfCollision._respond``, bit for bit on x86-64 (tests/test_native_self_pass.py).
+
+    Built once per ``SelfCollision``: the triangles (t, 3) and edges (e, 2) are checked (int64, C-contiguous, indices
+    within [0, n)). ``begin`` takes one call's watched pairs and their per-pair values (checked once a call) and sizes
+    the buffers; then per pass ``run`` (the batch, its stencils, the active pairs' correction applied to x; returns how
+    many are active, ``touched`` the particles it moved) and, after the caller's collider check, ``finish`` (the
+    recovery share applied to x_prev, the friction depths, the pairs left in play). ``depth`` (c,) [m] and ``ever``
+    (c,) bool are the call's friction depths and corrected pairs, in the order of the pairs given to ``begin``.
+    """
+
+    def __init__(self, library, triangles, edges, particle_count: int):
+        self.library = library
+        self.n = int(particle_count)
+        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
+        self.edges = checked_indices("edges", edges, self.n, (None, 2))
+        self._x = _PositionsCheck(self.n)
+        self._x_prev = _PositionsCheck(self.n)
+        n = self.n
+        self.changed = np.zeros(n, bool)
+        self.touched_mask = np.zeros(n, bool)
+        self.load = np.zeros(n)
+        self.delta = np.zeros((n, 3))
+        self.batch_size = np.zeros(1, np.int64)
+        self._capacity = -1
+        self._grow(16)
+
+    def _grow(self, count: int) -> None:
+        if count <= self._capacity:
+            return
+        c = max(count, 2 * self._capacity)
+        self._capacity = c
+        self.pos, self.live, self.batch = np.zeros(c, np.int64), np.zeros(c, np.int64), np.zeros(2 * c, np.int64)
+        self.idx, self.coef = np.zeros((c, 4), np.int64), np.zeros((c, 4))
+        self.r, self.normal = np.zeros((c, 3)), np.zeros((c, 3))
+        self.dist, self.plane = np.zeros(c), np.zeros(c)
+        self.ok, self.interior = np.zeros(c, bool), np.zeros(c, bool)
+        self.work_d, self.flags = np.zeros((c, 6)), np.zeros(c, np.uint8)
+        self.recovery = np.zeros(c)
+
+    def begin(self, vt, ee, side, target, approach_target, first, inv_mass) -> None:
+        """One call's watched pairs vt = (v, t), ee = (e1, e2) (c in all) with their side, target and approach_target
+        (c,) [m] (``_respond``), the first pass's stencils ``first`` (a ``self_pairs._Stencils`` of those pairs, in that
+        order) and the particles' inverse masses (n,) [1/kg] (the call's array: the collider check may change it in
+        place between passes)."""
+        v = checked_indices("v", vt[0], self.n, (None,))
+        k_vt = len(v)
+        t = checked_indices("t", vt[1], max(len(self.triangles), 1), (k_vt,))
+        a = checked_indices("e1", ee[0], max(len(self.edges), 1), (None,))
+        b = checked_indices("e2", ee[1], max(len(self.edges), 1), (len(a),))
+        if (k_vt and not len(self.triangles)) or (len(a) and not len(self.edges)):
+            raise ValueError("pass: pairs of elements the body does not have")
+        c = k_vt + len(a)
+        self.side = checked("side", side, F64, (c,))
+        self.target = checked("target", target, F64, (c,))
+        self.approach_target = checked("approach_target", approach_target, F64, (c,))
+        self.inv_mass = checked("inv_mass", inv_mass, F64, (self.n,))
+        self.first = (checked_indices("first.idx", first.idx, self.n, (c, 4)), checked("first.coef", first.coef, F64, (c, 4)),
+                      checked("first.r", first.r, F64, (c, 3)), checked("first.n", first.n, F64, (c, 3)),
+                      checked("first.dist", first.dist, F64, (c,)), checked("first.plane", first.plane, F64, (c,)),
+                      checked("first.ok", first.ok, np.dtype(bool), (c,)),
+                      checked("first.interior", first.interior, np.dtype(bool), (c,)))
+        self._grow(c)
+        self.count, self.k_vt, self.pairs = c, k_vt, (v, t, a, b)
+        self.live[:c] = np.arange(c)
+        self.live_count = c
+        self.depth = np.zeros(c)
+        self.ever = np.zeros(c, bool)
+        self.given = True
+        self.m = 0
+
+    def run(self, x, thickness: float, tolerance: float, restrict_violating: bool) -> int:
+        """The first half of one pass on x (n, 3) [m], in place: returns the active pairs (0: nothing moved)."""
+        address = self._x(x)
+        if self.given:
+            stencils = [pointer(s) for s in self.first]
+            self.given = False
+            given = 1
+        else:
+            stencils = [pointer(s) for s in (self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok,
+                                             self.interior)]
+            given = 0
+        v, t, a, b = self.pairs
+        active = self.library.softsim_self_pass(
+            address, pointer(self.inv_mass), self.n, pointer(self.triangles), pointer(self.edges), self.count,
+            self.k_vt, pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target),
+            float(thickness), float(tolerance), int(bool(restrict_violating)), given, pointer(self.live),
+            self.live_count, pointer(self.changed), pointer(self.touched_mask), pointer(self.pos), pointer(self.batch),
+            *stencils, pointer(self.work_d), pointer(self.flags), pointer(self.load), pointer(self.delta),
+            pointer(self.batch_size))
+        self.m = int(self.batch_size[0])
+        self._stencils = stencils
+        return int(active)
+
+    def touched(self) -> np.ndarray:
+        """The particles (sorted) with a nonzero weight in the last ``run``'s active stencils (``self_contact._particles``)."""
+        return np.flatnonzero(self.touched_mask)
+
+    def finish(self, x_prev, update_live: bool) -> None:
+        """The second half of the pass: the recovery share applied to x_prev (n, 3) [m] in place, with the inverse
+        masses as they are now; the depths and corrected pairs; with ``update_live`` only the violating pairs stay."""
+        self.live_count = int(self.library.softsim_self_pass_finish(
+            self._x_prev(x_prev), pointer(self.inv_mass), self.n, pointer(self.approach_target), pointer(self.pos),
+            self.m, self._stencils[0], self._stencils[1], pointer(self.work_d), pointer(self.flags),
+            pointer(self.depth), pointer(self.ever), int(bool(update_live)), pointer(self.live), self.live_count,
+            pointer(self.recovery), pointer(self.delta)))

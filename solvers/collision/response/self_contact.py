@@ -145,6 +145,10 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     (``solvers/native/src/self_collision.c``, the same pairs).
     """
 
+    native_pass = None
+    """``solvers.native.self_kernels.SelfPass`` of the body when the native library loaded (the response's passes then
+    run in C, bit for bit), else None."""
+
     def __init__(self, model, thickness: float, friction: float = DEFAULT_FRICTION, passes: int = PASSES,
                  skin: float = None, edges: bool = True, compute: str = "AUTO"):
         if thickness < 0.0 or friction < 0.0:
@@ -194,12 +198,14 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
         library = native_library.load(compute)
         if library is not None:
-            from ...native.self_kernels import SelfCallKernels, SelfPairQuery
+            from ...native.self_kernels import SelfCallKernels, SelfPairQuery, SelfPass
 
             self.native_pairs = SelfPairQuery(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)
             self.native_check = SelfCallKernels(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)
+            self.native_pass = SelfPass(library, np.ascontiguousarray(self.triangles),
+                                        np.ascontiguousarray(self.edges), count)
         x0 = model.rest_positions
         if skin is None:
             e = self.edges if len(self.edges) else triangle_edges(self.triangles)
@@ -335,6 +341,35 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             W = np.einsum("kj,kj->k", st.coef**2, w[st.idx])
             return st, gap, direction, gap - target[pos], W
 
+        if self.native_pass is not None:
+            depth, ever = self._native_passes(x, x_prev, vt, ee, side, target, approach_target, now.take(keep), colliders)
+        else:
+            depth, ever = self._passes(x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders)
+        if self.friction > 0.0 and np.any(ever):
+            pos = np.nonzero(ever)[0]
+            st, _, direction, _, _ = evaluate(pos)
+            self._friction(x, x_prev, st.idx, st.coef, direction, depth[pos])
+            if colliders:
+                self._keep_out_of_colliders(x, _particles(st.idx, st.coef, len(x)), colliders)
+        return int(np.count_nonzero(ever))
+
+    def _native_passes(self, x, x_prev, vt, ee, side, target, approach_target, first, colliders):
+        """The passes of ``_passes`` in C (``self_kernels.SelfPass``, ``src/self_pass.c``: the same operations in the
+        same order, bit for bit), the collider check between the two halves of each pass in Python as there. Returns
+        (depth, ever) as ``_passes`` does."""
+        native = self.native_pass
+        native.begin(vt, ee, side, target, approach_target, first, self.inv_mass)
+        for k in range(MAX_PASSES):
+            if native.run(x, self.thickness, PASS_TOLERANCE, k >= self.passes) == 0:
+                break
+            if colliders:
+                self._keep_out_of_colliders(x, native.touched(), colliders)
+            native.finish(x_prev, k + 1 >= self.passes)
+        return native.depth, native.ever
+
+    def _passes(self, x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders):
+        """The Jacobi passes of ``_respond`` over its ``count`` watched pairs (``now``: their stencils at x before the
+        ``keep`` mask): returns each pair's friction depth (count,) [m] and whether it was ever corrected (count,)."""
         depth = np.zeros(count)
         ever = np.zeros(count, bool)
         live = np.arange(count)
@@ -376,13 +411,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             ever[pos[active]] = True
             if k + 1 >= self.passes:
                 live = pos[violating]  # the pairs not evaluated were not active, so not violating either
-        if self.friction > 0.0 and np.any(ever):
-            pos = np.nonzero(ever)[0]
-            st, _, direction, _, _ = evaluate(pos)
-            self._friction(x, x_prev, st.idx, st.coef, direction, depth[pos])
-            if colliders:
-                self._keep_out_of_colliders(x, _particles(st.idx, st.coef, len(x)), colliders)
-        return int(np.count_nonzero(ever))
+        return depth, ever
 
     def _stencils(self, x, vt, ee):
         """The contact stencils (``self_pairs._Stencils``) of the pairs vt = (v, t), ee = (e1, e2) at x: in C when the
