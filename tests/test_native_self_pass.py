@@ -105,9 +105,10 @@ def test_passes_beside_colliders_equal_their_numpy_twin(library, seed):
     assert_same(y_prev, z_prev)
 
 
-def _fold(compute, native_pass=True, frames=14):
+def _fold(compute, native_pass=True, frames=14, native_growth=True):
     """tests/test_self_collision.py's fold scene (XPBD, 16 x 16, thickness 1 cm, crumpling onto a rough ground):
-    positions and velocities after each frame, the crossings at each frame and the pairs the response corrected."""
+    positions and velocities after each frame, the crossings at each frame, the pairs the response corrected and the
+    SelfCollision. native_pass / native_growth False: those parts in NumPy (the rest native)."""
     n = 16
     V, E, T = grid_cloth(n, 0.6, 0.0)
     angle = np.radians(80.0)
@@ -120,6 +121,8 @@ def _fold(compute, native_pass=True, frames=14):
     sc = solver.self_collision
     if not native_pass:
         sc.native_pass = None
+    if not native_growth and sc.native_pairs is not None:
+        _numpy_growth(sc)
     corrected = []
     resolve = sc._resolve
 
@@ -137,6 +140,20 @@ def _fold(compute, native_pass=True, frames=14):
         frames_out.append((state.x.copy(), state.v.copy()))
         crossings.append(count_self_intersections(state.x, model.collision_triangles))
     return frames_out, crossings, sum(corrected), sc
+
+
+def _numpy_growth(sc):
+    """Make ``sc`` grow its skins with the NumPy twin (its builds and everything else stay native)."""
+    grow = type(sc)._grow
+
+    def numpy_grow(moved, motion):
+        native, sc.native_pairs = sc.native_pairs, None
+        try:
+            return grow(sc, moved, motion)
+        finally:
+            sc.native_pairs = native
+
+    sc._grow = numpy_grow
 
 
 def test_the_fold_scene_is_the_same_with_the_native_passes_and_never_crosses(library):

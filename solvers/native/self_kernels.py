@@ -97,6 +97,43 @@ class SelfPairQuery:
         return a[order], b[order], d[order]
 
 
+    def vertex_triangle_grow(self, x, reach: float, skin_v, skin_t, excluded, listed, grown_v, grown_t):
+        """The pairs a skin growth adds (``SelfBroadPhase._grow``): (v, t, d) sorted by v * t_count + t, every
+        vertex-triangle pair of a grown vertex (grown_v, indices) or a grown triangle (grown_t) within reach +
+        skin_v[v] + skin_t[t] at x (n, 3) [m], admissible and not in the sorted keys ``listed``."""
+        tri, t = self.triangles, len(self.triangles)
+        excluded = self._excluded("excluded_vt", excluded, self.n * max(t, 1))
+        listed = self._excluded("listed_vt", listed, self.n * max(t, 1))
+        grown_v = checked_indices("grown_v", grown_v, self.n, (None,))
+        grown_t = checked_indices("grown_t", grown_t, max(t, 1), (None,))
+        mask = np.zeros(self.n, np.uint8)
+        mask[grown_v] = 1
+        fixed = (self._x(x), self.n, pointer(tri), t)
+        v, tt, d = self._call(self.library.softsim_self_vt_grow, fixed, lambda: (
+            self._skins("skin_v", skin_v, self.n), self._skins("skin_t", skin_t, t), float(reach),
+            pointer(excluded), len(excluded), pointer(listed), len(listed), pointer(grown_v), len(grown_v),
+            pointer(mask), pointer(grown_t), len(grown_t)))
+        order = np.argsort(v * t + tt, kind="stable")
+        return v[order], tt[order], d[order]
+
+    def edge_edge_grow(self, x, reach: float, skin_e, excluded, listed, grown_e):
+        """The edge-edge pairs a skin growth adds: (e1, e2, d), e1 < e2, sorted by e1 * e_count + e2, every pair with a
+        grown edge (grown_e, indices) within reach + skin_e[e1] + skin_e[e2] at x (n, 3) [m], admissible and not in
+        the sorted keys ``listed``."""
+        e = len(self.edges)
+        excluded = self._excluded("excluded_ee", excluded, max(e, 1) * max(e, 1))
+        listed = self._excluded("listed_ee", listed, max(e, 1) * max(e, 1))
+        grown_e = checked_indices("grown_e", grown_e, max(e, 1), (None,))
+        mask = np.zeros(max(e, 1), np.uint8)
+        mask[grown_e] = 1
+        fixed = (self._x(x), self.n, pointer(self.edges), e)
+        a, b, d = self._call(self.library.softsim_self_ee_grow, fixed, lambda: (
+            self._skins("skin_e", skin_e, e), float(reach), pointer(excluded), len(excluded), pointer(listed),
+            len(listed), pointer(grown_e), len(grown_e), pointer(mask)))
+        order = np.argsort(a * e + b, kind="stable")
+        return a[order], b[order], d[order]
+
+
 class SelfCallKernels:
     """The native kernels one body's self-collision runs on every call (``src/self_response.c``): ``boxes`` <->
     ``SelfBroadPhase._boxes``, ``list_check`` <-> the filter of ``SelfBroadPhase._candidates`` (near bound, reach,

@@ -20,6 +20,7 @@
  * Output order: by query element, then cell, then insertion order (deterministic); the caller sorts by pair key.
  */
 #include <math.h>
+#include <stddef.h>
 
 #include "self_geometry.h"
 #include "softsim_native.h"
@@ -135,13 +136,15 @@ static double cell_size(const Boxes *insert, int64_t insert_count, const Boxes *
     return h;
 }
 
-/* Fill the grid (counting sort into buckets, stable in element order); returns the entries needed. */
-static int64_t fill_grid(Boxes *insert, int64_t count, double inv_h, int64_t table_size, int64_t *start,
-                         int64_t capacity, int64_t *entry_element, int64_t *entry_cell) {
+/* Fill the grid (counting sort into buckets, stable in element order) with the elements 0 .. count - 1, or with
+ * subset[0 .. count - 1] (their boxes already in the cache); returns the entries needed. */
+static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, double inv_h, int64_t table_size,
+                         int64_t *start, int64_t capacity, int64_t *entry_element, int64_t *entry_cell) {
     uint64_t mask = (uint64_t)table_size - 1;
     for (int64_t b = 0; b <= table_size; b++) start[b] = 0;
     int64_t total = 0;
-    for (int64_t e = 0; e < count; e++) {
+    for (int64_t i = 0; i < count; i++) {
+        int64_t e = subset != NULL ? subset[i] : i;
         double lo[3], hi[3];
         box_of(insert, e, lo, hi);
         int64_t c0[3], c1[3];
@@ -160,7 +163,8 @@ static int64_t fill_grid(Boxes *insert, int64_t count, double inv_h, int64_t tab
     if (total > capacity) return total;
     for (int64_t b = 0; b < table_size; b++) start[b + 1] += start[b];
     /* start[b] is the write cursor of bucket b; afterwards it is the start of bucket b + 1, shifted back below. */
-    for (int64_t e = 0; e < count; e++) {
+    for (int64_t i = 0; i < count; i++) {
+        int64_t e = subset != NULL ? subset[i] : i;
         double lo[3], hi[3];
         box_of(insert, e, lo, hi);
         int64_t c0[3], c1[3];
@@ -239,7 +243,7 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
         if (extent / 8.0 > h) h = extent / 8.0;
     }
     double inv_h = 1.0 / h;
-    int64_t entries = fill_grid(&tris, t_count, inv_h, table_size, table_start, entry_capacity, entry_element,
+    int64_t entries = fill_grid(&tris, NULL, t_count, inv_h, table_size, table_start, entry_capacity, entry_element,
                                 entry_cell);
     needs[0] = entries;
     if (entries > entry_capacity) return -1;
@@ -281,7 +285,7 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
     if (e_count < 2) return 0;
     fill_boxes(&boxes, e_count);
     double inv_h = 1.0 / cell_size(&boxes, e_count, &boxes, 0);
-    int64_t entries = fill_grid(&boxes, e_count, inv_h, table_size, table_start, entry_capacity, entry_element,
+    int64_t entries = fill_grid(&boxes, NULL, e_count, inv_h, table_size, table_start, entry_capacity, entry_element,
                                 entry_cell);
     needs[0] = entries;
     if (entries > entry_capacity) return -1;
@@ -313,6 +317,191 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
             }
             count++;
         });
+    }
+    return count;
+}
+
+#define GROW_SCAN 16 /* at most this many grown elements: scan every box instead of filling a grid */
+
+/* Whether the box of point p grown by skin (with _overlapping's slack) overlaps a cached box (lo, hi): the grid's
+ * overlap test (FOR_EACH_OVERLAP). */
+static inline int point_box_overlap(const double *p, double skin, const double *box) {
+    double margin = skin * (1.0 + 1e-9) + 1e-12;
+    for (int i = 0; i < 3; i++)
+        if (p[i] - margin > box[3 + i] || box[i] > p[i] + margin) return 0;
+    return 1;
+}
+
+/* A candidate vertex-triangle pair (v, t) of a growth, tri the triangle's corners: the tests of softsim_self_vt_pairs
+ * and not listed yet; recorded (a statement inside a loop over candidates: `continue` passes one over). */
+#define GROW_VT_PAIR(v, t)                                                                                              \
+    {                                                                                                                   \
+        if (tri[0] == (v) || tri[1] == (v) || tri[2] == (v)) continue;                                                  \
+        double d_ = vt_distance(x + 3 * (v), x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);                        \
+        if (!(d_ <= reach + skin_v[v] + skin_t[t])) continue;                                                           \
+        int64_t key_ = (v) * t_count + (t);                                                                             \
+        if (excluded_count && excluded_key(excluded, excluded_count, key_)) continue;                                   \
+        if (listed_count && excluded_key(listed, listed_count, key_)) continue;                                         \
+        if (count < pair_capacity) {                                                                                    \
+            out_v[count] = (v);                                                                                         \
+            out_t[count] = (t);                                                                                         \
+            out_d[count] = d_;                                                                                          \
+        }                                                                                                               \
+        count++;                                                                                                        \
+    }
+
+/* The skin growth of a Verlet list (SelfBroadPhase._grow), twin of its k-d tree queries at the build's positions:
+ * the vertex-triangle pairs of the grown vertices grown_v (any triangle) and of the grown triangles grown_t (any
+ * vertex not grown: those pairs come from the vertex's own query), within reach + the two elements' (new) skins,
+ * admissible (no shared vertex, not excluded) and not listed yet (sorted keys `listed`, v * t_count + t). The same
+ * grid and tests as softsim_self_vt_pairs: first a grid of every triangle queried by the grown vertices, then a grid
+ * of the grown triangles only queried by every other vertex (same cell size); with at most GROW_SCAN grown elements,
+ * every triangle's box against the grown vertices' and every vertex's against the grown triangles' instead (the same
+ * boxes and tests). grown_v_mask (n,): 1 for a grown vertex. Buffers, needs and the return as softsim_self_vt_pairs; output by query, the caller sorts by key. */
+SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
+                                         const double *skin_v, const double *skin_t, double reach,
+                                         const int64_t *excluded, int64_t excluded_count, const int64_t *listed,
+                                         int64_t listed_count, const int64_t *grown_v, int64_t grown_v_count,
+                                         const unsigned char *grown_v_mask, const int64_t *grown_t,
+                                         int64_t grown_t_count, int64_t table_size, int64_t *table_start,
+                                         int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
+                                         int64_t pair_capacity, int64_t *out_v, int64_t *out_t, double *out_d,
+                                         int64_t *needs, double *box_scratch) {
+    Boxes tris = {x, triangles, 3, skin_t, reach, box_scratch};
+    int64_t count = 0;
+    needs[0] = 0;
+    if (n == 0 || t_count == 0 || (grown_v_count == 0 && grown_t_count == 0)) return 0;
+    fill_boxes(&tris, t_count);
+    double h = cell_size(&tris, t_count, &tris, 0);
+    for (int64_t v = 0; v < n; v++) {
+        double extent = 2.0 * (skin_v[v] * (1.0 + 1e-9) + 1e-12);
+        if (extent / 8.0 > h) h = extent / 8.0;
+    }
+    double inv_h = 1.0 / h;
+    if (grown_v_count + grown_t_count <= GROW_SCAN) {
+        /* Few grown elements: every box against theirs, no grid (its fill costs more than these tests). */
+        for (int64_t t = 0; t < t_count; t++) {
+            const double *tbox = tris.cache + BOX_STRIDE * t;
+            const int64_t *tri = triangles + 3 * t;
+            for (int64_t q = 0; q < grown_v_count; q++) {
+                int64_t v = grown_v[q];
+                if (!point_box_overlap(x + 3 * v, skin_v[v], tbox)) continue;
+                GROW_VT_PAIR(v, t);
+            }
+        }
+        for (int64_t q = 0; q < grown_t_count; q++) {
+            int64_t t = grown_t[q];
+            const double *tbox = tris.cache + BOX_STRIDE * t;
+            const int64_t *tri = triangles + 3 * t;
+            for (int64_t v = 0; v < n; v++) {
+                if (grown_v_mask[v] || !point_box_overlap(x + 3 * v, skin_v[v], tbox)) continue;
+                GROW_VT_PAIR(v, t);
+            }
+        }
+        return count;
+    }
+    for (int part = 0; part < 2; part++) {
+        int64_t queries = part == 0 ? grown_v_count : n;
+        if (queries == 0 || (part == 1 && grown_t_count == 0)) continue;
+        int64_t entries = fill_grid(&tris, part == 0 ? NULL : grown_t, part == 0 ? t_count : grown_t_count, inv_h,
+                                    table_size, table_start, entry_capacity, entry_element, entry_cell);
+        if (entries > needs[0]) needs[0] = entries;
+        if (entries > entry_capacity) return -1;
+        for (int64_t q = 0; q < queries; q++) {
+            int64_t v = part == 0 ? grown_v[q] : q;
+            if (part == 1 && grown_v_mask[v]) continue;
+            const double *p = x + 3 * v;
+            double qlo[3], qhi[3];
+            double margin = skin_v[v] * (1.0 + 1e-9) + 1e-12;
+            for (int i = 0; i < 3; i++) {
+                qlo[i] = p[i] - margin;
+                qhi[i] = p[i] + margin;
+            }
+            FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, 0, {
+                const int64_t *tri = triangles + 3 * t;
+                GROW_VT_PAIR(v, t);
+            });
+        }
+    }
+    return count;
+}
+
+/* A candidate edge-edge pair of a growth, a and b in either order: the tests of softsim_self_ee_pairs on (lo, hi) =
+ * (min, max) and not listed yet; recorded (a statement inside a loop over candidates: `continue` passes one over). */
+#define GROW_EE_PAIR(a, b)                                                                                             \
+    {                                                                                                                   \
+        int64_t lo_ = (a) < (b) ? (a) : (b);                                                                            \
+        int64_t hi_ = (a) < (b) ? (b) : (a);                                                                            \
+        const int64_t *A_ = edges + 2 * lo_;                                                                            \
+        const int64_t *B_ = edges + 2 * hi_;                                                                            \
+        if (A_[0] == B_[0] || A_[0] == B_[1] || A_[1] == B_[0] || A_[1] == B_[1]) continue;                             \
+        double limit_ = reach + skin_e[lo_] + skin_e[hi_];                                                              \
+        /* The bounding-sphere test of softsim_self_ee_pairs. */                                                        \
+        const double *sa_ = boxes.cache + BOX_STRIDE * lo_ + 6;                                                         \
+        const double *sb_ = boxes.cache + BOX_STRIDE * hi_ + 6;                                                         \
+        double g_[3];                                                                                                   \
+        for (int i_ = 0; i_ < 3; i_++) g_[i_] = sa_[i_] - sb_[i_];                                                      \
+        double r_ = (limit_ + sa_[3] + sb_[3]) * (1.0 + 1e-9) + 1e-12;                                                  \
+        if (dot3_in_order(g_, g_) > r_ * r_) continue;                                                                  \
+        double d_ = ee_distance(x + 3 * A_[0], x + 3 * A_[1], x + 3 * B_[0], x + 3 * B_[1]);                            \
+        if (!(d_ <= limit_)) continue;                                                                                  \
+        int64_t key_ = lo_ * e_count + hi_;                                                                             \
+        if (excluded_count && excluded_key(excluded, excluded_count, key_)) continue;                                   \
+        if (listed_count && excluded_key(listed, listed_count, key_)) continue;                                         \
+        if (count < pair_capacity) {                                                                                    \
+            out_a[count] = lo_;                                                                                         \
+            out_b[count] = hi_;                                                                                         \
+            out_d[count] = d_;                                                                                          \
+        }                                                                                                               \
+        count++;                                                                                                        \
+    }
+
+/* The edge-edge pairs of a skin growth (SelfBroadPhase._grow): every pair (a, b), a < b, with a grown edge (grown_e,
+ * grown_e_mask (e,) 1 for those), within reach + the two edges' (new) skins, admissible and not listed yet (sorted
+ * keys `listed`, a * e_count + b); the grid and tests of softsim_self_ee_pairs, queried by the grown edges (a pair of
+ * two grown edges from the lower one's query), or with at most GROW_SCAN grown edges every box against theirs. Buffers, needs and the return as softsim_self_ee_pairs. */
+SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
+                                         const double *skin_e, double reach, const int64_t *excluded,
+                                         int64_t excluded_count, const int64_t *listed, int64_t listed_count,
+                                         const int64_t *grown_e, int64_t grown_e_count,
+                                         const unsigned char *grown_e_mask, int64_t table_size, int64_t *table_start,
+                                         int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
+                                         int64_t pair_capacity, int64_t *out_a, int64_t *out_b, double *out_d,
+                                         int64_t *needs, double *box_scratch) {
+    (void)n;
+    Boxes boxes = {x, edges, 2, skin_e, 0.5 * reach, box_scratch};
+    int64_t count = 0;
+    needs[0] = 0;
+    if (e_count < 2 || grown_e_count == 0) return 0;
+    fill_boxes(&boxes, e_count);
+    if (grown_e_count <= GROW_SCAN) {
+        /* Few grown edges: every box against theirs, no grid (the overlap test of FOR_EACH_OVERLAP). */
+        for (int64_t b = 0; b < e_count; b++) {
+            const double *bbox = boxes.cache + BOX_STRIDE * b;
+            for (int64_t q = 0; q < grown_e_count; q++) {
+                int64_t a = grown_e[q];
+                if (b == a || (grown_e_mask[b] && b < a)) continue;
+                const double *abox = boxes.cache + BOX_STRIDE * a;
+                int overlap = 1;
+                for (int i = 0; i < 3; i++)
+                    if (abox[i] > bbox[3 + i] || bbox[i] > abox[3 + i]) overlap = 0;
+                if (!overlap) continue;
+                GROW_EE_PAIR(a, b);
+            }
+        }
+        return count;
+    }
+    double inv_h = 1.0 / cell_size(&boxes, e_count, &boxes, 0);
+    int64_t entries = fill_grid(&boxes, NULL, e_count, inv_h, table_size, table_start, entry_capacity, entry_element,
+                                entry_cell);
+    needs[0] = entries;
+    if (entries > entry_capacity) return -1;
+    for (int64_t q = 0; q < grown_e_count; q++) {
+        int64_t a = grown_e[q];
+        double qlo[3], qhi[3];
+        box_of(&boxes, a, qlo, qhi);
+        FOR_EACH_OVERLAP(&boxes, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, b,
+                         b == a || (grown_e_mask[b] && b < a), { GROW_EE_PAIR(a, b); });
     }
     return count;
 }

@@ -267,6 +267,25 @@ SOFTSIM_API int64_t softsim_self_list_holds(const double *moved, const double *m
                                             const int64_t *triangles, int64_t t_count, const int64_t *edges,
                                             int64_t e_count, const double *skin_v, const double *skin_t,
                                             const double *skin_e);
+/* A Verlet list's skin growth (self_collision.c; SelfBroadPhase._grow): the pairs of the grown elements within reach +
+ * their new skins, admissible and not listed yet; buffers and return as softsim_self_vt_pairs / softsim_self_ee_pairs. */
+SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
+                                         const double *skin_v, const double *skin_t, double reach,
+                                         const int64_t *excluded, int64_t excluded_count, const int64_t *listed,
+                                         int64_t listed_count, const int64_t *grown_v, int64_t grown_v_count,
+                                         const unsigned char *grown_v_mask, const int64_t *grown_t,
+                                         int64_t grown_t_count, int64_t table_size, int64_t *table_start,
+                                         int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
+                                         int64_t pair_capacity, int64_t *out_v, int64_t *out_t, double *out_d,
+                                         int64_t *needs, double *box_scratch);
+SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
+                                         const double *skin_e, double reach, const int64_t *excluded,
+                                         int64_t excluded_count, const int64_t *listed, int64_t listed_count,
+                                         const int64_t *grown_e, int64_t grown_e_count,
+                                         const unsigned char *grown_e_mask, int64_t table_size, int64_t *table_start,
+                                         int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
+                                         int64_t pair_capacity, int64_t *out_a, int64_t *out_b, double *out_d,
+                                         int64_t *needs, double *box_scratch);
 /* One Jacobi pass of self-collision's response (self_pass.c; the pass loop of SelfCollision._respond): the batch of
  * watched pairs the last pass touched, their stencils, the active ones and their correction applied to x (returns how
  * many are active); then, after the caller's collider check, the recovery share applied to x_prev, the friction
