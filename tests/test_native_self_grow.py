@@ -111,15 +111,16 @@ def test_bad_input_is_refused(library):
 
 
 def test_the_scan_of_a_few_grown_elements_finds_what_the_grid_finds(library):
-    """At most GROW_SCAN (16) grown elements are scanned against every box, more go through the grid: the same pairs
-    (the grid's call on 24 vertices and 24 triangles against the union of scans of 8 at a time), the same distances."""
+    """At most GROW_SCAN (256) grown elements of a kind are scanned against every box, more go through the grid: the
+    same pairs (the grid's call on 300 vertices and 300 triangles, 300 edges, against the union of scans of 100 at a
+    time), the same distances."""
     native, _, _, _ = _grown_pair(3, 1)
     query, lst = native.native_pairs, native._list
     x0, (s_v, s_t, s_e), keys = lst["x"], lst["skins"], lst["keys"]
     rng = np.random.default_rng(5)
-    grown_v = np.sort(rng.choice(len(x0), 24, replace=False))
-    grown_t = np.sort(rng.choice(len(native.triangles), 24, replace=False))
-    grown_e = np.sort(rng.choice(len(native.edges), 24, replace=False))
+    grown_v = np.sort(rng.choice(len(x0), 300, replace=False))
+    grown_t = np.sort(rng.choice(len(native.triangles), 300, replace=False))
+    grown_e = np.sort(rng.choice(len(native.edges), 300, replace=False))
     none = np.zeros(0, np.int64)
     s_v, s_t, s_e = s_v + 0.05, s_t + 0.05, s_e + 0.05  # grown skins: pairs beyond the listed ones
     v, t, d = query.vertex_triangle_grow(x0, 0.05, s_v, s_t, native.excluded_vt, keys[0], grown_v, grown_t)

@@ -321,7 +321,50 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
     return count;
 }
 
-#define GROW_SCAN 16 /* at most this many grown elements: scan every box instead of filling a grid */
+#define GROW_SCAN 256 /* at most this many grown elements: scan every box instead of filling a grid */
+#define GROW_CHUNK 8 /* the scan tests an element's box against the union box of each run of this many grown ones */
+
+/* Union boxes (lo, hi: 6 doubles each) of the runs of GROW_CHUNK of `count` boxes, box k at cache + stride * id(k)
+ * (id(k) = ids[k]), or, for points (ids of vertices, stride 0 unused), of the points grown by their skins. */
+static int64_t chunk_boxes(const double *cache, const int64_t *ids, int64_t count, const double *points,
+                           const double *skin, double *chunks) {
+    int64_t chunk_count = (count + GROW_CHUNK - 1) / GROW_CHUNK;
+    for (int64_t c = 0; c < chunk_count; c++) {
+        double *box = chunks + 6 * c;
+        for (int i = 0; i < 3; i++) {
+            box[i] = INFINITY;
+            box[3 + i] = -INFINITY;
+        }
+        for (int64_t k = c * GROW_CHUNK; k < count && k < (c + 1) * GROW_CHUNK; k++) {
+            double lo[3], hi[3];
+            if (points != NULL) {
+                double margin = skin[ids[k]] * (1.0 + 1e-9) + 1e-12;
+                for (int i = 0; i < 3; i++) {
+                    lo[i] = points[3 * ids[k] + i] - margin;
+                    hi[i] = points[3 * ids[k] + i] + margin;
+                }
+            } else {
+                for (int i = 0; i < 3; i++) {
+                    lo[i] = cache[BOX_STRIDE * ids[k] + i];
+                    hi[i] = cache[BOX_STRIDE * ids[k] + 3 + i];
+                }
+            }
+            for (int i = 0; i < 3; i++) {
+                /* NaN boxes: the union takes every axis as overlapping (a NaN compares false both ways below). */
+                box[i] = lo[i] < box[i] || lo[i] != lo[i] ? lo[i] : box[i];
+                box[3 + i] = hi[i] > box[3 + i] || hi[i] != hi[i] ? hi[i] : box[3 + i];
+            }
+        }
+    }
+    return chunk_count;
+}
+
+/* Whether boxes (lo, hi) a and b overlap: FOR_EACH_OVERLAP's test (NaN: overlapping). */
+static inline int box_overlap(const double *a, const double *b) {
+    for (int i = 0; i < 3; i++)
+        if (a[i] > b[3 + i] || b[i] > a[3 + i]) return 0;
+    return 1;
+}
 
 /* Whether the box of point p grown by skin (with _overlapping's slack) overlaps a cached box (lo, hi): the grid's
  * overlap test (FOR_EACH_OVERLAP). */
@@ -355,9 +398,9 @@ static inline int point_box_overlap(const double *p, double skin, const double *
  * vertex not grown: those pairs come from the vertex's own query), within reach + the two elements' (new) skins,
  * admissible (no shared vertex, not excluded) and not listed yet (sorted keys `listed`, v * t_count + t). The same
  * grid and tests as softsim_self_vt_pairs: first a grid of every triangle queried by the grown vertices, then a grid
- * of the grown triangles only queried by every other vertex (same cell size); with at most GROW_SCAN grown elements,
- * every triangle's box against the grown vertices' and every vertex's against the grown triangles' instead (the same
- * boxes and tests). grown_v_mask (n,): 1 for a grown vertex. Buffers, needs and the return as softsim_self_vt_pairs; output by query, the caller sorts by key. */
+ * of the grown triangles only queried by every other vertex (same cell size); with at most GROW_SCAN grown vertices
+ * and triangles, every triangle's box against the grown vertices' and every vertex's against the grown triangles'
+ * instead (the same boxes and tests; runs of GROW_CHUNK grown elements tested by their union box first). grown_v_mask (n,): 1 for a grown vertex. Buffers, needs and the return as softsim_self_vt_pairs; output by query, the caller sorts by key. */
 SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
                                          const double *skin_v, const double *skin_t, double reach,
                                          const int64_t *excluded, int64_t excluded_count, const int64_t *listed,
@@ -378,24 +421,39 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
         if (extent / 8.0 > h) h = extent / 8.0;
     }
     double inv_h = 1.0 / h;
-    if (grown_v_count + grown_t_count <= GROW_SCAN) {
-        /* Few grown elements: every box against theirs, no grid (its fill costs more than these tests). */
-        for (int64_t t = 0; t < t_count; t++) {
+    if (grown_v_count <= GROW_SCAN && grown_t_count <= GROW_SCAN) {
+        /* Grown elements few enough: every box against theirs (runs of them first, by their union box), no grid (its
+         * fill costs more than these tests). */
+        double chunks[6 * (GROW_SCAN / GROW_CHUNK)];
+        int64_t chunk_count = chunk_boxes(NULL, grown_v, grown_v_count, x, skin_v, chunks);
+        for (int64_t t = 0; t < t_count && chunk_count; t++) {
             const double *tbox = tris.cache + BOX_STRIDE * t;
             const int64_t *tri = triangles + 3 * t;
-            for (int64_t q = 0; q < grown_v_count; q++) {
-                int64_t v = grown_v[q];
-                if (!point_box_overlap(x + 3 * v, skin_v[v], tbox)) continue;
-                GROW_VT_PAIR(v, t);
+            for (int64_t c = 0; c < chunk_count; c++) {
+                if (!box_overlap(chunks + 6 * c, tbox)) continue;
+                for (int64_t q = c * GROW_CHUNK; q < grown_v_count && q < (c + 1) * GROW_CHUNK; q++) {
+                    int64_t v = grown_v[q];
+                    if (!point_box_overlap(x + 3 * v, skin_v[v], tbox)) continue;
+                    GROW_VT_PAIR(v, t);
+                }
             }
         }
-        for (int64_t q = 0; q < grown_t_count; q++) {
-            int64_t t = grown_t[q];
-            const double *tbox = tris.cache + BOX_STRIDE * t;
-            const int64_t *tri = triangles + 3 * t;
-            for (int64_t v = 0; v < n; v++) {
-                if (grown_v_mask[v] || !point_box_overlap(x + 3 * v, skin_v[v], tbox)) continue;
-                GROW_VT_PAIR(v, t);
+        chunk_count = chunk_boxes(tris.cache, grown_t, grown_t_count, NULL, NULL, chunks);
+        for (int64_t v = 0; v < n && chunk_count; v++) {
+            if (grown_v_mask[v]) continue;
+            double margin = skin_v[v] * (1.0 + 1e-9) + 1e-12, vbox[6];
+            for (int i = 0; i < 3; i++) {
+                vbox[i] = x[3 * v + i] - margin;
+                vbox[3 + i] = x[3 * v + i] + margin;
+            }
+            for (int64_t c = 0; c < chunk_count; c++) {
+                if (!box_overlap(chunks + 6 * c, vbox)) continue;
+                for (int64_t q = c * GROW_CHUNK; q < grown_t_count && q < (c + 1) * GROW_CHUNK; q++) {
+                    int64_t t = grown_t[q];
+                    const int64_t *tri = triangles + 3 * t;
+                    if (!point_box_overlap(x + 3 * v, skin_v[v], tris.cache + BOX_STRIDE * t)) continue;
+                    GROW_VT_PAIR(v, t);
+                }
             }
         }
         return count;
@@ -475,18 +533,19 @@ SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64
     if (e_count < 2 || grown_e_count == 0) return 0;
     fill_boxes(&boxes, e_count);
     if (grown_e_count <= GROW_SCAN) {
-        /* Few grown edges: every box against theirs, no grid (the overlap test of FOR_EACH_OVERLAP). */
+        /* Grown edges few enough: every box against theirs (runs of them first, by their union box), no grid. */
+        double chunks[6 * (GROW_SCAN / GROW_CHUNK)];
+        int64_t chunk_count = chunk_boxes(boxes.cache, grown_e, grown_e_count, NULL, NULL, chunks);
         for (int64_t b = 0; b < e_count; b++) {
             const double *bbox = boxes.cache + BOX_STRIDE * b;
-            for (int64_t q = 0; q < grown_e_count; q++) {
-                int64_t a = grown_e[q];
-                if (b == a || (grown_e_mask[b] && b < a)) continue;
-                const double *abox = boxes.cache + BOX_STRIDE * a;
-                int overlap = 1;
-                for (int i = 0; i < 3; i++)
-                    if (abox[i] > bbox[3 + i] || bbox[i] > abox[3 + i]) overlap = 0;
-                if (!overlap) continue;
-                GROW_EE_PAIR(a, b);
+            for (int64_t c = 0; c < chunk_count; c++) {
+                if (!box_overlap(chunks + 6 * c, bbox)) continue;
+                for (int64_t q = c * GROW_CHUNK; q < grown_e_count && q < (c + 1) * GROW_CHUNK; q++) {
+                    int64_t a = grown_e[q];
+                    if (b == a || (grown_e_mask[b] && b < a)) continue;
+                    if (!box_overlap(boxes.cache + BOX_STRIDE * a, bbox)) continue;
+                    GROW_EE_PAIR(a, b);
+                }
             }
         }
         return count;
