@@ -296,6 +296,10 @@ class SelfPass:
         self.ok, self.interior = np.zeros(c, bool), np.zeros(c, bool)
         self.work_d, self.flags = np.zeros((c, 6)), np.zeros(c, np.uint8)
         self.recovery = np.zeros(c)
+        self._own = [pointer(a) for a in (self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok,
+                                          self.interior)]
+        self._scratch = [pointer(a) for a in (self.work_d, self.flags, self.load, self.delta, self.batch_size)]
+        self._live_p, self._pos_p, self._batch_p = pointer(self.live), pointer(self.pos), pointer(self.batch)
 
     def begin(self, vt, ee, side, target, approach_target, first, inv_mass) -> None:
         """One call's watched pairs vt = (v, t), ee = (e1, e2) (c in all) with their side, target and approach_target
@@ -327,26 +331,22 @@ class SelfPass:
         self.ever = np.zeros(c, bool)
         self.given = True
         self.m = 0
+        self._first_p = [pointer(s) for s in self.first]
+        self._call_p = (pointer(self.inv_mass), self.n, pointer(self.triangles), pointer(self.edges), c, k_vt,
+                        pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target))
+        self._masks_p = (pointer(self.changed), pointer(self.touched_mask))
+        self._finish_p = (pointer(self.inv_mass), self.n, pointer(self.approach_target))
+        self._results_p = (pointer(self.work_d), pointer(self.flags), pointer(self.depth), pointer(self.ever))
 
     def run(self, x, thickness: float, tolerance: float, restrict_violating: bool) -> int:
         """The first half of one pass on x (n, 3) [m], in place: returns the active pairs (0: nothing moved)."""
         address = self._x(x)
-        if self.given:
-            stencils = [pointer(s) for s in self.first]
-            self.given = False
-            given = 1
-        else:
-            stencils = [pointer(s) for s in (self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok,
-                                             self.interior)]
-            given = 0
-        v, t, a, b = self.pairs
+        given = 1 if self.given else 0
+        stencils = self._first_p if self.given else self._own
+        self.given = False
         active = self.library.softsim_self_pass(
-            address, pointer(self.inv_mass), self.n, pointer(self.triangles), pointer(self.edges), self.count,
-            self.k_vt, pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target),
-            float(thickness), float(tolerance), int(bool(restrict_violating)), given, pointer(self.live),
-            self.live_count, pointer(self.changed), pointer(self.touched_mask), pointer(self.pos), pointer(self.batch),
-            *stencils, pointer(self.work_d), pointer(self.flags), pointer(self.load), pointer(self.delta),
-            pointer(self.batch_size))
+            address, *self._call_p, float(thickness), float(tolerance), int(bool(restrict_violating)), given,
+            self._live_p, self.live_count, *self._masks_p, self._pos_p, self._batch_p, *stencils, *self._scratch)
         self.m = int(self.batch_size[0])
         self._stencils = stencils
         return int(active)
@@ -358,8 +358,8 @@ class SelfPass:
     def finish(self, x_prev, update_live: bool) -> None:
         """The second half of the pass: the recovery share applied to x_prev (n, 3) [m] in place, with the inverse
         masses as they are now; the depths and corrected pairs; with ``update_live`` only the violating pairs stay."""
+        work_d, flags, depth, ever = self._results_p
         self.live_count = int(self.library.softsim_self_pass_finish(
-            self._x_prev(x_prev), pointer(self.inv_mass), self.n, pointer(self.approach_target), pointer(self.pos),
-            self.m, self._stencils[0], self._stencils[1], pointer(self.work_d), pointer(self.flags),
-            pointer(self.depth), pointer(self.ever), int(bool(update_live)), pointer(self.live), self.live_count,
-            pointer(self.recovery), pointer(self.delta)))
+            self._x_prev(x_prev), *self._finish_p, self._pos_p, self.m, self._stencils[0], self._stencils[1], work_d,
+            flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, pointer(self.recovery),
+            pointer(self.delta)))
