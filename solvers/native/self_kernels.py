@@ -1,6 +1,12 @@
 """Python bindings of cloth self-collision's native kernels: the broad phase (``src/self_collision.c``,
-``SelfPairQuery``) and what every call runs (``src/self_response.c``, ``SelfCallKernels``: boxes, list checks,
-stencils, the fail-safe's witnesses; tests/test_native_self_response.py).
+``SelfPairQuery``: the lists' build and skin growth; tests/test_native_self_collision.py,
+tests/test_native_self_grow.py), what every call runs (``src/self_response.c``, ``SelfCallKernels``: boxes, list
+checks, stencils, the fail-safe's witnesses; tests/test_native_self_response.py) and the response's Jacobi passes
+(``src/self_pass.c``, ``SelfPass``; tests/test_native_self_pass.py).
+
+``SelfPairQuery.vertex_triangle_grow`` / ``edge_edge_grow`` <-> the k-d tree queries of ``SelfBroadPhase._grow``: the
+pairs of the grown elements within their new reach, not listed yet (the same sets, sorted by pair key, the same
+distances).
 
 ``SelfPairQuery`` <-> ``collision.broad_phase.self_broad_phase.SelfBroadPhase._query``: the vertex-triangle pairs (v, t,
 distance) and edge-edge pairs (e1 < e2, distance) within reach + the two elements' skins, without pairs sharing a vertex

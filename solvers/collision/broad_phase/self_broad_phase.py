@@ -8,7 +8,8 @@ exact). Each particle's skin follows its own motion (SKIN_MOTION steps of it, be
 MAX_SKIN_FRACTION of an edge), an element's is the largest of its particles'.
 
 When only a few elements outran their skins (at most GROW_LIMIT of them), their skins are grown and their pairs
-re-queried at the build's positions (``SelfBroadPhase._grow``) instead of a rebuild. Before every exact distance (at
+re-queried at the build's positions (``SelfBroadPhase._grow``; in C with the native library, the same pairs)
+instead of a rebuild. Before every exact distance (at
 the build, on the listed candidates, in the fail-safe), axis-aligned boxes drop the pairs that cannot be within
 reach, one axis at a time (``_overlapping``).
 
