@@ -172,7 +172,8 @@ class SelfBroadPhase:
         second = np.concatenate([n + t, n + m + e2])
         # The pair keys sorted ("keys"), for the membership tests of the skin growths (``_grow``).
         self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), first=first, second=second,
-                          x=x.copy(), skins=skins, keys=(np.sort(_pair_keys(v, t, m)), np.sort(_pair_keys(e1, e2, len(self.edges)))))
+                          x=x.copy(), skins=skins, keys=(np.sort(_pair_keys(v, t, m), kind="stable"),
+                                                         np.sort(_pair_keys(e1, e2, len(self.edges)), kind="stable")))
         self.rebuilds += 1
 
     def _refresh(self, x, moved, motion):

@@ -17,7 +17,8 @@
  * cell x, y, z) up to entry_capacity, and the pair outputs up to pair_capacity. needs[0] receives the entries the grid
  * needs; when that exceeds entry_capacity nothing else is done and the call returns -1. Otherwise it returns the
  * number of pairs, writing the first pair_capacity of them: a larger return asks the caller to grow and call again.
- * Output order: by query element, then cell, then insertion order (deterministic); the caller sorts by pair key.
+ * Output order: by pair key (by query element, and within one element's pairs by the other element: sorted here, so
+ * the caller's stable sort by key finds it sorted).
  */
 #include <math.h>
 #include <stddef.h>
@@ -225,6 +226,22 @@ static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, do
                 }                                                                                                       \
     } while (0)
 
+/* Sort the pairs out[first .. last) (other element `other`, distance `d`) by `other`: one query element's pairs,
+ * few, found in cell order (insertion sort; no two have the same other element). */
+static void sort_group(int64_t *other, double *d, int64_t first, int64_t last) {
+    for (int64_t i = first + 1; i < last; i++) {
+        int64_t key = other[i];
+        double value = d[i];
+        int64_t j = i;
+        for (; j > first && other[j - 1] > key; j--) {
+            other[j] = other[j - 1];
+            d[j] = d[j - 1];
+        }
+        other[j] = key;
+        d[j] = value;
+    }
+}
+
 SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
                               const double *skin_v, const double *skin_t, double reach, const int64_t *excluded,
                               int64_t excluded_count, int64_t table_size, int64_t *table_start,
@@ -255,6 +272,7 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
             qlo[i] = p[i] - margin;
             qhi[i] = p[i] + margin;
         }
+        int64_t group = count;
         FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, 0, {
             const int64_t *tri = triangles + 3 * t;
             if (tri[0] == v || tri[1] == v || tri[2] == v) continue;
@@ -269,6 +287,7 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
             }
             count++;
         });
+        if (count <= pair_capacity) sort_group(out_t, out_d, group, count);
     }
     return count;
 }
@@ -293,6 +312,7 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
         double qlo[3], qhi[3];
         box_of(&boxes, a, qlo, qhi);
         const int64_t *A = edges + 2 * a;
+        int64_t group = count;
         FOR_EACH_OVERLAP(&boxes, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, b <= a, {
             const int64_t *B = edges + 2 * b;
             if (A[0] == B[0] || A[0] == B[1] || A[1] == B[0] || A[1] == B[1]) continue;
@@ -317,6 +337,7 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
             }
             count++;
         });
+        if (count <= pair_capacity) sort_group(out_b, out_d, group, count);
     }
     return count;
 }
