@@ -13,8 +13,9 @@
  * (primitives.closest_weights / point_triangle_closest / closest_points_segments, self_pairs._vt_distance /
  * _ee_distance) operation for operation.
  *
- * Buffers are the caller's: a bucket table (table_size + 1, table_size a power of two), the grid entries (element,
- * cell x, y, z) up to entry_capacity, and the pair outputs up to pair_capacity. needs[0] receives the entries the grid
+ * Buffers are the caller's: a bucket table (table_size + 1, table_size a power of two), the grid entries up to
+ * entry_capacity (entry_element (capacity,) and entry_cell (capacity, ENTRY_STRIDE = 9) int64: the cell x, y, z and
+ * the element's box beside it, so a bucket's scan reads its boxes in order), and the pair outputs up to pair_capacity. needs[0] receives the entries the grid
  * needs; when that exceeds entry_capacity nothing else is done and the call returns -1. Otherwise it returns the
  * number of pairs, writing the first pair_capacity of them: a larger return asks the caller to grow and call again.
  * Output order: by pair key (by query element, and within one element's pairs by the other element: sorted here, so
@@ -22,6 +23,7 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "self_geometry.h"
 #include "softsim_native.h"
@@ -84,6 +86,7 @@ typedef struct {
 
 #define BOX_STRIDE 13
 #define BOX_CELL 10 /* where the cell of a box's lower corner is kept (as doubles: exact below 2^53) */
+#define ENTRY_STRIDE 9 /* a grid entry: its cell (3 int64), then its element's box lo, hi (6 doubles, by memcpy) */
 
 static void fill_boxes(Boxes *boxes, int64_t count) {
     for (int64_t e = 0; e < count; e++) {
@@ -177,10 +180,13 @@ static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, do
             for (int64_t cy = c0[1]; cy <= c1[1]; cy++)
                 for (int64_t cz = c0[2]; cz <= c1[2]; cz++) {
                     int64_t at = start[bucket_of(cx, cy, cz, mask)]++;
+                    int64_t *entry = entry_cell + ENTRY_STRIDE * at;
                     entry_element[at] = e;
-                    entry_cell[3 * at] = cx;
-                    entry_cell[3 * at + 1] = cy;
-                    entry_cell[3 * at + 2] = cz;
+                    entry[0] = cx;
+                    entry[1] = cy;
+                    entry[2] = cz;
+                    memcpy(entry + 3, lo, sizeof lo); /* the box beside its cell: scanned in bucket order */
+                    memcpy(entry + 6, hi, sizeof hi);
                 }
     }
     for (int64_t b = table_size; b > 0; b--) start[b] = start[b - 1];
@@ -205,21 +211,22 @@ static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, do
                 for (int64_t cz_ = q0_[2]; cz_ <= q1_[2]; cz_++) {                                                      \
                     uint64_t b_ = bucket_of(cx_, cy_, cz_, mask_);                                                      \
                     for (int64_t at_ = (start)[b_]; at_ < (start)[b_ + 1]; at_++) {                                     \
-                        const int64_t *cell_ = (entry_cell) + 3 * at_;                                                  \
-                        if (cell_[0] != cx_ || cell_[1] != cy_ || cell_[2] != cz_) continue;                            \
                         int64_t ELEMENT = (entry_element)[at_];                                                         \
-                        if (SKIP) continue;                                                                             \
-                        const double *ebox_ = (insert)->cache + BOX_STRIDE * ELEMENT;                                   \
+                        if (SKIP) continue; /* before the cell's coordinates: it passes over half the entries */       \
+                        const int64_t *cell_ = (entry_cell) + ENTRY_STRIDE * at_;                                       \
+                        if (cell_[0] != cx_ || cell_[1] != cy_ || cell_[2] != cz_) continue;                            \
+                        double ebox_[6];                                                                                \
+                        memcpy(ebox_, cell_ + 3, sizeof ebox_);                                                         \
                         int overlap_ = 1;                                                                               \
                         for (int i_ = 0; i_ < 3; i_++)                                                                  \
                             if ((qlo)[i_] > ebox_[3 + i_] || ebox_[i_] > (qhi)[i_]) overlap_ = 0;                       \
                         if (!overlap_) continue;                                                                        \
                         /* The cell of the intersection's lower corner, max(qlo, elo) per axis, is the larger of     \
                          * their cells (cell_of is monotone). */                                                        \
-                        const double *ecell_ = ebox_ + BOX_CELL;                                                        \
-                        if ((q0_[0] > (int64_t)ecell_[0] ? q0_[0] : (int64_t)ecell_[0]) != cx_ ||                       \
-                            (q0_[1] > (int64_t)ecell_[1] ? q0_[1] : (int64_t)ecell_[1]) != cy_ ||                       \
-                            (q0_[2] > (int64_t)ecell_[2] ? q0_[2] : (int64_t)ecell_[2]) != cz_)                         \
+                        int64_t e0_ = cell_of(ebox_[0], inv_h), e1_ = cell_of(ebox_[1], inv_h);                         \
+                        int64_t e2_ = cell_of(ebox_[2], inv_h);                                                         \
+                        if ((q0_[0] > e0_ ? q0_[0] : e0_) != cx_ || (q0_[1] > e1_ ? q0_[1] : e1_) != cy_ ||             \
+                            (q0_[2] > e2_ ? q0_[2] : e2_) != cz_)                                                       \
                             continue;                                                                                   \
                         BODY                                                                                            \
                     }                                                                                                   \
