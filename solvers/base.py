@@ -52,6 +52,16 @@ class ProjectedContactSolver(Solver):
         if self.self_collision is not None:
             self.self_collision.pad2 = self.pad2
 
+    def resolve_self_collision(self, x, x_prev, colliders) -> None:
+        """The self-collision part of ``finish_step``, in place on x and x_prev (n, 3) [m] after the collider contacts:
+        the response (particles resting on a collider count as heavy), then the faces it left deeper than
+        FACE_ALLOWANCE * thickness in a collider pushed back to that depth. Nothing without self-collision."""
+        if self.self_collision is not None:
+            self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
+            if colliders:
+                resolve_deep_faces(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
+                                   FACE_ALLOWANCE * self.config.thickness)
+
     def finish_step(self, x, x_prev, v, dt: float, colliders, velocity_from_positions: bool = True) -> None:
         """The end of every position-level step, in place: collider contacts (``resolve_collider_contacts``), then
         self-collision (which treats particles resting on a collider as heavy) and the faces it left deeper than
@@ -65,11 +75,7 @@ class ProjectedContactSolver(Solver):
             before, prev_before = x.copy(), x_prev.copy()
         if colliders:
             resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
-        if self.self_collision is not None:
-            self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
-            if colliders:
-                resolve_deep_faces(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
-                                   FACE_ALLOWANCE * self.config.thickness)
+        self.resolve_self_collision(x, x_prev, colliders)
         if velocity_from_positions:
             v[:] = (x - x_prev) / dt
         else:

@@ -203,10 +203,11 @@ class PositionBasedSolver(ProjectedContactSolver):
             self.tethers = Tethers(self.native, self.tethers, model.particle_count)  # the same passes in C
         self.gravity = np.asarray(config.gravity, float)
         self.native_contacts = None
-        """With the native library, no self-collision and no gas pressure (whose force joins the NumPy prediction):
-        prediction, collider contacts (ground planes and spheres only; other colliders take the NumPy path for that
-        step) and velocity update in C (``native.kernels.AnalyticContacts``)."""
-        if self.native is not None and self.self_collision is None and self.pressure is None:
+        """With the native library and no gas pressure (whose force joins the NumPy prediction): prediction, collider
+        contacts (ground planes and spheres only; other colliders take the NumPy path for that step) and velocity
+        update in C (``native.kernels.AnalyticContacts``); self-collision, when on, runs between the contacts and the
+        velocity update as in ``finish_step``."""
+        if self.native is not None and self.pressure is None:
             self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(inv_mass, np.float64), self.pad2,
                                                     model.triangle_indices)
             self._gravity = np.ascontiguousarray(self.gravity, np.float64)
@@ -272,8 +273,11 @@ class PositionBasedSolver(ProjectedContactSolver):
         self._iterate(x, dt, multipliers, iterations, symmetric, native.project if contacts else None)
         if contacts:
             native.friction(x, x_prev)
-        if colliders and native.finish(x, x_prev) > 1:  # a step walked in sweeps: the NumPy twin
+        # A step walked in sweeps takes the NumPy twin; so does every step of a self-colliding body: the C sphere face
+        # push agrees with its twin to round-off only, and self-collision's results are the same on both paths.
+        if colliders and (self.self_collision is not None or native.finish(x, x_prev) > 1):
             resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
+        self.resolve_self_collision(x, x_prev, colliders)  # may move x_prev (the buffer velocity reads) too
         native.velocity(x, v, dt, np.exp(-self.config.damping * dt) if self.config.damping > 0.0 else None)
         if not measure:
             return StepStats(iterations=self.config.iterations)
@@ -336,7 +340,7 @@ class PositionBasedSolver(ProjectedContactSolver):
             return self._frame_kernel
         self._frame_kernel = None
         if (self.native_contacts is None or self.model.tet_count or self.pressure is not None or self.goals is not None
-                or self.scheme != "GAUSS_SEIDEL"):
+                or self.scheme != "GAUSS_SEIDEL" or self.self_collision is not None):
             return None
         distance = bending = tail = None
         for sweep in self.sweeps:

@@ -79,6 +79,14 @@ SIGNATURES = {
     "softsim_self_stencils": (None, (_P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_self_witnesses": (_I, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P)),
     "softsim_self_list_holds": (_I, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P)),
+    # A Verlet list's skin growth (src/self_collision.c; self_kernels.SelfPairQuery.*_grow).
+    "softsim_self_vt_grow": (_I, (_P, _I, _P, _I, _P, _P, _D, _P, _I, _P, _I, _P, _I, _P, _P, _I, _I, _P, _I, _P, _P,
+                                  _I, _P, _P, _P, _P, _P)),
+    "softsim_self_ee_grow": (_I, (_P, _I, _P, _I, _P, _D, _P, _I, _P, _I, _P, _I, _P, _I, _P, _I, _P, _P, _I, _P, _P,
+                                  _P, _P, _P)),
+    # Self-collision's response passes (src/self_pass.c; self_kernels.SelfPass).
+    "softsim_self_pass": (_I, (_P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _D, _D, _I, _I, _P, _I) + (_P,) * 17),
+    "softsim_self_pass_finish": (_I, (_P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _I, _P, _P)),
     # The implicit solvers (src/implicit.c): PD's local step of sphere-projected sets and its right-hand side scatter
     # (implicit_kernels.SphereProjection), the 3x3-block matrix-vector product (implicit_kernels.BlockMatrix).
     "softsim_pd_sphere_project": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P)),

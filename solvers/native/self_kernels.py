@@ -1,6 +1,12 @@
 """Python bindings of cloth self-collision's native kernels: the broad phase (``src/self_collision.c``,
-``SelfPairQuery``) and what every call runs (``src/self_response.c``, ``SelfCallKernels``: boxes, list checks,
-stencils, the fail-safe's witnesses; tests/test_native_self_response.py).
+``SelfPairQuery``: the lists' build and skin growth; tests/test_native_self_collision.py,
+tests/test_native_self_grow.py), what every call runs (``src/self_response.c``, ``SelfCallKernels``: boxes, list
+checks, stencils, the fail-safe's witnesses; tests/test_native_self_response.py) and the response's Jacobi passes
+(``src/self_pass.c``, ``SelfPass``; tests/test_native_self_pass.py).
+
+``SelfPairQuery.vertex_triangle_grow`` / ``edge_edge_grow`` <-> the k-d tree queries of ``SelfBroadPhase._grow``: the
+pairs of the grown elements within their new reach, not listed yet (the same sets, sorted by pair key, the same
+distances).
 
 ``SelfPairQuery`` <-> ``collision.broad_phase.self_broad_phase.SelfBroadPhase._query``: the vertex-triangle pairs (v, t,
 distance) and edge-edge pairs (e1 < e2, distance) within reach + the two elements' skins, without pairs sharing a vertex
@@ -43,7 +49,7 @@ class SelfPairQuery:
 
     def _entries(self, capacity: int) -> None:
         self.entry_element = np.zeros(capacity, np.int64)
-        self.entry_cell = np.zeros((capacity, 3), np.int64)
+        self.entry_cell = np.zeros((capacity, 9), np.int64)  # cell and box per entry (src/self_collision.c)
 
     def _pairs(self, capacity: int) -> None:
         self.out_i = np.zeros(capacity, np.int64)
@@ -93,6 +99,43 @@ class SelfPairQuery:
         fixed = (self._x(x), self.n, pointer(self.edges), e)
         a, b, d = self._call(self.library.softsim_self_ee_pairs, fixed, lambda: (
             self._skins("skin_e", skin_e, e), float(reach), pointer(excluded), len(excluded)))
+        order = np.argsort(a * e + b, kind="stable")
+        return a[order], b[order], d[order]
+
+
+    def vertex_triangle_grow(self, x, reach: float, skin_v, skin_t, excluded, listed, grown_v, grown_t):
+        """The pairs a skin growth adds (``SelfBroadPhase._grow``): (v, t, d) sorted by v * t_count + t, every
+        vertex-triangle pair of a grown vertex (grown_v, indices) or a grown triangle (grown_t) within reach +
+        skin_v[v] + skin_t[t] at x (n, 3) [m], admissible and not in the sorted keys ``listed``."""
+        tri, t = self.triangles, len(self.triangles)
+        excluded = self._excluded("excluded_vt", excluded, self.n * max(t, 1))
+        listed = self._excluded("listed_vt", listed, self.n * max(t, 1))
+        grown_v = checked_indices("grown_v", grown_v, self.n, (None,))
+        grown_t = checked_indices("grown_t", grown_t, max(t, 1), (None,))
+        mask = np.zeros(self.n, np.uint8)
+        mask[grown_v] = 1
+        fixed = (self._x(x), self.n, pointer(tri), t)
+        v, tt, d = self._call(self.library.softsim_self_vt_grow, fixed, lambda: (
+            self._skins("skin_v", skin_v, self.n), self._skins("skin_t", skin_t, t), float(reach),
+            pointer(excluded), len(excluded), pointer(listed), len(listed), pointer(grown_v), len(grown_v),
+            pointer(mask), pointer(grown_t), len(grown_t)))
+        order = np.argsort(v * t + tt, kind="stable")
+        return v[order], tt[order], d[order]
+
+    def edge_edge_grow(self, x, reach: float, skin_e, excluded, listed, grown_e):
+        """The edge-edge pairs a skin growth adds: (e1, e2, d), e1 < e2, sorted by e1 * e_count + e2, every pair with a
+        grown edge (grown_e, indices) within reach + skin_e[e1] + skin_e[e2] at x (n, 3) [m], admissible and not in
+        the sorted keys ``listed``."""
+        e = len(self.edges)
+        excluded = self._excluded("excluded_ee", excluded, max(e, 1) * max(e, 1))
+        listed = self._excluded("listed_ee", listed, max(e, 1) * max(e, 1))
+        grown_e = checked_indices("grown_e", grown_e, max(e, 1), (None,))
+        mask = np.zeros(max(e, 1), np.uint8)
+        mask[grown_e] = 1
+        fixed = (self._x(x), self.n, pointer(self.edges), e)
+        a, b, d = self._call(self.library.softsim_self_ee_grow, fixed, lambda: (
+            self._skins("skin_e", skin_e, e), float(reach), pointer(excluded), len(excluded), pointer(listed),
+            len(listed), pointer(grown_e), len(grown_e), pointer(mask)))
         order = np.argsort(a * e + b, kind="stable")
         return a[order], b[order], d[order]
 
@@ -217,3 +260,112 @@ class SelfCallKernels:
         return bool(self.library.softsim_self_list_holds(
             pointer(moved), pointer(motion), self.n, pointer(self.triangles), len(self.triangles),
             pointer(self.edges), len(self.edges), pointer(s_v), pointer(s_t), pointer(s_e)))
+
+
+class SelfPass:
+    """The native pass of self-collision's response (``src/self_pass.c``), twin of the pass loop of
+    ``self_contact.SelfCollision._respond``, bit for bit on x86-64 (tests/test_native_self_pass.py).
+
+    Built once per ``SelfCollision``: the triangles (t, 3) and edges (e, 2) are checked (int64, C-contiguous, indices
+    within [0, n)). ``begin`` takes one call's watched pairs and their per-pair values (checked once a call) and sizes
+    the buffers; then per pass ``run`` (the batch, its stencils, the active pairs' correction applied to x; returns how
+    many are active, ``touched`` the particles it moved) and, after the caller's collider check, ``finish`` (the
+    recovery share applied to x_prev, the friction depths, the pairs left in play). ``depth`` (c,) [m] and ``ever``
+    (c,) bool are the call's friction depths and corrected pairs, in the order of the pairs given to ``begin``.
+    """
+
+    def __init__(self, library, triangles, edges, particle_count: int):
+        self.library = library
+        self.n = int(particle_count)
+        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
+        self.edges = checked_indices("edges", edges, self.n, (None, 2))
+        self._x = _PositionsCheck(self.n)
+        self._x_prev = _PositionsCheck(self.n)
+        n = self.n
+        self.changed = np.zeros(n, bool)
+        self.touched_mask = np.zeros(n, bool)
+        self.load = np.zeros(n)
+        self.delta = np.zeros((n, 3))
+        self.batch_size = np.zeros(1, np.int64)
+        self._capacity = -1
+        self._grow(16)
+
+    def _grow(self, count: int) -> None:
+        if count <= self._capacity:
+            return
+        c = max(count, 2 * self._capacity)
+        self._capacity = c
+        self.pos, self.live, self.batch = np.zeros(c, np.int64), np.zeros(c, np.int64), np.zeros(2 * c, np.int64)
+        self.idx, self.coef = np.zeros((c, 4), np.int64), np.zeros((c, 4))
+        self.r, self.normal = np.zeros((c, 3)), np.zeros((c, 3))
+        self.dist, self.plane = np.zeros(c), np.zeros(c)
+        self.ok, self.interior = np.zeros(c, bool), np.zeros(c, bool)
+        self.work_d, self.flags = np.zeros((c, 6)), np.zeros(c, np.uint8)
+        self.recovery = np.zeros(c)
+        self._own = [pointer(a) for a in (self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok,
+                                          self.interior)]
+        self._scratch = [pointer(a) for a in (self.work_d, self.flags, self.load, self.delta, self.batch_size)]
+        self._live_p, self._pos_p, self._batch_p = pointer(self.live), pointer(self.pos), pointer(self.batch)
+
+    def begin(self, vt, ee, side, target, approach_target, first, inv_mass) -> None:
+        """One call's watched pairs vt = (v, t), ee = (e1, e2) (c in all) with their side, target and approach_target
+        (c,) [m] (``_respond``), the first pass's stencils ``first`` (a ``self_pairs._Stencils`` of those pairs, in that
+        order) and the particles' inverse masses (n,) [1/kg] (the call's array: the collider check may change it in
+        place between passes)."""
+        v = checked_indices("v", vt[0], self.n, (None,))
+        k_vt = len(v)
+        t = checked_indices("t", vt[1], max(len(self.triangles), 1), (k_vt,))
+        a = checked_indices("e1", ee[0], max(len(self.edges), 1), (None,))
+        b = checked_indices("e2", ee[1], max(len(self.edges), 1), (len(a),))
+        if (k_vt and not len(self.triangles)) or (len(a) and not len(self.edges)):
+            raise ValueError("pass: pairs of elements the body does not have")
+        c = k_vt + len(a)
+        self.side = checked("side", side, F64, (c,))
+        self.target = checked("target", target, F64, (c,))
+        self.approach_target = checked("approach_target", approach_target, F64, (c,))
+        self.inv_mass = checked("inv_mass", inv_mass, F64, (self.n,))
+        self.first = (checked_indices("first.idx", first.idx, self.n, (c, 4)), checked("first.coef", first.coef, F64, (c, 4)),
+                      checked("first.r", first.r, F64, (c, 3)), checked("first.n", first.n, F64, (c, 3)),
+                      checked("first.dist", first.dist, F64, (c,)), checked("first.plane", first.plane, F64, (c,)),
+                      checked("first.ok", first.ok, np.dtype(bool), (c,)),
+                      checked("first.interior", first.interior, np.dtype(bool), (c,)))
+        self._grow(c)
+        self.count, self.k_vt, self.pairs = c, k_vt, (v, t, a, b)
+        self.live[:c] = np.arange(c)
+        self.live_count = c
+        self.depth = np.zeros(c)
+        self.ever = np.zeros(c, bool)
+        self.given = True
+        self.m = 0
+        self._first_p = [pointer(s) for s in self.first]
+        self._call_p = (pointer(self.inv_mass), self.n, pointer(self.triangles), pointer(self.edges), c, k_vt,
+                        pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target))
+        self._masks_p = (pointer(self.changed), pointer(self.touched_mask))
+        self._finish_p = (pointer(self.inv_mass), self.n, pointer(self.approach_target))
+        self._results_p = (pointer(self.work_d), pointer(self.flags), pointer(self.depth), pointer(self.ever))
+
+    def run(self, x, thickness: float, tolerance: float, restrict_violating: bool) -> int:
+        """The first half of one pass on x (n, 3) [m], in place: returns the active pairs (0: nothing moved)."""
+        address = self._x(x)
+        given = 1 if self.given else 0
+        stencils = self._first_p if self.given else self._own
+        self.given = False
+        active = self.library.softsim_self_pass(
+            address, *self._call_p, float(thickness), float(tolerance), int(bool(restrict_violating)), given,
+            self._live_p, self.live_count, *self._masks_p, self._pos_p, self._batch_p, *stencils, *self._scratch)
+        self.m = int(self.batch_size[0])
+        self._stencils = stencils
+        return int(active)
+
+    def touched(self) -> np.ndarray:
+        """The particles (sorted) with a nonzero weight in the last ``run``'s active stencils (``self_contact._particles``)."""
+        return np.flatnonzero(self.touched_mask)
+
+    def finish(self, x_prev, update_live: bool) -> None:
+        """The second half of the pass: the recovery share applied to x_prev (n, 3) [m] in place, with the inverse
+        masses as they are now; the depths and corrected pairs; with ``update_live`` only the violating pairs stay."""
+        work_d, flags, depth, ever = self._results_p
+        self.live_count = int(self.library.softsim_self_pass_finish(
+            self._x_prev(x_prev), *self._finish_p, self._pos_p, self.m, self._stencils[0], self._stencils[1], work_d,
+            flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, pointer(self.recovery),
+            pointer(self.delta)))

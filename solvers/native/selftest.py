@@ -89,7 +89,7 @@ def run(library) -> str:
     if problem:
         return problem
     return (run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
-            or mesh_closest(library) or self_response(library) or implicit(library))
+            or mesh_closest(library) or self_response(library) or self_pass(library) or implicit(library))
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -414,6 +414,56 @@ def self_response(library) -> str:
         if check.list_holds(moved * scale, motion, lst["skins"]) != sc._list_holds(moved * scale, motion):
             return "self-collision list check (holds) differs from NumPy"
     return ""
+def self_pass(library) -> str:
+    """Self-collision's response passes (``self_kernels.SelfPass``) against the pass loop of
+    ``SelfCollision._respond`` (positions and start positions within SELF_TEST_TOLERANCE, bit for bit on x86-64), and a
+    skin growth (``SelfPairQuery.vertex_triangle_grow`` / ``edge_edge_grow``) against ``SelfBroadPhase._grow``: the
+    same pairs added, distances within SELF_TEST_TOLERANCE."""
+    import copy
+
+    from .self_kernels import SelfPairQuery, SelfPass
+
+    x, sc, _, _ = self_list_scene()
+    x_prev = np.ascontiguousarray(x + np.random.default_rng(5).normal(scale=0.01, size=x.shape))
+    twin = copy.copy(sc)
+    twin._list = copy.deepcopy(sc._list)
+    native = copy.copy(sc)
+    native._list = copy.deepcopy(sc._list)
+    native.native_pass = SelfPass(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
+    y, y_prev, z, z_prev = x.copy(), x_prev.copy(), x.copy(), x_prev.copy()
+    if native.resolve(y, y_prev) != twin.resolve(z, z_prev):
+        return "self-collision passes corrected other pairs than NumPy"
+    if np.array_equal(y, x):
+        return "self-collision pass scene moved nothing"
+    problem = _differs("self-collision passes", y, z, 1.0) or _differs("self-collision passes (x_prev)", y_prev, z_prev, 1.0)
+    if problem:
+        return problem
+    # One vertex outruns its own skin but not those of its triangles and edges: a growth of one element.
+    s_v, s_t, s_e = sc._list["skins"]
+    lowest = np.full(len(x), np.inf)
+    np.minimum.at(lowest, sc.triangles.ravel(), np.repeat(s_t, 3))
+    np.minimum.at(lowest, sc.edges.ravel(), np.repeat(s_e, 2))
+    query = SelfPairQuery(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
+    before = len(sc._list["dist"])
+    for v in np.argsort(s_v - lowest)[:16]:  # the first of these vertices whose growth lists new pairs
+        motion, moved = np.zeros(len(x)), np.zeros(len(x))
+        moved[v] = s_v[v] + 0.9 * (lowest[v] - s_v[v])
+        twin, native = copy.copy(sc), copy.copy(sc)
+        twin._list, native._list = copy.deepcopy(sc._list), copy.deepcopy(sc._list)
+        native.native_pairs = query
+        if not (native._grow(moved, motion) and twin._grow(moved, motion)):
+            return "self-collision skin growth scene did not grow"
+        got, want = native._list, twin._list
+        if len(want["dist"]) > before:
+            break
+    else:
+        return "self-collision skin growth scene found no pairs"
+    for a, b in zip(got["keys"] + got["vt"] + got["ee"], want["keys"] + want["vt"] + want["ee"]):
+        if not np.array_equal(a, b):
+            return "self-collision skin growth differs from NumPy"
+    return _differs("self-collision skin growth distances", got["dist"], want["dist"], 1.0)
+
+
 def implicit(library) -> str:
     """The implicit solvers' kernels (src/implicit.c) on the small cloth: PD's local step and right-hand side scatter of
     its edge springs (a zero-length edge included) and curved hinges, with pins; the 3x3-block product on a matrix of

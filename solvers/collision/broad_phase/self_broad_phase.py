@@ -8,7 +8,8 @@ exact). Each particle's skin follows its own motion (SKIN_MOTION steps of it, be
 MAX_SKIN_FRACTION of an edge), an element's is the largest of its particles'.
 
 When only a few elements outran their skins (at most GROW_LIMIT of them), their skins are grown and their pairs
-re-queried at the build's positions (``SelfBroadPhase._grow``) instead of a rebuild. Before every exact distance (at
+re-queried at the build's positions (``SelfBroadPhase._grow``; in C with the native library, the same pairs)
+instead of a rebuild. Before every exact distance (at
 the build, on the listed candidates, in the fail-safe), axis-aligned boxes drop the pairs that cannot be within
 reach, one axis at a time (``_overlapping``).
 
@@ -171,7 +172,8 @@ class SelfBroadPhase:
         second = np.concatenate([n + t, n + m + e2])
         # The pair keys sorted ("keys"), for the membership tests of the skin growths (``_grow``).
         self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), first=first, second=second,
-                          x=x.copy(), skins=skins, keys=(np.sort(_pair_keys(v, t, m)), np.sort(_pair_keys(e1, e2, len(self.edges)))))
+                          x=x.copy(), skins=skins, keys=(np.sort(_pair_keys(v, t, m), kind="stable"),
+                                                         np.sort(_pair_keys(e1, e2, len(self.edges)), kind="stable")))
         self.rebuilds += 1
 
     def _refresh(self, x, moved, motion):
@@ -213,6 +215,15 @@ class SelfBroadPhase:
                 return False
         s_v2, s_t2, s_e2 = new
         x0 = self._list["x"]
+        if self.native_pairs is not None and self.body is None:
+            # The native twin (src/self_collision.c): the same pair sets from the hash grid of the lists' build.
+            native, thick, keys = self.native_pairs, self.thickness, self._list["keys"]
+            vo, to, eo = out
+            v, t, d_vt = native.vertex_triangle_grow(x0, thick, s_v2, s_t2, self.excluded_vt, keys[0], vo, to)
+            e1, e2, d_ee = (native.edge_edge_grow(x0, thick, s_e2, self.excluded_ee, keys[1], eo) if len(eo) else
+                            (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)))
+            self._add_grown(x0, (v, t, d_vt), (e1, e2, d_ee), new)
+            return True
         # The spheres and k-d trees at the build's positions serve every growth until the next build.
         cache = self._list.setdefault("cache", {})
         if "spheres" not in cache:
@@ -257,6 +268,14 @@ class SelfBroadPhase:
             d_ee = _ee_distance(x0, edges[e1], edges[e2])
             keep = (d_ee <= thick + s_e2[e1] + s_e2[e2]) & _drop(self._list["keys"][1], e1, e2, len(edges))
             e1, e2, d_ee = e1[keep], e2[keep], d_ee[keep]
+        self._add_grown(x0, (v, t, d_vt), (e1, e2, d_ee), new)
+        return True
+
+    def _add_grown(self, x0, vt, ee, skins):
+        """Add the pairs a skin growth found, vt = (v, t, d) and ee = (e1, e2, d) each sorted by key and none listed
+        yet, to the list, whose skins become ``skins`` (vertices, triangles, edges)."""
+        (v, t, d_vt), (e1, e2, d_ee) = vt, ee
+        tri, edges = self.triangles, self.edges
         lst = self._list
         (v0, t0), (a0, b0) = lst["vt"], lst["ee"]
         k = len(v0)
@@ -266,12 +285,11 @@ class SelfBroadPhase:
         lst["dist"] = np.concatenate([lst["dist"][:k], d_vt, lst["dist"][k:], d_ee])
         lst["first"] = np.concatenate([lst["first"][:k], v, lst["first"][k:], n + m + e1])
         lst["second"] = np.concatenate([lst["second"][:k], n + t, lst["second"][k:], n + m + e2])
-        lst["skins"] = (s_v2, s_t2, s_e2)
+        lst["skins"] = tuple(skins)
         # The new pairs are sorted by key and none is listed yet: merged into the sorted keys in place of a sort.
         lst["keys"] = tuple(np.insert(old, np.searchsorted(old, new), new) for old, new in
                             zip(lst["keys"], (_pair_keys(v, t, len(tri)), _pair_keys(e1, e2, len(edges)))))
         self.grown += 1
-        return True
 
     def _skin_for(self, motion):
         """Per-particle skins (n,) [m] of a list built for a step with these motions relative to the mean (n,) [m]:

@@ -98,9 +98,15 @@ frame before, 0.87 after (self-collision 1.75 -> 0.71 s: rebuilds 0.24, the list
 response 0.21, fail-safe 0.08; the two versions alternated on a loaded machine), and the Blender bake of that scene
 (100 frames, bench_cloth's self-collision row) 512 ms a frame against built-in Cloth's 198 with its self-collision on
 (0.39x; before 798 against 204, 0.26x; the two runs back to back on a loaded machine, another run after 453 against
-229, 0.51x). What is left is mostly the Python around the kernels (the Jacobi passes, the skin growths'
-k-d trees) and the rebuilds (about 3 a frame, ~25 ms each). Self-collision still makes that bake several times
-slower, so it is off by default. It runs on every substep because that is the cheapest schedule measured. Called on
+229, 0.51x). The Jacobi passes (``solvers/native/src/self_pass.c``, bit for bit) and the skin growths (the same
+pairs) then went to C as well, and XPBD/PBD's step around self-collision to the native contact step (prediction,
+contacts and velocity in C; the end-of-step collider push stays NumPy's, bit for bit): the lab cloth over frames
+1-100 from rest, ``--compute AUTO``, one run each back to back on a loaded machine, 0.341 -> 0.245 s a frame (frames
+1-20 0.282 -> 0.203, 21-40 0.596 -> 0.449, 71-100 0.234 -> 0.168; the same 283 rebuilds and 793 skin growths, 0
+crossings); the profile's frames 1-30 0.630 -> 0.315, 31-40 (under cProfile) 0.455 -> 0.293. What is left is mostly
+the rebuilds (about 3 a frame all through those 100 frames, ~25 ms each, most of it the grid scan of the edge-edge
+build), the NumPy sphere face push of the end-of-step projection and the Python around the fail-safe. Self-collision
+still makes that bake several times slower, so it is off by default. It runs on every substep because that is the cheapest schedule measured. Called on
 every 6th substep only (the built-in Cloth's 5 a frame at 30 substeps) with the sides and witnesses still read at the
 substep's start, the lab cloth crossed itself from frame 23 on (7 to 526 pairs by frame 28), on every 2nd from frame 27
 on (45, 98). Read from the positions of the previous call instead (a checkpoint k substeps back, the velocity change
@@ -144,6 +150,10 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     compute: ``SolverConfig.compute``; with the native library loaded, the lists are built in C
     (``solvers/native/src/self_collision.c``, the same pairs).
     """
+
+    native_pass = None
+    """``solvers.native.self_kernels.SelfPass`` of the body when the native library loaded (the response's passes then
+    run in C, bit for bit), else None."""
 
     def __init__(self, model, thickness: float, friction: float = DEFAULT_FRICTION, passes: int = PASSES,
                  skin: float = None, edges: bool = True, compute: str = "AUTO"):
@@ -194,12 +204,14 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
         library = native_library.load(compute)
         if library is not None:
-            from ...native.self_kernels import SelfCallKernels, SelfPairQuery
+            from ...native.self_kernels import SelfCallKernels, SelfPairQuery, SelfPass
 
             self.native_pairs = SelfPairQuery(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)
             self.native_check = SelfCallKernels(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)
+            self.native_pass = SelfPass(library, np.ascontiguousarray(self.triangles),
+                                        np.ascontiguousarray(self.edges), count)
         x0 = model.rest_positions
         if skin is None:
             e = self.edges if len(self.edges) else triangle_edges(self.triangles)
@@ -335,6 +347,35 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             W = np.einsum("kj,kj->k", st.coef**2, w[st.idx])
             return st, gap, direction, gap - target[pos], W
 
+        if self.native_pass is not None:
+            depth, ever = self._native_passes(x, x_prev, vt, ee, side, target, approach_target, now.take(keep), colliders)
+        else:
+            depth, ever = self._passes(x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders)
+        if self.friction > 0.0 and np.any(ever):
+            pos = np.nonzero(ever)[0]
+            st, _, direction, _, _ = evaluate(pos)
+            self._friction(x, x_prev, st.idx, st.coef, direction, depth[pos])
+            if colliders:
+                self._keep_out_of_colliders(x, _particles(st.idx, st.coef, len(x)), colliders)
+        return int(np.count_nonzero(ever))
+
+    def _native_passes(self, x, x_prev, vt, ee, side, target, approach_target, first, colliders):
+        """The passes of ``_passes`` in C (``self_kernels.SelfPass``, ``src/self_pass.c``: the same operations in the
+        same order, bit for bit), the collider check between the two halves of each pass in Python as there. Returns
+        (depth, ever) as ``_passes`` does."""
+        native = self.native_pass
+        native.begin(vt, ee, side, target, approach_target, first, self.inv_mass)
+        for k in range(MAX_PASSES):
+            if native.run(x, self.thickness, PASS_TOLERANCE, k >= self.passes) == 0:
+                break
+            if colliders:
+                self._keep_out_of_colliders(x, native.touched(), colliders)
+            native.finish(x_prev, k + 1 >= self.passes)
+        return native.depth, native.ever
+
+    def _passes(self, x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders):
+        """The Jacobi passes of ``_respond`` over its ``count`` watched pairs (``now``: their stencils at x before the
+        ``keep`` mask): returns each pair's friction depth (count,) [m] and whether it was ever corrected (count,)."""
         depth = np.zeros(count)
         ever = np.zeros(count, bool)
         live = np.arange(count)
@@ -376,13 +417,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             ever[pos[active]] = True
             if k + 1 >= self.passes:
                 live = pos[violating]  # the pairs not evaluated were not active, so not violating either
-        if self.friction > 0.0 and np.any(ever):
-            pos = np.nonzero(ever)[0]
-            st, _, direction, _, _ = evaluate(pos)
-            self._friction(x, x_prev, st.idx, st.coef, direction, depth[pos])
-            if colliders:
-                self._keep_out_of_colliders(x, _particles(st.idx, st.coef, len(x)), colliders)
-        return int(np.count_nonzero(ever))
+        return depth, ever
 
     def _stencils(self, x, vt, ee):
         """The contact stencils (``self_pairs._Stencils``) of the pairs vt = (v, t), ee = (e1, e2) at x: in C when the

@@ -269,6 +269,45 @@ SOFTSIM_API int64_t softsim_self_list_holds(const double *moved, const double *m
                                             const int64_t *triangles, int64_t t_count, const int64_t *edges,
                                             int64_t e_count, const double *skin_v, const double *skin_t,
                                             const double *skin_e);
+/* A Verlet list's skin growth (self_collision.c; SelfBroadPhase._grow): the pairs of the grown elements within reach +
+ * their new skins, admissible and not listed yet; buffers and return as softsim_self_vt_pairs / softsim_self_ee_pairs. */
+SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
+                                         const double *skin_v, const double *skin_t, double reach,
+                                         const int64_t *excluded, int64_t excluded_count, const int64_t *listed,
+                                         int64_t listed_count, const int64_t *grown_v, int64_t grown_v_count,
+                                         const unsigned char *grown_v_mask, const int64_t *grown_t,
+                                         int64_t grown_t_count, int64_t table_size, int64_t *table_start,
+                                         int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
+                                         int64_t pair_capacity, int64_t *out_v, int64_t *out_t, double *out_d,
+                                         int64_t *needs, double *box_scratch);
+SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
+                                         const double *skin_e, double reach, const int64_t *excluded,
+                                         int64_t excluded_count, const int64_t *listed, int64_t listed_count,
+                                         const int64_t *grown_e, int64_t grown_e_count,
+                                         const unsigned char *grown_e_mask, int64_t table_size, int64_t *table_start,
+                                         int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
+                                         int64_t pair_capacity, int64_t *out_a, int64_t *out_b, double *out_d,
+                                         int64_t *needs, double *box_scratch);
+/* One Jacobi pass of self-collision's response (self_pass.c; the pass loop of SelfCollision._respond): the batch of
+ * watched pairs the last pass touched, their stencils, the active ones and their correction applied to x (returns how
+ * many are active); then, after the caller's collider check, the recovery share applied to x_prev, the friction
+ * depths and the pairs still violating (returns the new live count). */
+SOFTSIM_API int64_t softsim_self_pass(double *x, const double *inv_mass, int64_t n, const int64_t *triangles,
+                                      const int64_t *edges, int64_t count, int64_t k_vt, const int64_t *list_v,
+                                      const int64_t *list_t, const int64_t *list_a, const int64_t *list_b,
+                                      const double *side, const double *target, double thickness, double tolerance,
+                                      int64_t restrict_violating, int64_t given, const int64_t *live,
+                                      int64_t live_count, unsigned char *changed, unsigned char *touched, int64_t *pos,
+                                      int64_t *batch, int64_t *idx, double *coef, double *r, double *normal,
+                                      double *dist, double *plane, unsigned char *ok, unsigned char *interior,
+                                      double *work_d, unsigned char *flags, double *load, double *delta,
+                                      int64_t *batch_size);
+SOFTSIM_API int64_t softsim_self_pass_finish(double *x_prev, const double *inv_mass, int64_t n,
+                                             const double *approach_target, const int64_t *pos, int64_t m,
+                                             const int64_t *idx, const double *coef, double *work_d,
+                                             const unsigned char *flags, double *depth, unsigned char *ever,
+                                             int64_t update_live, int64_t *live, int64_t live_count,
+                                             double *recovery, double *delta);
 /* The implicit solvers (implicit.c): Projective Dynamics' local step for the sets projected onto a sphere (edge
  * springs, curved hinges) and the scatter of their targets into the global right-hand side; the 3x3-block sparse
  * matrix-vector product of the implicit mass-spring solver's linear solves. */
