@@ -9,8 +9,11 @@
 - ``cloth-prepare`` / ``cloth``: the 64 x 64 GAMES103 lab cloth (10 m, two corners pinned, sphere r 2.7 at the
   origin, ground at z = -3, colliders 1 cm thick) at NEWTON's defaults; ``cloth-prepare`` runs frames 1..START and
   saves the state, ``cloth`` runs the next frames from it: seconds per frame, Newton iterations per step (median,
-  max), halvings, split steps, and a cProfile summary; ``--compare`` runs each frame twice from the same state, with each
-  Newton system solved as a CSR matrix in double precision (``NewtonSolves.__call__``) and as NEWTON solves them.
+  max), halvings, split steps, factorizations and PCG iterations, and a cProfile summary; ``--exact`` factorizes every
+  Newton system (``solves.narrow = False``, no PCG on the narrow band); ``--compare`` runs each frame twice from the same
+  state, with each Newton system solved as a CSR matrix in double precision (``NewtonSolves.__call__``) and as NEWTON
+  solves them; ``--compare-exact`` likewise with the exact path against NEWTON's default, both going on from their
+  own states, and prints how far their positions differ.
 - ``cube``: the hammock of tests/test_bodies.py with its 0.4 m cube tetrahedralized at resolution 10 (2355
   particles) on NEWTON and the cloth on XPBD: seconds per frame, the cube's Newton iterations and a cProfile summary;
   ``--eigh`` projects the Neo-Hookean Hessian by the batched 9x9 eigh as before the analytic eigensystem.
@@ -163,13 +166,15 @@ def _report(recorder, seconds, first, last, profiler):
         print(out.getvalue())
 
 
-def _frames(model, colliders, state, first, last, profile, config):
+def _frames(model, colliders, state, first, last, profile, config, exact=False):
     solver = make_solver(model, config)
+    solver.solves.narrow = not exact
     recorder = StepRecorder(solver)
     profiler = cProfile.Profile() if profile else None
     seconds = []
     for frame in range(first, last + 1):
         before = len(recorder.rows)
+        counts = solver.solves.factorizations, solver.solves.pcg_iterations
         start = time.perf_counter()
         if profiler:
             profiler.enable()
@@ -183,7 +188,8 @@ def _frames(model, colliders, state, first, last, profile, config):
         print(f"frame {frame}: {seconds[-1]:.2f} s, steps {len(its)} (split {stats.split_steps}), iterations {its}, "
               f"halvings {sum(r[1] for r in recorder.rows[before:])}, residual {stats.newton_residual:.3g} m/s, "
               f"lowest z {state.x[:, 2].min():.3f}, nearest collider {1e3 * stats.min_distance:.2f} mm, "
-              f"solve {solver.solves.method}", flush=True)
+              f"solve {solver.solves.method}, factorizations {solver.solves.factorizations - counts[0]}, "
+              f"PCG iterations {solver.solves.pcg_iterations - counts[1]}", flush=True)
     _report(recorder, seconds, first, last, profiler)
     return state
 
@@ -214,7 +220,46 @@ def run_cloth(args):
     if args.compare:
         _compare(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, _config(args))
         return
-    _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, True, _config(args))
+    if args.compare_exact:
+        _compare_exact(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, _config(args))
+        return
+    _frames(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, True, _config(args), args.exact)
+
+
+def _compare_exact(model, colliders, state, first, last, config):
+    """The exact path (every Newton system factorized on the full band) and NEWTON's default (PCG on the narrow band
+    where planned), each frame in alternating order, each going on from its own state: per frame seconds, Newton
+    iterations, factorizations, PCG iterations, and the largest distance between the two runs' positions [m]."""
+    runs = {}
+    for name in ("exact", "default"):
+        solver = make_solver(model, config)
+        solver.solves.narrow = name == "default"
+        run = State.at_rest(model)
+        run.x[:], run.v[:] = state.x, state.v
+        runs[name] = (solver, run, {"seconds": 0.0, "iterations": 0})
+    for frame in range(first, last + 1):
+        names = list(runs) if frame % 2 else list(runs)[::-1]
+        line = []
+        for name in names:
+            solver, run, total = runs[name]
+            counts = solver.solves.factorizations, solver.solves.pcg_iterations
+            began = time.perf_counter()
+            stats = advance_frame(solver, run, 1.0 / FPS, config.substeps, colliders)
+            seconds = time.perf_counter() - began
+            total["seconds"] += seconds
+            total["iterations"] += stats.newton_iterations
+            line.append(f"{name} {seconds:.2f} s ({stats.newton_iterations} iterations, split {stats.split_steps}, "
+                        f"{solver.solves.factorizations - counts[0]} factorizations, "
+                        f"{solver.solves.pcg_iterations - counts[1]} PCG iterations, "
+                        f"nearest collider {1e3 * stats.min_distance:.2f} mm)")
+        distance = float(np.abs(runs["exact"][1].x - runs["default"][1].x).max())
+        print(f"frame {frame}: " + ", ".join(line) + f"; positions differ by {distance:.2e} m", flush=True)
+    frames = last - first + 1
+    for name, (solver, _, total) in runs.items():
+        print(f"{name}: {total['seconds'] / frames:.2f} s/frame, {total['iterations'] / frames:.1f} Newton iterations, "
+              f"{solver.solves.factorizations / frames:.1f} factorizations, {solver.solves.pcg_iterations / frames:.0f} "
+              f"PCG iterations a frame (the first frame's include planning)")
+    print(f"speed-up {runs['exact'][2]['seconds'] / runs['default'][2]['seconds']:.2f}x")
 
 
 def _compare(model, colliders, state, first, last, config):
@@ -284,6 +329,10 @@ def main(argv=None):
     parser.add_argument("--eigh", action="store_true", help="cube: project the Neo-Hookean Hessian by the 9x9 eigh (before)")
     parser.add_argument("--compare", action="store_true",
                         help="cloth: each frame also with the CSR double-precision solve, no cProfile")
+    parser.add_argument("--exact", action="store_true",
+                        help="cloth: factorize every Newton system on the full band (no PCG on the narrow band)")
+    parser.add_argument("--compare-exact", action="store_true",
+                        help="cloth: each frame on the exact path and on NEWTON's default, no cProfile")
     parser.add_argument("--tolerance", type=float, default=SolverConfig.newton_tolerance, help="newton_tolerance [m/s]")
     args = parser.parse_args(argv)
     {"factor": run_factor, "psd": run_psd, "cloth-prepare": run_cloth_prepare, "cloth": run_cloth, "cube": run_cube}[args.what](args)

@@ -184,8 +184,10 @@ class NewtonSolver(Solver):
         self.size = min(_rest_size(body) for body, _, _ in parts)
         """The (smallest) body's rest bounding-box diagonal [m]: the length IPC's relative Newton tolerance scales
         with."""
-        self.solves = NewtonSolves()
-        """The direct solves of the Newton systems (banded Cholesky or SuperLU, ``linalg.direct.NewtonSolves``)."""
+        self.solves = NewtonSolves(weak=_weak_blocks(self.pattern, stencils, constant, self.face_triangles))
+        """The solves of the Newton systems (``linalg.direct.NewtonSolves``: conjugate gradients preconditioned with the
+        narrow band where the weak couplings widen the band, else banded Cholesky or SuperLU); ``solves.narrow =
+        False`` factorizes every system (the exact path)."""
         self.self_contact = []
         """The bodies' barrier between each other and within a cloth with ``use_self_collision``
         (``SelfContactBarrier``), or empty."""
@@ -426,6 +428,27 @@ def _split_sums(pattern, counts, constant):
     constant_columns = np.concatenate([c for c, fixed in zip(columns[1:], constant[1:]) if fixed] + [np.zeros(0, int)])
     varying_columns = np.concatenate([c for c, fixed in zip(columns, constant) if not fixed] + [np.zeros(0, int)])
     return sums[:, columns[0]].tocsr(), sums[:, constant_columns].tocsr(), sums[:, varying_columns].tocsr()
+
+
+def _weak_blocks(pattern, stencils, constant, face_triangles) -> np.ndarray:
+    """A mask over ``pattern``'s blocks: the couplings that only the terms with a constant Hessian make (a flat cloth's
+    bending, between the two wings of each hinge), not the varying terms' stencils (springs, elasticity), the diagonal
+    or two corners of a face the barriers act on (their contact blocks). ``linalg.direct.NarrowBand`` leaves them out
+    of its band. stencils/constant: the BlockHessians whose rows and columns make the pattern (the diagonal's last,
+    not among them) and whether each is constant."""
+    nf = max(pattern.free_count, 1)
+    rows = [h.rows for h, fixed in zip(stencils, constant) if not fixed]
+    cols = [h.cols for h, fixed in zip(stencils, constant) if not fixed]
+    triangles = np.asarray(face_triangles, np.int64).reshape(-1, 3)
+    for a in range(3):
+        for b in range(3):
+            rows.append(triangles[:, a])
+            cols.append(triangles[:, b])
+    r = pattern.reduced[np.concatenate(rows)]
+    c = pattern.reduced[np.concatenate(cols)]
+    kept = (r >= 0) & (c >= 0)
+    strong = np.concatenate([r[kept] * nf + c[kept], np.arange(pattern.free_count) * (nf + 1)])
+    return ~np.isin(pattern.block_rows * nf + pattern.block_cols, strong)
 
 
 def _face_surface(model) -> np.ndarray:

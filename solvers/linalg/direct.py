@@ -7,6 +7,8 @@ from scipy.linalg.lapack import dpbtrf, dpbtrs, spbtrf, spbtrs
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.sparse.linalg import splu
 
+from .iterative import pcg
+
 BAND_MEMORY_LIMIT = 16 * 2**20
 """Largest banded Cholesky factor tried [bytes]. Past the last-level cache the banded solve streams its factor from
 memory and SuperLU's sparser factor wins. Measured on the 2-core bench machine (32 MB L3), PD's matrix of the lab
@@ -176,10 +178,24 @@ class NewtonSolves:
     and frames run with one BLAS thread (``linalg.threads``).
 
     NEWTON calls ``solve_blocks`` with the block data of its pattern: there the band is filled without building A.
+    Given the pattern's ``weak`` blocks (a cloth's bending between hinge wings), ``solve_blocks`` solves by conjugate
+    gradients preconditioned with the narrower band of the other blocks (``NarrowBand``) where that plans cheaper, and
+    factorizes the full band where it does not or where PCG does not reach REFINE_TOLERANCE.
     With ``single`` it is factorized in single precision and refined in double (``solve_band_refined``), 1.6-2x faster
     than the double-precision factorization on the lab cloth (64x64: 62 vs 115 ms, one BLAS thread, shared machine)."""
 
-    def __init__(self, single: bool = False):
+    def __init__(self, single: bool = False, weak: np.ndarray = None, narrow: bool = True):
+        self.weak = None if weak is None or not np.any(weak) else np.asarray(weak, bool)
+        """A mask over the blocks of the pattern ``solve_blocks`` is given: the weak couplings (``NarrowBand``), or
+        None."""
+        self.narrow = bool(narrow)
+        """Whether ``solve_blocks`` may solve by the narrow band's PCG where it plans cheaper (``NarrowBand``); False
+        keeps every solve on the full band's factor (the exact path)."""
+        self._narrow = None  # (pattern, its NarrowBand or None where the full band is planned cheaper)
+        self.factorizations = 0
+        """Factorizations done by ``solve_blocks`` (the narrow band's, the full band's, SuperLU's)."""
+        self.pcg_iterations = 0
+        """Conjugate-gradient iterations done by ``solve_blocks`` on the narrow band."""
         self.plan = None
         """(unknowns, RCM ordering or None for SuperLU, bandwidth) of the sequence."""
         self.method = None
@@ -216,8 +232,14 @@ class NewtonSolves:
         n = b.shape[0]
         if self.plan is None or self.plan[0] != n:
             self(block_matrix(pattern, data, contact), b)  # plans (and solves once: the first matrix of the sequence)
+            self.factorizations += 1
         _, ordering, bandwidth = self.plan
+        if ordering is not None and self.narrow and self.weak is not None and len(self.weak) == pattern.block_count:
+            x = self._solve_narrow(pattern, data, contact, b, bandwidth)
+            if x is not None:
+                return x
         if ordering is not None:
+            self.factorizations += 1
             if self._scatter is None or self._scatter[0] is not pattern or self._scatter[1] is not ordering:
                 self._scatter = (pattern, ordering, BandScatter(pattern.block_rows, pattern.block_cols, ordering, bandwidth))
             try:
@@ -229,7 +251,30 @@ class NewtonSolves:
             except BandTooWide:
                 pass
         self.method = "SuperLU"
+        self.factorizations += 1
         return _superlu(block_matrix(pattern, data, contact)).solve(b)
+
+    def _solve_narrow(self, pattern, data, contact, b, bandwidth):
+        """x by the narrow band's PCG (``NarrowBand.solve``), or None where it is not planned, a contact block leaves
+        its band or it does not converge (the caller factorizes the full band). Planned once per pattern: the narrow
+        band when NARROW_MIN_GAIN times its planned flops (``NarrowBand.planned_flops``) are at most the full band's
+        factorization's."""
+        if self._narrow is None or self._narrow[0] is not pattern:
+            band = NarrowBand(pattern, self.weak)
+            full = banded_cholesky_flops(3 * pattern.free_count, bandwidth)
+            self._narrow = (pattern, band if NARROW_MIN_GAIN * band.planned_flops() <= full else None)
+        band = self._narrow[1]
+        if band is None:
+            return None
+        try:
+            x, iterations = band.solve(pattern, data, contact, b)
+        except (BandTooWide, np.linalg.LinAlgError):
+            return None
+        self.factorizations += 1
+        self.pcg_iterations += iterations
+        if x is not None:
+            self.method = NARROW_BAND
+        return x
 
 
 def block_matrix(pattern, data, contact) -> sp.csr_matrix:
@@ -246,6 +291,15 @@ def block_matrix(pattern, data, contact) -> sp.csr_matrix:
     return sp.coo_matrix((np.concatenate([A.data, blocks.ravel()]), (np.concatenate([A.row, i.ravel()]),
                                                                      np.concatenate([A.col, j.ravel()]))),
                          shape=A.shape).tocsr()
+
+
+def block_matrix_of(blocks, n: int) -> sp.csr_matrix:
+    """The (n, n) CSR matrix of (rows, cols, blocks) 3x3 blocks at block rows and columns (duplicates summed)."""
+    rows, cols, values = blocks
+    local = np.arange(3)
+    i = np.broadcast_to((3 * np.asarray(rows))[:, None, None] + local[None, :, None], values.shape)
+    j = np.broadcast_to((3 * np.asarray(cols))[:, None, None] + local[None, None, :], values.shape)
+    return sp.coo_matrix((values.ravel(), (i.ravel(), j.ravel())), shape=(n, n)).tocsr()
 
 
 def block_matvec(pattern, data, contact, v: np.ndarray) -> np.ndarray:
@@ -376,3 +430,99 @@ def solve_band_refined(scatter: BandScatter, data, contact, matvec, b, single: b
 
 
 SINGLE_REFINED = "banded Cholesky (single, refined)"
+
+
+NARROW_BAND = "narrow band PCG"
+"""``NewtonSolves.method`` of a solve by conjugate gradients preconditioned with the narrow band (``NarrowBand``)."""
+NARROW_MAX_ITERATIONS = 40
+"""Conjugate-gradient iterations ``NarrowBand.solve`` tries before the system is factorized on the full band instead.
+On the 64 x 64 lab cloth (bending 0.001) the narrow band's PCG reaches REFINE_TOLERANCE in 11-14."""
+NARROW_EXPECTED_ITERATIONS = 15
+"""The iterations ``NewtonSolves`` plans with when it weighs the narrow band against the full one."""
+NARROW_ITERATION_FLOPS = 2.0e6
+"""The cost of one conjugate-gradient iteration beyond its band solve [flops of the band factorization's rate]: the
+matrix product, the vector updates and the Python calls around them (~0.3 ms at ~6 GFlop/s, one BLAS thread). With it
+the 21 x 21 and 32 x 32 lab cloths stay on their full band and the 48 x 48 and 64 x 64 move to the narrow one. Measured
+with the narrow band forced, 24 frames of the cloth dropped onto the sphere, full vs narrow band (machine under load):
+21 x 21 1.23 vs 1.32-1.44 s, 32 x 32 3.61 vs 3.35-3.43 s, 48 x 48 11.8 vs 6.5-8.2 s."""
+NARROW_MIN_GAIN = 1.5
+"""The narrow band is used when the full band's factorization is planned to cost at least this many times the narrow
+band's factorization plus NARROW_EXPECTED_ITERATIONS iterations."""
+
+
+class NarrowBand:
+    """A preconditioner for a ``BlockPattern``'s matrices A = S + W whose weak blocks W (``weak``, a mask over the
+    pattern's blocks: couplings only small terms make, such as a cloth's bending between the two wings of a hinge)
+    are what widens A's band: P = S + diag(|W| 1), the strong blocks plus, on each scalar row's diagonal, the sum of
+    the absolute values of the row's weak entries, factorized by LAPACK's banded Cholesky in the ordering of the strong
+    blocks' graph (reverse Cuthill-McKee), whose band is narrower. P - A = diag(|W| 1) - W is diagonally dominant with a
+    non-negative diagonal, hence positive semi-definite (Gershgorin), so P >= A > 0: P is SPD whatever W holds, and the
+    eigenvalues of P^-1 A lie in (0, 1], close to 1 when |W| is small against A's own stiffness (inertia, stretching).
+    Dropping W without the diagonal term leaves an indefinite matrix on the lab cloth.
+
+    The 64 x 64 lab cloth: bending's wing couplings join grid rows two apart, the full band is two rows (half-width
+    380 of 12282 unknowns) and the strong blocks' one row (194): the factorization does 0.26 of the flops, and
+    conjugate gradients on A reach a relative residual of 1e-10 in 11-14 iterations."""
+
+    def __init__(self, pattern, weak: np.ndarray):
+        weak = np.asarray(weak, bool)
+        strong = ~weak
+        nf = pattern.free_count
+        rows, cols = pattern.block_rows[strong], pattern.block_cols[strong]
+        graph = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(nf, nf))
+        vertices = reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
+        position = np.empty(nf, np.int64)
+        position[vertices] = np.arange(nf)
+        self.ordering = (3 * vertices[:, None] + np.arange(3)).ravel()
+        self.bandwidth = 3 * int(np.abs(position[rows] - position[cols]).max(initial=0)) + 2
+        self.scatter = BandScatter(rows, cols, self.ordering, self.bandwidth)
+        self.strong = np.flatnonzero(strong)
+        self.weak = np.flatnonzero(weak)
+        self._weak_rows = pattern.block_rows[weak]
+        index = np.full(pattern.block_count, -1, np.int64)
+        index[self.strong] = np.arange(len(self.strong))
+        self._diagonal = index[pattern.diagonal_slot]  # each block row's diagonal block among the strong ones
+        self.nf = nf
+
+    def preconditioner_data(self, data: np.ndarray) -> np.ndarray:
+        """P's block data over the strong blocks (s, 3, 3) from A's (block_count, 3, 3)."""
+        kept = data[self.strong]
+        row_sums = np.abs(data[self.weak]).sum(axis=2)  # (w, 3): per weak block, its three rows' |entries|
+        compensation = np.zeros((self.nf, 3))
+        for a in range(3):
+            compensation[:, a] = np.bincount(self._weak_rows, row_sums[:, a], minlength=self.nf)
+        axes = np.arange(3)
+        kept[self._diagonal[:, None], axes, axes] += compensation
+        return kept
+
+    def planned_flops(self, iterations: int = None) -> float:
+        """The factorization's flops plus ``iterations`` (NARROW_EXPECTED_ITERATIONS) iterations': each a solve with
+        the factor (4 n bandwidth) and NARROW_ITERATION_FLOPS."""
+        n = len(self.ordering)
+        iterations = NARROW_EXPECTED_ITERATIONS if iterations is None else iterations
+        return banded_cholesky_flops(n, self.bandwidth) + iterations * (4.0 * n * self.bandwidth + NARROW_ITERATION_FLOPS)
+
+    def solve(self, pattern, data, contact, b):
+        """x = A^-1 b for A = the pattern's block data plus ``contact`` blocks (``BandScatter.band``) by conjugate
+        gradients on A preconditioned with P (``preconditioner_data``, the contact blocks in full) to a relative
+        residual REFINE_TOLERANCE. P is factorized in single precision (in double where that fails): a preconditioner's
+        round-off changes how many iterations reach the tolerance, not what they reach, and single precision halves
+        the factorization and each solve with the factor (64 x 64 lab cloth, frames 25 and 26, the same PCG iterations:
+        2.9 vs 5.6 s and 2.2 vs 3.8 s, machine under load).
+        Returns (x, iterations) or (None, iterations) when NARROW_MAX_ITERATIONS did not reach it; raises BandTooWide
+        where a contact block leaves the narrow band and LinAlgError where P's factorization fails."""
+        prepared = self.preconditioner_data(data)
+        factor, info = spbtrf(self.scatter.band(prepared, contact, np.float32), lower=0, overwrite_ab=1)
+        single = info == 0
+        if not single:
+            factor, info = dpbtrf(self.scatter.band(prepared, contact), lower=0, overwrite_ab=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"the narrow band's factorization failed (info {info})")
+        A = pattern.matrix(data)  # BSR: its 3x3-block product is ~4x faster than CSR's here
+        C = None
+        if contact is not None and len(contact[0]):
+            C = block_matrix_of(contact, A.shape[0])
+        matvec = (lambda v: A @ v) if C is None else (lambda v: A @ v + C @ v)
+        x, iterations, residual = pcg(matvec, lambda r: self.scatter.solve(factor, r, single), b, REFINE_TOLERANCE,
+                                      NARROW_MAX_ITERATIONS)
+        return (x if residual <= REFINE_TOLERANCE else None), iterations

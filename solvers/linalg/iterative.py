@@ -83,3 +83,37 @@ def block_jacobi(A, D_inv, b, x, tol, max_iterations, atol=0.0):
         r = b - A @ x
         iterations += 1
     return x, iterations, _norm(r) / r0_norm
+
+
+def pcg(matvec, precondition, b, tol, max_iterations):
+    """Conjugate gradients from x = 0 for A x = b, A SPD given by ``matvec``(v) = A v (n,), preconditioned by
+    ``precondition``(r) = P^-1 r for an SPD P, until |b - A x| <= tol |b| (2-norms; the recurrence's residual) or
+    after ``max_iterations``. Returns (x (n,), iterations, |b - A x| / |b| by the recurrence)."""
+    x = np.zeros_like(b)
+    b_norm = _norm(b)
+    if b_norm == 0.0:
+        return x, 0, 0.0
+    r = b.copy()
+    z = precondition(r)
+    p = z.copy()
+    rz = _dot(r, z)
+    size = b_norm
+    iterations = 0
+    while iterations < max_iterations and size > tol * b_norm:
+        Ap = matvec(p)
+        pAp = _dot(p, Ap)
+        if not pAp > 0.0:  # an SPD matrix gives pAp > 0 until p = 0 (or round-off ends it)
+            break
+        alpha = rz / pAp
+        x += alpha * p
+        r -= alpha * Ap
+        size = _norm(r)
+        iterations += 1
+        if size <= tol * b_norm:
+            break
+        z = precondition(r)
+        rz_new = _dot(r, z)
+        p *= rz_new / rz
+        p += z
+        rz = rz_new
+    return x, iterations, size / b_norm
