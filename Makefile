@@ -77,6 +77,7 @@ check-windows: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-bench.txt
+	$(PY) tools/build_native.py --host
 	$(PY) bench/run.py
 
 clean:

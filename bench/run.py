@@ -98,7 +98,19 @@ def machine_info(argv=None) -> dict:
         "numpy": _version("numpy"),
         "scipy": _version("scipy"),
         "command": " ".join(["python bench/run.py", *args]),
+        "compute": _compute_path(),
     }
+
+
+def _compute_path() -> str:
+    """Which path Compute AUTO takes in this process: the native library and platform, or why NumPy (a library that
+    is missing, stale or failing its self-test makes every figure a NumPy one)."""
+    try:
+        from solvers import native
+
+        return native.status()[1]
+    except Exception as error:  # reported in the header, not fatal
+        return f"unknown ({type(error).__name__}: {error})"
 
 
 def _heading_title(line: str) -> str:
@@ -121,7 +133,8 @@ def merge_sections(existing: str, info: dict, sections: list) -> str:
         new = [f"## {heading[3:].strip()} ({info.get('date', 'unknown')})", "",
                f"*One run of `{info.get('command', 'python bench/run.py')}` on {info.get('cpu', 'unknown')}, "
                f"{info.get('cores', '?')} cores, {info.get('memory', 'unknown')}; Blender {info.get('blender', '?')}, "
-               f"numpy {info.get('numpy', '?')}, scipy {info.get('scipy', '?')}.*", body.rstrip("\n")]
+               f"numpy {info.get('numpy', '?')}, scipy {info.get('scipy', '?')}; Compute AUTO: "
+               f"{info.get('compute', '?')}.*", body.rstrip("\n")]
         starts = [i for i, line in enumerate(lines) if line.startswith("## ")]
         match = next((i for i in starts if _heading_title(lines[i]) == title), None)
         if match is None:
@@ -153,6 +166,7 @@ def render_report(info: dict, sections: list, seconds: float = None, existing: s
         f"| system | {info.get('os', 'unknown')}, Python {info.get('python', '?')} |",
         f"| Blender (bpy) | {info.get('blender', 'unknown')} |",
         f"| numpy / scipy | {info.get('numpy', '?')} / {info.get('scipy', '?')} |",
+        f"| Compute AUTO | {info.get('compute', '?')} |",
         f"| command | `{info.get('command', 'python bench/run.py')}` |",
     ]
     if seconds is not None:

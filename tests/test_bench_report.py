@@ -60,6 +60,9 @@ def test_machine_info_describes_this_machine(run):
     assert info["cores"] == str(os.cpu_count())
     assert info["numpy"] == np.__version__
     assert info["command"] == "python bench/run.py --only solid"
+    from solvers import native
+
+    assert info["compute"] == native.status()[1]  # which path the figures come from (a stale library means NumPy)
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", info["date"])
     if os.path.exists("/proc/meminfo"):
         assert re.fullmatch(r"\d+\.\d GiB", info["memory"])
