@@ -80,15 +80,18 @@ def still(collider) -> bool:
             and len(collider.triangles) > 0)
 
 
-def frame_supports(colliders) -> bool:
+def frame_supports(colliders, library=None) -> bool:
     """Whether a whole-frame call covers ``colliders``: ground planes and spheres (``AnalyticContacts.supports``), or
     ground planes and still mesh colliders (``still``); a moving or deforming mesh collider, or a sphere beside a mesh
-    collider, goes substep by substep."""
+    collider, goes substep by substep, as do mesh colliders when ``library`` (the frame's ``NativeLibrary``) has its
+    mesh kernels refused by their self-test (``NativeLibrary.ready``)."""
     from ..collision.colliders.shapes import GroundPlane, Sphere
 
     meshes = [c for c in colliders if still(c)]
     if not meshes:
         return all(type(c) is GroundPlane or type(c) is Sphere for c in colliders)
+    if library is not None and not library.ready("mesh"):
+        return False
     return all(type(c) is GroundPlane or still(c) for c in colliders)
 
 
