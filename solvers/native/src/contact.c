@@ -25,17 +25,13 @@
  */
 #include <math.h>
 
+#include "contact_common.h"
 #include "softsim_native.h"
 
 #define KIND_SPHERE 1.0
 
-static double dot_rows(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
-
-static double dot_columns(const double *u, const double *v) { return (u[0] * v[0] + u[1] * v[1]) + u[2] * v[2]; }
-
-static double min2(double a, double b) { return b < a ? b : a; }
-
-static double max2(double a, double b) { return b > a ? b : a; }
+/* The sphere face push's dot products: its twin's einsum over (3, k) columns sums in order. */
+static inline double dot_columns(const double *u, const double *v) { return dot_in_order(u, v); }
 
 /* The contact radius of a sphere for a particle: rho, or padded_radius(rho, pad2) with pads. */
 static double sphere_reach(const double *c, const double *pad2, int64_t p)
@@ -375,34 +371,10 @@ static int64_t sphere_faces(double *x, const double *x_prev, int64_t n, const do
             const int64_t *tj = triangles + 3 * w->active[i];
             const double *A = x + 3 * tj[0], *B = x + 3 * tj[1], *C = x + 3 * tj[2];
             double *out = w->tri + 8 * i;
-            /* primitives.closest_weights */
-            double e1[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]};
-            double e2[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
-            double ap[3] = {center[0] - A[0], center[1] - A[1], center[2] - A[2]};
-            double d1 = dot_columns(e1, ap), d2 = dot_columns(e2, ap);
-            double e11 = dot_columns(e1, e1), e12 = dot_columns(e1, e2), e22 = dot_columns(e2, e2);
-            double denom = e11 * e22 - e12 * e12;
-            double v = e22 * d1 - e12 * d2;
-            double wt = e11 * d2 - e12 * d1;
-            if (v >= 0.0 && wt >= 0.0 && v + wt <= denom && denom > 1e-12 * e11 * e22) {
-                double scale = 1.0 / denom;
-                v *= scale;
-                wt *= scale;
-            } else {
-                double e3[3] = {e2[0] - e1[0], e2[1] - e1[1], e2[2] - e1[2]};
-                double bp[3] = {ap[0] - e1[0], ap[1] - e1[1], ap[2] - e1[2]};
-                double o33 = dot_columns(e3, e3), d3 = dot_columns(e3, bp);
-                double t_ab = min2(max2(d1 / max2(e11, 1e-300), 0.0), 1.0);
-                double t_ac = min2(max2(d2 / max2(e22, 1e-300), 0.0), 1.0);
-                double t_bc = min2(max2(d3 / max2(o33, 1e-300), 0.0), 1.0);
-                double s_ab = t_ab * (t_ab * e11 - 2.0 * d1);
-                double s_ac = t_ac * (t_ac * e22 - 2.0 * d2);
-                double s_bc = dot_columns(bp, bp) - dot_columns(ap, ap) + t_bc * (t_bc * o33 - 2.0 * d3);
-                int use_ac = s_ac < s_ab;
-                int use_bc = s_bc < min2(s_ab, s_ac);
-                v = use_bc ? 1.0 - t_bc : (use_ac ? 0.0 : t_ab);
-                wt = use_bc ? t_bc : (use_ac ? t_ac : 0.0);
-            }
+            /* primitives.closest_weights over the twin's (3, k) columns: every dot product in order; the twin's
+             * u = 1 - v - w is not clamped here */
+            double e1[3], e2[3], v, wt;
+            closest_vw(center, A, B, C, dot_in_order, dot_in_order, e1, e2, &v, &wt);
             double b[3] = {1.0 - v - wt, v, wt};
             double q[3] = {A[0] + v * e1[0] + wt * e2[0], A[1] + v * e1[1] + wt * e2[1], A[2] + v * e1[2] + wt * e2[2]};
             double r[3] = {q[0] - center[0], q[1] - center[1], q[2] - center[2]};
@@ -531,23 +503,9 @@ int64_t softsim_contacts_finish(double *x, const double *x_prev, int64_t n, cons
     int64_t spheres = 0;
     for (int64_t k = 0; k < collider_count; ++k)
         spheres += colliders[SOFTSIM_COLLIDER_ROW * k] == KIND_SPHERE;
-    if (t > 0 && spheres > 0) {
-        /* contact_sweeps: ceil(largest free motion / SWEEP_LENGTH), at most MAX_SWEEPS */
-        double largest = -1.0;
-        for (int64_t p = 0; p < n; ++p) {
-            if (!(inv_mass[p] > 0.0))
-                continue;
-            double m[3] = {x[3 * p] - x_prev[3 * p], x[3 * p + 1] - x_prev[3 * p + 1], x[3 * p + 2] - x_prev[3 * p + 2]};
-            double s = dot_rows(m, m);
-            if (s > largest)
-                largest = s;
-        }
-        if (largest >= 0.0) {
-            double sweeps = ceil(sqrt(largest) / settings[1]);
-            if (sweeps > 1.0)
-                return sweeps > settings[2] ? (int64_t)settings[2] : (int64_t)sweeps;
-        }
-    }
+    int64_t sweeps;
+    if (t > 0 && spheres > 0 && contact_sweeps(x, x_prev, n, inv_mass, settings[1], settings[2], &sweeps))
+        return sweeps; /* SWEEP_LENGTH, MAX_SWEEPS */
     resolve_vertices(x, x_prev, n, inv_mass, pad2, collider_count, colliders, particle, owner, normal, distance,
                      scratch);
     if (t == 0 || spheres == 0)
