@@ -26,6 +26,7 @@
 
 #include "contact_common.h"
 #include "mesh_frame.h"
+#include "sphere_faces.h"
 
 enum { SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES };
 
@@ -630,25 +631,32 @@ static int64_t resolve_vertices(const SoftsimClothPlan *plan, const double *tabl
     return count;
 }
 
-/* resolve_collider_contacts with still mesh colliders (and ground planes) when it takes one sweep: vertices, each
- * mesh's face passes in table order, vertices again when a face was pushed. Returns the sweeps the step needs (x
- * untouched when more than 1), or -1. */
+/* resolve_collider_contacts with still mesh colliders (and ground planes and spheres) when it takes one sweep:
+ * vertices, each mesh's and sphere's face passes in table order, vertices again when a face was pushed. Returns the
+ * sweeps the step needs (x untouched when more than 1), or -1. */
 int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *table)
 {
     SoftsimMeshFrame *f = plan->mesh;
-    const double *x = plan->x, *x_prev = plan->x_prev;
     int64_t n = plan->n, t = plan->face_count;
     int64_t sweeps;
-    if (t > 0 && f->count > 0 &&
-        contact_sweeps(x, x_prev, n, plan->inv_mass, plan->finish_settings[1], plan->finish_settings[2], &sweeps))
-        return sweeps;
+    if (t > 0 && contact_sweeps(plan->x, plan->x_prev, n, plan->inv_mass, plan->finish_settings[1],
+                                plan->finish_settings[2], &sweeps))
+        return sweeps; /* f->count > 0: a mesh collider reaches between corners */
     if (resolve_vertices(plan, table) < 0)
         return -1;
     if (t == 0)
         return 1;
     int64_t faces = 0;
     for (int64_t k = 0; k < plan->collider_count; ++k) {
-        if (table[SOFTSIM_COLLIDER_ROW * k] != SOFTSIM_KIND_MESH)
+        const double *row = table + SOFTSIM_COLLIDER_ROW * k;
+        if (row[0] == SOFTSIM_KIND_SPHERE) { /* contact.c's sphere face push, with the contacts binding's buffers */
+            FaceWork w = face_work(plan->work_i, plan->work_d, n, t);
+            faces += sphere_faces(plan->x, plan->x_prev, n, plan->inv_mass, t, plan->faces, plan->edge_count,
+                                  plan->edges, plan->topology_state, plan->x0, row, plan->face_passes,
+                                  plan->finish_settings, &w);
+            continue;
+        }
+        if (row[0] != SOFTSIM_KIND_MESH)
             continue;
         SoftsimStillMesh *c = mesh_of_row(f, k);
         int64_t got = face_passes(plan, f, c, c - f->meshes);
