@@ -19,14 +19,23 @@ under load vary 2-7x on a shared machine: compare only figures of one run.
 
 Run: ``python bench/profile_mesh_collider.py [--frames 24] [--level 6] [--profile box6] [--top 30] [--solver NEWTON]
 [--compute AUTO|NUMPY|both]``.
+
+``--startup lazy|eager`` measures instead the native start-up of a fresh process's first box drape: the import of
+``solvers``, ``library.load()`` (the library, its ABI check and core self-test), and the first frame (its kernels'
+bindings with their families' self-tests); ``eager`` also runs every family's self-test right after the load, as a
+library that tested everything at load would. Run it in fresh processes, the two alternated
+(``for i in 1 2 3; do for m in eager lazy; do python bench/profile_mesh_collider.py --startup $m; done; done``).
 """
+import time  # noqa: I001 (first: the start-up measure times the import of solvers)
+
+_IMPORT_BEGIN = time.perf_counter()
+
 import argparse
 import cProfile
 import io
 import os
 import pstats
 import sys
-import time
 
 import numpy as np
 
@@ -37,6 +46,8 @@ if ROOT not in sys.path:
 from solvers import GroundPlane, MeshCollider, SolverConfig, State, advance_frame, build_model, make_solver  # noqa: E402
 from solvers.builder import grid_cloth  # noqa: E402
 from solvers.collision.colliders.shapes import frame_colliders  # noqa: E402
+
+_IMPORT_SECONDS = time.perf_counter() - _IMPORT_BEGIN
 
 FPS = 24
 THICKNESS, FRICTION = 0.01, 0.2  # the add-on's collider defaults
@@ -98,6 +109,31 @@ def run(name: str, level: int, frames: int, solver: str = "XPBD", compute: str =
     return np.array(times), state, count
 
 
+def startup(mode: str) -> None:
+    """Print the native start-up of this (fresh) process's first box drape frame [ms]: import, ``library.load()``,
+    every family's self-test (``eager`` only), the solver's build and first frame; and the families tested."""
+    from solvers.native import library as native_library
+    from solvers.native import selftest
+
+    begin = time.perf_counter()
+    library = native_library.load()
+    loaded = time.perf_counter()
+    if library is None:
+        raise SystemExit(native_library.status()[1])
+    if mode == "eager":
+        for family in selftest.FAMILIES:
+            library.ready(family)
+    tested = time.perf_counter()
+    v, e, t = grid_cloth(31, 3.0, height=1.5)
+    body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD"))
+    state = State.at_rest(body.model)
+    advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(None, scene_colliders("box", 0)()))
+    first = time.perf_counter()
+    print(f"{mode:>6}: import {1e3 * _IMPORT_SECONDS:6.1f} ms, load {1e3 * (loaded - begin):6.1f} ms, families at load "
+          f"{1e3 * (tested - loaded):6.1f} ms, build + first frame {1e3 * (first - tested):6.1f} ms, load to first "
+          f"frame {1e3 * (first - begin):6.1f} ms; tested: {', '.join(library.verdicts) or 'core only'}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=24)
@@ -107,7 +143,10 @@ def main():
     parser.add_argument("--scenes", default="ground,box,box{level}")
     parser.add_argument("--solver", default="XPBD", help="XPBD, PROJECTIVE, IMPLICIT_EULER or NEWTON (defaults)")
     parser.add_argument("--compute", default="both", help="AUTO, NUMPY, or both (NUMPY then AUTO, scene by scene)")
+    parser.add_argument("--startup", choices=("lazy", "eager"), help="measure a fresh process's native start-up")
     args = parser.parse_args()
+    if args.startup:
+        return startup(args.startup)
     scenes = [s.format(level=args.level) for s in args.scenes.split(",")]
     computes = ["NUMPY", "AUTO"] if args.compute.upper() == "BOTH" else [args.compute.upper()]
     print(f"{'scene':>8} {'compute':>8} {'box tris':>8} {'s/frame':>8} {'landing':>8} {'resting':>8} {'centre z m':>10}")

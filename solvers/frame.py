@@ -114,7 +114,7 @@ def body_loads(solver):
     if loads is None:
         loads = BodyLoads(solver.model, solver.config)
         library = getattr(solver, "native", None)
-        if library is not None and loads.air is not None:  # the air in C (``native.kernels.AirLoads``)
+        if library is not None and loads.air is not None and library.ready("substeps"):  # the air in C (``native.kernels.AirLoads``)
             from .native.kernels import AirLoads
 
             loads.native = AirLoads(library, loads.air, np.ascontiguousarray(solver.model.inv_mass, np.float64),

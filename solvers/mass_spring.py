@@ -169,6 +169,8 @@ class MassSpringSolver(ProjectedContactSolver):
         """Implicit Euler's cloth: the planes that hold the particles the last step's projection moved
         (``collision.response.held_planes``), contacts of the next solve; None otherwise."""
         self.native = native_library.load(config.compute) if self.method == "IMPLICIT_EULER" else None
+        if self.native is not None and not self.native.ready("implicit"):
+            self.native = None
         """The native kernel library when ``config.compute`` allows it and it loaded (implicit Euler only), else None:
         with it the linear solves' matrix-vector products run in C (``native.implicit_kernels.BlockMatrix``, scipy's
         BSR product in its order, so the same bits)."""

@@ -104,7 +104,7 @@ class _Sweep:
                 self.fast = constraints.colour_sweep(big, particle_count)
             if small:
                 self.tail = _Jacobi(constraints.subset(np.concatenate(small)), particle_count)
-                if native is not None and isinstance(constraints, BendingConstraints):
+                if native is not None and isinstance(constraints, BendingConstraints) and native.ready("substeps"):
                     self.tail.native = BendingJacobi(native, self.tail.constraints, particle_count)
         else:
             self.tail = _Jacobi(constraints, particle_count)
@@ -207,7 +207,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         contacts (ground planes and spheres only; other colliders take the NumPy path for that step) and velocity
         update in C (``native.kernels.AnalyticContacts``); self-collision, when on, runs between the contacts and the
         velocity update as in ``finish_step``."""
-        if self.native is not None and self.pressure is None:
+        if self.native is not None and self.pressure is None and self.native.ready("contacts"):
             self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(inv_mass, np.float64), self.pad2,
                                                     model.triangle_indices)
             self._gravity = np.ascontiguousarray(self.gravity, np.float64)
@@ -295,7 +295,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         are the colliders' own. A substep whose end-of-step push must be walked in sweeps is finished in NumPy
         (``resolve_collider_contacts``) and the call goes on with the next."""
         frame = self._cloth_frame()
-        if frame is None or not frame_supports(colliders) or run.fields_act():
+        if frame is None or not frame_supports(colliders, self.native) or run.fields_act():
             return False
         from .frame import check_finite
 
@@ -340,7 +340,7 @@ class PositionBasedSolver(ProjectedContactSolver):
             return self._frame_kernel
         self._frame_kernel = None
         if (self.native_contacts is None or self.model.tet_count or self.pressure is not None or self.goals is not None
-                or self.scheme != "GAUSS_SEIDEL" or self.self_collision is not None):
+                or self.scheme != "GAUSS_SEIDEL" or self.self_collision is not None or not self.native.ready("substeps")):
             return None
         distance = bending = tail = None
         for sweep in self.sweeps:

@@ -10,8 +10,14 @@ with <platform> the Blender extension platform name (``linux-x64``, ``windows-x6
 The library is loaded lazily, on the first ``load()`` (which the solvers call when they are built), once per
 process: ``ctypes.CDLL``, the ABI version check (``softsim_abi_version`` must return ``ABI_VERSION``), the
 argument types of every function (raw pointers as ``c_void_p``, counts as ``c_int64``, so a call costs ~1 us),
-and a self-test that runs every kernel on a small problem and compares it bit for bit with its NumPy twin
-(``_self_test``). Any failure leaves the NumPy path in charge and says why in ``status()``; nothing raises.
+and the core self-test (``selftest.run``: the constraint sweeps and tethers every solver uses, on a small problem,
+bit for bit with their NumPy twins). Any failure leaves the NumPy path in charge and says why in ``status()``;
+nothing raises.
+
+The other kernels come in families (``selftest.FAMILIES``: contacts, substeps, mesh, solids, self, implicit), each
+with a self-test of its own, run the first time a solver binds one of its kernels (``NativeLibrary.ready(family)``)
+and cached with the library: a box drape never pays for the self-collision or solid tests. A family whose test fails
+stays on the NumPy path (the rest of the library runs native) and ``status()`` says which and why.
 
 Environment (for tests and sanitizer runs, not for users): ``SOFTSIM_NATIVE_LIBRARY`` = a path loads that file
 instead of the platform's; ``SOFTSIM_COMPUTE=NUMPY`` forces the NumPy path in the whole process.
@@ -129,6 +135,33 @@ class NativeLibrary:
             function = getattr(cdll, name)  # AttributeError for a missing export
             function.restype, function.argtypes = restype, argtypes
             self.functions[name] = function
+        self.verdicts = {}
+        """family -> '' (its self-test passed) or why it failed; a family not in it has not been tested yet."""
+        self._family_lock = threading.RLock()
+
+    def ready(self, family: str) -> bool:
+        """Whether ``family``'s kernels (a key of ``selftest.FAMILIES``) may run: its self-test against the NumPy
+        twins, run the first time it is asked for (a few milliseconds) and remembered. False leaves the caller on
+        the NumPy path; the reason joins ``status()``. Never raises for a failing test (a test that raises fails);
+        ValueError for a family name that is not registered."""
+        from . import selftest
+
+        if family not in selftest.FAMILIES:
+            raise ValueError(f"unknown kernel family {family!r}; one of {', '.join(selftest.FAMILIES)}")
+        with self._family_lock:
+            if family not in self.verdicts:
+                self.verdicts[family] = "its self-test is still running"  # a re-entrant ask runs NumPy
+                try:
+                    problem = selftest.run_family(self, family)
+                except Exception as error:  # a binding that refuses the test problem is a failed self-test too
+                    problem = f"{type(error).__name__}: {error}"
+                self.verdicts[family] = problem
+            return not self.verdicts[family]
+
+    def failed_families(self) -> str:
+        """'' or '; <family> on NumPy: self-test failed: <why>' for every family that failed, in test order."""
+        return "".join(f"; {family} on NumPy: self-test failed: {problem}"
+                       for family, problem in list(self.verdicts.items()) if problem)
 
     def __getattr__(self, name):
         try:
@@ -180,7 +213,8 @@ def _load(path: str):
 
 
 def _self_test(library) -> str:
-    """Run every kernel once on a small cloth against its NumPy twin; '' if all agree bit for bit, else what differs."""
+    """The core self-test (``selftest.run``: the sweeps and tethers on a small cloth against their NumPy twins); '' if
+    all agree bit for bit, else what differs. The kernel families test themselves on first use (``ready``)."""
     from . import selftest
 
     return selftest.run(library)
@@ -197,14 +231,17 @@ def load(compute: str = "AUTO"):
 
 def status(compute: str = "AUTO") -> tuple:
     """(path, reason): path 'native' or 'numpy', reason one line, e.g. 'native: softsim_native.so (linux-x64)',
-    'numpy: library not found at ...', 'numpy: self-test failed: ...', 'numpy: Compute set to NumPy'.
+    'numpy: library not found at ...', 'numpy: self-test failed: ...', 'numpy: Compute set to NumPy'; a kernel
+    family whose self-test failed (``NativeLibrary.ready``) adds '; mesh on NumPy: self-test failed: ...'.
     Loads the library if nothing has tried yet."""
     if compute == "NUMPY":
         return "numpy", "numpy: Compute set to NumPy"
     if _forced_numpy():
         return "numpy", "numpy: SOFTSIM_COMPUTE=NUMPY in the environment"
     library = load(compute)
-    return ("native" if library is not None else "numpy"), _LOADER.reason
+    if library is None:
+        return "numpy", _LOADER.reason
+    return "native", _LOADER.reason + library.failed_families()
 
 
 def _forced_numpy() -> bool:

@@ -80,16 +80,25 @@ def still(collider) -> bool:
             and len(collider.triangles) > 0)
 
 
-def frame_supports(colliders) -> bool:
+SPHERES_BESIDE_MESHES = False
+"""Whether the whole-frame call takes spheres beside still mesh colliders (``softsim_mesh_frame_finish`` runs the
+sphere face push of src/sphere_faces.h in table order; tests/test_native_mesh_sphere_frame.py holds those frames
+equal to the per-substep path and NumPy). Off by default until it has been measured on the shots."""
+
+
+def frame_supports(colliders, library=None) -> bool:
     """Whether a whole-frame call covers ``colliders``: ground planes and spheres (``AnalyticContacts.supports``), or
-    ground planes and still mesh colliders (``still``); a moving or deforming mesh collider, or a sphere beside a mesh
-    collider, goes substep by substep."""
+    ground planes and still mesh colliders (``still``), with spheres too when SPHERES_BESIDE_MESHES; a moving or
+    deforming mesh collider goes substep by substep, as do mesh colliders when ``library`` (the frame's
+    ``NativeLibrary``) has its mesh kernels refused by their self-test (``NativeLibrary.ready``)."""
     from ..collision.colliders.shapes import GroundPlane, Sphere
 
     meshes = [c for c in colliders if still(c)]
     if not meshes:
         return all(type(c) is GroundPlane or type(c) is Sphere for c in colliders)
-    return all(type(c) is GroundPlane or still(c) for c in colliders)
+    if library is not None and not library.ready("mesh"):
+        return False
+    return all(type(c) is GroundPlane or still(c) or (SPHERES_BESIDE_MESHES and type(c) is Sphere) for c in colliders)
 
 
 def _same(a, b) -> bool:

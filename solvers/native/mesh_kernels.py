@@ -323,8 +323,9 @@ class MeshClosest:
 
 def attach(library, colliders) -> None:
     """Give every mesh collider among ``colliders`` (``reaches_between_corners`` and a ``shared`` with a ``native``
-    slot, ``mesh_broad_phase._Shared``) its ``MeshClosest``, once per topology; with library None, nothing."""
-    if library is None:
+    slot, ``mesh_broad_phase._Shared``) its ``MeshClosest``, once per topology; with library None, or one whose mesh
+    kernels failed their self-test (``NativeLibrary.ready``), nothing."""
+    if library is None or not library.ready("mesh"):
         return
     for collider in colliders:
         shared = getattr(collider, "shared", None)

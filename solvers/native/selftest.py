@@ -1,12 +1,23 @@
-"""The self-test a freshly loaded library must pass before any solver uses it (``library._load``).
+"""The self-tests a freshly loaded library must pass before a solver uses its kernels.
 
-Every kernel runs a few sweeps (tethers: passes; contacts: steps of ``contact_scene``) on a small jiggled cloth
-(the tet-strain sweeps: on a jiggled block of 162 tets, ``run_solids``) (7 x 7, curved rest shape so bending's
-curved branch runs,
-random per-edge compliance, two pins), once in C and once with its NumPy twin, both compliant and hard. They must
-agree to SELF_TEST_TOLERANCE (they agree bit for bit on x86-64; the margin is for a platform whose SciPy build fuses
-a multiply-add in the sparse product the bending twin uses). Costs a few milliseconds, once per process.
+``run`` is the core test, run at load (``library._load``): the distance and bending sweeps and the pin tethers a few
+sweeps on a small jiggled cloth (7 x 7, curved rest shape so bending's curved branch runs, random per-edge
+compliance, two pins), once in C and once with its NumPy twin, both compliant and hard. A failure there leaves the
+whole library unused.
+
+The other kernels are grouped in families (``FAMILIES``), each tested the first time a solver binds one of its
+kernels (``NativeLibrary.ready``) and only then: a failing family stays on the NumPy path alone. To register a new
+kernel's test: write ``def my_test(library) -> str`` ('' when it matches its twin, else the first difference) and add
+it to its family's tuple in ``FAMILIES`` (or a new family with its own key; its binding site then asks
+``library.ready(key)`` before it builds the kernel).
+
+Every test agrees with its twin to SELF_TEST_TOLERANCE (bit for bit on x86-64; the margin is for a platform whose
+SciPy build fuses a multiply-add in the sparse product the bending twin uses). Each costs a few milliseconds, once per
+process; their inputs are as small as still reaches every branch (it checks the binary computes what NumPy does, it
+is not a physics test).
 """
+from functools import partial
+
 import numpy as np
 
 SELF_TEST_TOLERANCE = 1e-12
@@ -88,8 +99,21 @@ def run(library) -> str:
     problem = _differs("pin tethers", x, y, 1.0)
     if problem:
         return problem
-    return (run_solids(library) or _contacts(library) or self_pairs(library) or _substeps(library)
-            or mesh_closest(library) or self_response(library) or self_pass(library) or implicit(library))
+    return ""
+
+
+def run_family(library, family: str) -> str:
+    """'' when every test of ``family`` (a key of FAMILIES) passes on ``library``, else the first difference found."""
+    for test in FAMILIES[family]:
+        problem = test(library)
+        if problem:
+            return problem
+    return ""
+
+
+def run_all(library) -> str:
+    """The core test and every family's, in order: '' or the first difference found (``tools``, tests)."""
+    return run(library) or next((p for p in (run_family(library, f) for f in FAMILIES) if p), "")
 
 
 # ------------------------------------------------------------------------------------------------------- solids
@@ -117,14 +141,14 @@ def tet_block(cells: int = 3, seed: int = 2, jiggle: float = 0.08, poisson_ratio
     return TetStrainConstraints.from_model(grid, tets, inv_mass, mu, lam), x, x_prev, rng
 
 
-def run_solids(library) -> str:
+def run_solids(library, cells: int = 3) -> str:
     """'' when the tet-strain sweeps (forward, reversed, symmetric; with internal damping) match
     ``TetStrainColourSweep`` on a jiggled block, else the first difference found."""
     from ..colouring import colour_constraints
     from ..constraints.tet_strain import TetStrainColourSweep
     from .kernels import TetStrainSweep
 
-    tets, x0, x_prev, _ = tet_block()
+    tets, x0, x_prev, _ = tet_block(cells)
     n, dt = len(x0), 1.0 / 720.0
     colours = [c for c in colour_constraints(tets.indices, n) if len(c) >= 2]  # as native_sweep needs
     native, reference = TetStrainSweep(library, tets, colours, n), TetStrainColourSweep(tets, colours, n)
@@ -247,13 +271,13 @@ def self_pair_scene(n: int = 9, seed: int = 3, thickness: float = 0.05, fold: fl
     return model, x, SelfCollision(model, thickness, compute="NUMPY")
 
 
-def self_pairs(library, seed: int = 3) -> str:
+def self_pairs(library, seed: int = 3, n: int = 9) -> str:
     """The native self-collision broad phase (``self_kernels.SelfPairQuery``) against ``SelfBroadPhase._query``: the
     same pair sets, and distances within SELF_TEST_TOLERANCE of the cloth's size (bit for bit on x86-64 unless a
     batch of the twin lies all on triangle borders: ``src/self_collision.c`` says why)."""
     from .self_kernels import SelfPairQuery
 
-    model, x, sc = self_pair_scene(seed=seed)
+    model, x, sc = self_pair_scene(n=n, seed=seed)
     query = SelfPairQuery(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
     rng = np.random.default_rng(seed)
     skin = rng.uniform(0.0, 0.1, len(x))
@@ -354,24 +378,24 @@ def mesh_closest(library, subdivisions: int = 1, seed: int = 5) -> str:
             return "mesh face pairs differ from NumPy"
     return (_differs("mesh corner pairs", got.corner_distance, want.corner_distance, 1.0)
             or _differs("mesh edge pairs", got.edge_distance, want.edge_distance, 1.0))
-def self_list_scene(seed: int = 3):
+def self_list_scene(seed: int = 3, n: int = 9):
     """``self_pair_scene`` with a Verlet list built at its positions and a step's motion: (x, SelfCollision for NumPy,
     motion (n,), moved (n,)), motion and moved random per particle [m]."""
-    _, x, sc = self_pair_scene(seed=seed)
+    _, x, sc = self_pair_scene(n=n, seed=seed)
     rng = np.random.default_rng(seed)
     sc._build(x, rng.uniform(0.0, 0.1, len(x)))
     x = np.ascontiguousarray(x + rng.normal(scale=0.01, size=x.shape))
     return x, sc, rng.uniform(0.0, 0.02, len(x)), rng.uniform(0.0, 0.03, len(x))
 
 
-def self_response(library) -> str:
+def self_response(library, n: int = 9) -> str:
     """Self-collision's per-call kernels (``self_kernels.SelfCallKernels``) against their twins: the boxes of
     ``SelfBroadPhase._boxes`` and the filter of ``SelfBroadPhase._candidates`` bit for bit, the contact stencils of
     ``self_pairs._Stencils`` within SELF_TEST_TOLERANCE (bit for bit on x86-64), the fail-safe's witnesses
     (``ImpactZones._witnesses``) as the same pairs, and whether the list holds (``SelfBroadPhase._list_holds``)."""
     from .self_kernels import SelfCallKernels
 
-    x, sc, motion, moved = self_list_scene()
+    x, sc, motion, moved = self_list_scene(n=n)
     check = SelfCallKernels(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
     lo = np.ascontiguousarray(x.T)
     for got, want in zip(check.boxes(lo, lo + 0.01), sc._boxes(lo, lo + 0.01)):
@@ -414,7 +438,7 @@ def self_response(library) -> str:
         if check.list_holds(moved * scale, motion, lst["skins"]) != sc._list_holds(moved * scale, motion):
             return "self-collision list check (holds) differs from NumPy"
     return ""
-def self_pass(library) -> str:
+def self_pass(library, n: int = 9) -> str:
     """Self-collision's response passes (``self_kernels.SelfPass``) against the pass loop of
     ``SelfCollision._respond`` (positions and start positions within SELF_TEST_TOLERANCE, bit for bit on x86-64), and a
     skin growth (``SelfPairQuery.vertex_triangle_grow`` / ``edge_edge_grow``) against ``SelfBroadPhase._grow``: the
@@ -423,7 +447,7 @@ def self_pass(library) -> str:
 
     from .self_kernels import SelfPairQuery, SelfPass
 
-    x, sc, _, _ = self_list_scene()
+    x, sc, _, _ = self_list_scene(n=n)
     x_prev = np.ascontiguousarray(x + np.random.default_rng(5).normal(scale=0.01, size=x.shape))
     twin = copy.copy(sc)
     twin._list = copy.deepcopy(sc._list)
@@ -512,3 +536,16 @@ def implicit(library) -> str:
         if problem:
             return problem
     return ""
+
+
+FAMILIES = {
+    # family: the tests of its kernels, run in order the first time a solver binds the family (NativeLibrary.ready).
+    # The scenes are the smallest that still reach every branch each test checks (its "found no pairs" guards).
+    "contacts": (_contacts,),  # kernels.AnalyticContacts (position-based and projective solvers)
+    "substeps": (_substeps,),  # kernels.BendingJacobi, AirLoads, ClothFrame
+    "mesh": (mesh_closest,),  # mesh_kernels.MeshClosest, mesh_frame
+    "solids": (partial(run_solids, cells=2),),  # kernels.TetStrainSweep
+    # self_kernels.SelfPairQuery, SelfCallKernels, SelfPass (the skin growth of self_pass needs the 8 x 8 fold)
+    "self": (partial(self_pairs, n=7), partial(self_response, n=7), partial(self_pass, n=8)),
+    "implicit": (implicit,),  # implicit_kernels.SphereProjection, BlockMatrix, RotationSVD
+}

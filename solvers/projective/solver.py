@@ -221,20 +221,21 @@ class ProjectiveSolver(ProjectedContactSolver):
         """With the native library and no self-collision: the end-of-step contacts with ground planes and spheres in C
         (``native.kernels.AnalyticContacts.finish``, XPBD's twin of ``resolve_collider_contacts``); other colliders
         take the NumPy path for that step."""
-        if self.native is not None and self.self_collision is None:
+        if self.native is not None and self.self_collision is None and self.native.ready("contacts"):
             self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(model.inv_mass, np.float64),
                                                     self.pad2, model.triangle_indices)
         # Per projected set: A's free columns, their transpose (the right-hand side's A^T q), its pinned columns, and
         # its native twin (or None).
         self.projected = []
+        implicit = self.native is not None and self.native.ready("implicit")
         for c in sets:
             if c.A is not None:
                 A_free = c.A[:, self.free].tocsr()
                 A_free_T = A_free.T.tocsr()
                 native = None
-                if self.native is not None and hasattr(c, "sphere_targets"):
+                if implicit and hasattr(c, "sphere_targets"):
                     native = SphereProjection(self.native, A_free, A_free_T, *c.sphere_targets())
-                if self.native is not None and isinstance(c, TetStrain):
+                if implicit and isinstance(c, TetStrain):
                     c.svd = RotationSVD(self.native)  # the rest of its projection stays NumPy
                 self.projected.append((c, A_free, A_free_T, c.A[:, self.pinned].tocsr(), native))
         # Pure quadratic terms (flat bending) enter Phi as 1/2 x^T Q x

@@ -203,7 +203,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         from ...native import library as native_library
 
         library = native_library.load(compute)
-        if library is not None:
+        if library is not None and library.ready("self"):  # its self-test failed: NumPy (status() says why)
             from ...native.self_kernels import SelfCallKernels, SelfPairQuery, SelfPass
 
             self.native_pairs = SelfPairQuery(library, np.ascontiguousarray(self.triangles),

@@ -13,7 +13,7 @@
  *   solvers/base.py                                  the velocity and damping at the end of finish_step.
  *
  * Arithmetic order follows the twins': NumPy's einsum("ij,ij->i") adds (x*x + z*z) + y*y (dot_rows), einsum over the
- * leading axis of (3, m) arrays and sum(axis=1) add (x + y) + z (dot_columns), faces.py's own _dot3 likewise.
+ * leading axis of (3, m) arrays and sum(axis=1) add (x + y) + z (dot_in_order), faces.py's own _dot3 likewise.
  *
  * Collider table: one row of SOFTSIM_COLLIDER_ROW doubles per collider, filled by the binding (kernels.py,
  * AnalyticContacts.pose) from the posed collider objects:
@@ -25,17 +25,11 @@
  */
 #include <math.h>
 
+#include "contact_common.h"
 #include "softsim_native.h"
+#include "sphere_faces.h"
 
 #define KIND_SPHERE 1.0
-
-static double dot_rows(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
-
-static double dot_columns(const double *u, const double *v) { return (u[0] * v[0] + u[1] * v[1]) + u[2] * v[2]; }
-
-static double min2(double a, double b) { return b < a ? b : a; }
-
-static double max2(double a, double b) { return b > a ? b : a; }
 
 /* The contact radius of a sphere for a particle: rho, or padded_radius(rho, pad2) with pads. */
 static double sphere_reach(const double *c, const double *pad2, int64_t p)
@@ -250,269 +244,6 @@ static int64_t resolve_vertices(double *x, const double *x_prev, int64_t n, cons
     return count;
 }
 
-/* faces._reach2 of one triangle. */
-static double reach2(const double *a, const double *b, const double *c)
-{
-    double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
-    double w[3] = {c[0] - b[0], c[1] - b[1], c[2] - b[2]};
-    double z[3] = {a[0] - c[0], a[1] - c[1], a[2] - c[2]};
-    double ab = dot_rows(u, u), bc = dot_rows(w, w), ca = dot_rows(z, z);
-    double longest = max2(max2(ab, bc), ca);
-    if (!(2.0 * longest < ab + bc + ca))
-        return 0.25 * longest;
-    double e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-    double f[3] = {u[1] * e2[2] - u[2] * e2[1], u[2] * e2[0] - u[0] * e2[2], u[0] * e2[1] - u[1] * e2[0]};
-    double area4 = max2(4.0 * dot_rows(f, f), 1e-300);
-    return min2(ab * bc * ca / area4, longest / 3.0);
-}
-
-/* _Topology.longest_edge: an upper bound on the longest edge, refitted from the edges when the bound has grown past
- * refit_growth (REFIT_GROWTH) times the last exact value. state[0] 1 once x0 holds the positions of the last refit, state[1]
- * that refit's longest edge. */
-static double longest_edge(const double *x, int64_t n, int64_t edge_count, const int64_t *edges, double *state,
-                           double *x0, double refit_growth)
-{
-    if (state[0] != 0.0) {
-        double largest = 0.0;
-        for (int64_t p = 0; p < n; ++p) {
-            double m[3] = {x[3 * p] - x0[3 * p], x[3 * p + 1] - x0[3 * p + 1], x[3 * p + 2] - x0[3 * p + 2]};
-            double s = dot_columns(m, m);
-            if (s > largest || p == 0)
-                largest = s;
-        }
-        double bound = state[1] + 2.0 * sqrt(largest);
-        if (bound <= refit_growth * state[1])
-            return bound;
-    }
-    if (edge_count == 0)
-        return 0.0;
-    double largest = 0.0;
-    for (int64_t e = 0; e < edge_count; ++e) {
-        const double *a = x + 3 * edges[2 * e], *b = x + 3 * edges[2 * e + 1];
-        double d[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
-        double s = dot_rows(d, d);
-        if (s > largest || e == 0)
-            largest = s;
-    }
-    state[1] = sqrt(largest);
-    for (int64_t k = 0; k < 3 * n; ++k)
-        x0[k] = x[k];
-    state[0] = 1.0;
-    return state[1];
-}
-
-/* Work space of the face push, carved from the binding's buffers (softsim_contacts_finish documents the sizes). */
-typedef struct {
-    int64_t *active;   /* (t,) candidate triangles still in the passes */
-    int64_t *vertices; /* (n,) the candidates' corners, ascending */
-    int64_t *mark;     /* (n,) 0/1 */
-    double *r2;        /* (n,) */
-    double *dx;        /* (n, 3) per-vertex sums of a pass */
-    double *count;     /* (n,) hit triangles per vertex in a pass */
-    double *tri;       /* (t, 8) per active triangle in a pass: dist, hit, coeff (3), delta (3) */
-} FaceWork;
-
-/* faces.resolve_sphere_faces for one sphere row c: the triangles reaching within rho of the centre pushed out in up
- * to `passes` Jacobi passes; returns the first pass's hits (0 when the passes stopped at once). */
-static int64_t sphere_faces(double *x, const double *x_prev, int64_t n, const double *inv_mass, int64_t t,
-                            const int64_t *triangles, int64_t edge_count, const int64_t *edges, double *state,
-                            double *x0, const double *c, int64_t passes, const double *settings, FaceWork *w)
-{
-    if (t == 0 || n == 0)
-        return 0;
-    const double *center = c + 3;
-    double rho = c[6];
-    double r2_min = 0.0;
-    for (int64_t p = 0; p < n; ++p) {
-        double rel[3] = {x[3 * p] - center[0], x[3 * p + 1] - center[1], x[3 * p + 2] - center[2]};
-        w->r2[p] = dot_rows(rel, rel);
-        if (w->r2[p] < r2_min || p == 0)
-            r2_min = w->r2[p];
-    }
-    double length = longest_edge(x, n, edge_count, edges, state, x0, settings[3]);
-    double limit = rho * rho + length * length / 3.0;
-    if (r2_min >= limit)
-        return 0;
-    /* the cull (_near, _own_bound) and the pins' triangles left out, in triangle order */
-    int64_t m = 0;
-    for (int64_t j = 0; j < t; ++j) {
-        const int64_t *tj = triangles + 3 * j;
-        double ra = w->r2[tj[0]], rb = w->r2[tj[1]], rc = w->r2[tj[2]];
-        if (!(ra < limit || rb < limit || rc < limit))
-            continue;
-        double low = min2(min2(ra, rb), rc);
-        if (!(low - reach2(x + 3 * tj[0], x + 3 * tj[1], x + 3 * tj[2]) < rho * rho))
-            continue;
-        if (!(max2(max2(inv_mass[tj[0]], inv_mass[tj[1]]), inv_mass[tj[2]]) > 0.0))
-            continue;
-        w->active[m++] = j;
-    }
-    if (m == 0)
-        return 0;
-    for (int64_t i = 0; i < m; ++i)
-        for (int k = 0; k < 3; ++k)
-            w->mark[triangles[3 * w->active[i] + k]] = 1;
-    int64_t V = 0;
-    for (int64_t p = 0; p < n; ++p) {
-        if (w->mark[p]) {
-            w->vertices[V++] = p;
-            w->mark[p] = 0;
-        }
-    }
-    double friction = c[2];
-    double drift[3] = {0.0, 0.0, 0.0};
-    if (c[1] != 0.0) {
-        drift[0] = c[12];
-        drift[1] = c[13];
-        drift[2] = c[14];
-    }
-    double tolerance = settings[0] * rho; /* FACE_TOLERANCE * rho */
-    int64_t contacts = 0;
-    for (int64_t pass = 0; pass < passes; ++pass) {
-        int64_t hits = 0;
-        double deepest = 0.0;
-        for (int64_t i = 0; i < m; ++i) {
-            const int64_t *tj = triangles + 3 * w->active[i];
-            const double *A = x + 3 * tj[0], *B = x + 3 * tj[1], *C = x + 3 * tj[2];
-            double *out = w->tri + 8 * i;
-            /* primitives.closest_weights */
-            double e1[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]};
-            double e2[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
-            double ap[3] = {center[0] - A[0], center[1] - A[1], center[2] - A[2]};
-            double d1 = dot_columns(e1, ap), d2 = dot_columns(e2, ap);
-            double e11 = dot_columns(e1, e1), e12 = dot_columns(e1, e2), e22 = dot_columns(e2, e2);
-            double denom = e11 * e22 - e12 * e12;
-            double v = e22 * d1 - e12 * d2;
-            double wt = e11 * d2 - e12 * d1;
-            if (v >= 0.0 && wt >= 0.0 && v + wt <= denom && denom > 1e-12 * e11 * e22) {
-                double scale = 1.0 / denom;
-                v *= scale;
-                wt *= scale;
-            } else {
-                double e3[3] = {e2[0] - e1[0], e2[1] - e1[1], e2[2] - e1[2]};
-                double bp[3] = {ap[0] - e1[0], ap[1] - e1[1], ap[2] - e1[2]};
-                double o33 = dot_columns(e3, e3), d3 = dot_columns(e3, bp);
-                double t_ab = min2(max2(d1 / max2(e11, 1e-300), 0.0), 1.0);
-                double t_ac = min2(max2(d2 / max2(e22, 1e-300), 0.0), 1.0);
-                double t_bc = min2(max2(d3 / max2(o33, 1e-300), 0.0), 1.0);
-                double s_ab = t_ab * (t_ab * e11 - 2.0 * d1);
-                double s_ac = t_ac * (t_ac * e22 - 2.0 * d2);
-                double s_bc = dot_columns(bp, bp) - dot_columns(ap, ap) + t_bc * (t_bc * o33 - 2.0 * d3);
-                int use_ac = s_ac < s_ab;
-                int use_bc = s_bc < min2(s_ab, s_ac);
-                v = use_bc ? 1.0 - t_bc : (use_ac ? 0.0 : t_ab);
-                wt = use_bc ? t_bc : (use_ac ? t_ac : 0.0);
-            }
-            double b[3] = {1.0 - v - wt, v, wt};
-            double q[3] = {A[0] + v * e1[0] + wt * e2[0], A[1] + v * e1[1] + wt * e2[1], A[2] + v * e1[2] + wt * e2[2]};
-            double r[3] = {q[0] - center[0], q[1] - center[1], q[2] - center[2]};
-            double dist = sqrt(dot_columns(r, r));
-            double weight[3] = {b[0] * inv_mass[tj[0]], b[1] * inv_mass[tj[1]], b[2] * inv_mass[tj[2]]};
-            double norm = dot_columns(b, weight);
-            out[0] = dist;
-            out[1] = 0.0;
-            if (!(dist < rho && norm > 0.0))
-                continue;
-            out[1] = 1.0;
-            ++hits;
-            double depth = rho - dist;
-            if (depth > deepest)
-                deepest = depth;
-            double normal[3];
-            if (dist > 1e-12) {
-                normal[0] = r[0] / dist;
-                normal[1] = r[1] / dist;
-                normal[2] = r[2] / dist;
-            } else { /* a face through the very centre goes out along its own normal */
-                double f[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
-                               e1[0] * e2[1] - e1[1] * e2[0]};
-                double length_f = max2(sqrt(dot_columns(f, f)), 1e-300);
-                normal[0] = f[0] / length_f;
-                normal[1] = f[1] / length_f;
-                normal[2] = f[2] / length_f;
-            }
-            double delta[3] = {depth * normal[0], depth * normal[1], depth * normal[2]};
-            if (friction > 0.0) {
-                const double *P0 = x_prev + 3 * tj[0], *P1 = x_prev + 3 * tj[1], *P2 = x_prev + 3 * tj[2];
-                double moved[3];
-                for (int d = 0; d < 3; ++d) {
-                    /* einsum("km,ikm->im") over the twin's strided gather adds the corners (0 + 1) + 2 */
-                    double before = (b[0] * P0[d] + b[1] * P1[d]) + b[2] * P2[d];
-                    moved[d] = q[d] + delta[d] - before - drift[d];
-                }
-                double along = dot_columns(moved, normal);
-                double tangential[3] = {moved[0] - along * normal[0], moved[1] - along * normal[1],
-                                        moved[2] - along * normal[2]};
-                double slide = sqrt(dot_columns(tangential, tangential));
-                double keep = min2(max2(1.0 - friction * depth / max2(slide, 1e-15), 0.0), 1.0);
-                double cut = slide > 1e-15 ? 1.0 - keep : 0.0;
-                delta[0] -= cut * tangential[0];
-                delta[1] -= cut * tangential[1];
-                delta[2] -= cut * tangential[2];
-            }
-            double inverse = 1.0 / norm;
-            out[2] = weight[0] * inverse;
-            out[3] = weight[1] * inverse;
-            out[4] = weight[2] * inverse;
-            out[5] = delta[0];
-            out[6] = delta[1];
-            out[7] = delta[2];
-        }
-        if (hits == 0 || deepest < tolerance)
-            break;
-        if (pass == 0)
-            contacts = hits;
-        for (int64_t k = 0; k < V; ++k) {
-            int64_t p = w->vertices[k];
-            w->dx[3 * p] = w->dx[3 * p + 1] = w->dx[3 * p + 2] = 0.0;
-            w->count[p] = 0.0;
-        }
-        /* np.bincount over the corners, corner 0 of every triangle first, then corner 1, then corner 2 */
-        for (int k = 0; k < 3; ++k) {
-            for (int64_t i = 0; i < m; ++i) {
-                const double *out = w->tri + 8 * i;
-                if (out[1] == 0.0)
-                    continue; /* a miss adds zeros */
-                int64_t p = triangles[3 * w->active[i] + k];
-                double coeff = out[2 + k];
-                if (coeff > 0.0)
-                    w->count[p] += 1.0;
-                w->dx[3 * p] += coeff * out[5];
-                w->dx[3 * p + 1] += coeff * out[6];
-                w->dx[3 * p + 2] += coeff * out[7];
-            }
-        }
-        double step2_max = 0.0;
-        for (int64_t k = 0; k < V; ++k) {
-            int64_t p = w->vertices[k];
-            double count = max2(w->count[p], 1.0);
-            double step2 = 0.0;
-            for (int d = 0; d < 3; ++d) {
-                double dx = w->dx[3 * p + d] / count;
-                x[3 * p + d] += dx;
-                step2 += dx * dx;
-            }
-            if (step2 > step2_max)
-                step2_max = step2;
-        }
-        if (pass + 1 < passes) {
-            /* the triangles that can still reach within rho next pass, when that drops a quarter of them */
-            double reach = rho + sqrt(step2_max);
-            int64_t kept = 0;
-            for (int64_t i = 0; i < m; ++i)
-                kept += w->tri[8 * i] < reach;
-            if (kept < 0.75 * (double)m) {
-                int64_t j = 0;
-                for (int64_t i = 0; i < m; ++i)
-                    if (w->tri[8 * i] < reach)
-                        w->active[j++] = w->active[i];
-                m = j;
-            }
-        }
-    }
-    return contacts;
-}
-
 /* response.resolve_collider_contacts for analytic colliders, when it takes one sweep (response.contact_sweeps):
  * resolve_contacts, the face push of every sphere (with triangles), and resolve_contacts again when a face was
  * pushed. Returns the sweeps the step needs: 1 when done here; more, with x untouched, when the caller must walk the
@@ -531,28 +262,14 @@ int64_t softsim_contacts_finish(double *x, const double *x_prev, int64_t n, cons
     int64_t spheres = 0;
     for (int64_t k = 0; k < collider_count; ++k)
         spheres += colliders[SOFTSIM_COLLIDER_ROW * k] == KIND_SPHERE;
-    if (t > 0 && spheres > 0) {
-        /* contact_sweeps: ceil(largest free motion / SWEEP_LENGTH), at most MAX_SWEEPS */
-        double largest = -1.0;
-        for (int64_t p = 0; p < n; ++p) {
-            if (!(inv_mass[p] > 0.0))
-                continue;
-            double m[3] = {x[3 * p] - x_prev[3 * p], x[3 * p + 1] - x_prev[3 * p + 1], x[3 * p + 2] - x_prev[3 * p + 2]};
-            double s = dot_rows(m, m);
-            if (s > largest)
-                largest = s;
-        }
-        if (largest >= 0.0) {
-            double sweeps = ceil(sqrt(largest) / settings[1]);
-            if (sweeps > 1.0)
-                return sweeps > settings[2] ? (int64_t)settings[2] : (int64_t)sweeps;
-        }
-    }
+    int64_t sweeps;
+    if (t > 0 && spheres > 0 && contact_sweeps(x, x_prev, n, inv_mass, settings[1], settings[2], &sweeps))
+        return sweeps; /* SWEEP_LENGTH, MAX_SWEEPS */
     resolve_vertices(x, x_prev, n, inv_mass, pad2, collider_count, colliders, particle, owner, normal, distance,
                      scratch);
     if (t == 0 || spheres == 0)
         return 1;
-    FaceWork w = {work_i, work_i + t, work_i + t + n, work_d, work_d + n, work_d + 4 * n, work_d + 5 * n};
+    FaceWork w = face_work(work_i, work_d, n, t);
     int64_t faces = 0;
     for (int64_t k = 0; k < collider_count; ++k) {
         const double *c = colliders + SOFTSIM_COLLIDER_ROW * k;

@@ -23,12 +23,9 @@
  */
 #include <math.h>
 
+#include "contact_common.h"
 #include "softsim_native.h"
 
-static inline double dot_rows(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
-static inline double dot_in_order(const double *u, const double *v) { return (u[0] * v[0] + u[1] * v[1]) + u[2] * v[2]; }
-static inline double min2(double a, double b) { return b < a ? b : a; }
-static inline double max2(double a, double b) { return b > a ? b : a; }
 static inline double clip01(double t) { return min2(max2(t, 0.0), 1.0); }
 
 /* The cell coordinate of a along one axis: floor((a - origin) / h) within [0, dim - 1] (NaN to 0). */
@@ -103,33 +100,9 @@ SOFTSIM_API int64_t softsim_mesh_grid_build(const double *vertices, const int64_
 static int closest_on_triangle(const double *P, const double *A, const double *B, const double *C, double *bary,
                                double *q)
 {
-    double e1[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]};
-    double e2[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
-    double ap[3] = {P[0] - A[0], P[1] - A[1], P[2] - A[2]};
-    double d1 = dot_rows(e1, ap), d2 = dot_rows(e2, ap);
-    double e11 = dot_rows(e1, e1), e12 = dot_rows(e1, e2), e22 = dot_rows(e2, e2);
-    double denom = e11 * e22 - e12 * e12;
-    double v = e22 * d1 - e12 * d2;
-    double w = e11 * d2 - e12 * d1;
-    if (v >= 0.0 && w >= 0.0 && v + w <= denom && denom > 1e-12 * e11 * e22) {
-        double scale = 1.0 / denom;
-        v *= scale;
-        w *= scale;
-    } else {
-        double e3[3] = {e2[0] - e1[0], e2[1] - e1[1], e2[2] - e1[2]};
-        double bp[3] = {ap[0] - e1[0], ap[1] - e1[1], ap[2] - e1[2]};
-        double o33 = dot_in_order(e3, e3), d3 = dot_in_order(e3, bp);
-        double t_ab = clip01(d1 / max2(e11, 1e-300));
-        double t_ac = clip01(d2 / max2(e22, 1e-300));
-        double t_bc = clip01(d3 / max2(o33, 1e-300));
-        double s_ab = t_ab * (t_ab * e11 - 2.0 * d1);
-        double s_ac = t_ac * (t_ac * e22 - 2.0 * d2);
-        double s_bc = dot_in_order(bp, bp) - dot_in_order(ap, ap) + t_bc * (t_bc * o33 - 2.0 * d3);
-        int use_ac = s_ac < s_ab;
-        int use_bc = s_bc < min2(s_ab, s_ac);
-        v = use_bc ? 1.0 - t_bc : (use_ac ? 0.0 : t_ab);
-        w = use_bc ? t_bc : (use_ac ? t_ac : 0.0);
-    }
+    /* the Gram system over (k, 3) rows, the border branch over gathered columns (a mixed batch of the twin) */
+    double e1[3], e2[3], v, w;
+    closest_vw(P, A, B, C, dot_rows, dot_in_order, e1, e2, &v, &w);
     bary[0] = max2(1.0 - v - w, 0.0);
     bary[1] = v;
     bary[2] = w;
@@ -541,50 +514,8 @@ SOFTSIM_API int64_t softsim_mesh_push_apply(double *x, int64_t n, const double *
                                             const double *depth, const double *slip, double friction, double *sums,
                                             double *count)
 {
-    int64_t moved = 0;
-    for (int64_t p = 0; p < n; ++p) {
-        sums[3 * p] = sums[3 * p + 1] = sums[3 * p + 2] = 0.0;
-        count[p] = 0.0;
-    }
-    for (int64_t i = 0; i < k; ++i) {
-        if (!(depth[i] > 0.0))
-            continue;
-        const int64_t *st = stencil + width * i;
-        const double *wt = weights + width * i;
-        double w[3] = {0.0, 0.0, 0.0};
-        for (int j = 0; j < width; ++j)
-            w[j] = inv_mass[st[j]] * wt[j];
-        double norm = width == 3 ? (wt[0] * w[0] + wt[2] * w[2]) + wt[1] * w[1] : wt[0] * w[0] + wt[1] * w[1];
-        if (!(norm > 0.0))
-            continue;
-        ++moved;
-        const double *dir = direction + 3 * i;
-        double delta[3] = {depth[i] * dir[0], depth[i] * dir[1], depth[i] * dir[2]};
-        if (friction > 0.0) {
-            const double *sl = slip + 3 * i;
-            double normal_part = dot_rows(sl, dir);
-            double across[3] = {sl[0] - normal_part * dir[0], sl[1] - normal_part * dir[1], sl[2] - normal_part * dir[2]};
-            double slide = sqrt(dot_rows(across, across));
-            double share = min2(1.0, friction * depth[i] / max2(slide, 1e-15));
-            for (int a = 0; a < 3; ++a)
-                delta[a] -= share * across[a];
-        }
-        for (int j = 0; j < width; ++j) {
-            double coef = w[j] / norm;
-            int64_t p = st[j];
-            count[p] += coef > 0.0 ? 1.0 : 0.0;
-            for (int a = 0; a < 3; ++a)
-                sums[3 * p + a] += coef * delta[a];
-        }
-    }
-    if (moved == 0)
-        return 0;
-    for (int64_t p = 0; p < n; ++p) {
-        double c = max2(count[p], 1.0);
-        for (int a = 0; a < 3; ++a)
-            x[3 * p + a] += sums[3 * p + a] / c;
-    }
-    return moved;
+    return mesh_push_apply(x, n, inv_mass, k, width, stencil, weights, direction, depth, slip, friction, sums, count,
+                           0);
 }
 
 /* ------------------------------------------------------------------------------------------------- kept planes */

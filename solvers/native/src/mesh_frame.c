@@ -24,13 +24,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "contact_common.h"
 #include "mesh_frame.h"
+#include "sphere_faces.h"
 
 enum { SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES };
-
-static double dot_rows(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
-
-static double max2(double a, double b) { return b > a ? b : a; }
 
 static SoftsimStillMesh *mesh_of_row(const SoftsimMeshFrame *f, int64_t row)
 {
@@ -42,15 +40,47 @@ static SoftsimStillMesh *mesh_of_row(const SoftsimMeshFrame *f, int64_t row)
 
 /* ------------------------------------------------------------------------------------------ save and restore */
 
+/* One saved array: live into saved (to_save), or saved back into live. */
+static void keep(void *live, void *saved, size_t bytes, int to_save)
+{
+    if (to_save)
+        memcpy(saved, live, bytes);
+    else
+        memcpy(live, saved, bytes);
+}
+
+/* The body's kept planes (x0, normal, d0, clear) into their save buffer, or back. */
+static void keep_planes(SoftsimStillMesh *c, int64_t n, int to_save)
+{
+    keep(c->plane_x0, c->save_planes, sizeof(double) * 3 * n, to_save);
+    keep(c->plane_normal, c->save_planes + 3 * n, sizeof(double) * 3 * n, to_save);
+    keep(c->plane_d0, c->save_planes + 6 * n, sizeof(double) * n, to_save);
+    keep(c->plane_clear, c->save_planes + 7 * n, sizeof(double) * n, to_save);
+}
+
+/* The face-pair list (its state, reference positions, allowances and pairs) into its save buffers, or back; the pair
+ * counts are the saved ones either way. */
+static void keep_list(SoftsimStillMesh *c, int64_t n, int to_save)
+{
+    for (int k = 0; k < 3; ++k)
+        keep(c->list_state + k, c->save_state + 1 + k, sizeof(int64_t), to_save);
+    keep(c->reference, c->save_reference, sizeof(double) * 3 * n, to_save);
+    keep(c->allowance, c->save_allowance, sizeof(double) * n, to_save);
+    int64_t nc = c->list_state[1], ne = c->list_state[2];
+    keep(c->pair_corner, c->save_pair_corner, sizeof(int64_t) * nc, to_save);
+    keep(c->pair_triangle, c->save_pair_triangle, sizeof(int64_t) * nc, to_save);
+    keep(c->pair_corner_d, c->save_pair_corner_d, sizeof(double) * nc, to_save);
+    keep(c->pair_edge, c->save_pair_edge, sizeof(int64_t) * ne, to_save);
+    keep(c->pair_body_edge, c->save_pair_body_edge, sizeof(int64_t) * ne, to_save);
+    keep(c->pair_edge_d, c->save_pair_edge_d, sizeof(double) * ne, to_save);
+}
+
 static void save_planes(SoftsimStillMesh *c, int64_t n)
 {
     if (c->save_state[4])
         return;
     c->save_state[4] = 1;
-    memcpy(c->save_planes, c->plane_x0, sizeof(double) * 3 * n);
-    memcpy(c->save_planes + 3 * n, c->plane_normal, sizeof(double) * 3 * n);
-    memcpy(c->save_planes + 6 * n, c->plane_d0, sizeof(double) * n);
-    memcpy(c->save_planes + 7 * n, c->plane_clear, sizeof(double) * n);
+    keep_planes(c, n, 1);
 }
 
 static void save_list(SoftsimStillMesh *c, int64_t n)
@@ -58,17 +88,7 @@ static void save_list(SoftsimStillMesh *c, int64_t n)
     if (c->save_state[0])
         return;
     c->save_state[0] = 1;
-    for (int k = 0; k < 3; ++k)
-        c->save_state[1 + k] = c->list_state[k];
-    memcpy(c->save_reference, c->reference, sizeof(double) * 3 * n);
-    memcpy(c->save_allowance, c->allowance, sizeof(double) * n);
-    int64_t nc = c->list_state[1], ne = c->list_state[2];
-    memcpy(c->save_pair_corner, c->pair_corner, sizeof(int64_t) * nc);
-    memcpy(c->save_pair_triangle, c->pair_triangle, sizeof(int64_t) * nc);
-    memcpy(c->save_pair_corner_d, c->pair_corner_d, sizeof(double) * nc);
-    memcpy(c->save_pair_edge, c->pair_edge, sizeof(int64_t) * ne);
-    memcpy(c->save_pair_body_edge, c->pair_body_edge, sizeof(int64_t) * ne);
-    memcpy(c->save_pair_edge_d, c->pair_edge_d, sizeof(double) * ne);
+    keep_list(c, n, 1);
 }
 
 void softsim_mesh_frame_save(const SoftsimClothPlan *plan)
@@ -98,25 +118,10 @@ void softsim_mesh_frame_restore(const SoftsimClothPlan *plan)
     }
     for (int64_t i = 0; i < f->count; ++i) {
         SoftsimStillMesh *c = f->meshes + i;
-        if (c->save_state[4]) {
-            memcpy(c->plane_x0, c->save_planes, sizeof(double) * 3 * n);
-            memcpy(c->plane_normal, c->save_planes + 3 * n, sizeof(double) * 3 * n);
-            memcpy(c->plane_d0, c->save_planes + 6 * n, sizeof(double) * n);
-            memcpy(c->plane_clear, c->save_planes + 7 * n, sizeof(double) * n);
-        }
-        if (c->save_state[0]) {
-            for (int k = 0; k < 3; ++k)
-                c->list_state[k] = c->save_state[1 + k];
-            memcpy(c->reference, c->save_reference, sizeof(double) * 3 * n);
-            memcpy(c->allowance, c->save_allowance, sizeof(double) * n);
-            int64_t nc = c->list_state[1], ne = c->list_state[2];
-            memcpy(c->pair_corner, c->save_pair_corner, sizeof(int64_t) * nc);
-            memcpy(c->pair_triangle, c->save_pair_triangle, sizeof(int64_t) * nc);
-            memcpy(c->pair_corner_d, c->save_pair_corner_d, sizeof(double) * nc);
-            memcpy(c->pair_edge, c->save_pair_edge, sizeof(int64_t) * ne);
-            memcpy(c->pair_body_edge, c->save_pair_body_edge, sizeof(int64_t) * ne);
-            memcpy(c->pair_edge_d, c->save_pair_edge_d, sizeof(double) * ne);
-        }
+        if (c->save_state[4])
+            keep_planes(c, n, 0);
+        if (c->save_state[0])
+            keep_list(c, n, 0);
         c->save_state[0] = 0;
         c->save_state[4] = 0;
     }
@@ -476,73 +481,16 @@ static void linearized(const SoftsimStillMesh *c, const double *x, int64_t k, in
     }
 }
 
-/* softsim_mesh_push_apply (MeshFacePushes._apply) with its sums kept for the pairs' particles only: the same
- * operations in the same order on those, and x + 0.0 (the twin's x + 0 / 1) on every other particle. f->mark is zero
- * between calls. */
+/* softsim_mesh_push_apply (MeshFacePushes._apply) with its sums kept for the pairs' particles only
+ * (mesh_push_apply's touched-particles mode; f->mark is zero between calls). */
 static int64_t apply(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c, int64_t k,
                      int64_t width, const int64_t *stencil, const double *weights, const double *direction,
                      const double *depth, const double *slip)
 {
     if (k == 0)
         return 0;
-    double *x = plan->x, *sums = f->sums, *count = f->counts;
-    const double *inv_mass = plan->inv_mass;
-    for (int64_t i = 0; i < width * k; ++i) {
-        int64_t p = stencil[i];
-        sums[3 * p] = sums[3 * p + 1] = sums[3 * p + 2] = 0.0;
-        count[p] = 0.0;
-    }
-    int64_t moved = 0;
-    for (int64_t i = 0; i < k; ++i) {
-        if (!(depth[i] > 0.0))
-            continue;
-        const int64_t *st = stencil + width * i;
-        const double *wt = weights + width * i;
-        double w[3] = {0.0, 0.0, 0.0};
-        for (int j = 0; j < width; ++j)
-            w[j] = inv_mass[st[j]] * wt[j];
-        double norm = width == 3 ? (wt[0] * w[0] + wt[2] * w[2]) + wt[1] * w[1] : wt[0] * w[0] + wt[1] * w[1];
-        if (!(norm > 0.0))
-            continue;
-        ++moved;
-        const double *dir = direction + 3 * i;
-        double delta[3] = {depth[i] * dir[0], depth[i] * dir[1], depth[i] * dir[2]};
-        if (c->friction > 0.0) {
-            const double *sl = slip + 3 * i;
-            double normal_part = dot_rows(sl, dir);
-            double across[3] = {sl[0] - normal_part * dir[0], sl[1] - normal_part * dir[1], sl[2] - normal_part * dir[2]};
-            double slide = sqrt(dot_rows(across, across));
-            double share = c->friction * depth[i] / max2(slide, 1e-15);
-            share = share < 1.0 ? share : 1.0;
-            for (int a = 0; a < 3; ++a)
-                delta[a] -= share * across[a];
-        }
-        for (int j = 0; j < width; ++j) {
-            double coef = w[j] / norm;
-            int64_t p = st[j];
-            count[p] += coef > 0.0 ? 1.0 : 0.0;
-            for (int a = 0; a < 3; ++a)
-                sums[3 * p + a] += coef * delta[a];
-        }
-    }
-    if (moved == 0)
-        return 0;
-    int64_t *mark = f->mark;
-    for (int64_t i = 0; i < width * k; ++i)
-        mark[stencil[i]] = 1;
-    for (int64_t p = 0; p < plan->n; ++p) {
-        if (mark[p]) {
-            double cp = max2(count[p], 1.0);
-            for (int a = 0; a < 3; ++a)
-                x[3 * p + a] += sums[3 * p + a] / cp;
-            mark[p] = 0;
-        } else {
-            x[3 * p] += 0.0;
-            x[3 * p + 1] += 0.0;
-            x[3 * p + 2] += 0.0;
-        }
-    }
-    return moved;
+    return mesh_push_apply(plan->x, plan->n, plan->inv_mass, k, width, stencil, weights, direction, depth, slip,
+                           c->friction, f->sums, f->counts, f->mark);
 }
 
 /* MeshFacePushes._face_passes (resolve_faces): returns the pairs that pushed in the first pass, or -1. */
@@ -683,38 +631,32 @@ static int64_t resolve_vertices(const SoftsimClothPlan *plan, const double *tabl
     return count;
 }
 
-/* resolve_collider_contacts with still mesh colliders (and ground planes) when it takes one sweep: vertices, each
- * mesh's face passes in table order, vertices again when a face was pushed. Returns the sweeps the step needs (x
- * untouched when more than 1), or -1. */
+/* resolve_collider_contacts with still mesh colliders (and ground planes and spheres) when it takes one sweep:
+ * vertices, each mesh's and sphere's face passes in table order, vertices again when a face was pushed. Returns the
+ * sweeps the step needs (x untouched when more than 1), or -1. */
 int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *table)
 {
     SoftsimMeshFrame *f = plan->mesh;
-    const double *x = plan->x, *x_prev = plan->x_prev;
     int64_t n = plan->n, t = plan->face_count;
-    if (t > 0 && f->count > 0) {
-        /* contact_sweeps: ceil(largest free motion / SWEEP_LENGTH), at most MAX_SWEEPS */
-        double largest = -1.0;
-        for (int64_t p = 0; p < n; ++p) {
-            if (!(plan->inv_mass[p] > 0.0))
-                continue;
-            double m[3] = {x[3 * p] - x_prev[3 * p], x[3 * p + 1] - x_prev[3 * p + 1], x[3 * p + 2] - x_prev[3 * p + 2]};
-            double s = dot_rows(m, m);
-            if (s > largest)
-                largest = s;
-        }
-        if (largest >= 0.0) {
-            double sweeps = ceil(sqrt(largest) / plan->finish_settings[1]);
-            if (sweeps > 1.0)
-                return sweeps > plan->finish_settings[2] ? (int64_t)plan->finish_settings[2] : (int64_t)sweeps;
-        }
-    }
+    int64_t sweeps;
+    if (t > 0 && contact_sweeps(plan->x, plan->x_prev, n, plan->inv_mass, plan->finish_settings[1],
+                                plan->finish_settings[2], &sweeps))
+        return sweeps; /* f->count > 0: a mesh collider reaches between corners */
     if (resolve_vertices(plan, table) < 0)
         return -1;
     if (t == 0)
         return 1;
     int64_t faces = 0;
     for (int64_t k = 0; k < plan->collider_count; ++k) {
-        if (table[SOFTSIM_COLLIDER_ROW * k] != SOFTSIM_KIND_MESH)
+        const double *row = table + SOFTSIM_COLLIDER_ROW * k;
+        if (row[0] == SOFTSIM_KIND_SPHERE) { /* contact.c's sphere face push, with the contacts binding's buffers */
+            FaceWork w = face_work(plan->work_i, plan->work_d, n, t);
+            faces += sphere_faces(plan->x, plan->x_prev, n, plan->inv_mass, t, plan->faces, plan->edge_count,
+                                  plan->edges, plan->topology_state, plan->x0, row, plan->face_passes,
+                                  plan->finish_settings, &w);
+            continue;
+        }
+        if (row[0] != SOFTSIM_KIND_MESH)
             continue;
         SoftsimStillMesh *c = mesh_of_row(f, k);
         int64_t got = face_passes(plan, f, c, c - f->meshes);

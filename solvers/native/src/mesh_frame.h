@@ -86,6 +86,7 @@ typedef struct SoftsimMeshFrame {
 } SoftsimMeshFrame;
 
 #define SOFTSIM_KIND_MESH 2.0
+#define SOFTSIM_KIND_SPHERE 1.0 /* contact.c KIND_SPHERE */
 
 /* The substep loop's hooks (substep.c): the substep's start saved, the step's point contacts (analytic rows with
  * softsim_contacts_find, mesh rows from their kept planes, in table order, then each mesh's face-pair list at the
