@@ -195,9 +195,11 @@ def test_a_moving_mesh_collider_goes_substep_by_substep(library):
     assert frame_supports(still)
 
 
-def test_a_sphere_beside_a_mesh_collider_goes_substep_by_substep(library):
+def test_a_sphere_beside_a_mesh_collider_goes_substep_by_substep_when_switched_off(library, monkeypatch):
     from solvers.collision.colliders.shapes import Sphere
+    from solvers.native import mesh_frame
 
+    monkeypatch.setattr(mesh_frame, "SPHERES_BESIDE_MESHES", False)
     base, triangles = box_mesh(0)
     assert not frame_supports([MeshCollider(base, triangles, 0.01), Sphere([0.0, 0.0, 2.0], 0.3)])
     assert frame_supports([MeshCollider(base, triangles, 0.01), GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])])
