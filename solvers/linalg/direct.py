@@ -379,8 +379,8 @@ class BandScatter:
         row, col = np.divmod(positions, self.n)
         return col * (self.bandwidth + 1) + row
 
-    def empty_band(self, dtype=np.float64) -> np.ndarray:
-        """A zero band (bandwidth + 1, n) in Fortran order, and its flat view (the ``fortran`` indices)."""
+    def empty_band(self, dtype=np.float64):
+        """(ab, flat): a zero band (bandwidth + 1, n) in Fortran order and its flat view (for the ``fortran`` indices)."""
         columns = np.zeros((self.n, self.bandwidth + 1), dtype)
         return columns.T, columns.reshape(-1)
 
@@ -509,7 +509,7 @@ class NarrowBand:
         n = len(self.ordering)
         self._diagonal_positions = self.scatter.fortran(self.bandwidth * n + self.scatter.inverse[np.arange(n)])
         self._diagonal_entries = (pattern.diagonal_slot[:, None] * 9 + 4 * np.arange(3)[None, :]).ravel()
-        self._compensation = (None, None)  # (A's weak data, its compensation): the same while the weak blocks are
+        self._compensation = (None, None)  # (A's weak blocks, their compensation), kept while those blocks are unchanged
         self._buffers = {}  # dtype -> the band array (bandwidth + 1, n) each factorization overwrites
 
     def preconditioner_data(self, data: np.ndarray) -> np.ndarray:
@@ -561,10 +561,10 @@ class NarrowBand:
     def solve(self, pattern, data, contact, b, tolerance: float = REFINE_TOLERANCE):
         """x = A^-1 b for A = the pattern's block data plus ``contact`` blocks (``BandScatter.band``) by conjugate
         gradients on A preconditioned with P (``preconditioner_data``, the contact blocks in full) to a relative
-        residual ``tolerance`` (REFINE_TOLERANCE unless given). P is factorized in single precision (in double where that fails): a preconditioner's
-        round-off changes how many iterations reach the tolerance, not what they reach, and single precision halves
-        the factorization and each solve with the factor (64 x 64 lab cloth, frames 25 and 26, the same PCG iterations:
-        2.9 vs 5.6 s and 2.2 vs 3.8 s, machine under load).
+        residual ``tolerance`` (REFINE_TOLERANCE unless given). P is factorized in single precision (in double where that
+        fails): a preconditioner's round-off changes how many iterations reach the tolerance, not what they reach, and
+        single precision halves the factorization and each solve with the factor (64 x 64 lab cloth, frames 25 and 26,
+        the same PCG iterations: 2.9 vs 5.6 s and 2.2 vs 3.8 s, machine under load).
         Returns (x, iterations) or (None, iterations) when NARROW_MAX_ITERATIONS did not reach it; raises BandTooWide
         where a contact block leaves the narrow band and LinAlgError where P's factorization fails."""
         factor, info = spbtrf(self.band(data, contact, np.float32), lower=0, overwrite_ab=1)
