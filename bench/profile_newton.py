@@ -36,8 +36,7 @@ for path in (ROOT, os.path.join(ROOT, "tests")):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver  # noqa: E402
-from solvers.builder import grid_quads  # noqa: E402
+from solvers import GroundPlane, SolverConfig, State, advance_frame, make_solver  # noqa: E402
 from solvers.linalg import direct  # noqa: E402
 
 FPS = 24
@@ -47,13 +46,16 @@ CLOTH_START = 24
 """The cloth reaches the sphere and folds over frames ~25-35."""
 
 
-def lab_cloth(n=CLOTH_N):
-    """The GAMES103 lab cloth as bench/bench_cloth.py builds it (quad edges), on NEWTON at its defaults."""
-    vertices, edges, triangles = grid_cloth(n, 10.0, height=3.0)
+def lab_cloth(n=CLOTH_N, package=None):
+    """The GAMES103 lab cloth as bench/bench_cloth.py builds it (quad edges), on NEWTON at its defaults; with
+    ``package`` (``_baseline``) from that package's classes."""
+    pkg = sys.modules["solvers"] if package is None else package
+    vertices, edges, triangles = pkg.grid_cloth(n, 10.0, height=3.0)
     pinned = np.zeros(n * n, bool)
     pinned[[0, n - 1]] = True
-    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0, quads=grid_quads(n))
-    colliders = [Sphere(np.zeros(3), 2.7, 0.01), GroundPlane(np.array([0.0, 0.0, -3.0]), np.array([0.0, 0.0, 1.0]), 0.01)]
+    model = pkg.build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0, quads=pkg.builder.grid_quads(n))
+    colliders = [pkg.Sphere(np.zeros(3), 2.7, 0.01),
+                 pkg.GroundPlane(np.array([0.0, 0.0, -3.0]), np.array([0.0, 0.0, 1.0]), 0.01)]
     return model, colliders
 
 
@@ -162,7 +164,8 @@ def _report(recorder, seconds, first, last, profiler):
     print(f"energy decrease per iterate [kg m^2] {np.array2string(gains, precision=2, max_line_width=200)}")
     if profiler:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(18)
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
         print(out.getvalue())
 
 
@@ -220,6 +223,10 @@ def run_cloth(args):
     if args.compare:
         _compare(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, _config(args))
         return
+    if args.baseline:
+        _compare_baseline(_baseline(args.baseline), model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames,
+                          _config(args), args.pcg_tolerance)
+        return
     if args.compare_exact:
         _compare_exact(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, _config(args))
         return
@@ -260,6 +267,60 @@ def _compare_exact(model, colliders, state, first, last, config):
               f"{solver.solves.factorizations / frames:.1f} factorizations, {solver.solves.pcg_iterations / frames:.0f} "
               f"PCG iterations a frame (the first frame's include planning)")
     print(f"speed-up {runs['exact'][2]['seconds'] / runs['default'][2]['seconds']:.2f}x")
+
+
+def _baseline(path):
+    """The ``solvers`` package of another revision, copied to ``path`` (a directory named as the package will be, e.g.
+    /tmp/base/solvers_base from ``git archive <rev> solvers`` plus its native/lib), imported under that name."""
+    import importlib
+
+    path = os.path.abspath(path)
+    sys.path.insert(0, os.path.dirname(path))
+    return importlib.import_module(os.path.basename(path))
+
+
+def _compare_baseline(package, model, colliders, state, first, last, config, pcg_tolerance=None):
+    """This revision against ``package`` (``_baseline``) on the same frames, each run going on from its own state, in
+    alternating order within each frame (the machine's load changes within seconds): per frame seconds, Newton
+    iterations, halvings, factorizations and PCG iterations of both, and how far their positions differ."""
+    runs = {}
+    for name, pkg in (("baseline", package), ("this", None)):
+        if pkg is None:
+            solver, run, own = make_solver(model, config), State.at_rest(model), colliders
+            if pcg_tolerance is not None:
+                solver.solves.pcg_tolerance = pcg_tolerance
+        else:
+            base_model, own = lab_cloth(package=pkg)
+            solver = pkg.make_solver(base_model, pkg.SolverConfig(solver="NEWTON", newton_tolerance=config.newton_tolerance))
+            run = pkg.State.at_rest(base_model)
+        run.x[:], run.v[:] = state.x, state.v
+        runs[name] = dict(solver=solver, state=run, colliders=own, advance=(pkg or sys.modules["solvers"]).advance_frame,
+                          seconds=0.0, iterations=0, halvings=0)
+    for frame in range(first, last + 1):
+        names = list(runs) if frame % 2 else list(runs)[::-1]
+        line = []
+        for name in names:
+            run = runs[name]
+            solver = run["solver"]
+            counts = solver.solves.factorizations, solver.solves.pcg_iterations
+            began = time.perf_counter()
+            stats = run["advance"](solver, run["state"], 1.0 / FPS, config.substeps, run["colliders"])
+            seconds = time.perf_counter() - began
+            run["seconds"] += seconds
+            run["iterations"] += stats.newton_iterations
+            run["halvings"] += stats.line_search_halvings
+            line.append(f"{name} {seconds:.2f} s ({stats.newton_iterations} iterations, {stats.line_search_halvings} halvings, "
+                        f"split {stats.split_steps}, {solver.solves.factorizations - counts[0]} factorizations, "
+                        f"{solver.solves.pcg_iterations - counts[1]} PCG iterations)")
+        distance = float(np.abs(runs["baseline"]["state"].x - runs["this"]["state"].x).max())
+        print(f"frame {frame}: " + ", ".join(line) + f"; positions differ by {distance:.2e} m", flush=True)
+    frames = last - first + 1
+    for name, run in runs.items():
+        print(f"{name}: {run['seconds'] / frames:.2f} s/frame, {run['iterations'] / frames:.1f} Newton iterations, "
+              f"{run['halvings'] / frames:.1f} halvings, {run['solver'].solves.factorizations / frames:.1f} factorizations, "
+              f"{run['solver'].solves.pcg_iterations / frames:.0f} PCG iterations a frame, "
+              f"{1e3 * run['seconds'] / max(run['iterations'], 1):.1f} ms a Newton iteration (the first frame's include planning)")
+    print(f"speed-up {runs['baseline']['seconds'] / runs['this']['seconds']:.2f}x")
 
 
 def _compare(model, colliders, state, first, last, config):
@@ -333,6 +394,12 @@ def main(argv=None):
                         help="cloth: factorize every Newton system on the full band (no PCG on the narrow band)")
     parser.add_argument("--compare-exact", action="store_true",
                         help="cloth: each frame on the exact path and on NEWTON's default, no cProfile")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="cloth: also run another revision's solvers package copied to DIR (e.g. /tmp/b/solvers_base "
+                             "from git archive REV solvers, with its native/lib), frame by frame in one process, no "
+                             "cProfile")
+    parser.add_argument("--pcg-tolerance", type=float, default=None,
+                        help="cloth --baseline: this revision's narrow-band PCG relative residual (NewtonSolves.pcg_tolerance)")
     parser.add_argument("--tolerance", type=float, default=SolverConfig.newton_tolerance, help="newton_tolerance [m/s]")
     args = parser.parse_args(argv)
     {"factor": run_factor, "psd": run_psd, "cloth-prepare": run_cloth_prepare, "cloth": run_cloth, "cube": run_cube}[args.what](args)

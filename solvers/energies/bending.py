@@ -36,8 +36,9 @@ energies concentrate the curvature on the edges that cross the bending direction
 rolled across a grid axis and is 3 times stiffer rolled across its diagonals; see tests/test_elastic_energies.py.
 """
 import numpy as np
+import scipy.sparse as sp
 
-from .base import BlockHessian, Energy, element_stencil, scatter
+from .base import BlockHessian, Energy, PositionCache, element_stencil, scatter
 
 
 def hinges_from_triangles(triangles) -> np.ndarray:
@@ -96,6 +97,7 @@ class IsometricBending(Energy):
     def __init__(self, rest_positions, hinges, stiffness):
         X = np.asarray(rest_positions, np.float64)
         self.hinges = np.asarray(hinges, np.int64).reshape(-1, 4)
+        self._y = PositionCache()  # y at the last x: a line search's trial, then its gradient
         h = len(self.hinges)
         stiffness = np.broadcast_to(np.asarray(stiffness, np.float64), (h,))
         self.K, area0, area1, valid = hinge_weights(X, self.hinges)
@@ -107,15 +109,40 @@ class IsometricBending(Energy):
         self.rest_norm[self.rest_norm <= 1e-9 * edge] = 0.0
         self.is_constant_hessian = bool(np.all(self.rest_norm == 0.0))
         self.rows, self.cols = element_stencil(self.hinges)
+        self._spread = None  # (particle_count, h) CSR with K_a at (corner a, hinge): sums per-hinge vectors by corner
         self._constant_blocks = None
         if self.is_constant_hessian:
             self._constant_blocks = self._blocks(self.c[:, None, None] * np.eye(3))  # H_y = c I
             self._constant_blocks.flags.writeable = False  # shared by every call
 
     def curvature_vector(self, x: np.ndarray) -> np.ndarray:
-        """y = sum_i K_i x_i per hinge, (h, 3) [m]; computed from x_i - x0 (sum K = 0) for accuracy far from 0."""
+        """y = sum_i K_i x_i per hinge, (h, 3) [m]; computed from x_i - x0 (sum K = 0) for accuracy far from 0. The
+        array is shared by calls at equal x (read only)."""
+        return self._y.get(x, self._curvature_vector_of)
+
+    def _curvature_vector_of(self, x):
+        # K1 (x1 - x0) + K2 (x2 - x0) + K3 (x3 - x0), added in that order (as ``_curvature_vector_reference``'s einsum
+        # does), from one gather of the corners per column: ~3x faster than the (h, 4, 3) gather and einsum.
+        x0 = x.take(self.hinges[:, 0], axis=0)
+        y = self.K[:, 1:2] * (x.take(self.hinges[:, 1], axis=0) - x0)
+        y += self.K[:, 2:3] * (x.take(self.hinges[:, 2], axis=0) - x0)
+        y += self.K[:, 3:4] * (x.take(self.hinges[:, 3], axis=0) - x0)
+        return y
+
+    def _curvature_vector_reference(self, x):
+        """``curvature_vector`` as one einsum over the gathered corners: the reference the faster form is tested
+        against."""
         corners = x[self.hinges]
         return np.einsum("hk,hkd->hd", self.K[:, 1:], corners[:, 1:] - corners[:, :1])
+
+    def _spread_by_corner(self, per_hinge: np.ndarray, particle_count: int) -> np.ndarray:
+        """sum over hinges of K_a v_h into each corner a: (h, 3) -> (particle_count, 3), in hinge order per particle as
+        ``scatter`` adds (the same sums to the bit)."""
+        if self._spread is None or self._spread.shape[0] != particle_count:
+            h = len(self.hinges)
+            self._spread = sp.csr_matrix((self.K.ravel(), (self.hinges.ravel(), np.repeat(np.arange(h), 4))),
+                                         shape=(particle_count, h))
+        return self._spread @ per_hinge
 
     def _norm_and_ratio(self, y: np.ndarray):
         """|y| and r0/|y| (0 where r0 = 0 or |y| = 0, so nothing divides by zero)."""
@@ -132,6 +159,15 @@ class IsometricBending(Energy):
         _, ratio = self._norm_and_ratio(y)
         # dE/dy = c (|y| - r0) y/|y| = c (1 - r0/|y|) y; at y = 0 that is 0 (for r0 > 0 the cone's tip, where
         # 0 is the symmetric choice of subgradient).
+        dE_dy = (self.c * (1.0 - ratio))[:, None] * y
+        if len(self.hinges) and int(self.hinges.max()) >= len(x):
+            raise IndexError("a hinge refers to a particle beyond x")
+        return self._spread_by_corner(dE_dy, len(x))
+
+    def _gradient_by_scatter(self, x: np.ndarray) -> np.ndarray:
+        """``gradient`` by ``scatter`` of K_a dE/dy per corner: the reference the sparse product is tested against."""
+        y = self._curvature_vector_reference(x)
+        _, ratio = self._norm_and_ratio(y)
         dE_dy = (self.c * (1.0 - ratio))[:, None] * y
         return scatter(self.hinges, self.K[:, :, None] * dE_dy[:, None, :], len(x))
 

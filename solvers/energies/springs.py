@@ -7,7 +7,7 @@ projection (no eigen-solver needed). H = a n n^T + b (I - n n^T) with n = d / |d
 import numpy as np
 import scipy.sparse as sp
 
-from .base import BlockHessian, Energy, scatter
+from .base import BlockHessian, Energy, PositionCache, scatter
 
 
 class _EdgeEnergy(Energy):
@@ -23,8 +23,13 @@ class _EdgeEnergy(Energy):
         self.cols = np.concatenate([self.i, self.j, self.j, self.i])
         self.particle_count = 0 if len(self.edges) == 0 else int(self.edges.max()) + 1
         self._incidence_matrix = None
+        self._edge_vectors = PositionCache()  # (d, length) at the last x: a line search's trial, then its gradient
 
     def _d(self, x):
+        """d = x_i - x_j (e, 3) [m] and |d| (e,) of every edge (the arrays are shared by calls at equal x: read only)."""
+        return self._edge_vectors.get(x, self._edge_vectors_of)
+
+    def _edge_vectors_of(self, x):
         d = x.take(self.i, axis=0) - x.take(self.j, axis=0)  # take: the values of x[i], several times faster
         length = np.sqrt(np.einsum("ij,ij->i", d, d))
         return d, length
@@ -40,9 +45,15 @@ class _EdgeEnergy(Energy):
         return self._incidence_matrix
 
     def _gradient_from(self, x, g_d):
-        """Per-edge dE/dd (e, 3) -> dE/dx (n, 3)."""
-        per_element = np.stack([g_d, -g_d], axis=1)
-        return scatter(self.edges, per_element, len(x))
+        """Per-edge dE/dd (e, 3) -> dE/dx (n, 3): the incidence product, which adds each particle's terms in edge
+        order as ``scatter`` of (g_d, -g_d) does (the same sums to the bit, ~3x faster)."""
+        if self.particle_count > len(x):
+            raise IndexError("an edge refers to a particle beyond x")
+        return self._incidence(len(x)) @ g_d
+
+    def _gradient_by_scatter(self, x, g_d):
+        """``_gradient_from`` by ``scatter``: the reference its incidence product is tested against."""
+        return scatter(self.edges, np.stack([g_d, -g_d], axis=1), len(x))
 
     def _blocks(self, n, along, across):
         """H = along n n^T + across (I - n n^T) per edge -> the four blocks per edge, stencil order."""

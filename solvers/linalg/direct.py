@@ -192,6 +192,13 @@ class NewtonSolves:
         """Whether ``solve_blocks`` may solve by the narrow band's PCG where it plans cheaper (``NarrowBand``); False
         keeps every solve on the full band's factor (the exact path)."""
         self._narrow = None  # (pattern, its NarrowBand or None where the full band is planned cheaper)
+        self.pcg_tolerance = REFINE_TOLERANCE
+        """Relative residual |b - A x| / |b| the narrow band's PCG solves to (``NarrowBand.solve``). An inexact Newton
+        direction at 1e-5 (Eisenstat and Walker's forcing term, held constant) measured on the 64 x 64 lab cloth, frames
+        25-27: the same Newton iterations and halvings as at 1e-10, positions within 3e-6 m after three frames (the
+        step's tolerance is 0.4 mm), 2.2x fewer PCG iterations (5-6 against 11-14 per Newton iteration). It stays at
+        REFINE_TOLERANCE: the 16 x 16 cloth's 12 frames onto the sphere then differ from the exact path by 2.5e-5 m
+        (1.3e-6 m at 1e-8), over the 1e-6 m to which tests/test_newton_narrow_band.py holds the two paths."""
         self.factorizations = 0
         """Factorizations done by ``solve_blocks`` (the narrow band's, the full band's, SuperLU's)."""
         self.pcg_iterations = 0
@@ -267,7 +274,7 @@ class NewtonSolves:
         if band is None:
             return None
         try:
-            x, iterations = band.solve(pattern, data, contact, b)
+            x, iterations = band.solve(pattern, data, contact, b, self.pcg_tolerance)
         except (BandTooWide, np.linalg.LinAlgError):
             return None
         self.factorizations += 1
@@ -363,6 +370,19 @@ class BandScatter:
         self.inverse = np.empty(n, np.int64)
         self.inverse[self.ordering] = np.arange(n)
         self.entries, self.positions = self._map(np.asarray(block_rows, np.int64), np.asarray(block_cols, np.int64))
+        self.fortran_positions = self.fortran(self.positions)
+        """``positions`` in ab's Fortran order (column j of the band contiguous, as LAPACK reads it): a C-ordered ab is
+        transposed into a copy by every LAPACK call (~10 ms on the 64 x 64 cloth's narrow band)."""
+
+    def fortran(self, positions: np.ndarray) -> np.ndarray:
+        """Flat indices into a C-ordered ab (bandwidth + 1, n) -> the same entries' flat indices in Fortran order."""
+        row, col = np.divmod(positions, self.n)
+        return col * (self.bandwidth + 1) + row
+
+    def empty_band(self, dtype=np.float64):
+        """(ab, flat): a zero band (bandwidth + 1, n) in Fortran order and its flat view (for the ``fortran`` indices)."""
+        columns = np.zeros((self.n, self.bandwidth + 1), dtype)
+        return columns.T, columns.reshape(-1)
 
     def _map(self, block_rows, block_cols):
         local = np.arange(3)
@@ -378,13 +398,12 @@ class BandScatter:
         """ab (bandwidth + 1, n) of ``dtype`` from block data (block_count, 3, 3) plus ``contact`` = (rows, cols,
         blocks): further blocks at reduced block rows and columns (c,), (c,), (c, 3, 3), or None. Raises BandTooWide
         where a contact block leaves the band."""
-        ab = np.zeros((self.bandwidth + 1, self.n), dtype)
-        flat = ab.reshape(-1)
-        flat[self.positions] = data.reshape(-1)[self.entries]
+        ab, flat = self.empty_band(dtype)
+        flat[self.fortran_positions] = data.reshape(-1)[self.entries]
         if contact is not None and len(contact[0]):
             rows, cols, blocks = contact
             entries, positions = self._map(np.asarray(rows, np.int64), np.asarray(cols, np.int64))
-            np.add.at(flat, positions, blocks.reshape(-1)[entries])
+            np.add.at(flat, self.fortran(positions), blocks.reshape(-1)[entries])
         return ab
 
     def solve(self, factor, b, single):
@@ -483,17 +502,54 @@ class NarrowBand:
         index[self.strong] = np.arange(len(self.strong))
         self._diagonal = index[pattern.diagonal_slot]  # each block row's diagonal block among the strong ones
         self.nf = nf
+        # The band straight from A's block data: the scatter's entries of the strong blocks mapped to A's data, and
+        # where P's diagonal goes (scalar row 3 r + a: flat position bandwidth * n + its place in the ordering).
+        entries = self.scatter.entries
+        self._data_entries = self.strong[entries // 9] * 9 + entries % 9
+        n = len(self.ordering)
+        self._diagonal_positions = self.scatter.fortran(self.bandwidth * n + self.scatter.inverse[np.arange(n)])
+        self._diagonal_entries = (pattern.diagonal_slot[:, None] * 9 + 4 * np.arange(3)[None, :]).ravel()
+        self._compensation = (None, None)  # (A's weak blocks, their compensation), kept while those blocks are unchanged
+        self._buffers = {}  # dtype -> the band array (bandwidth + 1, n) each factorization overwrites
 
     def preconditioner_data(self, data: np.ndarray) -> np.ndarray:
         """P's block data over the strong blocks (s, 3, 3) from A's (block_count, 3, 3)."""
         kept = data[self.strong]
-        row_sums = np.abs(data[self.weak]).sum(axis=2)  # (w, 3): per weak block, its three rows' |entries|
+        axes = np.arange(3)
+        kept[self._diagonal[:, None], axes, axes] += self.compensation(data)
+        return kept
+
+    def compensation(self, data: np.ndarray) -> np.ndarray:
+        """diag(|W| 1) as (nf, 3): per block row, the sums of its weak entries' absolute values. Kept while A's weak
+        blocks hold the same numbers (in NEWTON they are a flat cloth's bending, the same at every iteration)."""
+        weak = data[self.weak]
+        kept, compensation = self._compensation
+        if kept is not None and np.array_equal(kept, weak):
+            return compensation
+        row_sums = np.abs(weak).sum(axis=2)  # (w, 3): per weak block, its three rows' |entries|
         compensation = np.zeros((self.nf, 3))
         for a in range(3):
             compensation[:, a] = np.bincount(self._weak_rows, row_sums[:, a], minlength=self.nf)
-        axes = np.arange(3)
-        kept[self._diagonal[:, None], axes, axes] += compensation
-        return kept
+        self._compensation = (weak, compensation)
+        return compensation
+
+    def band(self, data: np.ndarray, contact=None, dtype=np.float64) -> np.ndarray:
+        """P's band (``BandScatter.band`` of ``preconditioner_data``), filled straight from A's block data: the same
+        numbers without the copy of the strong blocks (P's diagonal is summed in double precision, then stored). The
+        array is reused by the next call of the same dtype (the factorization overwrites it)."""
+        buffer = self._buffers.get(np.dtype(dtype))
+        if buffer is None:
+            buffer = self._buffers[np.dtype(dtype)] = self.scatter.empty_band(dtype)
+        ab, flat = buffer
+        flat.fill(0.0)
+        values = data.reshape(-1)
+        flat[self.scatter.fortran_positions] = values[self._data_entries]
+        flat[self._diagonal_positions] = values[self._diagonal_entries] + self.compensation(data).ravel()
+        if contact is not None and len(contact[0]):
+            rows, cols, blocks = contact
+            entries, positions = self.scatter._map(np.asarray(rows, np.int64), np.asarray(cols, np.int64))
+            np.add.at(flat, self.scatter.fortran(positions), blocks.reshape(-1)[entries])
+        return ab
 
     def planned_flops(self, iterations: int = None) -> float:
         """The factorization's flops plus ``iterations`` (NARROW_EXPECTED_ITERATIONS) iterations': each a solve with
@@ -502,20 +558,19 @@ class NarrowBand:
         iterations = NARROW_EXPECTED_ITERATIONS if iterations is None else iterations
         return banded_cholesky_flops(n, self.bandwidth) + iterations * (4.0 * n * self.bandwidth + NARROW_ITERATION_FLOPS)
 
-    def solve(self, pattern, data, contact, b):
+    def solve(self, pattern, data, contact, b, tolerance: float = REFINE_TOLERANCE):
         """x = A^-1 b for A = the pattern's block data plus ``contact`` blocks (``BandScatter.band``) by conjugate
         gradients on A preconditioned with P (``preconditioner_data``, the contact blocks in full) to a relative
-        residual REFINE_TOLERANCE. P is factorized in single precision (in double where that fails): a preconditioner's
-        round-off changes how many iterations reach the tolerance, not what they reach, and single precision halves
-        the factorization and each solve with the factor (64 x 64 lab cloth, frames 25 and 26, the same PCG iterations:
-        2.9 vs 5.6 s and 2.2 vs 3.8 s, machine under load).
+        residual ``tolerance`` (REFINE_TOLERANCE unless given). P is factorized in single precision (in double where that
+        fails): a preconditioner's round-off changes how many iterations reach the tolerance, not what they reach, and
+        single precision halves the factorization and each solve with the factor (64 x 64 lab cloth, frames 25 and 26,
+        the same PCG iterations: 2.9 vs 5.6 s and 2.2 vs 3.8 s, machine under load).
         Returns (x, iterations) or (None, iterations) when NARROW_MAX_ITERATIONS did not reach it; raises BandTooWide
         where a contact block leaves the narrow band and LinAlgError where P's factorization fails."""
-        prepared = self.preconditioner_data(data)
-        factor, info = spbtrf(self.scatter.band(prepared, contact, np.float32), lower=0, overwrite_ab=1)
+        factor, info = spbtrf(self.band(data, contact, np.float32), lower=0, overwrite_ab=1)
         single = info == 0
         if not single:
-            factor, info = dpbtrf(self.scatter.band(prepared, contact), lower=0, overwrite_ab=1)
+            factor, info = dpbtrf(self.band(data, contact), lower=0, overwrite_ab=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"the narrow band's factorization failed (info {info})")
         A = pattern.matrix(data)  # BSR: its 3x3-block product is ~4x faster than CSR's here
@@ -523,6 +578,6 @@ class NarrowBand:
         if contact is not None and len(contact[0]):
             C = block_matrix_of(contact, A.shape[0])
         matvec = (lambda v: A @ v) if C is None else (lambda v: A @ v + C @ v)
-        x, iterations, residual = pcg(matvec, lambda r: self.scatter.solve(factor, r, single), b, REFINE_TOLERANCE,
+        x, iterations, residual = pcg(matvec, lambda r: self.scatter.solve(factor, r, single), b, tolerance,
                                       NARROW_MAX_ITERATIONS)
-        return (x if residual <= REFINE_TOLERANCE else None), iterations
+        return (x if residual <= tolerance else None), iterations

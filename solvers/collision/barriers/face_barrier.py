@@ -36,7 +36,7 @@ import numpy as np
 
 from dataclasses import replace
 
-from ...energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
+from ...energies.base import BlockHessian, Energy, PositionCache, element_blocks, element_stencil, project_psd, scatter
 from ...energies.friction import LaggedFriction
 from .log_barrier import CCD_SAFETY, barrier_terms
 from ..response.faces import _candidates
@@ -81,8 +81,14 @@ class FaceColliderBarrier(Energy):
         self.triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
         self.kappa = float(kappa)
         self.d_hat = float(d_hat)
+        self._contacts = PositionCache()  # at the last x: a line search's trial, then its gradient and Hessian
 
     def _active(self, x):
+        """The triangles within reach: indices (k,), d (k,) [m], barycentric weights (k, 3), normals (k, 3) (shared
+        arrays: read only)."""
+        return self._contacts.get(x, self._active_of)
+
+    def _active_of(self, x):
         near, d, bary, normal = face_distances(x, self.triangles, self.collider, self.d_hat)
         keep = d < self.d_hat
         return near[keep], d[keep], bary[keep], normal[keep]

@@ -19,7 +19,7 @@ projection clamps it to 0.
 """
 import numpy as np
 
-from ...energies.base import BlockHessian, Energy
+from ...energies.base import BlockHessian, Energy, PositionCache
 
 CCD_SAFETY = 0.9
 """A step may cover at most this fraction of the way to the collider (the course's 0.9)."""
@@ -58,8 +58,14 @@ class ColliderBarrier(Energy):
         n = len(self.kappa)
         self.mask = np.ones(n, bool) if mask is None else np.asarray(mask, bool)
         self._rows = np.arange(n)
+        self._contacts = PositionCache()  # at the last x: a line search's trial, then its gradient and Hessian
 
     def _active(self, x):
+        """Distance d (n,) [m], outward normal (n, 3) and the particles within reach (n,) bool (shared arrays: read
+        only)."""
+        return self._contacts.get(x, self._active_of)
+
+    def _active_of(self, x):
         d, normal = self.collider.surface_distance(x)
         return d, normal, self.mask & (d < self.d_hat)
 
