@@ -49,7 +49,7 @@ class SelfPairQuery:
 
     def _entries(self, capacity: int) -> None:
         self.entry_element = np.zeros(capacity, np.int64)
-        self.entry_cell = np.zeros((capacity, 9), np.int64)  # cell and box per entry (src/self_collision.c)
+        self.entry_cell = np.zeros(capacity, np.int64)  # the key per entry: cell and first-cell axes (src/self_collision.c)
 
     def _pairs(self, capacity: int) -> None:
         self.out_i = np.zeros(capacity, np.int64)
