@@ -3,8 +3,9 @@ cell key with the axes on which the cell is the box's first, the pair's cell tes
 gathers) against the NumPy twin ``SelfBroadPhase._query`` / ``_grow`` on inputs that stress it: a sheet crumpled into
 a ball (many layers in a cell), particles scattered at random in a small cube, two sheets far apart (cell coordinates
 clamped at the grid's far end), skins of very different sizes, and the lists of a crumpled state grown through the
-grid. The same pair sets and distances as the twin (``test_native_self_collision._assert_same_pairs``); bad input
-refused with ValueError."""
+grid. The same pair sets and distances as the twin (``test_native_self_collision._assert_same_pairs``); the per-call
+list check and witnesses (src/self_response.c, each element's maxima taken once) on a crumpled list equal to theirs;
+bad input refused with ValueError."""
 import numpy as np
 import pytest
 
@@ -13,7 +14,7 @@ from solvers import build_model, grid_cloth
 from solvers.builder import grid_quads
 from solvers.collision.broad_phase.self_pairs import _row_max
 from solvers.collision.response.self_contact import SelfCollision
-from solvers.native.self_kernels import SelfPairQuery
+from solvers.native.self_kernels import SelfCallKernels, SelfPairQuery
 
 from test_native_self_collision import _assert_same_pairs
 
@@ -128,6 +129,36 @@ def test_a_crumpled_list_grows_by_the_pairs_of_a_numpy_build(library, grown):
     assert len(want_vt[0]) and len(want_ee[0])
     _assert_same_pairs(want_vt, got_vt, t_count)
     _assert_same_pairs(want_ee, got_ee, e_count)
+
+
+@pytest.mark.parametrize("scale", [0.002, 0.02])
+def test_the_list_check_and_witnesses_of_a_crumpled_list_equal_their_numpy_twins(library, scale):
+    # The per-call kernels take each element's motion maxima once (caller-owned scratch): the same pairs and reaches.
+    _, vertices, sc = _sheet(n=30)
+    x = _crumpled(vertices, 8)
+    rng = np.random.default_rng(8)
+    sc._build(x, rng.uniform(0.005, 0.03, len(x)))
+    check = SelfCallKernels(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
+    lst, k = sc._list, len(sc._list["vt"][0])
+    x_start = x - rng.normal(scale=scale, size=x.shape)
+    step = x - x_start
+    step -= step.mean(axis=0)
+    motion = np.sqrt(np.einsum("ij,ij->i", step, step))
+    moved = rng.uniform(0.0, 2.0 * scale, len(x))
+    a, b, reach_a, reach_b = sc._near_pairs(x, motion, moved)
+    pos, reach = check.list_check(x, motion, moved, lst["vt"], lst["ee"], lst["dist"], sc.thickness)
+    np.testing.assert_array_equal(pos, np.concatenate([a, k + b]))
+    np.testing.assert_array_equal(reach, np.concatenate([reach_a, reach_b]))
+    assert len(a) and len(b)
+    back = x - step
+    lo, hi = np.ascontiguousarray(np.minimum(x, back).T), np.ascontiguousarray(np.maximum(x, back).T)
+    slack = 1e-12 + 1e-9 * float(motion.max())
+    v, t, e1, e2 = sc._witnesses(x, x_start, lo, hi, motion, moved, slack)
+    pos = check.witnesses(x, x_start, lo, hi, motion, moved + motion, lst["vt"], lst["ee"], lst["dist"], slack)
+    a, b = pos[pos < k], pos[pos >= k] - k
+    for got, want in zip((lst["vt"][0][a], lst["vt"][1][a], lst["ee"][0][b], lst["ee"][1][b]), (v, t, e1, e2)):
+        np.testing.assert_array_equal(got, want)
+    assert len(a) + len(b)
 
 
 def test_bad_input_is_refused(library):
