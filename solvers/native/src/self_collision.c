@@ -360,7 +360,7 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
             const int64_t *tri = triangles + 3 * t;
             double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);
             if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
-            /* after the distance: a binary search costs more than the distance, and few pairs pass that */
+            /* v's excluded triangles: the short run of keys found once for v */
             if (listed_in(excluded, ex_first, ex_last, v * t_count + t)) continue;
             if (count < pair_capacity) {
                 out_v[count] = v;
