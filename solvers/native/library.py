@@ -81,9 +81,10 @@ SIGNATURES = {
     "softsim_kept_planes": (None, (_P, _I, _P, _P, _P, _D, _P, _P)),
     # Cloth self-collision's per-call kernels (src/self_response.c, self_kernels.SelfCallKernels).
     "softsim_self_boxes": (None, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P)),
-    "softsim_self_list_check": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P, _P)),
+    "softsim_self_list_check": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P, _P, _I, _I, _P)),
     "softsim_self_stencils": (None, (_P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
-    "softsim_self_witnesses": (_I, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P)),
+    "softsim_self_witnesses": (_I, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P, _I, _I,
+                                    _P)),
     "softsim_self_list_holds": (_I, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P)),
     # A Verlet list's skin growth (src/self_collision.c; self_kernels.SelfPairQuery.*_grow).
     "softsim_self_vt_grow": (_I, (_P, _I, _P, _I, _P, _P, _D, _P, _I, _P, _I, _P, _I, _P, _P, _I, _I, _P, _I, _P, _P,

@@ -49,7 +49,7 @@ class SelfPairQuery:
 
     def _entries(self, capacity: int) -> None:
         self.entry_element = np.zeros(capacity, np.int64)
-        self.entry_cell = np.zeros((capacity, 9), np.int64)  # cell and box per entry (src/self_collision.c)
+        self.entry_cell = np.zeros(capacity, np.int64)  # the key per entry: cell and first-cell axes (src/self_collision.c)
 
     def _pairs(self, capacity: int) -> None:
         self.out_i = np.zeros(capacity, np.int64)
@@ -162,6 +162,9 @@ class SelfCallKernels:
         self._bound = None
         self._pos = np.zeros(0, np.int64)
         self._reach = np.zeros(0)
+        # The per-element maxima of list_check and witnesses (two values per triangle and edge).
+        self._counts = (len(self.triangles), len(self.edges))
+        self._scratch = np.zeros(2 * (len(self.triangles) + len(self.edges)))
 
     def boxes(self, lo, hi=None):
         """Boxes per axis of the triangles (lo_t, hi_t (3, t)) and edges (lo_e, hi_e (3, e)) over particle boxes from
@@ -206,7 +209,8 @@ class SelfCallKernels:
         moved = checked("moved", moved, F64, (self.n,))
         count = self.library.softsim_self_list_check(
             self._x(x), self.n, pointer(motion), pointer(moved), pointer(self.triangles), pointer(self.edges),
-            *list_args, float(thickness), pointer(self._pos), pointer(self._reach))
+            *list_args, float(thickness), pointer(self._pos), pointer(self._reach), *self._counts,
+            pointer(self._scratch))
         return self._pos[:count].copy(), self._reach[:count].copy()
 
     def stencils(self, x, vt, ee):
@@ -246,7 +250,8 @@ class SelfCallKernels:
         bound = checked("bound", bound, F64, (self.n,))
         count = self.library.softsim_self_witnesses(
             self._x(x), pointer(x_start), self.n, pointer(lo), pointer(hi), pointer(motion), pointer(bound),
-            pointer(self.triangles), pointer(self.edges), *list_args, float(slack), pointer(self._pos))
+            pointer(self.triangles), pointer(self.edges), *list_args, float(slack), pointer(self._pos), *self._counts,
+            pointer(self._scratch))
         return self._pos[:count].copy()
 
     def list_holds(self, moved, motion, skins) -> bool:

@@ -14,9 +14,9 @@
  * _ee_distance) operation for operation.
  *
  * Buffers are the caller's: a bucket table (table_size + 1, table_size a power of two), the grid entries up to
- * entry_capacity (entry_element (capacity,) and entry_cell (capacity, ENTRY_STRIDE = 9) int64: the cell x, y, z and
- * the element's box beside it, so a bucket's scan reads its boxes in order), and the pair outputs up to pair_capacity. needs[0] receives the entries the grid
- * needs; when that exceeds entry_capacity nothing else is done and the call returns -1. Otherwise it returns the
+ * entry_capacity (entry_element (capacity,) and entry_cell (capacity,) int64: each entry's element and its key, the
+ * cell and the axes on which it is the box's first cell, cell_key), and the pair outputs up to pair_capacity. The
+ * boxes themselves are kept in box_scratch ((elements, 13) doubles). needs[0] receives the entries the grid needs; when that exceeds entry_capacity nothing else is done and the call returns -1. Otherwise it returns the
  * number of pairs, writing the first pair_capacity of them: a larger return asks the caller to grow and call again.
  * Output order: by pair key (by query element, and within one element's pairs by the other element: sorted here, so
  * the caller's stable sort by key finds it sorted).
@@ -29,13 +29,30 @@
 #include "softsim_native.h"
 
 #define CELL_FACTOR 2.0 /* cell size / mean extent of the inserted boxes (the 64 x 64 lab cloth folding: 1.0 took 1.3-1.8x as long) */
-#define CELL_LIMIT 1099511627776.0 /* 2^40: cell coordinates are clamped here (far-away or non-finite input) */
+#define CELL_BITS 20 /* bits of a cell coordinate in an entry's key (ENTRY_KEY) */
+#define CELL_MAX 1048575.0 /* 2^CELL_BITS - 1: cell coordinates are clamped to [0, CELL_MAX] (far-away or non-finite
+                            * input): a monotone clamp, so the grid's tests stay exact, the far cells merge */
 
-static inline int64_t cell_of(double value, double inv_h) {
-    double c = floor(value * inv_h);
-    if (!(c > -CELL_LIMIT)) c = -CELL_LIMIT; /* also NaN */
-    if (c > CELL_LIMIT) c = CELL_LIMIT;
+/* The grid's cells: size 1 / inv_h, counted from origin (the inserted boxes' lowest corner, so coordinates of the
+ * mesh's own boxes start at 0). */
+typedef struct {
+    double inv_h, origin[3];
+} Scale;
+
+/* The cell coordinate of `value` on `axis`: monotone in value (a subtraction, a product by a positive number and a
+ * floor all are), which is all FOR_EACH_OVERLAP's test of the pair's cell needs. */
+static inline int64_t cell_of(double value, const Scale *scale, int axis) {
+    double c = floor((value - scale->origin[axis]) * scale->inv_h);
+    if (!(c > 0.0)) c = 0.0; /* also NaN */
+    if (c > CELL_MAX) c = CELL_MAX;
     return (int64_t)c;
+}
+
+/* An entry's key: its cell's coordinates above ENTRY_FIRST_BITS bits saying on which axes that cell is its box's
+ * first (bit i: axis i). */
+#define ENTRY_FIRST_BITS 3
+static inline int64_t cell_key(int64_t cx, int64_t cy, int64_t cz) {
+    return ((cz << (2 * CELL_BITS)) | (cy << CELL_BITS) | cx) << ENTRY_FIRST_BITS;
 }
 
 static inline uint64_t bucket_of(int64_t cx, int64_t cy, int64_t cz, uint64_t mask) {
@@ -46,16 +63,29 @@ static inline uint64_t bucket_of(int64_t cx, int64_t cy, int64_t cz, uint64_t ma
     return h & mask;
 }
 
-static int excluded_key(const int64_t *keys, int64_t count, int64_t key) {
-    int64_t lo = 0, hi = count;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (keys[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
+/* The first position in sorted values[0 .. count) whose value is > bound (count if none): a binary search whose steps
+ * depend on count only (a conditional move a step: its outcomes are close to random, a branch would mispredict). */
+static inline int64_t first_above(const int64_t *values, int64_t count, int64_t bound) {
+    if (count <= 0) return 0;
+    const int64_t *base = values;
+    while (count > 1) {
+        int64_t half = count / 2;
+        base += (int64_t)(base[half - 1] <= bound) * half; /* arithmetic, not a ternary: compilers branch on that */
+        count -= half;
     }
-    return lo < count && keys[lo] == key;
+    return (base - values) + (*base <= bound);
+}
+
+/* Whether key is among keys[first .. last) (a short run of sorted keys). */
+static inline int listed_in(const int64_t *keys, int64_t first, int64_t last, int64_t key) {
+    for (int64_t k = first; k < last; k++)
+        if (keys[k] == key) return 1;
+    return 0;
+}
+
+static int excluded_key(const int64_t *keys, int64_t count, int64_t key) {
+    int64_t at = first_above(keys, count, key - 1); /* the first key >= key */
+    return at < count && keys[at] == key;
 }
 
 /* Box of a simplex of `corners` particles grown by `margin`, with round-off slack (self_pairs._overlapping's). */
@@ -80,13 +110,12 @@ typedef struct {
     int corners;
     const double *skin;
     double extra; /* margin = extra + skin[element] */
-    double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint and half length, and the
-                    * grid cell of lo (fill_grid) */
+    double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint and half length (the
+                    * last three doubles unused) */
 } Boxes;
 
 #define BOX_STRIDE 13
-#define BOX_CELL 10 /* where the cell of a box's lower corner is kept (as doubles: exact below 2^53) */
-#define ENTRY_STRIDE 9 /* a grid entry: its cell (3 int64), then its element's box lo, hi (6 doubles, by memcpy) */
+
 
 static void fill_boxes(Boxes *boxes, int64_t count) {
     for (int64_t e = 0; e < count; e++) {
@@ -140,10 +169,24 @@ static double cell_size(const Boxes *insert, int64_t insert_count, const Boxes *
     return h;
 }
 
+/* The grid's scale: cells of size h from the lowest corner of the boxes 0 .. count - 1 of `insert` (NaN corners
+ * passed over). */
+static Scale grid_scale(double h, const Boxes *insert, int64_t count) {
+    Scale scale = {1.0 / h, {INFINITY, INFINITY, INFINITY}};
+    for (int64_t e = 0; e < count; e++)
+        for (int i = 0; i < 3; i++) {
+            double lo = insert->cache[BOX_STRIDE * e + i];
+            if (lo < scale.origin[i]) scale.origin[i] = lo;
+        }
+    for (int i = 0; i < 3; i++)
+        if (!isfinite(scale.origin[i])) scale.origin[i] = 0.0;
+    return scale;
+}
+
 /* Fill the grid (counting sort into buckets, stable in element order) with the elements 0 .. count - 1, or with
  * subset[0 .. count - 1] (their boxes already in the cache); returns the entries needed. */
-static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, double inv_h, int64_t table_size,
-                         int64_t *start, int64_t capacity, int64_t *entry_element, int64_t *entry_cell) {
+static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, const Scale *scale, int64_t table_size,
+                         int64_t *start, int64_t capacity, int64_t *entry_element, int64_t *entry_key) {
     uint64_t mask = (uint64_t)table_size - 1;
     for (int64_t b = 0; b <= table_size; b++) start[b] = 0;
     int64_t total = 0;
@@ -153,9 +196,8 @@ static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, do
         box_of(insert, e, lo, hi);
         int64_t c0[3], c1[3];
         for (int i = 0; i < 3; i++) {
-            c0[i] = cell_of(lo[i], inv_h);
-            c1[i] = cell_of(hi[i], inv_h);
-            insert->cache[BOX_STRIDE * e + BOX_CELL + i] = (double)c0[i];
+            c0[i] = cell_of(lo[i], scale, i);
+            c1[i] = cell_of(hi[i], scale, i);
         }
         for (int64_t cx = c0[0]; cx <= c1[0]; cx++)
             for (int64_t cy = c0[1]; cy <= c1[1]; cy++)
@@ -173,20 +215,16 @@ static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, do
         box_of(insert, e, lo, hi);
         int64_t c0[3], c1[3];
         for (int i = 0; i < 3; i++) {
-            c0[i] = cell_of(lo[i], inv_h);
-            c1[i] = cell_of(hi[i], inv_h);
+            c0[i] = cell_of(lo[i], scale, i);
+            c1[i] = cell_of(hi[i], scale, i);
         }
         for (int64_t cx = c0[0]; cx <= c1[0]; cx++)
             for (int64_t cy = c0[1]; cy <= c1[1]; cy++)
                 for (int64_t cz = c0[2]; cz <= c1[2]; cz++) {
                     int64_t at = start[bucket_of(cx, cy, cz, mask)]++;
-                    int64_t *entry = entry_cell + ENTRY_STRIDE * at;
                     entry_element[at] = e;
-                    entry[0] = cx;
-                    entry[1] = cy;
-                    entry[2] = cz;
-                    memcpy(entry + 3, lo, sizeof lo); /* the box beside its cell: scanned in bucket order */
-                    memcpy(entry + 6, hi, sizeof hi);
+                    entry_key[at] = cell_key(cx, cy, cz) | (int64_t)(cx == c0[0]) | (int64_t)(cy == c0[1]) << 1 |
+                                    (int64_t)(cz == c0[2]) << 2;
                 }
     }
     for (int64_t b = table_size; b > 0; b--) start[b] = start[b - 1];
@@ -196,39 +234,74 @@ static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, do
 
 /* Run BODY for every inserted box overlapping the query box (qlo, qhi), each once, with ELEMENT its element: from
  * the cell that holds the lower corner of the two boxes' intersection (entries of other cells sharing the bucket are
- * skipped by their cell coordinates). Elements for which SKIP holds are passed over before their boxes are read. */
+ * skipped by their keys). Elements for which SKIP holds are passed over before their keys are read.
+ *
+ * The intersection's lower corner max(qlo, elo) lies, per axis, in the larger of the two boxes' first cells (cell_of
+ * is monotone); both boxes cover the visited cell c, so their first cells are <= c and that larger one is c exactly
+ * when one of them starts at c. Per axis that is a bit of the query's cell (qfirst_) or of the entry's key: one OR of
+ * integers, before the box test (boxes from the insert set's cache), which it spares the duplicates. A bucket's scan
+ * reads two int64 an entry. Only the entries of elements > ABOVE are read (the scan runs from the bucket's end back;
+ * -1: all), as the buckets' elements ascend when the grid holds all elements or an ascending subset). SKIP (on ELEMENT, with the
+ * entry's key) and KEEP (on ELEMENT, after the box test) are int expressions without side effects, evaluated for
+ * every entry that reaches them: passed over when SKIP holds or KEEP does not. */
 
-#define FOR_EACH_OVERLAP(insert, inv_h, table_size, start, entry_element, entry_cell, qlo, qhi, ELEMENT, SKIP, BODY)  \
+#define SCAN_BUFFER 64 /* FOR_EACH_OVERLAP gathers this many candidates of a bucket before testing their boxes */
+
+#define FOR_EACH_OVERLAP(insert, scale, table_size, start, entry_element, entry_key, qlo, qhi, ELEMENT, ABOVE, SKIP, \
+                         KEEP, BODY)                                                                            \
     do {                                                                                                                \
         uint64_t mask_ = (uint64_t)(table_size) - 1;                                                                    \
         int64_t q0_[3], q1_[3];                                                                                         \
         for (int i_ = 0; i_ < 3; i_++) {                                                                                \
-            q0_[i_] = cell_of((qlo)[i_], inv_h);                                                                        \
-            q1_[i_] = cell_of((qhi)[i_], inv_h);                                                                        \
+            q0_[i_] = cell_of((qlo)[i_], scale, i_);                                                                    \
+            q1_[i_] = cell_of((qhi)[i_], scale, i_);                                                                    \
         }                                                                                                               \
         for (int64_t cx_ = q0_[0]; cx_ <= q1_[0]; cx_++)                                                                \
             for (int64_t cy_ = q0_[1]; cy_ <= q1_[1]; cy_++)                                                            \
                 for (int64_t cz_ = q0_[2]; cz_ <= q1_[2]; cz_++) {                                                      \
                     uint64_t b_ = bucket_of(cx_, cy_, cz_, mask_);                                                      \
-                    for (int64_t at_ = (start)[b_]; at_ < (start)[b_ + 1]; at_++) {                                     \
-                        int64_t ELEMENT = (entry_element)[at_];                                                         \
-                        if (SKIP) continue; /* before the cell's coordinates: it passes over half the entries */       \
-                        const int64_t *cell_ = (entry_cell) + ENTRY_STRIDE * at_;                                       \
-                        if (cell_[0] != cx_ || cell_[1] != cy_ || cell_[2] != cz_) continue;                            \
-                        double ebox_[6];                                                                                \
-                        memcpy(ebox_, cell_ + 3, sizeof ebox_);                                                         \
-                        int overlap_ = 1;                                                                               \
-                        for (int i_ = 0; i_ < 3; i_++)                                                                  \
-                            if ((qlo)[i_] > ebox_[3 + i_] || ebox_[i_] > (qhi)[i_]) overlap_ = 0;                       \
-                        if (!overlap_) continue;                                                                        \
-                        /* The cell of the intersection's lower corner, max(qlo, elo) per axis, is the larger of     \
-                         * their cells (cell_of is monotone). */                                                        \
-                        int64_t e0_ = cell_of(ebox_[0], inv_h), e1_ = cell_of(ebox_[1], inv_h);                         \
-                        int64_t e2_ = cell_of(ebox_[2], inv_h);                                                         \
-                        if ((q0_[0] > e0_ ? q0_[0] : e0_) != cx_ || (q0_[1] > e1_ ? q0_[1] : e1_) != cy_ ||             \
-                            (q0_[2] > e2_ ? q0_[2] : e2_) != cz_)                                                       \
-                            continue;                                                                                   \
-                        BODY                                                                                            \
+                    int64_t cell_ = cell_key(cx_, cy_, cz_) | 7;                                                        \
+                    int64_t qfirst_ = (int64_t)(cx_ == q0_[0]) | (int64_t)(cy_ == q0_[1]) << 1 |                        \
+                                      (int64_t)(cz_ == q0_[2]) << 2;                                                    \
+                    int64_t first_ = (start)[b_], at_ = (start)[b_ + 1];                                                \
+                    while (at_ > first_) {                                                                              \
+                        /* Gather without branches (the tests' outcomes are close to random): the entries of this     \
+                         * cell that are the pair's cell and not SKIP, then those whose boxes overlap. From the       \
+                         * bucket's end back, up to the first element <= ABOVE (the elements ascend). */              \
+                        int64_t found_[SCAN_BUFFER], kept_ = 0;                                                         \
+                        int64_t stop_ = at_ - first_ > SCAN_BUFFER ? at_ - SCAN_BUFFER : first_;                        \
+                        while (at_ > stop_) {                                                                           \
+                            int64_t ELEMENT = (entry_element)[--at_];                                                   \
+                            if (ELEMENT <= (ABOVE)) {                                                                   \
+                                at_ = first_;                                                                           \
+                                break;                                                                                  \
+                            }                                                                                           \
+                            int64_t key_ = (entry_key)[at_];                                                            \
+                            found_[kept_] = ELEMENT;                                                                    \
+                            kept_ += (int64_t)(!(SKIP)) & (int64_t)((key_ | 7) == cell_) &                              \
+                                     (int64_t)(((key_ & 7) | qfirst_) == 7);                                            \
+                        }                                                                                               \
+                        int64_t boxed_ = 0;                                                                             \
+                        for (int64_t k_ = 0; k_ < kept_; k_++) {                                                        \
+                            const double *ebox_ = (insert)->cache + BOX_STRIDE * found_[k_];                            \
+                            found_[boxed_] = found_[k_];                                                                \
+                            /* NaN: overlapping */                                                                      \
+                            boxed_ += (int64_t)(!((qlo)[0] > ebox_[3])) & (int64_t)(!(ebox_[0] > (qhi)[0])) &           \
+                                      (int64_t)(!((qlo)[1] > ebox_[4])) & (int64_t)(!(ebox_[1] > (qhi)[1])) &           \
+                                      (int64_t)(!((qlo)[2] > ebox_[5])) & (int64_t)(!(ebox_[2] > (qhi)[2]));            \
+                        }                                                                                               \
+                        kept_ = 0;                                                                                      \
+                        for (int64_t k_ = 0; k_ < boxed_; k_++) {                                                       \
+                            int64_t ELEMENT = found_[k_];                                                               \
+                            (void)ELEMENT;                                                                              \
+                            found_[kept_] = ELEMENT;                                                                    \
+                            kept_ += (int64_t)(KEEP);                                                                   \
+                        }                                                                                               \
+                        boxed_ = kept_;                                                                                 \
+                        for (int64_t k_ = 0; k_ < boxed_; k_++) {                                                       \
+                            int64_t ELEMENT = found_[k_];                                                               \
+                            BODY                                                                                        \
+                        }                                                                                               \
                     }                                                                                                   \
                 }                                                                                                       \
     } while (0)
@@ -266,8 +339,8 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
         double extent = 2.0 * (skin_v[v] * (1.0 + 1e-9) + 1e-12);
         if (extent / 8.0 > h) h = extent / 8.0;
     }
-    double inv_h = 1.0 / h;
-    int64_t entries = fill_grid(&tris, NULL, t_count, inv_h, table_size, table_start, entry_capacity, entry_element,
+    Scale scale = grid_scale(h, &tris, t_count);
+    int64_t entries = fill_grid(&tris, NULL, t_count, &scale, table_size, table_start, entry_capacity, entry_element,
                                 entry_cell);
     needs[0] = entries;
     if (entries > entry_capacity) return -1;
@@ -280,13 +353,15 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
             qhi[i] = p[i] + margin;
         }
         int64_t group = count;
-        FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, 0, {
+        int64_t ex_first = first_above(excluded, excluded_count, v * t_count - 1); /* v's excluded triangles */
+        int64_t ex_last = first_above(excluded, excluded_count, v * t_count + t_count - 1);
+        FOR_EACH_OVERLAP(&tris, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, -1, 0,
+                         (triangles[3 * t] != v) & (triangles[3 * t + 1] != v) & (triangles[3 * t + 2] != v), {
             const int64_t *tri = triangles + 3 * t;
-            if (tri[0] == v || tri[1] == v || tri[2] == v) continue;
             double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);
             if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
-            /* after the distance: a binary search costs more than the distance, and few pairs pass that */
-            if (excluded_count && excluded_key(excluded, excluded_count, v * t_count + t)) continue;
+            /* v's excluded triangles: the short run of keys found once for v */
+            if (listed_in(excluded, ex_first, ex_last, v * t_count + t)) continue;
             if (count < pair_capacity) {
                 out_v[count] = v;
                 out_t[count] = t;
@@ -297,6 +372,22 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
         if (count <= pair_capacity) sort_group(out_t, out_d, group, count);
     }
     return count;
+}
+
+/* Whether edges a and b may be an edge-edge pair of softsim_self_ee_pairs before the exact distance, without branches:
+ * no shared vertex, and their bounding spheres (midpoint, half length; cache as fill_boxes leaves it) within reach +
+ * the two skins, with round-off slack (a necessary condition of the exact test, cheaper). */
+static inline int ee_may_pair(const int64_t *edges, const double *cache, const double *skin_e, double reach, int64_t a,
+                              int64_t b) {
+    const int64_t *A = edges + 2 * a, *B = edges + 2 * b;
+    int apart = (A[0] != B[0]) & (A[0] != B[1]) & (A[1] != B[0]) & (A[1] != B[1]);
+    double limit = reach + skin_e[a] + skin_e[b];
+    const double *sa = cache + BOX_STRIDE * a + 6;
+    const double *sb = cache + BOX_STRIDE * b + 6;
+    double g[3];
+    for (int i = 0; i < 3; i++) g[i] = sa[i] - sb[i];
+    double r = (limit + sa[3] + sb[3]) * (1.0 + 1e-9) + 1e-12;
+    return apart & !(dot3_in_order(g, g) > r * r);
 }
 
 SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
@@ -310,8 +401,8 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
     needs[0] = 0;
     if (e_count < 2) return 0;
     fill_boxes(&boxes, e_count);
-    double inv_h = 1.0 / cell_size(&boxes, e_count, &boxes, 0);
-    int64_t entries = fill_grid(&boxes, NULL, e_count, inv_h, table_size, table_start, entry_capacity, entry_element,
+    Scale scale = grid_scale(cell_size(&boxes, e_count, &boxes, 0), &boxes, e_count);
+    int64_t entries = fill_grid(&boxes, NULL, e_count, &scale, table_size, table_start, entry_capacity, entry_element,
                                 entry_cell);
     needs[0] = entries;
     if (entries > entry_capacity) return -1;
@@ -320,23 +411,17 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
         box_of(&boxes, a, qlo, qhi);
         const int64_t *A = edges + 2 * a;
         int64_t group = count;
-        FOR_EACH_OVERLAP(&boxes, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, b <= a, {
+        /* a's excluded partners: the run of keys a * e_count + b, found once (few: searched per pair they cost more
+         * than the distance) */
+        int64_t ex_first = first_above(excluded, excluded_count, a * e_count - 1);
+        int64_t ex_last = first_above(excluded, excluded_count, a * e_count + e_count - 1);
+        FOR_EACH_OVERLAP(&boxes, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, a, 0,
+                         ee_may_pair(edges, boxes.cache, skin_e, reach, a, b), {
             const int64_t *B = edges + 2 * b;
-            if (A[0] == B[0] || A[0] == B[1] || A[1] == B[0] || A[1] == B[1]) continue;
             double limit = reach + skin_e[a] + skin_e[b];
-            {
-                /* Bounding spheres (midpoint, half length) farther apart than the limit, with round-off slack: the
-                 * segments are too (a necessary condition of the exact test, cheaper). */
-                const double *sa = boxes.cache + BOX_STRIDE * a + 6;
-                const double *sb = boxes.cache + BOX_STRIDE * b + 6;
-                double g[3];
-                for (int i = 0; i < 3; i++) g[i] = sa[i] - sb[i];
-                double r = (limit + sa[3] + sb[3]) * (1.0 + 1e-9) + 1e-12;
-                if (dot3_in_order(g, g) > r * r) continue;
-            }
             double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
             if (!(d <= limit)) continue;
-            if (excluded_count && excluded_key(excluded, excluded_count, a * e_count + b)) continue;
+            if (listed_in(excluded, ex_first, ex_last, a * e_count + b)) continue;
             if (count < pair_capacity) {
                 out_a[count] = a;
                 out_b[count] = b;
@@ -448,7 +533,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
         double extent = 2.0 * (skin_v[v] * (1.0 + 1e-9) + 1e-12);
         if (extent / 8.0 > h) h = extent / 8.0;
     }
-    double inv_h = 1.0 / h;
+    Scale scale = grid_scale(h, &tris, t_count);
     if (grown_v_count <= GROW_SCAN && grown_t_count <= GROW_SCAN) {
         /* Grown elements few enough: every box against theirs (runs of them first, by their union box), no grid (its
          * fill costs more than these tests). */
@@ -489,7 +574,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
     for (int part = 0; part < 2; part++) {
         int64_t queries = part == 0 ? grown_v_count : n;
         if (queries == 0 || (part == 1 && grown_t_count == 0)) continue;
-        int64_t entries = fill_grid(&tris, part == 0 ? NULL : grown_t, part == 0 ? t_count : grown_t_count, inv_h,
+        int64_t entries = fill_grid(&tris, part == 0 ? NULL : grown_t, part == 0 ? t_count : grown_t_count, &scale,
                                     table_size, table_start, entry_capacity, entry_element, entry_cell);
         if (entries > needs[0]) needs[0] = entries;
         if (entries > entry_capacity) return -1;
@@ -503,7 +588,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
                 qlo[i] = p[i] - margin;
                 qhi[i] = p[i] + margin;
             }
-            FOR_EACH_OVERLAP(&tris, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, 0, {
+            FOR_EACH_OVERLAP(&tris, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, -1, 0, 1, {
                 const int64_t *tri = triangles + 3 * t;
                 GROW_VT_PAIR(v, t);
             });
@@ -578,8 +663,8 @@ SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64
         }
         return count;
     }
-    double inv_h = 1.0 / cell_size(&boxes, e_count, &boxes, 0);
-    int64_t entries = fill_grid(&boxes, NULL, e_count, inv_h, table_size, table_start, entry_capacity, entry_element,
+    Scale scale = grid_scale(cell_size(&boxes, e_count, &boxes, 0), &boxes, e_count);
+    int64_t entries = fill_grid(&boxes, NULL, e_count, &scale, table_size, table_start, entry_capacity, entry_element,
                                 entry_cell);
     needs[0] = entries;
     if (entries > entry_capacity) return -1;
@@ -587,8 +672,8 @@ SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64
         int64_t a = grown_e[q];
         double qlo[3], qhi[3];
         box_of(&boxes, a, qlo, qhi);
-        FOR_EACH_OVERLAP(&boxes, inv_h, table_size, table_start, entry_element, entry_cell, qlo, qhi, b,
-                         b == a || (grown_e_mask[b] && b < a), { GROW_EE_PAIR(a, b); });
+        FOR_EACH_OVERLAP(&boxes, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, -1,
+                         (b == a) | (grown_e_mask[b] & (b < a)), 1, { GROW_EE_PAIR(a, b); });
     }
     return count;
 }

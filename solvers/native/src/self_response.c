@@ -70,21 +70,37 @@ static inline double edge_max(const double *values, const int64_t *c) { return n
  * dist - thickness <= both_A + both_B (both_E = the largest motion over element E's particles + the largest moved),
  * its reach is thickness + (motion_A + motion_B), and it is kept when its two elements' boxes at x are within
  * reach * (1 + 1e-9) + 1e-12 of each other on every axis (_overlapping). Writes the kept positions in the list
- * (0 .. k + m - 1, ascending) to out_pos and their reaches to out_reach (both up to k + m long); returns how many. */
+ * (0 .. k + m - 1, ascending) to out_pos and their reaches to out_reach (both up to k + m long); returns how many.
+ * t_count, e_count: the body's triangles and edges; scratch (2 t_count + 2 e_count,) the caller's. */
 int64_t softsim_self_list_check(const double *x, int64_t n, const double *motion, const double *moved,
                                 const int64_t *triangles, const int64_t *edges, int64_t k, const int64_t *list_v,
                                 const int64_t *list_t, int64_t m, const int64_t *list_a, const int64_t *list_b,
-                                const double *dist, double thickness, int64_t *out_pos, double *out_reach) {
+                                const double *dist, double thickness, int64_t *out_pos, double *out_reach,
+                                int64_t t_count, int64_t e_count, double *scratch) {
     (void)n;
     int64_t count = 0;
     double lo_a[3], hi_a[3], lo_b[3], hi_b[3];
+    /* Each element's largest motion and that plus its largest moved, once (the pairs outnumber the elements and
+     * would gather them pair by pair): the same sums, so the same bits. */
+    double *motion_t = scratch, *both_t_of = scratch + t_count;
+    double *motion_e = scratch + 2 * t_count, *both_e_of = scratch + 2 * t_count + e_count;
+    for (int64_t i = 0; k && i < t_count; i++) {
+        const int64_t *c = triangles + 3 * i;
+        motion_t[i] = triangle_max(motion, c);
+        both_t_of[i] = motion_t[i] + triangle_max(moved, c);
+    }
+    for (int64_t i = 0; m && i < e_count; i++) {
+        const int64_t *c = edges + 2 * i;
+        motion_e[i] = edge_max(motion, c);
+        both_e_of[i] = motion_e[i] + edge_max(moved, c);
+    }
     for (int64_t i = 0; i < k; i++) {
-        int64_t v = list_v[i];
-        const int64_t *c = triangles + 3 * list_t[i];
-        double motion_v = motion[v], motion_t = triangle_max(motion, c);
-        double both_v = motion_v + moved[v], both_t = motion_t + triangle_max(moved, c);
-        if (!(dist[i] - thickness <= both_v + both_t)) continue;
-        double reach = thickness + (motion_v + motion_t);
+        int64_t v = list_v[i], t = list_t[i];
+        double motion_v = motion[v];
+        double both_v = motion_v + moved[v];
+        if (!(dist[i] - thickness <= both_v + both_t_of[t])) continue;
+        const int64_t *c = triangles + 3 * t;
+        double reach = thickness + (motion_v + motion_t[t]);
         double r = reach * (1.0 + 1e-9) + 1e-12;
         triangle_box(x, c, lo_b, hi_b);
         if (!boxes_close(x + 3 * v, x + 3 * v, lo_b, hi_b, r)) continue;
@@ -92,11 +108,10 @@ int64_t softsim_self_list_check(const double *x, int64_t n, const double *motion
         out_reach[count++] = reach;
     }
     for (int64_t i = 0; i < m; i++) {
-        const int64_t *ca = edges + 2 * list_a[i], *cb = edges + 2 * list_b[i];
-        double motion_a = edge_max(motion, ca), motion_b = edge_max(motion, cb);
-        double both_a = motion_a + edge_max(moved, ca), both_b = motion_b + edge_max(moved, cb);
-        if (!(dist[k + i] - thickness <= both_a + both_b)) continue;
-        double reach = thickness + (motion_a + motion_b);
+        int64_t a = list_a[i], b = list_b[i];
+        if (!(dist[k + i] - thickness <= both_e_of[a] + both_e_of[b])) continue;
+        const int64_t *ca = edges + 2 * a, *cb = edges + 2 * b;
+        double reach = thickness + (motion_e[a] + motion_e[b]);
         double r = reach * (1.0 + 1e-9) + 1e-12;
         edge_box(x, ca, lo_a, hi_a);
         edge_box(x, cb, lo_b, hi_b);
@@ -218,20 +233,25 @@ static inline void swept_box(const double *lo, const double *hi, int64_t n, cons
  * distances at x and at x_start sum to at most (motion_A + motion_B) + slack (motion_E the largest motion (n,) over
  * E's particles). The vertex-triangle distances are those of self_pairs._vt_distance over the batch of pairs whose
  * boxes overlap (its border dot products in that batch's order, once at x and once at x_start). Writes the kept
- * positions in the list (ascending, up to k + m) to out_pos and returns how many. */
+ * positions in the list (ascending, up to k + m) to out_pos and returns how many. t_count, e_count: the body's
+ * triangles and edges; scratch (t_count + e_count,) the caller's. */
 int64_t softsim_self_witnesses(const double *x, const double *x_start, int64_t n, const double *lo, const double *hi,
                                const double *motion, const double *bound, const int64_t *triangles,
                                const int64_t *edges, int64_t k, const int64_t *list_v, const int64_t *list_t,
                                int64_t m, const int64_t *list_a, const int64_t *list_b, const double *dist,
-                               double slack, int64_t *out_pos) {
+                               double slack, int64_t *out_pos, int64_t t_count, int64_t e_count, double *scratch) {
     const double r = 0.0 * (1.0 + 1e-9) + 1e-12;
     int64_t count = 0;
     double lo_a[3], hi_a[3], lo_b[3], hi_b[3];
+    /* Each element's largest bound, once (softsim_self_list_check says why). */
+    double *bound_t = scratch, *bound_e = scratch + t_count;
+    for (int64_t i = 0; k && i < t_count; i++) bound_t[i] = triangle_max(bound, triangles + 3 * i);
+    for (int64_t i = 0; m && i < e_count; i++) bound_e[i] = edge_max(bound, edges + 2 * i);
     /* Vertex-triangle pairs: near and swept boxes overlapping, then the batch's distance test. */
     for (int64_t i = 0; i < k; i++) {
         int64_t v = list_v[i];
+        if (!(dist[i] <= bound[v] + bound_t[list_t[i]])) continue;
         const int64_t *c = triangles + 3 * list_t[i];
-        if (!(dist[i] <= bound[v] + triangle_max(bound, c))) continue;
         swept_box(lo, hi, n, &v, 1, lo_a, hi_a);
         swept_box(lo, hi, n, c, 3, lo_b, hi_b);
         if (!boxes_close(lo_a, hi_a, lo_b, hi_b, r)) continue;
@@ -256,8 +276,8 @@ int64_t softsim_self_witnesses(const double *x, const double *x_start, int64_t n
     }
     /* Edge-edge pairs (their distances do not depend on the batch). */
     for (int64_t i = 0; i < m; i++) {
+        if (!(dist[k + i] <= bound_e[list_a[i]] + bound_e[list_b[i]])) continue;
         const int64_t *ca = edges + 2 * list_a[i], *cb = edges + 2 * list_b[i];
-        if (!(dist[k + i] <= edge_max(bound, ca) + edge_max(bound, cb))) continue;
         swept_box(lo, hi, n, ca, 2, lo_a, hi_a);
         swept_box(lo, hi, n, cb, 2, lo_b, hi_b);
         if (!boxes_close(lo_a, hi_a, lo_b, hi_b, r)) continue;

@@ -247,7 +247,8 @@ SOFTSIM_API int64_t softsim_self_list_check(const double *x, int64_t n, const do
                                             const int64_t *triangles, const int64_t *edges, int64_t k,
                                             const int64_t *list_v, const int64_t *list_t, int64_t m,
                                             const int64_t *list_a, const int64_t *list_b, const double *dist,
-                                            double thickness, int64_t *out_pos, double *out_reach);
+                                            double thickness, int64_t *out_pos, double *out_reach,
+                                            int64_t t_count, int64_t e_count, double *scratch);
 /* The contact stencils of vertex-triangle then edge-edge pairs (self_response.c; self_pairs._Stencils): idx, coef
  * (k, 4), r, n (k, 3), dist, plane (k,), ok, interior (k,) bytes. */
 SOFTSIM_API void softsim_self_stencils(const double *x, const int64_t *triangles, const int64_t *edges, int64_t k_vt,
@@ -262,7 +263,8 @@ SOFTSIM_API int64_t softsim_self_witnesses(const double *x, const double *x_star
                                            const int64_t *triangles, const int64_t *edges, int64_t k,
                                            const int64_t *list_v, const int64_t *list_t, int64_t m,
                                            const int64_t *list_a, const int64_t *list_b, const double *dist,
-                                           double slack, int64_t *out_pos);
+                                           double slack, int64_t *out_pos, int64_t t_count, int64_t e_count,
+                                           double *scratch);
 /* Whether a Verlet list still holds: every element's motion since the build and in the step within its skin
  * (self_response.c; SelfBroadPhase._list_holds). */
 SOFTSIM_API int64_t softsim_self_list_holds(const double *moved, const double *motion, int64_t n,
