@@ -1,7 +1,8 @@
 """Blender operators, the frame-change handler and the bridge to the pure engine."""
 import bpy
 
-from . import bake, live, material_presets, presets, tetrahedralize, trash
+from ..solvers import native
+from . import bake, bridge, live, material_presets, presets, tetrahedralize, trash
 from .output import undo
 
 classes = bake.classes + presets.classes + material_presets.classes + tetrahedralize.classes
@@ -14,6 +15,9 @@ def register():
     live.register()
     trash.register()
     undo.register()
+    # The native library's load and the self-tests a cloth's first bake needs, in a background thread (~50 ms),
+    # so that the first Bake does not wait for them.
+    native.warm_up(bridge.compute_preference())
 
 
 def unregister():

@@ -37,6 +37,24 @@ def test_register_and_unregister_twice_leave_nothing_behind():
         assert not hasattr(bpy.types, "PHYSICS_PT_softsim")
 
 
+def test_enabling_the_add_on_warms_up_the_native_library_in_the_background():
+    """register() starts loading the library and self-testing what a cloth's first bake binds, off the main thread."""
+    if os.environ.get("SOFTSIM_COMPUTE", "").upper() == "NUMPY":
+        pytest.skip("Compute forced to NumPy in this process: nothing to warm up")
+    module = import_addon()
+    module.register()
+    try:
+        from soft_sim.solvers.native import library
+
+        threads = list(library._WARM_UP)
+        assert threads and threads[0].name == "softsim-native-warm-up"
+        threads[0].join()
+        loaded = library.load()  # None only where the library is missing or refused (status() says why)
+        assert loaded is None or set(library.WARM_UP_FAMILIES) <= set(loaded.verdicts)
+    finally:
+        module.unregister()
+
+
 def engine_frames(cloth, sphere, scene):
     """What the solver must produce for the lab scene: the pure engine run on the same arrays, local space."""
     n = len(cloth.data.vertices)

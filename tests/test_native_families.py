@@ -114,3 +114,25 @@ def test_every_family_passes_its_self_test(fresh):
     assert selftest.run_all(library) == ""
     assert all(library.ready(family) for family in selftest.FAMILIES)
     assert native.status()[1] == native.status()[1].split(";")[0]  # no family named as failed
+
+
+def test_the_warm_up_loads_and_tests_what_a_cloth_bake_binds_first(fresh):
+    thread = native.warm_up("AUTO")
+    thread.join()
+    library = native.load()
+    assert library is not None and set(library.verdicts) == set(native.library.WARM_UP_FAMILIES)
+    assert all(problem == "" for problem in library.verdicts.values())
+
+
+def test_no_warm_up_on_the_numpy_path(fresh):
+    assert native.warm_up("NUMPY") is None
+    fresh.setenv("SOFTSIM_COMPUTE", "NUMPY")
+    assert native.warm_up("AUTO") is None
+
+
+def test_a_reload_waits_for_a_running_warm_up(fresh):
+    """The warm-up's load must not land after a reload (it would bring back the library a test pointed away from)."""
+    thread = native.warm_up("AUTO")
+    native.reload()
+    assert not thread.is_alive()
+    assert native.library._LOADER.done is False
