@@ -142,9 +142,9 @@ static inline void box_of(const Boxes *boxes, int64_t element, double *lo, doubl
     }
 }
 
-/* Cell size: CELL_FACTOR times the mean grown extent of the inserted boxes, at least an eighth of the largest box of either set
+/* Cell size: CELL_FACTOR times the mean grown extent of the inserted boxes, at least an eighth of the largest of them
  * (so no box spans more than nine cells per axis). */
-static double cell_size(const Boxes *insert, int64_t insert_count, const Boxes *query, int64_t query_count) {
+static double cell_size(const Boxes *insert, int64_t insert_count) {
     double sum = 0.0, largest = 0.0;
     for (int64_t e = 0; e < insert_count; e++) {
         double lo[3], hi[3];
@@ -153,14 +153,6 @@ static double cell_size(const Boxes *insert, int64_t insert_count, const Boxes *
             double extent = hi[i] - lo[i];
             if (!(extent <= largest)) largest = extent == extent ? extent : largest;
             sum += extent;
-        }
-    }
-    for (int64_t e = 0; e < query_count; e++) {
-        double lo[3], hi[3];
-        box_of(query, e, lo, hi);
-        for (int i = 0; i < 3; i++) {
-            double extent = hi[i] - lo[i];
-            if (!(extent <= largest)) largest = extent == extent ? extent : largest;
         }
     }
     double h = insert_count ? CELL_FACTOR * sum / (3.0 * (double)insert_count) : 1.0;
@@ -181,6 +173,17 @@ static Scale grid_scale(double h, const Boxes *insert, int64_t count) {
     for (int i = 0; i < 3; i++)
         if (!isfinite(scale.origin[i])) scale.origin[i] = 0.0;
     return scale;
+}
+
+/* The vertex-triangle grid's scale: the triangles' cell size, raised so that no vertex's query box (the point grown by
+ * its skin, built inline by the callers) spans more than nine cells per axis either. */
+static Scale vertex_triangle_scale(const Boxes *tris, int64_t t_count, const double *skin_v, int64_t n) {
+    double h = cell_size(tris, t_count);
+    for (int64_t v = 0; v < n; v++) {
+        double extent = 2.0 * (skin_v[v] * (1.0 + 1e-9) + 1e-12);
+        if (extent / 8.0 > h) h = extent / 8.0;
+    }
+    return grid_scale(h, tris, t_count);
 }
 
 /* Fill the grid (counting sort into buckets, stable in element order) with the elements 0 .. count - 1, or with
@@ -333,13 +336,7 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
     needs[0] = 0;
     if (n == 0 || t_count == 0) return 0;
     fill_boxes(&tris, t_count);
-    /* A vertex's query box is the point grown by its skin, built inline (no corner array for it). */
-    double h = cell_size(&tris, t_count, &tris, 0);
-    for (int64_t v = 0; v < n; v++) {
-        double extent = 2.0 * (skin_v[v] * (1.0 + 1e-9) + 1e-12);
-        if (extent / 8.0 > h) h = extent / 8.0;
-    }
-    Scale scale = grid_scale(h, &tris, t_count);
+    Scale scale = vertex_triangle_scale(&tris, t_count, skin_v, n);
     int64_t entries = fill_grid(&tris, NULL, t_count, &scale, table_size, table_start, entry_capacity, entry_element,
                                 entry_cell);
     needs[0] = entries;
@@ -401,7 +398,7 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
     needs[0] = 0;
     if (e_count < 2) return 0;
     fill_boxes(&boxes, e_count);
-    Scale scale = grid_scale(cell_size(&boxes, e_count, &boxes, 0), &boxes, e_count);
+    Scale scale = grid_scale(cell_size(&boxes, e_count), &boxes, e_count);
     int64_t entries = fill_grid(&boxes, NULL, e_count, &scale, table_size, table_start, entry_capacity, entry_element,
                                 entry_cell);
     needs[0] = entries;
@@ -528,12 +525,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
     needs[0] = 0;
     if (n == 0 || t_count == 0 || (grown_v_count == 0 && grown_t_count == 0)) return 0;
     fill_boxes(&tris, t_count);
-    double h = cell_size(&tris, t_count, &tris, 0);
-    for (int64_t v = 0; v < n; v++) {
-        double extent = 2.0 * (skin_v[v] * (1.0 + 1e-9) + 1e-12);
-        if (extent / 8.0 > h) h = extent / 8.0;
-    }
-    Scale scale = grid_scale(h, &tris, t_count);
+    Scale scale = vertex_triangle_scale(&tris, t_count, skin_v, n);
     if (grown_v_count <= GROW_SCAN && grown_t_count <= GROW_SCAN) {
         /* Grown elements few enough: every box against theirs (runs of them first, by their union box), no grid (its
          * fill costs more than these tests). */
@@ -663,7 +655,7 @@ SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64
         }
         return count;
     }
-    Scale scale = grid_scale(cell_size(&boxes, e_count, &boxes, 0), &boxes, e_count);
+    Scale scale = grid_scale(cell_size(&boxes, e_count), &boxes, e_count);
     int64_t entries = fill_grid(&boxes, NULL, e_count, &scale, table_size, table_start, entry_capacity, entry_element,
                                 entry_cell);
     needs[0] = entries;
