@@ -19,6 +19,36 @@ static inline double dot_in_order(const double *u, const double *v) { return (u[
 static inline double min2(double a, double b) { return b < a ? b : a; }
 static inline double max2(double a, double b) { return b > a ? b : a; }
 
+/* The largest |x_p - x0_p|^2 over particles 0 .. n - 1 (NumPy's max of the row sums; 0 for n = 0), each row sum by
+ * `dot` (the order of the twin's expression: dot_rows or dot_in_order). */
+static inline double largest_motion2(const double *x, const double *x0, int64_t n,
+                                     double (*dot)(const double *, const double *))
+{
+    double largest = 0.0;
+    for (int64_t p = 0; p < n; ++p) {
+        double m[3] = {x[3 * p] - x0[3 * p], x[3 * p + 1] - x0[3 * p + 1], x[3 * p + 2] - x0[3 * p + 2]};
+        double s = dot(m, m);
+        if (s > largest || p == 0)
+            largest = s;
+    }
+    return largest;
+}
+
+/* The largest squared length of edges (count, 2) at x (the max of the rows' d . d by dot_rows; 0 for no edge).
+ * Either end may come first: a - b is -(b - a) exactly, so its square is the same. */
+static inline double largest_edge2(const double *x, const int64_t *edges, int64_t count)
+{
+    double largest = 0.0;
+    for (int64_t e = 0; e < count; ++e) {
+        const double *a = x + 3 * edges[2 * e], *b = x + 3 * edges[2 * e + 1];
+        double d[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+        double s = dot_rows(d, d);
+        if (s > largest || e == 0)
+            largest = s;
+    }
+    return largest;
+}
+
 /* collider_contacts.contact_sweeps: the sweeps a step's end-of-step push needs, ceil(largest free motion |x - x_prev|
  * / sweep_length) at most max_sweeps. Returns 1 and sets *sweeps when that is more than one (the caller hands the
  * step back to be walked in sweeps), else 0 (no free particle, or one sweep: the caller goes on). */

@@ -267,15 +267,7 @@ static void allowances(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, 
             out[points ? points[i] : i] = tight;
         return;
     }
-    double largest = 0.0;
-    for (int64_t e = 0; e < plan->edge_count; ++e) {
-        const double *a = x + 3 * plan->edges[2 * e], *b = x + 3 * plan->edges[2 * e + 1];
-        double span[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
-        double s = dot_rows(span, span);
-        if (s > largest || e == 0)
-            largest = s;
-    }
-    double longest = sqrt(largest), reach = c->thickness;
+    double longest = sqrt(largest_edge2(x, plan->edges, plan->edge_count)), reach = c->thickness;
     for (int64_t i = 0; i < count; ++i) {
         int64_t p = points ? points[i] : i;
         const double *xp = x + 3 * p;
@@ -550,14 +542,7 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
     const SoftsimMeshFrame *f = plan->mesh;
     int64_t n = plan->n;
     /* MeshCollider.contact's margin: the largest motion of any particle (travel 0), at least SEARCH_MARGIN */
-    double largest = 0.0;
-    for (int64_t p = 0; p < n; ++p) {
-        double moved[3] = {x[3 * p] - x_prev[3 * p], x[3 * p + 1] - x_prev[3 * p + 1], x[3 * p + 2] - x_prev[3 * p + 2]};
-        double s = dot_rows(moved, moved);
-        if (s > largest || p == 0)
-            largest = s;
-    }
-    double reach = n ? sqrt(largest) + 0.0 : 0.0;
+    double reach = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) + 0.0 : 0.0;
     double margin = reach > f->settings[SEARCH_MARGIN] ? reach : f->settings[SEARCH_MARGIN];
     int64_t count = 0;
     for (int64_t k = 0; k < plan->collider_count; ++k) {

@@ -33,28 +33,13 @@ static inline double longest_edge(const double *x, int64_t n, int64_t edge_count
                                   double *state, double *x0, double refit_growth)
 {
     if (state[0] != 0.0) {
-        double largest = 0.0;
-        for (int64_t p = 0; p < n; ++p) {
-            double m[3] = {x[3 * p] - x0[3 * p], x[3 * p + 1] - x0[3 * p + 1], x[3 * p + 2] - x0[3 * p + 2]};
-            double s = dot_in_order(m, m);
-            if (s > largest || p == 0)
-                largest = s;
-        }
-        double bound = state[1] + 2.0 * sqrt(largest);
+        double bound = state[1] + 2.0 * sqrt(largest_motion2(x, x0, n, dot_in_order));
         if (bound <= refit_growth * state[1])
             return bound;
     }
     if (edge_count == 0)
         return 0.0;
-    double largest = 0.0;
-    for (int64_t e = 0; e < edge_count; ++e) {
-        const double *a = x + 3 * edges[2 * e], *b = x + 3 * edges[2 * e + 1];
-        double d[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
-        double s = dot_rows(d, d);
-        if (s > largest || e == 0)
-            largest = s;
-    }
-    state[1] = sqrt(largest);
+    state[1] = sqrt(largest_edge2(x, edges, edge_count));
     for (int64_t k = 0; k < 3 * n; ++k)
         x0[k] = x[k];
     state[0] = 1.0;
