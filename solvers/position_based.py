@@ -273,9 +273,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         self._iterate(x, dt, multipliers, iterations, symmetric, native.project if contacts else None)
         if contacts:
             native.friction(x, x_prev)
-        # A step walked in sweeps takes the NumPy twin; so does every step of a self-colliding body: the C sphere face
-        # push agrees with its twin to round-off only, and self-collision's results are the same on both paths.
-        if colliders and (self.self_collision is not None or native.finish(x, x_prev) > 1):
+        # A step walked in sweeps takes the NumPy twin.
+        if colliders and native.finish(x, x_prev) > 1:
             resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
         self.resolve_self_collision(x, x_prev, colliders)  # may move x_prev (the buffer velocity reads) too
         native.velocity(x, v, dt, np.exp(-self.config.damping * dt) if self.config.damping > 0.0 else None)
