@@ -206,27 +206,39 @@ def build_cape(scene):
 BOX_SIZE = (2.0, 2.0, 0.5)  # [m]
 
 
-def add_box(name, location, size=BOX_SIZE, subdivisions=0):
+def add_box(name, location, size=BOX_SIZE, subdivisions=0, slide=None):
     """A box (scaled cube) standing on z = location[2]; ``subdivisions`` > 0 adds a Simple Subdivision modifier of that
-    level (the same box with 6 * 4**level quads, for the collider's cost)."""
+    level (the same box with 6 * 4**level quads, for the collider's cost). ``slide`` = (offset (3,) [m], last frame):
+    the box is keyframed at frame 1 and moved by ``offset`` by that frame (a moving collider)."""
     bpy.ops.mesh.primitive_cube_add(size=1.0, location=(location[0], location[1], location[2] + size[2] / 2), scale=size)
     box = bpy.context.object
     box.name = name
     if subdivisions:
         modifier = box.modifiers.new("Subdivision", "SUBSURF")
         modifier.subdivision_type, modifier.levels, modifier.render_levels = "SIMPLE", subdivisions, subdivisions
+    if slide is not None:
+        offset, last = slide
+        box.keyframe_insert("location", frame=1)
+        box.location = tuple(np.add(box.location, offset))
+        box.keyframe_insert("location", frame=last)
     return box
 
 
-def build_box(scene, with_box=True, subdivisions=0, n=31):
+BOX_SLIDE = ((0.0, 0.6, 0.0), 24)
+"""The moving box of ``build_box(moving=True)``: 0.6 m along +Y between frames 1 and 24 (eased in and out), under
+the cloth that lands on it at about frame 11."""
+
+
+def build_box(scene, with_box=True, subdivisions=0, n=31, moving=False):
     """Two 3 m cloths (``n`` x ``n``) 6 m apart, 1.5 m above the ground, over a 2 x 2 x 0.5 m box (Mesh Collider) on a
-    ground; ``with_box`` False: the ground alone."""
+    ground; ``with_box`` False: the ground alone; ``moving``: the box slides by ``BOX_SLIDE``."""
     pairs = []
     for side, x in (("Soft Sim", -3.0), ("Built-in", 3.0)):
         cloth = _grid(f"{side} Box Cloth", n, 3.0, (x, 0.0, 1.5))
         colliders = [(_ground(f"{side} Box Ground", 0.0, (x, 0.0), size=5.5), "GROUND")]
         if with_box:
-            colliders.append((add_box(f"{side} Box", (x, 0.0, 0.0), subdivisions=subdivisions), "MESH"))
+            box = add_box(f"{side} Box", (x, 0.0, 0.0), subdivisions=subdivisions, slide=BOX_SLIDE if moving else None)
+            colliders.append((box, "MESH"))
         pairs.append((cloth, colliders))
     return pairs
 
@@ -347,7 +359,6 @@ def _quality(scene, cloth, sphere, frames, box=None, sim_modifier=None):
     if group and sim_modifier:
         index = cloth.vertex_groups[group].index
         pinned = np.array([v.index for v in mesh.vertices if any(g.group == index and g.weight >= 0.5 for g in v.groups)])
-    low_high = _box_bounds(box) if box is not None else None
     rest = None
     strains, crossings, depth, box_depth, box_crossings, pin_error = [], 0, 0.0, 0.0, 0, 0.0
     for frame in frames:
@@ -360,8 +371,8 @@ def _quality(scene, cloth, sphere, frames, box=None, sim_modifier=None):
         if sphere is not None:
             radius = 0.5 * max(sphere.dimensions)
             depth = max(depth, deepest_face_penetration(x, tris, np.array(sphere.matrix_world.translation), radius))
-        if low_high is not None:
-            d, c = box_figures(x, tris, *low_high)
+        if box is not None:  # at this frame: the box may move
+            d, c = box_figures(x, tris, *_box_bounds(box))
             box_depth, box_crossings = max(box_depth, d), max(box_crossings, c)
         if pinned is not None and len(pinned):
             rigged = _without(cloth, sim_modifier, lambda: _world_positions(cloth))
@@ -369,7 +380,7 @@ def _quality(scene, cloth, sphere, frames, box=None, sim_modifier=None):
     strain = np.concatenate(strains)
     figures = dict(max_strain_pct=100.0 * float(strain.max()), p99_strain_pct=100.0 * float(np.percentile(strain, 99)),
                    crossings=int(crossings), face_depth_mm=None if sphere is None else 1000.0 * depth)
-    if low_high is not None:
+    if box is not None:
         figures.update(box_depth_mm=1000.0 * box_depth, box_edge_crossings=box_crossings)
     if pinned is not None:
         figures.update(pin_error_mm=1000.0 * pin_error)
