@@ -374,3 +374,96 @@ class SelfPass:
             self._x_prev(x_prev), *self._finish_p, self._pos_p, self.m, self._stencils[0], self._stencils[1], work_d,
             flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, pointer(self.recovery),
             pointer(self.delta)))
+
+
+class SelfSelect:
+    """The candidate selection of ``SelfBroadPhase._candidates`` in one call (``src/self_select.c``): the step's motion
+    and the motion since the list's build relative to the mean (``_moved``), whether the list holds (``_list_holds``)
+    and the near filter and box test (``_near_pairs``), bit for bit; the list is kept sorted by pair key
+    (``SelfBroadPhase._build``, ``_add_grown``), so the kept pairs come out in the order of the twin's key sort.
+
+    Built once per ``SelfCollision``: the triangles (t, 3) and edges (e, 2) are checked (int64, C-contiguous, indices
+    within [0, n)). A Verlet list's arrays (pairs, distances, build positions, skins) are checked once, when the list
+    changes (``_bind``); per call only x and x_prev are (dtype, contiguity, shape). ``motion`` and ``moved`` (n,) [m]
+    and the outputs are buffers owned here, valid until the next call.
+    """
+
+    MOTION, PAIRS = 1, 2
+    """The ``what`` bits of softsim_self_select (src/softsim_native.h)."""
+
+    def __init__(self, library, triangles, edges, particle_count: int):
+        self.library = library
+        self.n = int(particle_count)
+        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
+        self.edges = checked_indices("edges", edges, self.n, (None, 2))
+        self._x = _PositionsCheck(self.n)
+        self._x_prev = _PositionsCheck(self.n)
+        t, e = len(self.triangles), len(self.edges)
+        self.motion, self.moved = np.zeros(self.n), np.zeros(self.n)
+        self._scratch = np.zeros(2 * (t + e))
+        self._split = np.zeros(1, np.int64)
+        self._bound = None
+        self._capacity = -1
+        self._fixed = (self.n, pointer(self.triangles), t, pointer(self.edges), e)
+        self._buffers = (pointer(self.motion), pointer(self.moved))
+        self._outputs(16)
+
+    def _outputs(self, count: int) -> None:
+        if count <= self._capacity:
+            return
+        self._capacity = count
+        self.out_v, self.out_t = np.zeros(count, np.int64), np.zeros(count, np.int64)
+        self.out_a, self.out_b = np.zeros(count, np.int64), np.zeros(count, np.int64)
+        self.out_reach = np.zeros(count)
+        self._out_p = tuple(pointer(a) for a in (self.out_v, self.out_t, self.out_a, self.out_b, self.out_reach,
+                                                 self._split, self._scratch))
+
+    def _bind(self, lst):
+        """The addresses of a Verlet list's arrays (``SelfBroadPhase._list``: vt, ee, dist, x, skins), checked the first
+        time this list is seen (the same arrays are not checked again)."""
+        (v, t), (a, b), skins = lst["vt"], lst["ee"], lst["skins"]
+        key = (v, t, a, b, lst["dist"], lst["x"]) + tuple(skins)
+        if self._bound is not None and all(p is q for p, q in zip(key, self._bound[0])):
+            return self._bound[1]
+        nt, ne = len(self.triangles), len(self.edges)
+        v = checked_indices("list vt[0]", v, self.n, (None,))
+        k = len(v)
+        t = checked_indices("list vt[1]", t, max(nt, 1) if k else 1, (k,))
+        a = checked_indices("list ee[0]", a, max(ne, 1), (None,))
+        m = len(a)
+        b = checked_indices("list ee[1]", b, max(ne, 1), (m,))
+        if (k and not nt) or (m and not ne):
+            raise ValueError("list: pairs of elements the body does not have")
+        dist = checked("list dist", lst["dist"], F64, (k + m,))
+        x0 = checked("list x", lst["x"], F64, (self.n, 3))
+        s_v = checked("skin_v", skins[0], F64, (self.n,))
+        s_t = checked("skin_t", skins[1], F64, (nt,))
+        s_e = checked("skin_e", skins[2], F64, (ne,))
+        self._outputs(k + m)
+        args = pointer(x0), (k, pointer(v), pointer(t), m, pointer(a), pointer(b), pointer(dist), pointer(s_v),
+                                pointer(s_t), pointer(s_e))
+        self._bound = (key, args)
+        return args
+
+    def _run(self, x, x_prev, lst, thickness: float, what: int) -> int:
+        x0, list_args = self._bind(lst)
+        x_prev_p = self._x_prev(x_prev) if what & self.MOTION else 0
+        return int(self.library.softsim_self_select(self._x(x), x_prev_p, x0, *self._fixed, *list_args,
+                                                    float(thickness), what, *self._buffers, *self._out_p))
+
+    def motion_holds(self, x, x_prev, lst) -> bool:
+        """Fill ``motion`` (|step - mean step| of the step x_prev -> x, both (n, 3) [m]) and ``moved`` (the same since
+        the list's build); whether the list ``lst`` still holds."""
+        return self._run(x, x_prev, lst, 0.0, self.MOTION) >= 0
+
+    def select(self, x, x_prev, lst, thickness: float, motion_given: bool = False):
+        """The candidates at x of the list ``lst``: ((v, t), (e1, e2), reach) as ``SelfBroadPhase._candidates`` returns
+        them, or None when the list does not hold (``motion`` and ``moved`` are then filled; the caller refreshes
+        the list and calls again with ``motion_given``, after putting the particles' motion since the new build in
+        ``moved``)."""
+        count = self._run(x, x_prev, lst, thickness, self.PAIRS if motion_given else self.MOTION | self.PAIRS)
+        if count < 0:
+            return None
+        split = int(self._split[0])
+        return ((self.out_v[:split].copy(), self.out_t[:split].copy()),
+                (self.out_a[:count - split].copy(), self.out_b[:count - split].copy()), self.out_reach[:count].copy())

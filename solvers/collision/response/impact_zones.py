@@ -45,9 +45,16 @@ class ImpactZones:
             return np.zeros((0, 2), np.int64)
         step = x - x_start
         step -= step.mean(axis=0)
-        motion = np.sqrt(np.einsum("ij,ij->i", step, step))
-        moved = self._moved(x)
-        if not self._list_holds(moved, motion):
+        native = self.native_select
+        if native is not None and self._list is not None:
+            # The motions and whether the list holds in one C call (src/self_select.c: the same numbers).
+            holds = native.motion_holds(x, x_start, self._list)
+            motion, moved = native.motion, native.moved
+        else:
+            motion = np.sqrt(np.einsum("ij,ij->i", step, step))
+            moved = self._moved(x)
+            holds = self._list_holds(moved, motion)
+        if not holds:
             moved = self._refresh(x, moved, motion)
         # Swept boxes: the particles' positions over the step with the mean motion taken out run from x - step to x.
         back = x - step

@@ -204,7 +204,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
         library = native_library.load(compute)
         if library is not None and library.ready("self"):  # its self-test failed: NumPy (status() says why)
-            from ...native.self_kernels import SelfCallKernels, SelfPairQuery, SelfPass
+            from ...native.self_kernels import SelfCallKernels, SelfPairQuery, SelfPass, SelfSelect
 
             self.native_pairs = SelfPairQuery(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)
@@ -212,6 +212,8 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                                               np.ascontiguousarray(self.edges), count)
             self.native_pass = SelfPass(library, np.ascontiguousarray(self.triangles),
                                         np.ascontiguousarray(self.edges), count)
+            self.native_select = SelfSelect(library, np.ascontiguousarray(self.triangles),
+                                            np.ascontiguousarray(self.edges), count)
         x0 = model.rest_positions
         if skin is None:
             e = self.edges if len(self.edges) else triangle_edges(self.triangles)

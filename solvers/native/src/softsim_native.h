@@ -310,6 +310,18 @@ SOFTSIM_API int64_t softsim_self_pass_finish(double *x_prev, const double *inv_m
                                              const unsigned char *flags, double *depth, unsigned char *ever,
                                              int64_t update_live, int64_t *live, int64_t live_count,
                                              double *recovery, double *delta);
+/* Cloth self-collision's candidate selection in one call (self_select.c; SelfBroadPhase._candidates): with
+ * SELF_SELECT_MOTION the step's motion and the motion since the list's build (relative to the mean) and whether the
+ * list holds (-1 when not), with SELF_SELECT_PAIRS the listed pairs near enough at x, in list order (sorted by key). */
+enum { SELF_SELECT_MOTION = 1, SELF_SELECT_PAIRS = 2 };
+SOFTSIM_API int64_t softsim_self_select(const double *x, const double *x_prev, const double *x0, int64_t n,
+                                        const int64_t *triangles, int64_t t_count, const int64_t *edges,
+                                        int64_t e_count, int64_t k, const int64_t *list_v, const int64_t *list_t,
+                                        int64_t m, const int64_t *list_a, const int64_t *list_b, const double *dist,
+                                        const double *skin_v, const double *skin_t, const double *skin_e,
+                                        double thickness, int64_t what, double *motion, double *moved,
+                                        int64_t *out_v, int64_t *out_t, int64_t *out_a, int64_t *out_b,
+                                        double *out_reach, int64_t *out_split, double *scratch);
 /* The implicit solvers (implicit.c): Projective Dynamics' local step for the sets projected onto a sphere (edge
  * springs, curved hinges) and the scatter of their targets into the global right-hand side; the 3x3-block sparse
  * matrix-vector product of the implicit mass-spring solver's linear solves. */
