@@ -292,6 +292,8 @@ class SelfPass:
         self.load = np.zeros(n)
         self.delta = np.zeros((n, 3))
         self.batch_size = np.zeros(1, np.int64)
+        self.kept_count = np.zeros(1, np.int64)
+        self._inv_mass = None
         self._capacity = -1
         self._grow(16)
 
@@ -307,6 +309,15 @@ class SelfPass:
         self.ok, self.interior = np.zeros(c, bool), np.zeros(c, bool)
         self.work_d, self.flags = np.zeros((c, 6)), np.zeros(c, np.uint8)
         self.recovery = np.zeros(c)
+        # setup's outputs: the kept pairs (vertex-triangle, edge-edge), their per-pair values and results.
+        self.kept_v, self.kept_t = np.zeros(c, np.int64), np.zeros(c, np.int64)
+        self.kept_a, self.kept_b = np.zeros(c, np.int64), np.zeros(c, np.int64)
+        self.side_buffer, self.target_buffer, self.approach_buffer = np.zeros(c), np.zeros(c), np.zeros(c)
+        self.depth_buffer, self.ever_buffer = np.zeros(c), np.zeros(c, bool)
+        self._setup_p = tuple(pointer(a) for a in (
+            self.kept_v, self.kept_t, self.kept_a, self.kept_b, self.kept_count, self.idx, self.coef, self.r,
+            self.normal, self.dist, self.plane, self.ok, self.interior, self.side_buffer, self.target_buffer,
+            self.approach_buffer, self.live, self.depth_buffer, self.ever_buffer))
         self._own = [pointer(a) for a in (self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok,
                                           self.interior)]
         self._scratch = [pointer(a) for a in (self.work_d, self.flags, self.load, self.delta, self.batch_size)]
@@ -348,6 +359,47 @@ class SelfPass:
         self._masks_p = (pointer(self.changed), pointer(self.touched_mask))
         self._finish_p = (pointer(self.inv_mass), self.n, pointer(self.approach_target))
         self._results_p = (pointer(self.work_d), pointer(self.flags), pointer(self.depth), pointer(self.ever))
+
+    def setup(self, x, x_prev, vt, ee, reach, inv_mass, thickness: float, recovery: float) -> int:
+        """``begin`` with the preamble of ``SelfCollision._respond`` in one call (``softsim_self_pass_setup``, bit for
+        bit): of the candidates vt = (v, t), ee = (e1, e2) with their reaches (k,) [m] (``_candidates``), keep those
+        within reach at x (n, 3) [m] with a particle that moves (inv_mass (n,) [1/kg] > 0; the call's array, as in
+        ``begin``), their stencils at x the first pass's; side, approach_target and target from their stencils at
+        x_prev (n, 3) [m] (recovery = RECOVERY * thickness [m]). Returns the kept count c; ``pairs`` ((v, t, e1, e2)),
+        ``side``, ``target``, ``approach_target`` (c,) are views of buffers owned here."""
+        v = checked_indices("v", vt[0], self.n, (None,))
+        k_vt = len(v)
+        t = checked_indices("t", vt[1], max(len(self.triangles), 1), (k_vt,))
+        a = checked_indices("e1", ee[0], max(len(self.edges), 1), (None,))
+        k_ee = len(a)
+        b = checked_indices("e2", ee[1], max(len(self.edges), 1), (k_ee,))
+        if (k_vt and not len(self.triangles)) or (k_ee and not len(self.edges)):
+            raise ValueError("pass: pairs of elements the body does not have")
+        reach = checked("reach", reach, F64, (k_vt + k_ee,))
+        if inv_mass is not self._inv_mass:
+            self._inv_mass = checked("inv_mass", inv_mass, F64, (self.n,))
+        self._grow(k_vt + k_ee)
+        c = int(self.library.softsim_self_pass_setup(
+            self._x(x), self._x_prev(x_prev), pointer(inv_mass), pointer(self.triangles), pointer(self.edges), k_vt,
+            pointer(v), pointer(t), k_ee, pointer(a), pointer(b), pointer(reach), float(thickness), float(recovery),
+            *self._setup_p))
+        kept = int(self.kept_count[0])
+        v, t, a, b = self.kept_v[:kept], self.kept_t[:kept], self.kept_a[:c - kept], self.kept_b[:c - kept]
+        self.inv_mass = inv_mass
+        self.side, self.target = self.side_buffer[:c], self.target_buffer[:c]
+        self.approach_target = self.approach_buffer[:c]
+        self.depth, self.ever = self.depth_buffer[:c], self.ever_buffer[:c]
+        self.count, self.k_vt, self.pairs = c, kept, (v, t, a, b)
+        self.live_count = c
+        self.given = True
+        self.m = 0
+        self._first_p = self._own
+        self._call_p = (pointer(inv_mass), self.n, pointer(self.triangles), pointer(self.edges), c, kept,
+                        pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target))
+        self._masks_p = (pointer(self.changed), pointer(self.touched_mask))
+        self._finish_p = (pointer(inv_mass), self.n, pointer(self.approach_target))
+        self._results_p = (pointer(self.work_d), pointer(self.flags), pointer(self.depth), pointer(self.ever))
+        return c
 
     def run(self, x, thickness: float, tolerance: float, restrict_violating: bool) -> int:
         """The first half of one pass on x (n, 3) [m], in place: returns the active pairs (0: nothing moved)."""

@@ -308,26 +308,36 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     def _respond(self, x, x_prev, colliders=()):
         vt, ee, reach = self._candidates(x, x_prev)
         w = self.inv_mass
-        now = self._stencils(x, vt, ee)
-        k = len(vt[0])
-        keep = (now.dist <= reach) & (_row_max(w, now.idx) > 0.0)
-        vt = (vt[0][keep[:k]], vt[1][keep[:k]])
-        ee = (ee[0][keep[k:]], ee[1][keep[k:]])
-        self.last_candidates = len(vt[0]) + len(ee[0])
-        if self.last_candidates == 0:
-            return 0
-        plane_now = now.plane[keep]
+        native = self.native_pass
+        if native is not None:
+            # The stencils, the kept pairs, side and targets below in one C call (src/self_select.c, bit for bit).
+            self.last_candidates = native.setup(x, x_prev, vt, ee, reach, w, self.thickness, RECOVERY * self.thickness)
+            if self.last_candidates == 0:
+                return 0
+            v, t, e1, e2 = native.pairs
+            vt, ee, side, target = (v, t), (e1, e2), native.side, native.target
+            count = self.last_candidates
+        else:
+            now = self._stencils(x, vt, ee)
+            k = len(vt[0])
+            keep = (now.dist <= reach) & (_row_max(w, now.idx) > 0.0)
+            vt = (vt[0][keep[:k]], vt[1][keep[:k]])
+            ee = (ee[0][keep[k:]], ee[1][keep[k:]])
+            self.last_candidates = len(vt[0]) + len(ee[0])
+            if self.last_candidates == 0:
+                return 0
+            plane_now = now.plane[keep]
 
-        # Side and gap at the step's start.
-        before = self._stencils(x_prev, vt, ee)
-        side = np.where(before.ok & (np.abs(before.plane) > 1e-12), np.sign(before.plane), np.where(plane_now < 0.0, -1.0, 1.0))
-        # Approach removal changes velocities: restore at most the gap the pair had at the start. Recovery towards
-        # thickness (at most RECOVERY * thickness per step) is also added to x_prev, so it moves the pair without
-        # giving it any velocity (Macklin et al. 2014's stabilization): no energy gain either way.
-        approach_target = np.minimum(self.thickness, before.dist)
-        target = np.minimum(self.thickness, before.dist + RECOVERY * self.thickness)
-
-        count = len(side)
+            # Side and gap at the step's start.
+            before = self._stencils(x_prev, vt, ee)
+            side = np.where(before.ok & (np.abs(before.plane) > 1e-12), np.sign(before.plane),
+                            np.where(plane_now < 0.0, -1.0, 1.0))
+            # Approach removal changes velocities: restore at most the gap the pair had at the start. Recovery towards
+            # thickness (at most RECOVERY * thickness per step) is also added to x_prev, so it moves the pair without
+            # giving it any velocity (Macklin et al. 2014's stabilization): no energy gain either way.
+            approach_target = np.minimum(self.thickness, before.dist)
+            target = np.minimum(self.thickness, before.dist + RECOVERY * self.thickness)
+            count = len(side)
         k_vt = len(vt[0])
 
         def evaluate(pos, st=None):
@@ -349,8 +359,8 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             W = np.einsum("kj,kj->k", st.coef**2, w[st.idx])
             return st, gap, direction, gap - target[pos], W
 
-        if self.native_pass is not None:
-            depth, ever = self._native_passes(x, x_prev, vt, ee, side, target, approach_target, now.take(keep), colliders)
+        if native is not None:
+            depth, ever = self._native_passes(x, x_prev, colliders)
         else:
             depth, ever = self._passes(x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders)
         if self.friction > 0.0 and np.any(ever):
@@ -361,12 +371,11 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                 self._keep_out_of_colliders(x, _particles(st.idx, st.coef, len(x)), colliders)
         return int(np.count_nonzero(ever))
 
-    def _native_passes(self, x, x_prev, vt, ee, side, target, approach_target, first, colliders):
+    def _native_passes(self, x, x_prev, colliders):
         """The passes of ``_passes`` in C (``self_kernels.SelfPass``, ``src/self_pass.c``: the same operations in the
-        same order, bit for bit), the collider check between the two halves of each pass in Python as there. Returns
-        (depth, ever) as ``_passes`` does."""
+        same order, bit for bit) on the pairs its ``setup`` kept, the collider check between the two halves of each
+        pass in Python as there. Returns (depth, ever) as ``_passes`` does."""
         native = self.native_pass
-        native.begin(vt, ee, side, target, approach_target, first, self.inv_mass)
         for k in range(MAX_PASSES):
             if native.run(x, self.thickness, PASS_TOLERANCE, k >= self.passes) == 0:
                 break

@@ -15,6 +15,7 @@
 #include <math.h>
 
 #include "self_geometry.h"
+#include "self_stencil.h"
 #include "softsim_native.h"
 
 static inline double np_min(double a, double b) { return (a < b || a != a) ? a : b; }
@@ -123,6 +124,86 @@ int64_t softsim_self_select(const double *x, const double *x_prev, const double 
         out_a[ee] = a;
         out_b[ee++] = b;
         out_reach[count++] = reach;
+    }
+    return count;
+}
+
+/* The preamble of SelfCollision._respond and SelfPass.begin in one call, over the candidates (k_vt vertex-triangle
+ * pairs cand_v, cand_t, then k_ee edge-edge pairs cand_a, cand_b, their reaches reach (k_vt + k_ee,)):
+ * - the stencils at x of the candidates (one batch, as the twin makes them);
+ * - kept: the pairs within reach (dist <= reach) with a particle that moves (the largest inverse mass over the
+ *   stencil's particles > 0), compacted in order: their elements to list_v, list_t (*kept_vt of them) and list_a,
+ *   list_b, their stencils at x to idx .. interior (the first pass's, SelfPass);
+ * - the kept pairs' stencils at x_prev (one batch): side (the sign of the plane distance at x_prev where there is a
+ *   normal and it is beyond 1e-12, else that of the plane distance at x, + for 0), approach_target = min(thickness,
+ *   dist at x_prev) and target = min(thickness, dist at x_prev + recovery) (recovery = RECOVERY * thickness);
+ * - live = 0 .. c - 1, depth = 0, ever = 0 (SelfPass.begin).
+ * Returns c, the kept pairs' count. Every output buffer holds k_vt + k_ee pairs (list_v, list_t, list_a, list_b
+ * and side .. ever each that many, the stencils that many rows). */
+int64_t softsim_self_pass_setup(const double *x, const double *x_prev, const double *inv_mass,
+                                const int64_t *triangles, const int64_t *edges, int64_t k_vt,
+                                const int64_t *cand_v, const int64_t *cand_t, int64_t k_ee, const int64_t *cand_a,
+                                const int64_t *cand_b, const double *reach, double thickness, double recovery,
+                                int64_t *list_v, int64_t *list_t, int64_t *list_a, int64_t *list_b, int64_t *kept_vt,
+                                int64_t *idx, double *coef, double *r, double *n, double *dist, double *plane,
+                                unsigned char *ok, unsigned char *interior, double *side, double *target,
+                                double *approach_target, int64_t *live, double *depth, unsigned char *ever) {
+    int all_border = 1;
+    for (int64_t i = 0; i < k_vt && all_border; i++) {
+        const int64_t *c = triangles + 3 * cand_t[i];
+        if (closest_inside(x + 3 * cand_v[i], x + 3 * c[0], x + 3 * c[1], x + 3 * c[2])) all_border = 0;
+    }
+    /* The stencil of candidate i goes to slot `count`; it stays there when kept (count <= i: in place). */
+    int64_t count = 0, kept = 0;
+    for (int64_t i = 0; i < k_vt + k_ee; i++) {
+        int64_t s = count;
+        if (i < k_vt)
+            stencil_vt(x, cand_v[i], triangles + 3 * cand_t[i], all_border, idx + 4 * s, coef + 4 * s, r + 3 * s,
+                       n + 3 * s, dist + s, plane + s, ok + s, interior + s);
+        else
+            stencil_ee(x, edges + 2 * cand_a[i - k_vt], edges + 2 * cand_b[i - k_vt], idx + 4 * s, coef + 4 * s,
+                       r + 3 * s, n + 3 * s, dist + s, plane + s, ok + s, interior + s);
+        const int64_t *ix = idx + 4 * s;
+        double heaviest = np_max(np_max(np_max(inv_mass[ix[0]], inv_mass[ix[1]]), inv_mass[ix[2]]), inv_mass[ix[3]]);
+        if (!(dist[s] <= reach[i] && heaviest > 0.0)) continue;
+        if (i < k_vt) {
+            list_v[count] = cand_v[i];
+            list_t[count] = cand_t[i];
+            kept = count + 1;
+        } else {
+            list_a[count - kept] = cand_a[i - k_vt];
+            list_b[count - kept] = cand_b[i - k_vt];
+        }
+        count++;
+    }
+    *kept_vt = kept;
+    /* The kept pairs' stencils at x_prev: one batch of the kept vertex-triangle pairs, then the edge-edge ones. */
+    int border_prev = 1;
+    for (int64_t i = 0; i < kept && border_prev; i++) {
+        const int64_t *c = triangles + 3 * list_t[i];
+        if (closest_inside(x_prev + 3 * list_v[i], x_prev + 3 * c[0], x_prev + 3 * c[1], x_prev + 3 * c[2]))
+            border_prev = 0;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        int64_t ix[4];
+        double cf[4], r_prev[3], n_prev[3], dist_prev, plane_prev;
+        unsigned char ok_prev, interior_prev;
+        if (i < kept)
+            stencil_vt(x_prev, list_v[i], triangles + 3 * list_t[i], border_prev, ix, cf, r_prev, n_prev, &dist_prev,
+                       &plane_prev, &ok_prev, &interior_prev);
+        else
+            stencil_ee(x_prev, edges + 2 * list_a[i - kept], edges + 2 * list_b[i - kept], ix, cf, r_prev, n_prev,
+                       &dist_prev, &plane_prev, &ok_prev, &interior_prev);
+        /* np.where(ok & (|plane| > 1e-12), np.sign(plane), np.where(plane_now < 0, -1, 1)) */
+        if (ok_prev && fabs(plane_prev) > 1e-12)
+            side[i] = plane_prev > 0.0 ? 1.0 : -1.0;
+        else
+            side[i] = plane[i] < 0.0 ? -1.0 : 1.0;
+        approach_target[i] = np_min(thickness, dist_prev);
+        target[i] = np_min(thickness, dist_prev + recovery);
+        live[i] = i;
+        depth[i] = 0.0;
+        ever[i] = 0;
     }
     return count;
 }

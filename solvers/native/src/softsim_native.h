@@ -322,6 +322,19 @@ SOFTSIM_API int64_t softsim_self_select(const double *x, const double *x_prev, c
                                         double thickness, int64_t what, double *motion, double *moved,
                                         int64_t *out_v, int64_t *out_t, int64_t *out_a, int64_t *out_b,
                                         double *out_reach, int64_t *out_split, double *scratch);
+/* Self-collision's response set-up in one call (self_select.c; the preamble of SelfCollision._respond and
+ * SelfPass.begin): the candidates' stencils at x, the kept ones compacted with their stencils, their side and targets
+ * from their stencils at x_prev; returns how many are kept. */
+SOFTSIM_API int64_t softsim_self_pass_setup(const double *x, const double *x_prev, const double *inv_mass,
+                                            const int64_t *triangles, const int64_t *edges, int64_t k_vt,
+                                            const int64_t *cand_v, const int64_t *cand_t, int64_t k_ee,
+                                            const int64_t *cand_a, const int64_t *cand_b, const double *reach,
+                                            double thickness, double recovery, int64_t *list_v, int64_t *list_t,
+                                            int64_t *list_a, int64_t *list_b, int64_t *kept_vt, int64_t *idx,
+                                            double *coef, double *r, double *n, double *dist, double *plane,
+                                            unsigned char *ok, unsigned char *interior, double *side, double *target,
+                                            double *approach_target, int64_t *live, double *depth,
+                                            unsigned char *ever);
 /* The implicit solvers (implicit.c): Projective Dynamics' local step for the sets projected onto a sphere (edge
  * springs, curved hinges) and the scatter of their targets into the global right-hand side; the 3x3-block sparse
  * matrix-vector product of the implicit mass-spring solver's linear solves. */
