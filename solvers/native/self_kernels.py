@@ -452,6 +452,7 @@ class SelfSelect:
         self._x_prev = _PositionsCheck(self.n)
         t, e = len(self.triangles), len(self.edges)
         self.motion, self.moved = np.zeros(self.n), np.zeros(self.n)
+        self.lo, self.hi, self.bound = np.zeros((3, self.n)), np.zeros((3, self.n)), np.zeros(self.n)
         self._scratch = np.zeros(2 * (t + e))
         self._split = np.zeros(1, np.int64)
         self._bound = None
@@ -467,6 +468,9 @@ class SelfSelect:
         self.out_v, self.out_t = np.zeros(count, np.int64), np.zeros(count, np.int64)
         self.out_a, self.out_b = np.zeros(count, np.int64), np.zeros(count, np.int64)
         self.out_reach = np.zeros(count)
+        self.out_pos = np.zeros(count, np.int64)
+        self._witness_p = tuple(pointer(a) for a in (self.motion, self.moved, self.lo, self.hi, self.bound,
+                                                     self.out_pos, self._scratch))
         self._out_p = tuple(pointer(a) for a in (self.out_v, self.out_t, self.out_a, self.out_b, self.out_reach,
                                                  self._split, self._scratch))
 
@@ -519,3 +523,16 @@ class SelfSelect:
         split = int(self._split[0])
         return ((self.out_v[:split].copy(), self.out_t[:split].copy()),
                 (self.out_a[:count - split].copy(), self.out_b[:count - split].copy()), self.out_reach[:count].copy())
+
+    def witnesses(self, x, x_start, lst, motion_given: bool = False):
+        """The fail-safe's witnesses (``ImpactZones._new_crossings``) among the list ``lst`` for the step x_start -> x
+        (both (n, 3) [m]): their positions in the list (c,), ascending (vertex-triangle pairs first), or None when the
+        list does not hold (``motion`` and ``moved`` are then filled: the caller refreshes the list and calls again
+        with ``motion_given``, after putting the particles' motion since the new build in ``moved``). Also fills
+        ``lo``, ``hi`` (3, n) [m], the particles' boxes over the step, and ``bound`` = moved + motion (n,) [m]."""
+        x0, list_args = self._bind(lst)
+        count = int(self.library.softsim_self_fail_safe_witnesses(
+            self._x(x), self._x_prev(x_start), x0, *self._fixed, *list_args, 0 if motion_given else self.MOTION,
+            *self._witness_p))
+        return None if count < 0 else self.out_pos[:count].copy()
+

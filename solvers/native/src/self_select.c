@@ -207,3 +207,41 @@ int64_t softsim_self_pass_setup(const double *x, const double *x_prev, const dou
     }
     return count;
 }
+
+/* The set-up of ImpactZones._new_crossings and its witnesses (softsim_self_witnesses) in one call, over a Verlet list
+ * as softsim_self_select's. With what & SELF_SELECT_MOTION, motion (n,) of the step x_start -> x and moved (n,) since
+ * the build are written and -1 returned when the list does not hold (the caller grows or rebuilds it and calls again
+ * without the bit, moved then its own). Then the particles' boxes over the step with the mean motion taken out,
+ * lo = min(x, back), hi = max(x, back) (3, n) (back = x - step), bound = moved + motion (n,), slack = 1e-12 + 1e-9
+ * max(motion), and the witnesses' positions in the list (ascending) to out_pos; returns their count. lo, hi, bound
+ * are the caller's buffers; scratch (t_count + e_count,). */
+int64_t softsim_self_fail_safe_witnesses(const double *x, const double *x_start, const double *x0, int64_t n,
+                                         const int64_t *triangles, int64_t t_count, const int64_t *edges,
+                                         int64_t e_count, int64_t k, const int64_t *list_v, const int64_t *list_t,
+                                         int64_t m, const int64_t *list_a, const int64_t *list_b, const double *dist,
+                                         const double *skin_v, const double *skin_t, const double *skin_e,
+                                         int64_t what, double *motion, double *moved, double *lo, double *hi,
+                                         double *bound, int64_t *out_pos, double *scratch) {
+    if (what & SELF_SELECT_MOTION) {
+        relative_motion(x, x_start, n, motion);
+        relative_motion(x, x0, n, moved);
+        if (!softsim_self_list_holds(moved, motion, n, triangles, t_count, edges, e_count, skin_v, skin_t, skin_e))
+            return -1;
+    }
+    double mean[3] = {0.0, 0.0, 0.0};
+    for (int64_t i = 0; i < n; i++)
+        for (int d = 0; d < 3; d++) mean[d] = mean[d] + (x[3 * i + d] - x_start[3 * i + d]);
+    for (int d = 0; d < 3; d++) mean[d] = mean[d] / (double)n;
+    for (int64_t i = 0; i < n; i++)
+        for (int d = 0; d < 3; d++) {
+            double back = x[3 * i + d] - ((x[3 * i + d] - x_start[3 * i + d]) - mean[d]);
+            lo[d * n + i] = np_min(x[3 * i + d], back);
+            hi[d * n + i] = np_max(x[3 * i + d], back);
+        }
+    double most = n ? motion[0] : 0.0;
+    for (int64_t i = 1; i < n; i++) most = np_max(most, motion[i]);
+    for (int64_t i = 0; i < n; i++) bound[i] = moved[i] + motion[i];
+    double slack = 1e-12 + 1e-9 * most;
+    return softsim_self_witnesses(x, x_start, n, lo, hi, motion, bound, triangles, edges, k, list_v, list_t, m, list_a,
+                                  list_b, dist, slack, out_pos, t_count, e_count, scratch);
+}

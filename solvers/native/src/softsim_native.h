@@ -335,6 +335,18 @@ SOFTSIM_API int64_t softsim_self_pass_setup(const double *x, const double *x_pre
                                             unsigned char *ok, unsigned char *interior, double *side, double *target,
                                             double *approach_target, int64_t *live, double *depth,
                                             unsigned char *ever);
+/* The fail-safe's set-up and witnesses in one call (self_select.c; ImpactZones._new_crossings): the motions and
+ * whether the list holds (-1 when not, with SELF_SELECT_MOTION), the particles' boxes over the step, the witnesses'
+ * positions in the list (returns their count). */
+SOFTSIM_API int64_t softsim_self_fail_safe_witnesses(const double *x, const double *x_start, const double *x0,
+                                                     int64_t n, const int64_t *triangles, int64_t t_count,
+                                                     const int64_t *edges, int64_t e_count, int64_t k,
+                                                     const int64_t *list_v, const int64_t *list_t, int64_t m,
+                                                     const int64_t *list_a, const int64_t *list_b,
+                                                     const double *dist, const double *skin_v, const double *skin_t,
+                                                     const double *skin_e, int64_t what, double *motion,
+                                                     double *moved, double *lo, double *hi, double *bound,
+                                                     int64_t *out_pos, double *scratch);
 /* The implicit solvers (implicit.c): Projective Dynamics' local step for the sets projected onto a sphere (edge
  * springs, curved hinges) and the scatter of their targets into the global right-hand side; the 3x3-block sparse
  * matrix-vector product of the implicit mass-spring solver's linear solves. */
