@@ -47,6 +47,23 @@ MAX_GROWN_SKIN = 4.0
 """... as long as no grown skin exceeds this many times the largest a build gives (``max_skin`` / 2)."""
 
 
+def _places(total, at):
+    """Where a merge (``_merged``) puts its entries in a result of ``total``: the new ones at the ascending positions
+    ``at``, the old ones in the rest (a mask (total,))."""
+    rest = np.ones(total, bool)
+    rest[at] = False
+    return at, rest
+
+
+def _merged(old, places, new):
+    """``old`` (k,) with ``new`` (g,) put at ``places`` (``_places`` of k + g): np.insert's result."""
+    at, rest = places
+    out = np.empty(len(rest), old.dtype)
+    out[at] = new
+    out[rest] = old
+    return out
+
+
 class SelfBroadPhase:
     """The Verlet-list part of ``self_contact.SelfCollision`` (its state is set up there)."""
 
@@ -285,21 +302,22 @@ class SelfBroadPhase:
         tri, edges = self.triangles, self.edges
         lst = self._list
         (v0, t0), (a0, b0) = lst["vt"], lst["ee"]
-        k = len(v0)
         n, m = len(x0), len(tri)
         # The new pairs are sorted by key and none is listed yet: merged into the list (sorted by key, ``_build``) and
-        # its sorted keys in place of a sort.
+        # its sorted keys in place of a sort. Each merge puts the new entries at their places and the old ones in the
+        # rest, in order (np.insert's result, one mask per part for every array).
         new_vt, new_ee = _pair_keys(v, t, len(tri)), _pair_keys(e1, e2, len(edges))
-        at_vt, at_ee = np.searchsorted(lst["keys"][0], new_vt), np.searchsorted(lst["keys"][1], new_ee)
-        lst["vt"] = (np.insert(v0, at_vt, v), np.insert(t0, at_vt, t))
-        lst["ee"] = (np.insert(a0, at_ee, e1), np.insert(b0, at_ee, e2))
-        lst["dist"] = np.concatenate([np.insert(lst["dist"][:k], at_vt, d_vt), np.insert(lst["dist"][k:], at_ee, d_ee)])
-        lst["first"] = np.concatenate([np.insert(lst["first"][:k], at_vt, v),
-                                       np.insert(lst["first"][k:], at_ee, n + m + e1)])
-        lst["second"] = np.concatenate([np.insert(lst["second"][:k], at_vt, n + t),
-                                        np.insert(lst["second"][k:], at_ee, n + m + e2)])
+        at_vt = np.searchsorted(lst["keys"][0], new_vt) + np.arange(len(v))
+        at_ee = np.searchsorted(lst["keys"][1], new_ee) + np.arange(len(e1))
+        at_all = _places(len(lst["dist"]) + len(v) + len(e1), np.concatenate([at_vt, len(v0) + len(v) + at_ee]))
+        at_vt, at_ee = _places(len(v0) + len(v), at_vt), _places(len(a0) + len(e1), at_ee)
+        lst["vt"] = (_merged(v0, at_vt, v), _merged(t0, at_vt, t))
+        lst["ee"] = (_merged(a0, at_ee, e1), _merged(b0, at_ee, e2))
+        lst["dist"] = _merged(lst["dist"], at_all, np.concatenate([d_vt, d_ee]))
+        lst["first"] = _merged(lst["first"], at_all, np.concatenate([v, n + m + e1]))
+        lst["second"] = _merged(lst["second"], at_all, np.concatenate([n + t, n + m + e2]))
         lst["skins"] = tuple(skins)
-        lst["keys"] = (np.insert(lst["keys"][0], at_vt, new_vt), np.insert(lst["keys"][1], at_ee, new_ee))
+        lst["keys"] = (_merged(lst["keys"][0], at_vt, new_vt), _merged(lst["keys"][1], at_ee, new_ee))
         self.grown += 1
 
     def _skin_for(self, motion):
