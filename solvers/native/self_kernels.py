@@ -293,7 +293,9 @@ class SelfPass:
         self.delta = np.zeros((n, 3))
         self.batch_size = np.zeros(1, np.int64)
         self.kept_count = np.zeros(1, np.int64)
-        self._inv_mass = None
+        self._inv_mass, self._inv_mass_p = None, 0
+        self._elements_p = (pointer(self.triangles), pointer(self.edges))
+        self._masks_own_p = (pointer(self.changed), pointer(self.touched_mask))
         self._capacity = -1
         self._grow(16)
 
@@ -318,6 +320,12 @@ class SelfPass:
             self.kept_v, self.kept_t, self.kept_a, self.kept_b, self.kept_count, self.idx, self.coef, self.r,
             self.normal, self.dist, self.plane, self.ok, self.interior, self.side_buffer, self.target_buffer,
             self.approach_buffer, self.live, self.depth_buffer, self.ever_buffer))
+        # The kept pairs' addresses as the pass reads them (views of these buffers start at the same address).
+        kept_v, kept_t, kept_a, kept_b = self._setup_p[:4]
+        self._kept_p = (kept_v, kept_t, kept_a, kept_b, self._setup_p[13], self._setup_p[14])
+        self._finish_own_p = (self._setup_p[15],)
+        self._results_own_p = (pointer(self.work_d), pointer(self.flags), self._setup_p[17], self._setup_p[18])
+        self._recovery_p = (pointer(self.recovery), pointer(self.delta))
         self._own = [pointer(a) for a in (self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok,
                                           self.interior)]
         self._scratch = [pointer(a) for a in (self.work_d, self.flags, self.load, self.delta, self.batch_size)]
@@ -376,11 +384,12 @@ class SelfPass:
         if (k_vt and not len(self.triangles)) or (k_ee and not len(self.edges)):
             raise ValueError("pass: pairs of elements the body does not have")
         reach = checked("reach", reach, F64, (k_vt + k_ee,))
-        if inv_mass is not self._inv_mass:
+        if inv_mass is not self._inv_mass:  # the call's array (resolve_beside_colliders makes one per call)
             self._inv_mass = checked("inv_mass", inv_mass, F64, (self.n,))
+            self._inv_mass_p = pointer(inv_mass)
         self._grow(k_vt + k_ee)
         c = int(self.library.softsim_self_pass_setup(
-            self._x(x), self._x_prev(x_prev), pointer(inv_mass), pointer(self.triangles), pointer(self.edges), k_vt,
+            self._x(x), self._x_prev(x_prev), self._inv_mass_p, self._elements_p[0], self._elements_p[1], k_vt,
             pointer(v), pointer(t), k_ee, pointer(a), pointer(b), pointer(reach), float(thickness), float(recovery),
             *self._setup_p))
         kept = int(self.kept_count[0])
@@ -394,11 +403,10 @@ class SelfPass:
         self.given = True
         self.m = 0
         self._first_p = self._own
-        self._call_p = (pointer(inv_mass), self.n, pointer(self.triangles), pointer(self.edges), c, kept,
-                        pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target))
-        self._masks_p = (pointer(self.changed), pointer(self.touched_mask))
-        self._finish_p = (pointer(inv_mass), self.n, pointer(self.approach_target))
-        self._results_p = (pointer(self.work_d), pointer(self.flags), pointer(self.depth), pointer(self.ever))
+        self._call_p = (self._inv_mass_p, self.n, *self._elements_p, c, kept, *self._kept_p)
+        self._masks_p = self._masks_own_p
+        self._finish_p = (self._inv_mass_p, self.n, *self._finish_own_p)
+        self._results_p = self._results_own_p
         return c
 
     def run(self, x, thickness: float, tolerance: float, restrict_violating: bool) -> int:
@@ -414,6 +422,15 @@ class SelfPass:
         self._stencils = stencils
         return int(active)
 
+    def friction(self, x, x_prev, friction: float) -> int:
+        """The friction step of ``SelfCollision._respond`` after the passes (``SelfCollision._friction`` on the pairs
+        ever corrected, with their friction depths ``depth``), applied to x (n, 3) [m] in place; x_prev (n, 3) [m] the
+        step's start, friction >= 0. Returns how many pairs it ran on; ``touched`` then gives the particles it moved
+        (for the caller's collider check)."""
+        return int(self.library.softsim_self_pass_friction(
+            self._x(x), self._x_prev(x_prev), *self._call_p[:11], self._results_p[2], self._results_p[3],
+            float(friction), self._masks_p[1], self._pos_p, self._batch_p, *self._own, *self._scratch[:4]))
+
     def touched(self) -> np.ndarray:
         """The particles (sorted) with a nonzero weight in the last ``run``'s active stencils (``self_contact._particles``)."""
         return np.flatnonzero(self.touched_mask)
@@ -424,8 +441,7 @@ class SelfPass:
         work_d, flags, depth, ever = self._results_p
         self.live_count = int(self.library.softsim_self_pass_finish(
             self._x_prev(x_prev), *self._finish_p, self._pos_p, self.m, self._stencils[0], self._stencils[1], work_d,
-            flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, pointer(self.recovery),
-            pointer(self.delta)))
+            flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, *self._recovery_p))
 
 
 class SelfSelect:

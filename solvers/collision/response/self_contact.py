@@ -363,6 +363,10 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             depth, ever = self._native_passes(x, x_prev, colliders)
         else:
             depth, ever = self._passes(x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders)
+        if native is not None:
+            if self.friction > 0.0 and native.friction(x, x_prev, self.friction) and colliders:
+                self._keep_out_of_colliders(x, native.touched(), colliders)
+            return int(np.count_nonzero(ever))
         if self.friction > 0.0 and np.any(ever):
             pos = np.nonzero(ever)[0]
             st, _, direction, _, _ = evaluate(pos)

@@ -347,6 +347,17 @@ SOFTSIM_API int64_t softsim_self_fail_safe_witnesses(const double *x, const doub
                                                      const double *skin_e, int64_t what, double *motion,
                                                      double *moved, double *lo, double *hi, double *bound,
                                                      int64_t *out_pos, double *scratch);
+/* Self-collision's friction after the passes (self_pass.c; SelfCollision._friction on the corrected pairs): applied to
+ * x; returns how many pairs it ran on. */
+SOFTSIM_API int64_t softsim_self_pass_friction(double *x, const double *x_prev, const double *inv_mass, int64_t n,
+                                               const int64_t *triangles, const int64_t *edges, int64_t count,
+                                               int64_t k_vt, const int64_t *list_v, const int64_t *list_t,
+                                               const int64_t *list_a, const int64_t *list_b, const double *side,
+                                               const double *depth, const unsigned char *ever, double friction,
+                                               unsigned char *touched, int64_t *pos, int64_t *batch, int64_t *idx,
+                                               double *coef, double *r, double *normal, double *dist, double *plane,
+                                               unsigned char *ok, unsigned char *interior, double *work_d,
+                                               unsigned char *flags, double *load, double *delta);
 /* The implicit solvers (implicit.c): Projective Dynamics' local step for the sets projected onto a sphere (edge
  * springs, curved hinges) and the scatter of their targets into the global right-hand side; the 3x3-block sparse
  * matrix-vector product of the implicit mass-spring solver's linear solves. */
