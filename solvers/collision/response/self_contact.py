@@ -307,37 +307,23 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
     def _respond(self, x, x_prev, colliders=()):
         vt, ee, reach = self._candidates(x, x_prev)
-        w = self.inv_mass
         native = self.native_pass
         if native is not None:
-            # The stencils, the kept pairs, side and targets below in one C call (src/self_select.c, bit for bit).
-            self.last_candidates = native.setup(x, x_prev, vt, ee, reach, w, self.thickness, RECOVERY * self.thickness)
+            # ``_watched``, the passes and the friction step in C (src/self_select.c, src/self_pass.c: bit for bit),
+            # the collider check between the two halves of each pass in Python.
+            self.last_candidates = native.setup(x, x_prev, vt, ee, reach, self.inv_mass, self.thickness,
+                                                RECOVERY * self.thickness)
             if self.last_candidates == 0:
                 return 0
-            v, t, e1, e2 = native.pairs
-            vt, ee, side, target = (v, t), (e1, e2), native.side, native.target
-            count = self.last_candidates
-        else:
-            now = self._stencils(x, vt, ee)
-            k = len(vt[0])
-            keep = (now.dist <= reach) & (_row_max(w, now.idx) > 0.0)
-            vt = (vt[0][keep[:k]], vt[1][keep[:k]])
-            ee = (ee[0][keep[k:]], ee[1][keep[k:]])
-            self.last_candidates = len(vt[0]) + len(ee[0])
-            if self.last_candidates == 0:
-                return 0
-            plane_now = now.plane[keep]
-
-            # Side and gap at the step's start.
-            before = self._stencils(x_prev, vt, ee)
-            side = np.where(before.ok & (np.abs(before.plane) > 1e-12), np.sign(before.plane),
-                            np.where(plane_now < 0.0, -1.0, 1.0))
-            # Approach removal changes velocities: restore at most the gap the pair had at the start. Recovery towards
-            # thickness (at most RECOVERY * thickness per step) is also added to x_prev, so it moves the pair without
-            # giving it any velocity (Macklin et al. 2014's stabilization): no energy gain either way.
-            approach_target = np.minimum(self.thickness, before.dist)
-            target = np.minimum(self.thickness, before.dist + RECOVERY * self.thickness)
-            count = len(side)
+            _, ever = self._native_passes(x, x_prev, colliders)
+            if self.friction > 0.0 and native.friction(x, x_prev, self.friction) and colliders:
+                self._keep_out_of_colliders(x, native.touched(), colliders)
+            return int(np.count_nonzero(ever))
+        vt, ee, side, target, approach_target, first = self._watched(x, x_prev, vt, ee, reach)
+        self.last_candidates = count = len(side)
+        if count == 0:
+            return 0
+        w = self.inv_mass
         k_vt = len(vt[0])
 
         def evaluate(pos, st=None):
@@ -354,26 +340,50 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             # neighbouring element's pair is the one that sees the crossing.
             edge_ok = ~st.interior & ((signed >= 0.0) | ~st.ok) & (st.dist > 1e-12)
             gap = np.where(st.interior, signed, np.where(edge_ok, st.dist, np.inf))
-            direction = np.where(st.interior[:, None], sd[:, None] * st.n,
-                                 st.r / np.where(st.dist > 1e-12, st.dist, 1.0)[:, None])
             W = np.einsum("kj,kj->k", st.coef**2, w[st.idx])
-            return st, gap, direction, gap - target[pos], W
+            return st, gap, _directions(st, sd), gap - target[pos], W
 
-        if native is not None:
-            depth, ever = self._native_passes(x, x_prev, colliders)
-        else:
-            depth, ever = self._passes(x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders)
-        if native is not None:
-            if self.friction > 0.0 and native.friction(x, x_prev, self.friction) and colliders:
-                self._keep_out_of_colliders(x, native.touched(), colliders)
-            return int(np.count_nonzero(ever))
+        depth, ever = self._passes(x, x_prev, count, first, side, target, approach_target, evaluate, colliders)
         if self.friction > 0.0 and np.any(ever):
-            pos = np.nonzero(ever)[0]
-            st, _, direction, _, _ = evaluate(pos)
-            self._friction(x, x_prev, st.idx, st.coef, direction, depth[pos])
+            st = self._friction_of(x, x_prev, vt, ee, side, depth, ever)
             if colliders:
                 self._keep_out_of_colliders(x, _particles(st.idx, st.coef, len(x)), colliders)
         return int(np.count_nonzero(ever))
+
+    def _watched(self, x, x_prev, vt, ee, reach):
+        """The candidates vt = (v, t), ee = (e1, e2) with their reaches (k,) [m] (``_candidates``) that the response
+        watches, and what it needs of them: (vt, ee, side, target, approach_target, first), the pairs within reach at x
+        (n, 3) [m] with a particle that moves, their sides (c,) (+-1), targets and approach targets (c,) [m] from their
+        stencils at x_prev (n, 3) [m], and their stencils at x (``self_pairs._Stencils``). ``SelfPass.setup`` is its
+        native twin."""
+        w = self.inv_mass
+        now = self._stencils(x, vt, ee)
+        k = len(vt[0])
+        keep = (now.dist <= reach) & (_row_max(w, now.idx) > 0.0)
+        vt = (vt[0][keep[:k]], vt[1][keep[:k]])
+        ee = (ee[0][keep[k:]], ee[1][keep[k:]])
+        first = now.take(keep)
+        # Side and gap at the step's start.
+        before = self._stencils(x_prev, vt, ee)
+        side = np.where(before.ok & (np.abs(before.plane) > 1e-12), np.sign(before.plane),
+                        np.where(first.plane < 0.0, -1.0, 1.0))
+        # Approach removal changes velocities: restore at most the gap the pair had at the start. Recovery towards
+        # thickness (at most RECOVERY * thickness per step) is also added to x_prev, so it moves the pair without
+        # giving it any velocity (Macklin et al. 2014's stabilization): no energy gain either way.
+        approach_target = np.minimum(self.thickness, before.dist)
+        target = np.minimum(self.thickness, before.dist + RECOVERY * self.thickness)
+        return vt, ee, side, target, approach_target, first
+
+    def _friction_of(self, x, x_prev, vt, ee, side, depth, ever):
+        """The friction step after the passes: ``_friction`` on the watched pairs vt, ee (``_watched``) ever corrected
+        (ever (c,) bool), with their sides (c,) and friction depths (c,) [m], at x (n, 3) [m] in place (x_prev: the
+        step's start). Returns those pairs' stencils. ``SelfPass.friction`` is its native twin."""
+        pos = np.nonzero(ever)[0]
+        k_vt = len(vt[0])
+        a, b = pos[pos < k_vt], pos[pos >= k_vt] - k_vt
+        st = self._stencils(x, (vt[0][a], vt[1][a]), (ee[0][b], ee[1][b]))
+        self._friction(x, x_prev, st.idx, st.coef, _directions(st, side[pos]), depth[pos])
+        return st
 
     def _native_passes(self, x, x_prev, colliders):
         """The passes of ``_passes`` in C (``self_kernels.SelfPass``, ``src/self_pass.c``: the same operations in the
@@ -388,13 +398,13 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             native.finish(x_prev, k + 1 >= self.passes)
         return native.depth, native.ever
 
-    def _passes(self, x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders):
-        """The Jacobi passes of ``_respond`` over its ``count`` watched pairs (``now``: their stencils at x before the
-        ``keep`` mask): returns each pair's friction depth (count,) [m] and whether it was ever corrected (count,)."""
+    def _passes(self, x, x_prev, count, first, side, target, approach_target, evaluate, colliders):
+        """The Jacobi passes of ``_respond`` over its ``count`` watched pairs (``first``: their stencils at x): returns
+        each pair's friction depth (count,) [m] and whether it was ever corrected (count,)."""
         depth = np.zeros(count)
         ever = np.zeros(count, bool)
         live = np.arange(count)
-        pair_idx = now.idx[keep]
+        pair_idx = first.idx
         changed = None
         for k in range(MAX_PASSES):
             # Only pairs with a particle the last pass moved can have changed: the others keep their C >= 0 (not
@@ -402,7 +412,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             # of the ~5k pairs within reach). The first pass reads the stencils already made at x.
             if changed is None:
                 pos = live
-                st, gap, direction, C, W = evaluate(pos, now.take(keep))
+                st, gap, direction, C, W = evaluate(pos, first)
             else:
                 pos = live[_row_max(changed, pair_idx[live])]
                 st, gap, direction, C, W = evaluate(pos)
@@ -474,6 +484,12 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         ok = W > 0.0
         impulse = -(cut * scale / np.where(ok, W, 1.0) * ok)[:, None] * tangential
         self._apply(x, idx, coef, impulse)
+
+
+def _directions(st, side):
+    """Push directions (k, 3) of stencils ``st`` with sides (k,): side * normal where the closest points are inside both
+    elements, else along r (r / |r|, r itself where |r| <= 1e-12)."""
+    return np.where(st.interior[:, None], side[:, None] * st.n, st.r / np.where(st.dist > 1e-12, st.dist, 1.0)[:, None])
 
 
 def _particles(idx, coef, count):
