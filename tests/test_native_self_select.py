@@ -327,3 +327,25 @@ def test_bad_input_is_refused(library):
             native_pass.setup(**{**args, **change})
     with pytest.raises(ValueError, match="x"):
         native_pass.friction(x.ravel(), x_prev, 0.3)
+
+
+def test_setup_reads_the_candidates_of_its_selection_and_checks_any_other(library):
+    x, sc, _, _ = self_list_scene(2)
+    select, with_selection = _kernels(library, sc, len(x))
+    _, without = _kernels(library, sc, len(x))
+    native, _ = _twins(sc, select)
+    x_prev = np.ascontiguousarray(x - np.random.default_rng(2).normal(scale=0.02, size=x.shape))
+    vt, ee, reach = native._candidates(x, x_prev)
+    assert select.last is not None and select.last[2] is reach
+    args = (x, x_prev, vt, ee, reach, sc.inv_mass, sc.thickness, RECOVERY * sc.thickness)
+    count = with_selection.setup(*args, selected=select)
+    assert count == without.setup(*args) > 0
+    for a, b in zip(with_selection.pairs + (with_selection.side, with_selection.target),
+                    without.pairs + (without.side, without.target)):
+        np.testing.assert_array_equal(a, b)
+    # Candidates that are not the selection's last ones are checked.
+    with pytest.raises(ValueError, match="v"):
+        with_selection.setup(x, x_prev, (vt[0] + len(x), vt[1]), ee, reach, sc.inv_mass, sc.thickness, 0.0,
+                             selected=select)
+    select.witnesses(x, x_prev, native._list)  # any later call of the selection forgets its candidates
+    assert select.last is None

@@ -294,6 +294,7 @@ class SelfPass:
         self.batch_size = np.zeros(1, np.int64)
         self.kept_count = np.zeros(1, np.int64)
         self._inv_mass, self._inv_mass_p = None, 0
+        self.counts = (self.n, len(self.triangles), len(self.edges))
         self._elements_p = (pointer(self.triangles), pointer(self.edges))
         self._masks_own_p = (pointer(self.changed), pointer(self.touched_mask))
         self._capacity = -1
@@ -368,13 +369,30 @@ class SelfPass:
         self._finish_p = (pointer(self.inv_mass), self.n, pointer(self.approach_target))
         self._results_p = (pointer(self.work_d), pointer(self.flags), pointer(self.depth), pointer(self.ever))
 
-    def setup(self, x, x_prev, vt, ee, reach, inv_mass, thickness: float, recovery: float) -> int:
+    def setup(self, x, x_prev, vt, ee, reach, inv_mass, thickness: float, recovery: float, selected=None) -> int:
         """``begin`` with the preamble of ``SelfCollision._respond`` in one call (``softsim_self_pass_setup``, bit for
         bit): of the candidates vt = (v, t), ee = (e1, e2) with their reaches (k,) [m] (``_candidates``), keep those
         within reach at x (n, 3) [m] with a particle that moves (inv_mass (n,) [1/kg] > 0; the call's array, as in
         ``begin``), their stencils at x the first pass's; side, approach_target and target from their stencils at
         x_prev (n, 3) [m] (recovery = RECOVERY * thickness [m]). Returns the kept count c; ``pairs`` ((v, t, e1, e2)),
-        ``side``, ``target``, ``approach_target`` (c,) are views of buffers owned here."""
+        ``side``, ``target``, ``approach_target`` (c,) are views of buffers owned here. ``selected``: a ``SelfSelect``
+        of these triangles and edges; when the candidates are the ones its last ``select`` returned, its own buffers
+        are read (written by C from a checked list, they need no checks)."""
+        if selected is not None and selected.last is not None and reach is selected.last[2] \
+                and vt is selected.last[0] and ee is selected.last[1] and selected.counts == self.counts:
+            candidates = selected.last_arguments
+        else:
+            candidates = self._checked_candidates(vt, ee, reach)
+        if inv_mass is not self._inv_mass:  # the call's array (resolve_beside_colliders makes one per call)
+            self._inv_mass = checked("inv_mass", inv_mass, F64, (self.n,))
+            self._inv_mass_p = pointer(inv_mass)
+        self._grow(candidates[0] + candidates[3])
+        c = int(self.library.softsim_self_pass_setup(
+            self._x(x), self._x_prev(x_prev), self._inv_mass_p, self._elements_p[0], self._elements_p[1], *candidates,
+            float(thickness), float(recovery), *self._setup_p))
+        return self._set_up(c, inv_mass)
+
+    def _checked_candidates(self, vt, ee, reach):
         v = checked_indices("v", vt[0], self.n, (None,))
         k_vt = len(v)
         t = checked_indices("t", vt[1], max(len(self.triangles), 1), (k_vt,))
@@ -384,14 +402,9 @@ class SelfPass:
         if (k_vt and not len(self.triangles)) or (k_ee and not len(self.edges)):
             raise ValueError("pass: pairs of elements the body does not have")
         reach = checked("reach", reach, F64, (k_vt + k_ee,))
-        if inv_mass is not self._inv_mass:  # the call's array (resolve_beside_colliders makes one per call)
-            self._inv_mass = checked("inv_mass", inv_mass, F64, (self.n,))
-            self._inv_mass_p = pointer(inv_mass)
-        self._grow(k_vt + k_ee)
-        c = int(self.library.softsim_self_pass_setup(
-            self._x(x), self._x_prev(x_prev), self._inv_mass_p, self._elements_p[0], self._elements_p[1], k_vt,
-            pointer(v), pointer(t), k_ee, pointer(a), pointer(b), pointer(reach), float(thickness), float(recovery),
-            *self._setup_p))
+        return k_vt, pointer(v), pointer(t), k_ee, pointer(a), pointer(b), pointer(reach)
+
+    def _set_up(self, c: int, inv_mass) -> int:
         kept = int(self.kept_count[0])
         v, t, a, b = self.kept_v[:kept], self.kept_t[:kept], self.kept_a[:c - kept], self.kept_b[:c - kept]
         self.inv_mass = inv_mass
@@ -473,6 +486,8 @@ class SelfSelect:
         self._split = np.zeros(1, np.int64)
         self._bound = None
         self._capacity = -1
+        self.last, self.last_arguments = None, None
+        self.counts = (self.n, t, e)
         self._fixed = (self.n, pointer(self.triangles), t, pointer(self.edges), e)
         self._buffers = (pointer(self.motion), pointer(self.moved))
         self._outputs(16)
@@ -518,6 +533,7 @@ class SelfSelect:
         return args
 
     def _run(self, x, x_prev, lst, thickness: float, what: int) -> int:
+        self.last = self.last_arguments = None  # the buffers are rewritten (or reallocated by _bind)
         x0, list_args = self._bind(lst)
         x_prev_p = self._x_prev(x_prev) if what & self.MOTION else 0
         return int(self.library.softsim_self_select(self._x(x), x_prev_p, x0, *self._fixed, *list_args,
@@ -537,8 +553,12 @@ class SelfSelect:
         if count < 0:
             return None
         split = int(self._split[0])
-        return ((self.out_v[:split].copy(), self.out_t[:split].copy()),
-                (self.out_a[:count - split].copy(), self.out_b[:count - split].copy()), self.out_reach[:count].copy())
+        self.last = ((self.out_v[:split].copy(), self.out_t[:split].copy()),
+                     (self.out_a[:count - split].copy(), self.out_b[:count - split].copy()), self.out_reach[:count].copy())
+        # The same candidates in the buffers owned here, for SelfPass.setup (written from a checked list: no checks).
+        out_v, out_t, out_a, out_b, out_reach = self._out_p[:5]
+        self.last_arguments = (split, out_v, out_t, count - split, out_a, out_b, out_reach)
+        return self.last
 
     def witnesses(self, x, x_start, lst, motion_given: bool = False):
         """The fail-safe's witnesses (``ImpactZones._new_crossings``) among the list ``lst`` for the step x_start -> x
@@ -546,6 +566,7 @@ class SelfSelect:
         list does not hold (``motion`` and ``moved`` are then filled: the caller refreshes the list and calls again
         with ``motion_given``, after putting the particles' motion since the new build in ``moved``). Also fills
         ``lo``, ``hi`` (3, n) [m], the particles' boxes over the step, and ``bound`` = moved + motion (n,) [m]."""
+        self.last = self.last_arguments = None  # _bind may reallocate the buffers
         x0, list_args = self._bind(lst)
         count = int(self.library.softsim_self_fail_safe_witnesses(
             self._x(x), self._x_prev(x_start), x0, *self._fixed, *list_args, 0 if motion_given else self.MOTION,

@@ -312,7 +312,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             # ``_watched``, the passes and the friction step in C (src/self_select.c, src/self_pass.c: bit for bit),
             # the collider check between the two halves of each pass in Python.
             self.last_candidates = native.setup(x, x_prev, vt, ee, reach, self.inv_mass, self.thickness,
-                                                RECOVERY * self.thickness)
+                                                RECOVERY * self.thickness, self.native_select)
             if self.last_candidates == 0:
                 return 0
             _, ever = self._native_passes(x, x_prev, colliders)
