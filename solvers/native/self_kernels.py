@@ -18,6 +18,11 @@ Built once per ``SelfCollision``: the triangles and edges are checked (int64, C-
 kept and their addresses cached; the grid and pair buffers are owned here and grown when a call says it needs more
 (the C side returns the count it needs instead of allocating). Per call, x (n, 3), the skins and the exclusion keys
 are checked (dtype, contiguity, shape; exclusion keys sorted and within range).
+
+The Python between those kernels is fused into single calls (``src/self_select.c``; tests/test_native_self_select.py):
+``SelfSelect.select`` <-> ``SelfBroadPhase._candidates`` (motions, the hold, the filter), ``SelfSelect.witnesses`` <->
+``ImpactZones._new_crossings`` up to its witnesses, ``SelfPass.setup`` <-> ``SelfCollision._watched`` with ``begin``,
+and ``SelfPass.friction`` (``src/self_pass.c``) <-> ``SelfCollision._friction_of``; bit for bit.
 """
 import numpy as np
 
