@@ -79,23 +79,31 @@ int64_t softsim_self_select(const double *x, const double *x_prev, const double 
     if (what & SELF_SELECT_MOTION) {
         relative_motion(x, x_prev, n, motion);
         relative_motion(x, x0, n, moved);
-        if (!softsim_self_list_holds(moved, motion, n, triangles, t_count, edges, e_count, skin_v, skin_t, skin_e))
-            return -1;
     }
     *out_split = 0;
-    if (!(what & SELF_SELECT_PAIRS)) return 0;
+    /* Each element's largest motion, and that plus its largest moved: the filter's bounds, and (the same sums, as
+     * addition commutes bit for bit) softsim_self_list_holds' test of the element against its skin. */
     double *motion_t = scratch, *both_t = scratch + t_count;
     double *motion_e = scratch + 2 * t_count, *both_e = scratch + 2 * t_count + e_count;
-    for (int64_t i = 0; k && i < t_count; i++) {
+    for (int64_t i = 0; i < t_count; i++) {
         const int64_t *c = triangles + 3 * i;
         motion_t[i] = triangle_max(motion, c);
         both_t[i] = motion_t[i] + triangle_max(moved, c);
     }
-    for (int64_t i = 0; m && i < e_count; i++) {
+    for (int64_t i = 0; i < e_count; i++) {
         const int64_t *c = edges + 2 * i;
         motion_e[i] = edge_max(motion, c);
         both_e[i] = motion_e[i] + edge_max(moved, c);
     }
+    if (what & SELF_SELECT_MOTION) {
+        for (int64_t i = 0; i < n; i++)
+            if (moved[i] + motion[i] > skin_v[i]) return -1;
+        for (int64_t i = 0; i < t_count; i++)
+            if (both_t[i] > skin_t[i]) return -1;
+        for (int64_t i = 0; i < e_count; i++)
+            if (both_e[i] > skin_e[i]) return -1;
+    }
+    if (!(what & SELF_SELECT_PAIRS)) return 0;
     int64_t count = 0;
     double lo_a[3], hi_a[3], lo_b[3], hi_b[3];
     for (int64_t i = 0; i < k; i++) {
