@@ -94,6 +94,14 @@ SIGNATURES = {
     # Self-collision's response passes (src/self_pass.c; self_kernels.SelfPass).
     "softsim_self_pass": (_I, (_P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _D, _D, _I, _I, _P, _I) + (_P,) * 17),
     "softsim_self_pass_finish": (_I, (_P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _I, _P, _P)),
+    # Self-collision's candidate selection in one call (src/self_select.c; self_kernels.SelfSelect).
+    "softsim_self_select": (_I, (_P, _P, _P, _I, _P, _I, _P, _I, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _D, _I, _P, _P,
+                                 _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_self_fail_safe_witnesses": (_I, (_P, _P, _P, _I, _P, _I, _P, _I, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P,
+                                              _I, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_self_pass_friction": (_I, (_P, _P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _P, _D) + (_P,) * 15),
+    # Self-collision's response set-up in one call (src/self_select.c; self_kernels.SelfPass.setup).
+    "softsim_self_pass_setup": (_I, (_P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _D) + (_P,) * 19),
     # The implicit solvers (src/implicit.c): PD's local step of sphere-projected sets and its right-hand side scatter
     # (implicit_kernels.SphereProjection), the 3x3-block matrix-vector product (implicit_kernels.BlockMatrix).
     "softsim_pd_sphere_project": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P)),

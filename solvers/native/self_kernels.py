@@ -18,6 +18,11 @@ Built once per ``SelfCollision``: the triangles and edges are checked (int64, C-
 kept and their addresses cached; the grid and pair buffers are owned here and grown when a call says it needs more
 (the C side returns the count it needs instead of allocating). Per call, x (n, 3), the skins and the exclusion keys
 are checked (dtype, contiguity, shape; exclusion keys sorted and within range).
+
+The Python between those kernels is fused into single calls (``src/self_select.c``; tests/test_native_self_select.py):
+``SelfSelect.select`` <-> ``SelfBroadPhase._candidates`` (motions, the hold, the filter), ``SelfSelect.witnesses`` <->
+``ImpactZones._new_crossings`` up to its witnesses, ``SelfPass.setup`` <-> ``SelfCollision._watched`` with ``begin``,
+and ``SelfPass.friction`` (``src/self_pass.c``) <-> ``SelfCollision._friction_of``; bit for bit.
 """
 import numpy as np
 
@@ -292,6 +297,11 @@ class SelfPass:
         self.load = np.zeros(n)
         self.delta = np.zeros((n, 3))
         self.batch_size = np.zeros(1, np.int64)
+        self.kept_count = np.zeros(1, np.int64)
+        self._inv_mass, self._inv_mass_p = None, 0
+        self.counts = (self.n, len(self.triangles), len(self.edges))
+        self._elements_p = (pointer(self.triangles), pointer(self.edges))
+        self._masks_own_p = (pointer(self.changed), pointer(self.touched_mask))
         self._capacity = -1
         self._grow(16)
 
@@ -307,6 +317,21 @@ class SelfPass:
         self.ok, self.interior = np.zeros(c, bool), np.zeros(c, bool)
         self.work_d, self.flags = np.zeros((c, 6)), np.zeros(c, np.uint8)
         self.recovery = np.zeros(c)
+        # setup's outputs: the kept pairs (vertex-triangle, edge-edge), their per-pair values and results.
+        self.kept_v, self.kept_t = np.zeros(c, np.int64), np.zeros(c, np.int64)
+        self.kept_a, self.kept_b = np.zeros(c, np.int64), np.zeros(c, np.int64)
+        self.side_buffer, self.target_buffer, self.approach_buffer = np.zeros(c), np.zeros(c), np.zeros(c)
+        self.depth_buffer, self.ever_buffer = np.zeros(c), np.zeros(c, bool)
+        self._setup_p = tuple(pointer(a) for a in (
+            self.kept_v, self.kept_t, self.kept_a, self.kept_b, self.kept_count, self.idx, self.coef, self.r,
+            self.normal, self.dist, self.plane, self.ok, self.interior, self.side_buffer, self.target_buffer,
+            self.approach_buffer, self.live, self.depth_buffer, self.ever_buffer))
+        # The kept pairs' addresses as the pass reads them (views of these buffers start at the same address).
+        kept_v, kept_t, kept_a, kept_b = self._setup_p[:4]
+        self._kept_p = (kept_v, kept_t, kept_a, kept_b, self._setup_p[13], self._setup_p[14])
+        self._finish_own_p = (self._setup_p[15],)
+        self._results_own_p = (pointer(self.work_d), pointer(self.flags), self._setup_p[17], self._setup_p[18])
+        self._recovery_p = (pointer(self.recovery), pointer(self.delta))
         self._own = [pointer(a) for a in (self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok,
                                           self.interior)]
         self._scratch = [pointer(a) for a in (self.work_d, self.flags, self.load, self.delta, self.batch_size)]
@@ -349,6 +374,59 @@ class SelfPass:
         self._finish_p = (pointer(self.inv_mass), self.n, pointer(self.approach_target))
         self._results_p = (pointer(self.work_d), pointer(self.flags), pointer(self.depth), pointer(self.ever))
 
+    def setup(self, x, x_prev, vt, ee, reach, inv_mass, thickness: float, recovery: float, selected=None) -> int:
+        """``begin`` with the preamble of ``SelfCollision._respond`` in one call (``softsim_self_pass_setup``, bit for
+        bit): of the candidates vt = (v, t), ee = (e1, e2) with their reaches (k,) [m] (``_candidates``), keep those
+        within reach at x (n, 3) [m] with a particle that moves (inv_mass (n,) [1/kg] > 0; the call's array, as in
+        ``begin``), their stencils at x the first pass's; side, approach_target and target from their stencils at
+        x_prev (n, 3) [m] (recovery = RECOVERY * thickness [m]). Returns the kept count c; ``pairs`` ((v, t, e1, e2)),
+        ``side``, ``target``, ``approach_target`` (c,) are views of buffers owned here. ``selected``: a ``SelfSelect``
+        of these triangles and edges; when the candidates are the ones its last ``select`` returned, its own buffers
+        are read (written by C from a checked list, they need no checks)."""
+        if selected is not None and selected.last is not None and reach is selected.last[2] \
+                and vt is selected.last[0] and ee is selected.last[1] and selected.counts == self.counts:
+            candidates = selected.last_arguments
+        else:
+            candidates = self._checked_candidates(vt, ee, reach)
+        if inv_mass is not self._inv_mass:  # the call's array (resolve_beside_colliders makes one per call)
+            self._inv_mass = checked("inv_mass", inv_mass, F64, (self.n,))
+            self._inv_mass_p = pointer(inv_mass)
+        self._grow(candidates[0] + candidates[3])
+        c = int(self.library.softsim_self_pass_setup(
+            self._x(x), self._x_prev(x_prev), self._inv_mass_p, self._elements_p[0], self._elements_p[1], *candidates,
+            float(thickness), float(recovery), *self._setup_p))
+        return self._set_up(c, inv_mass)
+
+    def _checked_candidates(self, vt, ee, reach):
+        v = checked_indices("v", vt[0], self.n, (None,))
+        k_vt = len(v)
+        t = checked_indices("t", vt[1], max(len(self.triangles), 1), (k_vt,))
+        a = checked_indices("e1", ee[0], max(len(self.edges), 1), (None,))
+        k_ee = len(a)
+        b = checked_indices("e2", ee[1], max(len(self.edges), 1), (k_ee,))
+        if (k_vt and not len(self.triangles)) or (k_ee and not len(self.edges)):
+            raise ValueError("pass: pairs of elements the body does not have")
+        reach = checked("reach", reach, F64, (k_vt + k_ee,))
+        return k_vt, pointer(v), pointer(t), k_ee, pointer(a), pointer(b), pointer(reach)
+
+    def _set_up(self, c: int, inv_mass) -> int:
+        kept = int(self.kept_count[0])
+        v, t, a, b = self.kept_v[:kept], self.kept_t[:kept], self.kept_a[:c - kept], self.kept_b[:c - kept]
+        self.inv_mass = inv_mass
+        self.side, self.target = self.side_buffer[:c], self.target_buffer[:c]
+        self.approach_target = self.approach_buffer[:c]
+        self.depth, self.ever = self.depth_buffer[:c], self.ever_buffer[:c]
+        self.count, self.k_vt, self.pairs = c, kept, (v, t, a, b)
+        self.live_count = c
+        self.given = True
+        self.m = 0
+        self._first_p = self._own
+        self._call_p = (self._inv_mass_p, self.n, *self._elements_p, c, kept, *self._kept_p)
+        self._masks_p = self._masks_own_p
+        self._finish_p = (self._inv_mass_p, self.n, *self._finish_own_p)
+        self._results_p = self._results_own_p
+        return c
+
     def run(self, x, thickness: float, tolerance: float, restrict_violating: bool) -> int:
         """The first half of one pass on x (n, 3) [m], in place: returns the active pairs (0: nothing moved)."""
         address = self._x(x)
@@ -362,6 +440,15 @@ class SelfPass:
         self._stencils = stencils
         return int(active)
 
+    def friction(self, x, x_prev, friction: float) -> int:
+        """The friction step of ``SelfCollision._respond`` after the passes (``SelfCollision._friction`` on the pairs
+        ever corrected, with their friction depths ``depth``), applied to x (n, 3) [m] in place; x_prev (n, 3) [m] the
+        step's start, friction >= 0. Returns how many pairs it ran on; ``touched`` then gives the particles it moved
+        (for the caller's collider check)."""
+        return int(self.library.softsim_self_pass_friction(
+            self._x(x), self._x_prev(x_prev), *self._call_p[:11], self._results_p[2], self._results_p[3],
+            float(friction), self._masks_p[1], self._pos_p, self._batch_p, *self._own, *self._scratch[:4]))
+
     def touched(self) -> np.ndarray:
         """The particles (sorted) with a nonzero weight in the last ``run``'s active stencils (``self_contact._particles``)."""
         return np.flatnonzero(self.touched_mask)
@@ -372,5 +459,122 @@ class SelfPass:
         work_d, flags, depth, ever = self._results_p
         self.live_count = int(self.library.softsim_self_pass_finish(
             self._x_prev(x_prev), *self._finish_p, self._pos_p, self.m, self._stencils[0], self._stencils[1], work_d,
-            flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, pointer(self.recovery),
-            pointer(self.delta)))
+            flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, *self._recovery_p))
+
+
+class SelfSelect:
+    """The candidate selection of ``SelfBroadPhase._candidates`` in one call (``src/self_select.c``): the step's motion
+    and the motion since the list's build relative to the mean (``_moved``), whether the list holds (``_list_holds``)
+    and the near filter and box test (``_near_pairs``), bit for bit; the list is kept sorted by pair key
+    (``SelfBroadPhase._build``, ``_add_grown``), so the kept pairs come out in the order of the twin's key sort.
+
+    Built once per ``SelfCollision``: the triangles (t, 3) and edges (e, 2) are checked (int64, C-contiguous, indices
+    within [0, n)). A Verlet list's arrays (pairs, distances, build positions, skins) are checked once, when the list
+    changes (``_bind``); per call only x and x_prev are (dtype, contiguity, shape). ``motion`` and ``moved`` (n,) [m]
+    and the outputs are buffers owned here, valid until the next call.
+    """
+
+    MOTION, PAIRS = 1, 2
+    """The ``what`` bits of softsim_self_select (src/softsim_native.h)."""
+
+    def __init__(self, library, triangles, edges, particle_count: int):
+        self.library = library
+        self.n = int(particle_count)
+        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
+        self.edges = checked_indices("edges", edges, self.n, (None, 2))
+        self._x = _PositionsCheck(self.n)
+        self._x_prev = _PositionsCheck(self.n)
+        t, e = len(self.triangles), len(self.edges)
+        self.motion, self.moved = np.zeros(self.n), np.zeros(self.n)
+        self.lo, self.hi, self.bound = np.zeros((3, self.n)), np.zeros((3, self.n)), np.zeros(self.n)
+        self._scratch = np.zeros(2 * (t + e))
+        self._split = np.zeros(1, np.int64)
+        self._bound = None
+        self._capacity = -1
+        self.last, self.last_arguments = None, None
+        self.counts = (self.n, t, e)
+        self._fixed = (self.n, pointer(self.triangles), t, pointer(self.edges), e)
+        self._buffers = (pointer(self.motion), pointer(self.moved))
+        self._outputs(16)
+
+    def _outputs(self, count: int) -> None:
+        if count <= self._capacity:
+            return
+        self._capacity = count
+        self.out_v, self.out_t = np.zeros(count, np.int64), np.zeros(count, np.int64)
+        self.out_a, self.out_b = np.zeros(count, np.int64), np.zeros(count, np.int64)
+        self.out_reach = np.zeros(count)
+        self.out_pos = np.zeros(count, np.int64)
+        self._witness_p = tuple(pointer(a) for a in (self.motion, self.moved, self.lo, self.hi, self.bound,
+                                                     self.out_pos, self._scratch))
+        self._out_p = tuple(pointer(a) for a in (self.out_v, self.out_t, self.out_a, self.out_b, self.out_reach,
+                                                 self._split, self._scratch))
+
+    def _bind(self, lst):
+        """The addresses of a Verlet list's arrays (``SelfBroadPhase._list``: vt, ee, dist, x, skins), checked the first
+        time this list is seen (the same arrays are not checked again)."""
+        (v, t), (a, b), skins = lst["vt"], lst["ee"], lst["skins"]
+        key = (v, t, a, b, lst["dist"], lst["x"]) + tuple(skins)
+        if self._bound is not None and all(p is q for p, q in zip(key, self._bound[0])):
+            return self._bound[1]
+        nt, ne = len(self.triangles), len(self.edges)
+        v = checked_indices("list vt[0]", v, self.n, (None,))
+        k = len(v)
+        t = checked_indices("list vt[1]", t, max(nt, 1) if k else 1, (k,))
+        a = checked_indices("list ee[0]", a, max(ne, 1), (None,))
+        m = len(a)
+        b = checked_indices("list ee[1]", b, max(ne, 1), (m,))
+        if (k and not nt) or (m and not ne):
+            raise ValueError("list: pairs of elements the body does not have")
+        dist = checked("list dist", lst["dist"], F64, (k + m,))
+        x0 = checked("list x", lst["x"], F64, (self.n, 3))
+        s_v = checked("skin_v", skins[0], F64, (self.n,))
+        s_t = checked("skin_t", skins[1], F64, (nt,))
+        s_e = checked("skin_e", skins[2], F64, (ne,))
+        self._outputs(k + m)
+        args = pointer(x0), (k, pointer(v), pointer(t), m, pointer(a), pointer(b), pointer(dist), pointer(s_v),
+                                pointer(s_t), pointer(s_e))
+        self._bound = (key, args)
+        return args
+
+    def _run(self, x, x_prev, lst, thickness: float, what: int) -> int:
+        self.last = self.last_arguments = None  # the buffers are rewritten (or reallocated by _bind)
+        x0, list_args = self._bind(lst)
+        x_prev_p = self._x_prev(x_prev) if what & self.MOTION else 0
+        return int(self.library.softsim_self_select(self._x(x), x_prev_p, x0, *self._fixed, *list_args,
+                                                    float(thickness), what, *self._buffers, *self._out_p))
+
+    def motion_holds(self, x, x_prev, lst) -> bool:
+        """Fill ``motion`` (|step - mean step| of the step x_prev -> x, both (n, 3) [m]) and ``moved`` (the same since
+        the list's build); whether the list ``lst`` still holds."""
+        return self._run(x, x_prev, lst, 0.0, self.MOTION) >= 0
+
+    def select(self, x, x_prev, lst, thickness: float, motion_given: bool = False):
+        """The candidates at x of the list ``lst``: ((v, t), (e1, e2), reach) as ``SelfBroadPhase._candidates`` returns
+        them, or None when the list does not hold (``motion`` and ``moved`` are then filled; the caller refreshes
+        the list and calls again with ``motion_given``, after putting the particles' motion since the new build in
+        ``moved``)."""
+        count = self._run(x, x_prev, lst, thickness, self.PAIRS if motion_given else self.MOTION | self.PAIRS)
+        if count < 0:
+            return None
+        split = int(self._split[0])
+        self.last = ((self.out_v[:split].copy(), self.out_t[:split].copy()),
+                     (self.out_a[:count - split].copy(), self.out_b[:count - split].copy()), self.out_reach[:count].copy())
+        # The same candidates in the buffers owned here, for SelfPass.setup (written from a checked list: no checks).
+        out_v, out_t, out_a, out_b, out_reach = self._out_p[:5]
+        self.last_arguments = (split, out_v, out_t, count - split, out_a, out_b, out_reach)
+        return self.last
+
+    def witnesses(self, x, x_start, lst, motion_given: bool = False):
+        """The fail-safe's witnesses (``ImpactZones._new_crossings``) among the list ``lst`` for the step x_start -> x
+        (both (n, 3) [m]): their positions in the list (c,), ascending (vertex-triangle pairs first), or None when the
+        list does not hold (``motion`` and ``moved`` are then filled: the caller refreshes the list and calls again
+        with ``motion_given``, after putting the particles' motion since the new build in ``moved``). Also fills
+        ``lo``, ``hi`` (3, n) [m], the particles' boxes over the step, and ``bound`` = moved + motion (n,) [m]."""
+        self.last = self.last_arguments = None  # _bind may reallocate the buffers
+        x0, list_args = self._bind(lst)
+        count = int(self.library.softsim_self_fail_safe_witnesses(
+            self._x(x), self._x_prev(x_start), x0, *self._fixed, *list_args, 0 if motion_given else self.MOTION,
+            *self._witness_p))
+        return None if count < 0 else self.out_pos[:count].copy()
+

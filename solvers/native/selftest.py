@@ -488,6 +488,53 @@ def self_pass(library, n: int = 9) -> str:
     return _differs("self-collision skin growth distances", got["dist"], want["dist"], 1.0)
 
 
+def self_select(library, n: int = 9) -> str:
+    """Self-collision's fused per-call selection (``self_kernels.SelfSelect``) against its twins: the candidates of
+    ``SelfBroadPhase._candidates`` (the same pairs, reaches bit for bit) and the fail-safe's witnesses, swept boxes and
+    bounds of ``ImpactZones._new_crossings`` / ``_witnesses`` (the same pairs, boxes and bounds bit for bit)."""
+    import copy
+
+    from .self_kernels import SelfSelect
+
+    x, sc, _, _ = self_list_scene(n=n)
+    x_prev = np.ascontiguousarray(x - np.random.default_rng(6).normal(scale=0.002, size=x.shape))
+    select = SelfSelect(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x))
+    twin, native = copy.copy(sc), copy.copy(sc)
+    twin._list, native._list = copy.deepcopy(sc._list), copy.deepcopy(sc._list)
+    native.native_select = select
+    got, want = native._candidates(x, x_prev), twin._candidates(x, x_prev)
+    if len(want[2]) == 0:
+        return "self-collision selection scene kept no pairs"
+    for a, b in zip((*got[0], *got[1], got[2]), (*want[0], *want[1], want[2])):
+        if a.shape != b.shape or not np.array_equal(a, b):
+            return "self-collision selection differs from NumPy"
+    lst = twin._list
+    if select.witnesses(x, x_prev, lst) is None or not np.array_equal(select.moved, twin._moved(x)):
+        return "self-collision fail-safe: the list's motion or hold differs from NumPy"
+    # A larger step (the list's hold is the caller's business then: the motions given).
+    x_prev = np.ascontiguousarray(x - np.random.default_rng(4).normal(scale=0.1, size=x.shape))
+    step = x - x_prev
+    step -= step.mean(axis=0)
+    motion = np.sqrt(np.einsum("ij,ij->i", step, step))
+    moved = twin._moved(x)
+    select.motion[:], select.moved[:] = motion, moved
+    pos = select.witnesses(x, x_prev, lst, motion_given=True)
+    back = x - step
+    lo, hi = np.ascontiguousarray(np.minimum(x, back).T), np.ascontiguousarray(np.maximum(x, back).T)
+    if not (np.array_equal(select.lo, lo) and np.array_equal(select.hi, hi)
+            and np.array_equal(select.bound, moved + motion)):
+        return "self-collision fail-safe boxes differ from NumPy"
+    v, t, e1, e2 = twin._witnesses(x, x_prev, lo, hi, motion, moved, 1e-12 + 1e-9 * float(motion.max()))
+    k = len(lst["vt"][0])
+    a, b = pos[pos < k], pos[pos >= k] - k
+    if len(v) == 0 or len(e1) == 0:
+        return "self-collision witness scene kept no pairs"
+    if not (np.array_equal(lst["vt"][0][a], v) and np.array_equal(lst["vt"][1][a], t)
+            and np.array_equal(lst["ee"][0][b], e1) and np.array_equal(lst["ee"][1][b], e2)):
+        return "self-collision fused witnesses differ from NumPy"
+    return ""
+
+
 def implicit(library) -> str:
     """The implicit solvers' kernels (src/implicit.c) on the small cloth: PD's local step and right-hand side scatter of
     its edge springs (a zero-length edge included) and curved hinges, with pins; the 3x3-block product on a matrix of
@@ -546,6 +593,7 @@ FAMILIES = {
     "mesh": (mesh_closest,),  # mesh_kernels.MeshClosest, mesh_frame
     "solids": (partial(run_solids, cells=2),),  # kernels.TetStrainSweep
     # self_kernels.SelfPairQuery, SelfCallKernels, SelfPass (the skin growth of self_pass needs the 8 x 8 fold)
-    "self": (partial(self_pairs, n=7), partial(self_response, n=7), partial(self_pass, n=8)),
+    "self": (partial(self_pairs, n=7), partial(self_response, n=7), partial(self_pass, n=8),
+             partial(self_select, n=8)),
     "implicit": (implicit,),  # implicit_kernels.SphereProjection, BlockMatrix, RotationSVD
 }

@@ -47,6 +47,23 @@ MAX_GROWN_SKIN = 4.0
 """... as long as no grown skin exceeds this many times the largest a build gives (``max_skin`` / 2)."""
 
 
+def _places(total, at):
+    """Where a merge (``_merged``) puts its entries in a result of ``total``: the new ones at the ascending positions
+    ``at``, the old ones in the rest (a mask (total,))."""
+    rest = np.ones(total, bool)
+    rest[at] = False
+    return at, rest
+
+
+def _merged(old, places, new):
+    """``old`` (k,) with ``new`` (g,) put at ``places`` (``_places`` of k + g): np.insert's result."""
+    at, rest = places
+    out = np.empty(len(rest), old.dtype)
+    out[at] = new
+    out[rest] = old
+    return out
+
+
 class SelfBroadPhase:
     """The Verlet-list part of ``self_contact.SelfCollision`` (its state is set up there)."""
 
@@ -59,6 +76,9 @@ class SelfBroadPhase:
     native_check = None
     """``solvers.native.self_kernels.SelfCallKernels`` of the body when the native library loaded (``_boxes`` and the
     filter of ``_candidates`` then run in C, bit for bit), else None."""
+    native_select = None
+    """``solvers.native.self_kernels.SelfSelect`` of the body when the native library loaded (``_candidates`` then runs
+    as one C call, bit for bit), else None."""
     self_bodies = None
     """With ``body``: per body (b,) bool, whether pairs within that body are kept (its own self-collision is on);
     pairs of two different bodies always are."""
@@ -166,14 +186,18 @@ class SelfBroadPhase:
         ``_candidates``). An element's skin is the largest of its particles'."""
         skins = (skin, _row_max(skin, self.triangles), _row_max(skin, self.edges) if len(self.edges) else np.zeros(0))
         (v, t, dv), (e1, e2, de) = self._query(x, self.thickness, skins)
-        # Each pair's two elements, numbered vertices, then triangles, then edges (``_pair_bound``).
+        # The list is kept sorted by pair key (the native query's order already; _add_grown merges in that order): the
+        # pairs ``_candidates`` keeps, in list order, are then in the one order its response needs.
         n, m = len(x), len(self.triangles)
+        key_vt, key_ee = _pair_keys(v, t, m), _pair_keys(e1, e2, len(self.edges))
+        order_vt, order_ee = np.argsort(key_vt, kind="stable"), np.argsort(key_ee, kind="stable")
+        v, t, dv, e1, e2, de = v[order_vt], t[order_vt], dv[order_vt], e1[order_ee], e2[order_ee], de[order_ee]
+        # Each pair's two elements, numbered vertices, then triangles, then edges (``_pair_bound``).
         first = np.concatenate([v, n + m + e1])
         second = np.concatenate([n + t, n + m + e2])
         # The pair keys sorted ("keys"), for the membership tests of the skin growths (``_grow``).
         self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), first=first, second=second,
-                          x=x.copy(), skins=skins, keys=(np.sort(_pair_keys(v, t, m), kind="stable"),
-                                                         np.sort(_pair_keys(e1, e2, len(self.edges)), kind="stable")))
+                          x=x.copy(), skins=skins, keys=(key_vt[order_vt], key_ee[order_ee]))
         self.rebuilds += 1
 
     def _refresh(self, x, moved, motion):
@@ -278,17 +302,22 @@ class SelfBroadPhase:
         tri, edges = self.triangles, self.edges
         lst = self._list
         (v0, t0), (a0, b0) = lst["vt"], lst["ee"]
-        k = len(v0)
         n, m = len(x0), len(tri)
-        lst["vt"] = (np.concatenate([v0, v]), np.concatenate([t0, t]))
-        lst["ee"] = (np.concatenate([a0, e1]), np.concatenate([b0, e2]))
-        lst["dist"] = np.concatenate([lst["dist"][:k], d_vt, lst["dist"][k:], d_ee])
-        lst["first"] = np.concatenate([lst["first"][:k], v, lst["first"][k:], n + m + e1])
-        lst["second"] = np.concatenate([lst["second"][:k], n + t, lst["second"][k:], n + m + e2])
+        # The new pairs are sorted by key and none is listed yet: merged into the list (sorted by key, ``_build``) and
+        # its sorted keys in place of a sort. Each merge puts the new entries at their places and the old ones in the
+        # rest, in order (np.insert's result, one mask per part for every array).
+        new_vt, new_ee = _pair_keys(v, t, len(tri)), _pair_keys(e1, e2, len(edges))
+        at_vt = np.searchsorted(lst["keys"][0], new_vt) + np.arange(len(v))
+        at_ee = np.searchsorted(lst["keys"][1], new_ee) + np.arange(len(e1))
+        at_all = _places(len(lst["dist"]) + len(v) + len(e1), np.concatenate([at_vt, len(v0) + len(v) + at_ee]))
+        at_vt, at_ee = _places(len(v0) + len(v), at_vt), _places(len(a0) + len(e1), at_ee)
+        lst["vt"] = (_merged(v0, at_vt, v), _merged(t0, at_vt, t))
+        lst["ee"] = (_merged(a0, at_ee, e1), _merged(b0, at_ee, e2))
+        lst["dist"] = _merged(lst["dist"], at_all, np.concatenate([d_vt, d_ee]))
+        lst["first"] = _merged(lst["first"], at_all, np.concatenate([v, n + m + e1]))
+        lst["second"] = _merged(lst["second"], at_all, np.concatenate([n + t, n + m + e2]))
         lst["skins"] = tuple(skins)
-        # The new pairs are sorted by key and none is listed yet: merged into the sorted keys in place of a sort.
-        lst["keys"] = tuple(np.insert(old, np.searchsorted(old, new), new) for old, new in
-                            zip(lst["keys"], (_pair_keys(v, t, len(tri)), _pair_keys(e1, e2, len(edges)))))
+        lst["keys"] = (_merged(lst["keys"][0], at_vt, new_vt), _merged(lst["keys"][1], at_ee, new_ee))
         self.grown += 1
 
     def _skin_for(self, motion):
@@ -347,7 +376,20 @@ class SelfBroadPhase:
         a rebuild while the fast part still fits its skin; when a few elements do outrun theirs, their skins grow
         instead (``_grow``). Listed pairs are kept when their distance at the build, less what their two elements moved
         since, is within reach and their boxes at x are within reach of each other; those get the exact test.
+
+        The pairs come sorted by key (vertex-triangle ones, then edge-edge ones): the list is kept in that order, so
+        the Jacobi sums of the response depend on the pairs alone, not on when or how the lists were built. With the
+        native library all of it but the list's refresh is one C call (``self_kernels.SelfSelect``, bit for bit).
         """
+        native = self.native_select
+        if native is not None and self._list is not None:
+            got = native.select(x, x_prev, self._list, self.thickness)
+            if got is None:  # the list does not hold: refreshed here, then the pairs of the new list
+                moved = self._refresh(x, native.moved, native.motion)
+                if moved is not native.moved:
+                    native.moved[:] = moved
+                got = native.select(x, x_prev, self._list, self.thickness, motion_given=True)
+            return got
         step = x - x_prev
         step -= step.mean(axis=0)
         motion = np.sqrt(np.einsum("ij,ij->i", step, step))
@@ -360,6 +402,9 @@ class SelfBroadPhase:
             moved = self._refresh(x, moved, motion)
         k = len(self._list["vt"][0])
         (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
+        if native is not None:
+            native.motion[:], native.moved[:] = motion, moved
+            return native.select(x, x_prev, self._list, self.thickness, motion_given=True)
         if self.native_check is not None:
             # The same filter in C (src/self_response.c): the same positions and reaches, bit for bit.
             kept, kept_reach = self.native_check.list_check(x, motion, moved, self._list["vt"], self._list["ee"],
@@ -369,12 +414,8 @@ class SelfBroadPhase:
             reach_a, reach_b = kept_reach[:split], kept_reach[split:]
         else:
             a, b, reach_a, reach_b = self._near_pairs(x, motion, moved)
-        # One order whatever the lists' history (sorted by pair): the Jacobi sums of the response then depend on
-        # the pairs alone, not on when or how the lists were built.
-        order_a = np.argsort(_pair_keys(v[a], t[a], len(self.triangles)), kind="stable")
-        order_b = np.argsort(_pair_keys(e1[b], e2[b], len(self.edges)), kind="stable")
-        a, b = a[order_a], b[order_b]
-        return (v[a], t[a]), (e1[b], e2[b]), np.concatenate([reach_a[order_a], reach_b[order_b]])
+        # Ascending positions in the list, which is sorted by key: the candidates sorted by key.
+        return (v[a], t[a]), (e1[b], e2[b]), np.concatenate([reach_a, reach_b])
 
     def _near_pairs(self, x, motion, moved):
         """The listed pairs that may be within reach at x: positions a (vertex-triangle) and b (edge-edge) in the

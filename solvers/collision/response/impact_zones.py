@@ -43,6 +43,21 @@ class ImpactZones:
         """
         if len(self.edges) == 0:
             return np.zeros((0, 2), np.int64)
+        native = self.native_select
+        if native is not None and self._list is not None:
+            # All of the below up to the witnesses in one C call (src/self_select.c: the same pairs).
+            pos = native.witnesses(x, x_start, self._list)
+            if pos is None:  # the list does not hold: refreshed here, then the witnesses of the new list
+                moved = self._refresh(x, native.moved, native.motion)
+                if moved is not native.moved:
+                    native.moved[:] = moved
+                pos = native.witnesses(x, x_start, self._list, motion_given=True)
+            lst = self._list
+            k = len(lst["vt"][0])
+            split = int(np.searchsorted(pos, k))
+            a, b = pos[:split], pos[split:] - k
+            v, t, e1, e2 = lst["vt"][0][a], lst["vt"][1][a], lst["ee"][0][b], lst["ee"][1][b]
+            return self._crossings_of(x, x_start, v, t, e1, e2)
         step = x - x_start
         step -= step.mean(axis=0)
         motion = np.sqrt(np.einsum("ij,ij->i", step, step))
@@ -64,6 +79,11 @@ class ImpactZones:
             v, t, e1, e2 = lst["vt"][0][a], lst["vt"][1][a], lst["ee"][0][b], lst["ee"][1][b]
         else:
             v, t, e1, e2 = self._witnesses(x, x_start, lo, hi, motion, moved, slack)
+        return self._crossings_of(x, x_start, v, t, e1, e2)
+
+    def _crossings_of(self, x, x_start, v, t, e1, e2):
+        """The new crossings (edge, triangle) (c, 2) that the witnesses v, t (vertex-triangle) and e1, e2 (edge-edge)
+        can show (``_new_crossings``)."""
         if len(v) == 0 and len(e1) == 0:  # no pair of elements came near enough to touch in the step
             return np.zeros((0, 2), np.int64)
         tri, edges = self.triangles, self.edges

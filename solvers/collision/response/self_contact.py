@@ -105,7 +105,12 @@ contacts and velocity in C; the end-of-step collider push stays NumPy's, bit for
 1-20 0.282 -> 0.203, 21-40 0.596 -> 0.449, 71-100 0.234 -> 0.168; the same 283 rebuilds and 793 skin growths, 0
 crossings); the profile's frames 1-30 0.630 -> 0.315, 31-40 (under cProfile) 0.455 -> 0.293. What is left is mostly
 the rebuilds (about 3 a frame all through those 100 frames, ~25 ms each, most of it the grid scan of the edge-edge
-build), the NumPy sphere face push of the end-of-step projection and the Python around the fail-safe. Self-collision
+build), the NumPy sphere face push of the end-of-step projection and the Python around the fail-safe. That Python
+then went to C too, one call each for the candidate selection, the response's set-up and the fail-safe's set-up, and
+the friction step (``src/self_select.c``, ``src/self_pass.c``, bit for bit; about 1,100 Python-level calls a substep
+instead of 2,100): the profile's frames 31-36 from the crumpled state at frame 30, without cProfile, the two versions
+alternated twice, self-collision 0.195 / 0.185 -> 0.156 / 0.153 s a frame (the frame 0.249 / 0.235 -> 0.209 / 0.204; the
+same 20 rebuilds, 48 skin growths, 53833 pairs listed, 0 crossings). Self-collision
 still makes that bake several times slower, so it is off by default. It runs on every substep because that is the cheapest schedule measured. Called on
 every 6th substep only (the built-in Cloth's 5 a frame at 30 substeps) with the sides and witnesses still read at the
 substep's start, the lab cloth crossed itself from frame 23 on (7 to 526 pairs by frame 28), on every 2nd from frame 27
@@ -204,7 +209,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
         library = native_library.load(compute)
         if library is not None and library.ready("self"):  # its self-test failed: NumPy (status() says why)
-            from ...native.self_kernels import SelfCallKernels, SelfPairQuery, SelfPass
+            from ...native.self_kernels import SelfCallKernels, SelfPairQuery, SelfPass, SelfSelect
 
             self.native_pairs = SelfPairQuery(library, np.ascontiguousarray(self.triangles),
                                               np.ascontiguousarray(self.edges), count)
@@ -212,6 +217,8 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                                               np.ascontiguousarray(self.edges), count)
             self.native_pass = SelfPass(library, np.ascontiguousarray(self.triangles),
                                         np.ascontiguousarray(self.edges), count)
+            self.native_select = SelfSelect(library, np.ascontiguousarray(self.triangles),
+                                            np.ascontiguousarray(self.edges), count)
         x0 = model.rest_positions
         if skin is None:
             e = self.edges if len(self.edges) else triangle_edges(self.triangles)
@@ -305,27 +312,23 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
     def _respond(self, x, x_prev, colliders=()):
         vt, ee, reach = self._candidates(x, x_prev)
-        w = self.inv_mass
-        now = self._stencils(x, vt, ee)
-        k = len(vt[0])
-        keep = (now.dist <= reach) & (_row_max(w, now.idx) > 0.0)
-        vt = (vt[0][keep[:k]], vt[1][keep[:k]])
-        ee = (ee[0][keep[k:]], ee[1][keep[k:]])
-        self.last_candidates = len(vt[0]) + len(ee[0])
-        if self.last_candidates == 0:
+        native = self.native_pass
+        if native is not None:
+            # ``_watched``, the passes and the friction step in C (src/self_select.c, src/self_pass.c: bit for bit),
+            # the collider check between the two halves of each pass in Python.
+            self.last_candidates = native.setup(x, x_prev, vt, ee, reach, self.inv_mass, self.thickness,
+                                                RECOVERY * self.thickness, self.native_select)
+            if self.last_candidates == 0:
+                return 0
+            _, ever = self._native_passes(x, x_prev, colliders)
+            if self.friction > 0.0 and native.friction(x, x_prev, self.friction) and colliders:
+                self._keep_out_of_colliders(x, native.touched(), colliders)
+            return int(np.count_nonzero(ever))
+        vt, ee, side, target, approach_target, first = self._watched(x, x_prev, vt, ee, reach)
+        self.last_candidates = count = len(side)
+        if count == 0:
             return 0
-        plane_now = now.plane[keep]
-
-        # Side and gap at the step's start.
-        before = self._stencils(x_prev, vt, ee)
-        side = np.where(before.ok & (np.abs(before.plane) > 1e-12), np.sign(before.plane), np.where(plane_now < 0.0, -1.0, 1.0))
-        # Approach removal changes velocities: restore at most the gap the pair had at the start. Recovery towards
-        # thickness (at most RECOVERY * thickness per step) is also added to x_prev, so it moves the pair without
-        # giving it any velocity (Macklin et al. 2014's stabilization): no energy gain either way.
-        approach_target = np.minimum(self.thickness, before.dist)
-        target = np.minimum(self.thickness, before.dist + RECOVERY * self.thickness)
-
-        count = len(side)
+        w = self.inv_mass
         k_vt = len(vt[0])
 
         def evaluate(pos, st=None):
@@ -342,29 +345,56 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             # neighbouring element's pair is the one that sees the crossing.
             edge_ok = ~st.interior & ((signed >= 0.0) | ~st.ok) & (st.dist > 1e-12)
             gap = np.where(st.interior, signed, np.where(edge_ok, st.dist, np.inf))
-            direction = np.where(st.interior[:, None], sd[:, None] * st.n,
-                                 st.r / np.where(st.dist > 1e-12, st.dist, 1.0)[:, None])
             W = np.einsum("kj,kj->k", st.coef**2, w[st.idx])
-            return st, gap, direction, gap - target[pos], W
+            return st, gap, _directions(st, sd), gap - target[pos], W
 
-        if self.native_pass is not None:
-            depth, ever = self._native_passes(x, x_prev, vt, ee, side, target, approach_target, now.take(keep), colliders)
-        else:
-            depth, ever = self._passes(x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders)
+        depth, ever = self._passes(x, x_prev, count, first, side, target, approach_target, evaluate, colliders)
         if self.friction > 0.0 and np.any(ever):
-            pos = np.nonzero(ever)[0]
-            st, _, direction, _, _ = evaluate(pos)
-            self._friction(x, x_prev, st.idx, st.coef, direction, depth[pos])
+            st = self._friction_of(x, x_prev, vt, ee, side, depth, ever)
             if colliders:
                 self._keep_out_of_colliders(x, _particles(st.idx, st.coef, len(x)), colliders)
         return int(np.count_nonzero(ever))
 
-    def _native_passes(self, x, x_prev, vt, ee, side, target, approach_target, first, colliders):
+    def _watched(self, x, x_prev, vt, ee, reach):
+        """The candidates vt = (v, t), ee = (e1, e2) with their reaches (k,) [m] (``_candidates``) that the response
+        watches, and what it needs of them: (vt, ee, side, target, approach_target, first), the pairs within reach at x
+        (n, 3) [m] with a particle that moves, their sides (c,) (+-1), targets and approach targets (c,) [m] from their
+        stencils at x_prev (n, 3) [m], and their stencils at x (``self_pairs._Stencils``). ``SelfPass.setup`` is its
+        native twin."""
+        w = self.inv_mass
+        now = self._stencils(x, vt, ee)
+        k = len(vt[0])
+        keep = (now.dist <= reach) & (_row_max(w, now.idx) > 0.0)
+        vt = (vt[0][keep[:k]], vt[1][keep[:k]])
+        ee = (ee[0][keep[k:]], ee[1][keep[k:]])
+        first = now.take(keep)
+        # Side and gap at the step's start.
+        before = self._stencils(x_prev, vt, ee)
+        side = np.where(before.ok & (np.abs(before.plane) > 1e-12), np.sign(before.plane),
+                        np.where(first.plane < 0.0, -1.0, 1.0))
+        # Approach removal changes velocities: restore at most the gap the pair had at the start. Recovery towards
+        # thickness (at most RECOVERY * thickness per step) is also added to x_prev, so it moves the pair without
+        # giving it any velocity (Macklin et al. 2014's stabilization): no energy gain either way.
+        approach_target = np.minimum(self.thickness, before.dist)
+        target = np.minimum(self.thickness, before.dist + RECOVERY * self.thickness)
+        return vt, ee, side, target, approach_target, first
+
+    def _friction_of(self, x, x_prev, vt, ee, side, depth, ever):
+        """The friction step after the passes: ``_friction`` on the watched pairs vt, ee (``_watched``) ever corrected
+        (ever (c,) bool), with their sides (c,) and friction depths (c,) [m], at x (n, 3) [m] in place (x_prev: the
+        step's start). Returns those pairs' stencils. ``SelfPass.friction`` is its native twin."""
+        pos = np.nonzero(ever)[0]
+        k_vt = len(vt[0])
+        a, b = pos[pos < k_vt], pos[pos >= k_vt] - k_vt
+        st = self._stencils(x, (vt[0][a], vt[1][a]), (ee[0][b], ee[1][b]))
+        self._friction(x, x_prev, st.idx, st.coef, _directions(st, side[pos]), depth[pos])
+        return st
+
+    def _native_passes(self, x, x_prev, colliders):
         """The passes of ``_passes`` in C (``self_kernels.SelfPass``, ``src/self_pass.c``: the same operations in the
-        same order, bit for bit), the collider check between the two halves of each pass in Python as there. Returns
-        (depth, ever) as ``_passes`` does."""
+        same order, bit for bit) on the pairs its ``setup`` kept, the collider check between the two halves of each
+        pass in Python as there. Returns (depth, ever) as ``_passes`` does."""
         native = self.native_pass
-        native.begin(vt, ee, side, target, approach_target, first, self.inv_mass)
         for k in range(MAX_PASSES):
             if native.run(x, self.thickness, PASS_TOLERANCE, k >= self.passes) == 0:
                 break
@@ -373,13 +403,13 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             native.finish(x_prev, k + 1 >= self.passes)
         return native.depth, native.ever
 
-    def _passes(self, x, x_prev, count, now, keep, side, target, approach_target, evaluate, colliders):
-        """The Jacobi passes of ``_respond`` over its ``count`` watched pairs (``now``: their stencils at x before the
-        ``keep`` mask): returns each pair's friction depth (count,) [m] and whether it was ever corrected (count,)."""
+    def _passes(self, x, x_prev, count, first, side, target, approach_target, evaluate, colliders):
+        """The Jacobi passes of ``_respond`` over its ``count`` watched pairs (``first``: their stencils at x): returns
+        each pair's friction depth (count,) [m] and whether it was ever corrected (count,)."""
         depth = np.zeros(count)
         ever = np.zeros(count, bool)
         live = np.arange(count)
-        pair_idx = now.idx[keep]
+        pair_idx = first.idx
         changed = None
         for k in range(MAX_PASSES):
             # Only pairs with a particle the last pass moved can have changed: the others keep their C >= 0 (not
@@ -387,7 +417,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             # of the ~5k pairs within reach). The first pass reads the stencils already made at x.
             if changed is None:
                 pos = live
-                st, gap, direction, C, W = evaluate(pos, now.take(keep))
+                st, gap, direction, C, W = evaluate(pos, first)
             else:
                 pos = live[_row_max(changed, pair_idx[live])]
                 st, gap, direction, C, W = evaluate(pos)
@@ -459,6 +489,12 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         ok = W > 0.0
         impulse = -(cut * scale / np.where(ok, W, 1.0) * ok)[:, None] * tangential
         self._apply(x, idx, coef, impulse)
+
+
+def _directions(st, side):
+    """Push directions (k, 3) of stencils ``st`` with sides (k,): side * normal where the closest points are inside both
+    elements, else along r (r / |r|, r itself where |r| <= 1e-12)."""
+    return np.where(st.interior[:, None], side[:, None] * st.n, st.r / np.where(st.dist > 1e-12, st.dist, 1.0)[:, None])
 
 
 def _particles(idx, coef, count):

@@ -48,6 +48,27 @@ static inline void stencil_particles(const int64_t *triangles, const int64_t *ed
     }
 }
 
+/* The stencils at x of the batch of pairs at list positions pos (m, ascending) as the twin hands them to _Stencils:
+ * vertex-triangle ones, then edge-edge ones (batch (2 m) holds their elements). */
+static void batch_stencils(const double *x, const int64_t *triangles, const int64_t *edges, int64_t k_vt,
+                           const int64_t *list_v, const int64_t *list_t, const int64_t *list_a, const int64_t *list_b,
+                           const int64_t *pos, int64_t m, int64_t *batch, int64_t *idx, double *coef, double *r,
+                           double *normal, double *dist, double *plane, unsigned char *ok, unsigned char *interior) {
+    int64_t m_vt = 0;
+    while (m_vt < m && pos[m_vt] < k_vt) m_vt++;
+    int64_t *sub_v = batch, *sub_t = batch + m_vt, *sub_a = batch + 2 * m_vt, *sub_b = batch + 2 * m_vt + (m - m_vt);
+    for (int64_t i = 0; i < m_vt; i++) {
+        sub_v[i] = list_v[pos[i]];
+        sub_t[i] = list_t[pos[i]];
+    }
+    for (int64_t i = m_vt; i < m; i++) {
+        sub_a[i - m_vt] = list_a[pos[i] - k_vt];
+        sub_b[i - m_vt] = list_b[pos[i] - k_vt];
+    }
+    softsim_self_stencils(x, triangles, edges, m_vt, sub_v, sub_t, m - m_vt, sub_a, sub_b, idx, coef, r, normal, dist,
+                          plane, ok, interior);
+}
+
 /* Adds the Jacobi application of `impulse * factor` (factor NULL: 1) of the active pairs to positions (n, 3): per
  * particle the sum over the pairs, in their order, of (inv_mass * coef) * (factor * impulse), from 0.0, then added to
  * every particle (SelfCollision._apply). */
@@ -98,20 +119,8 @@ int64_t softsim_self_pass(double *x, const double *inv_mass, int64_t n, const in
             if (changed[corners[0]] | changed[corners[1]] | changed[corners[2]] | changed[corners[3]])
                 pos[m++] = live[i];
         }
-        /* The batch's pairs as the twin hands them to _Stencils: vertex-triangle ones, then edge-edge ones. */
-        int64_t m_vt = 0;
-        while (m_vt < m && pos[m_vt] < k_vt) m_vt++;
-        int64_t *sub_v = batch, *sub_t = batch + m_vt, *sub_a = batch + 2 * m_vt, *sub_b = batch + 2 * m_vt + (m - m_vt);
-        for (int64_t i = 0; i < m_vt; i++) {
-            sub_v[i] = list_v[pos[i]];
-            sub_t[i] = list_t[pos[i]];
-        }
-        for (int64_t i = m_vt; i < m; i++) {
-            sub_a[i - m_vt] = list_a[pos[i] - k_vt];
-            sub_b[i - m_vt] = list_b[pos[i] - k_vt];
-        }
-        softsim_self_stencils(x, triangles, edges, m_vt, sub_v, sub_t, m - m_vt, sub_a, sub_b, idx, coef, r, normal,
-                              dist, plane, ok, interior);
+        batch_stencils(x, triangles, edges, k_vt, list_v, list_t, list_a, list_b, pos, m, batch, idx, coef, r, normal,
+                       dist, plane, ok, interior);
     }
     *batch_size = m;
     int64_t active_count = 0;
@@ -202,4 +211,70 @@ int64_t softsim_self_pass_finish(double *x_prev, const double *inv_mass, int64_t
     for (int64_t i = 0; i < m; i++)
         if (flags[i] & 2) live[kept++] = pos[i];
     return kept;
+}
+
+/* The response's friction (SelfCollision._respond's friction step and SelfCollision._friction) over the pairs the
+ * passes corrected (ever (count,)): their stencils at x (one batch, as evaluate(pos) makes them), push directions
+ * (as the pass), the relative motion over the step r = sum_j coef_j (x - x_prev)_j (j in order), its tangential part
+ * t = r - (r . d) d, slide |t|, cut = min(1, friction depth / max(slide, 1e-15)) where slide > 1e-15 (else 0),
+ * W = sum coef^2 inv_mass ((p0 + p2) + (p1 + p3)), the Jacobi scale as the pass's, and the impulse
+ * -(cut scale / W) t (0 where W is not > 0) applied to x (SelfCollision._apply). Writes pos (the corrected pairs'
+ * list positions), the batch's stencils and `touched` (the particles with a nonzero weight in them, for the
+ * caller's collider check); returns how many pairs there are. Scratch: batch (2 count), work_d, flags, load, delta
+ * as softsim_self_pass's. */
+int64_t softsim_self_pass_friction(double *x, const double *x_prev, const double *inv_mass, int64_t n,
+                                   const int64_t *triangles, const int64_t *edges, int64_t count, int64_t k_vt,
+                                   const int64_t *list_v, const int64_t *list_t, const int64_t *list_a,
+                                   const int64_t *list_b, const double *side, const double *depth,
+                                   const unsigned char *ever, double friction, unsigned char *touched, int64_t *pos,
+                                   int64_t *batch, int64_t *idx, double *coef, double *r, double *normal,
+                                   double *dist, double *plane, unsigned char *ok, unsigned char *interior,
+                                   double *work_d, unsigned char *flags, double *load, double *delta) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < count; i++)
+        if (ever[i]) pos[m++] = i;
+    for (int64_t i = 0; i < n; i++) {
+        touched[i] = 0;
+        load[i] = 0.0;
+    }
+    if (m == 0) return 0;
+    batch_stencils(x, triangles, edges, k_vt, list_v, list_t, list_a, list_b, pos, m, batch, idx, coef, r, normal,
+                   dist, plane, ok, interior);
+    for (int64_t i = 0; i < m; i++)
+        for (int j = 0; j < 4; j++)
+            if (coef[4 * i + j] != 0.0) {
+                touched[idx[4 * i + j]] = 1;
+                load[idx[4 * i + j]] += 1.0;
+            }
+    for (int64_t i = 0; i < m; i++) {
+        int64_t p = pos[i];
+        const double *c = coef + 4 * i;
+        const int64_t *ix = idx + 4 * i;
+        double direction[3], relative[3], tangential[3];
+        double divide = dist[i] > 1e-12 ? dist[i] : 1.0;
+        for (int d = 0; d < 3; d++)
+            direction[d] = interior[i] ? side[p] * normal[3 * i + d] : r[3 * i + d] / divide;
+        for (int d = 0; d < 3; d++) {
+            double sum = c[0] * (x[3 * ix[0] + d] - x_prev[3 * ix[0] + d]);
+            for (int j = 1; j < 4; j++) sum = sum + c[j] * (x[3 * ix[j] + d] - x_prev[3 * ix[j] + d]);
+            relative[d] = sum;
+        }
+        double along = dot3(relative, direction);
+        for (int d = 0; d < 3; d++) tangential[d] = relative[d] - along * direction[d];
+        double slide = sqrt(dot3(tangential, tangential));
+        double cut = slide > 1e-15 ? np_minimum(1.0, friction * depth[p] / np_maximum(slide, 1e-15)) : 0.0;
+        double sq[4];
+        for (int j = 0; j < 4; j++) sq[j] = (c[j] * c[j]) * inv_mass[ix[j]];
+        double W = (sq[0] + sq[2]) + (sq[1] + sq[3]);
+        double most = c[0] != 0.0 ? load[ix[0]] : 0.0;
+        for (int j = 1; j < 4; j++) most = np_maximum(most, c[j] != 0.0 ? load[ix[j]] : 0.0);
+        double scale = 1.0 / np_maximum(1.0, most);
+        int positive = W > 0.0;
+        double amount = -(cut * scale / (positive ? W : 1.0) * (positive ? 1.0 : 0.0));
+        double *state = work_d + PASS_STRIDE * i;
+        for (int d = 0; d < 3; d++) state[PASS_IMPULSE + d] = amount * tangential[d];
+        flags[i] = 1;
+    }
+    apply_pairs(x, n, inv_mass, m, idx, coef, flags, work_d, NULL, delta);
+    return m;
 }

@@ -8,6 +8,7 @@
  * and the pair positions come out in the list's order, as np.nonzero gives them.
  */
 #include "self_geometry.h"
+#include "self_stencil.h"
 #include "softsim_native.h"
 
 /* np.minimum / np.maximum: a NaN in either operand gives NaN. */
@@ -122,33 +123,6 @@ int64_t softsim_self_list_check(const double *x, int64_t n, const double *motion
     return count;
 }
 
-static inline void cross3(const double *u, const double *v, double *out) {
-    out[0] = u[1] * v[2] - u[2] * v[1];
-    out[1] = u[2] * v[0] - u[0] * v[2];
-    out[2] = u[0] * v[1] - u[1] * v[0];
-}
-
-/* The rest of one stencil (self_pairs._Stencils) from its particles idx[0..3] and weights coef[0..3]: r = the sum of
- * coef_j x_j (j in order, as einsum("kj,kjd->kd") sums), the unit normal n of the raw normal `normal` (ok: its length
- * above 1e-6 scale, where scale = sqrt(|e1|^2 |e2|^2) of the two spanning vectors), the distance |r| and the plane
- * distance r . n. */
-static inline void stencil_tail(const double *x, const int64_t *idx, const double *coef, const double *normal,
-                                const double *u, const double *w, double *r, double *n, double *dist, double *plane,
-                                unsigned char *ok) {
-    for (int d = 0; d < 3; d++) {
-        double sum = coef[0] * x[3 * idx[0] + d];
-        for (int j = 1; j < 4; j++) sum = sum + coef[j] * x[3 * idx[j] + d];
-        r[d] = sum;
-    }
-    double length = sqrt(dot3(normal, normal));
-    double scale = sqrt(dot3(u, u) * dot3(w, w));
-    *ok = length > 1e-6 * scale;
-    double divide = *ok ? length : 1.0;
-    for (int d = 0; d < 3; d++) n[d] = normal[d] / divide;
-    *dist = sqrt(dot3(r, r));
-    *plane = dot3(r, n);
-}
-
 /* self_pairs._Stencils of k_vt vertex-triangle pairs (list_v, list_t) followed by k_ee edge-edge pairs (list_a,
  * list_b) at x: per pair its particles idx (4), weights coef (4), relative vector r (3), unit normal n (3), distance,
  * plane distance, ok (a normal exists) and interior (closest points inside both elements, and ok). The vertex-triangle
@@ -162,52 +136,13 @@ void softsim_self_stencils(const double *x, const int64_t *triangles, const int6
         const int64_t *c = triangles + 3 * list_t[i];
         if (closest_inside(x + 3 * list_v[i], x + 3 * c[0], x + 3 * c[1], x + 3 * c[2])) all_border = 0;
     }
-    for (int64_t i = 0; i < k_vt; i++) {
-        const int64_t *c = triangles + 3 * list_t[i];
-        const double *p = x + 3 * list_v[i], *a = x + 3 * c[0], *b = x + 3 * c[1], *cc = x + 3 * c[2];
-        double bary[3], u[3], w[3], normal[3];
-        closest_weights(p, a, b, cc, bary, all_border);
-        for (int d = 0; d < 3; d++) {
-            u[d] = b[d] - a[d];
-            w[d] = cc[d] - a[d];
-        }
-        cross3(u, w, normal);
-        int64_t *ix = idx + 4 * i;
-        double *cf = coef + 4 * i;
-        ix[0] = list_v[i];
-        ix[1] = c[0];
-        ix[2] = c[1];
-        ix[3] = c[2];
-        cf[0] = 1.0;
-        cf[1] = -bary[0];
-        cf[2] = -bary[1];
-        cf[3] = -bary[2];
-        stencil_tail(x, ix, cf, normal, u, w, r + 3 * i, n + 3 * i, dist + i, plane + i, ok + i);
-        interior[i] = (bary[1] > 0.0) & (bary[2] > 0.0) & (bary[1] + bary[2] < 1.0) & ok[i];
-    }
+    for (int64_t i = 0; i < k_vt; i++)
+        stencil_vt(x, list_v[i], triangles + 3 * list_t[i], all_border, idx + 4 * i, coef + 4 * i, r + 3 * i,
+                   n + 3 * i, dist + i, plane + i, ok + i, interior + i);
     for (int64_t j = 0; j < k_ee; j++) {
         int64_t i = k_vt + j;
-        const int64_t *A = edges + 2 * list_a[j], *B = edges + 2 * list_b[j];
-        const double *p1 = x + 3 * A[0], *q1 = x + 3 * A[1], *p2 = x + 3 * B[0], *q2 = x + 3 * B[1];
-        double s, t, u[3], w[3], normal[3];
-        int parallel_ok = closest_segments(p1, q1, p2, q2, &s, &t);
-        for (int d = 0; d < 3; d++) {
-            u[d] = q1[d] - p1[d];
-            w[d] = q2[d] - p2[d];
-        }
-        cross3(u, w, normal);
-        int64_t *ix = idx + 4 * i;
-        double *cf = coef + 4 * i;
-        ix[0] = A[0];
-        ix[1] = A[1];
-        ix[2] = B[0];
-        ix[3] = B[1];
-        cf[0] = 1.0 - s;
-        cf[1] = s;
-        cf[2] = t - 1.0;
-        cf[3] = -t;
-        stencil_tail(x, ix, cf, normal, u, w, r + 3 * i, n + 3 * i, dist + i, plane + i, ok + i);
-        interior[i] = parallel_ok & (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0) & ok[i];
+        stencil_ee(x, edges + 2 * list_a[j], edges + 2 * list_b[j], idx + 4 * i, coef + 4 * i, r + 3 * i, n + 3 * i,
+                   dist + i, plane + i, ok + i, interior + i);
     }
 }
 

@@ -310,6 +310,54 @@ SOFTSIM_API int64_t softsim_self_pass_finish(double *x_prev, const double *inv_m
                                              const unsigned char *flags, double *depth, unsigned char *ever,
                                              int64_t update_live, int64_t *live, int64_t live_count,
                                              double *recovery, double *delta);
+/* Cloth self-collision's candidate selection in one call (self_select.c; SelfBroadPhase._candidates): with
+ * SELF_SELECT_MOTION the step's motion and the motion since the list's build (relative to the mean) and whether the
+ * list holds (-1 when not), with SELF_SELECT_PAIRS the listed pairs near enough at x, in list order (sorted by key). */
+enum { SELF_SELECT_MOTION = 1, SELF_SELECT_PAIRS = 2 };
+SOFTSIM_API int64_t softsim_self_select(const double *x, const double *x_prev, const double *x0, int64_t n,
+                                        const int64_t *triangles, int64_t t_count, const int64_t *edges,
+                                        int64_t e_count, int64_t k, const int64_t *list_v, const int64_t *list_t,
+                                        int64_t m, const int64_t *list_a, const int64_t *list_b, const double *dist,
+                                        const double *skin_v, const double *skin_t, const double *skin_e,
+                                        double thickness, int64_t what, double *motion, double *moved,
+                                        int64_t *out_v, int64_t *out_t, int64_t *out_a, int64_t *out_b,
+                                        double *out_reach, int64_t *out_split, double *scratch);
+/* Self-collision's response set-up in one call (self_select.c; the preamble of SelfCollision._respond and
+ * SelfPass.begin): the candidates' stencils at x, the kept ones compacted with their stencils, their side and targets
+ * from their stencils at x_prev; returns how many are kept. */
+SOFTSIM_API int64_t softsim_self_pass_setup(const double *x, const double *x_prev, const double *inv_mass,
+                                            const int64_t *triangles, const int64_t *edges, int64_t k_vt,
+                                            const int64_t *cand_v, const int64_t *cand_t, int64_t k_ee,
+                                            const int64_t *cand_a, const int64_t *cand_b, const double *reach,
+                                            double thickness, double recovery, int64_t *list_v, int64_t *list_t,
+                                            int64_t *list_a, int64_t *list_b, int64_t *kept_vt, int64_t *idx,
+                                            double *coef, double *r, double *n, double *dist, double *plane,
+                                            unsigned char *ok, unsigned char *interior, double *side, double *target,
+                                            double *approach_target, int64_t *live, double *depth,
+                                            unsigned char *ever);
+/* The fail-safe's set-up and witnesses in one call (self_select.c; ImpactZones._new_crossings): the motions and
+ * whether the list holds (-1 when not, with SELF_SELECT_MOTION), the particles' boxes over the step, the witnesses'
+ * positions in the list (returns their count). */
+SOFTSIM_API int64_t softsim_self_fail_safe_witnesses(const double *x, const double *x_start, const double *x0,
+                                                     int64_t n, const int64_t *triangles, int64_t t_count,
+                                                     const int64_t *edges, int64_t e_count, int64_t k,
+                                                     const int64_t *list_v, const int64_t *list_t, int64_t m,
+                                                     const int64_t *list_a, const int64_t *list_b,
+                                                     const double *dist, const double *skin_v, const double *skin_t,
+                                                     const double *skin_e, int64_t what, double *motion,
+                                                     double *moved, double *lo, double *hi, double *bound,
+                                                     int64_t *out_pos, double *scratch);
+/* Self-collision's friction after the passes (self_pass.c; SelfCollision._friction on the corrected pairs): applied to
+ * x; returns how many pairs it ran on. */
+SOFTSIM_API int64_t softsim_self_pass_friction(double *x, const double *x_prev, const double *inv_mass, int64_t n,
+                                               const int64_t *triangles, const int64_t *edges, int64_t count,
+                                               int64_t k_vt, const int64_t *list_v, const int64_t *list_t,
+                                               const int64_t *list_a, const int64_t *list_b, const double *side,
+                                               const double *depth, const unsigned char *ever, double friction,
+                                               unsigned char *touched, int64_t *pos, int64_t *batch, int64_t *idx,
+                                               double *coef, double *r, double *normal, double *dist, double *plane,
+                                               unsigned char *ok, unsigned char *interior, double *work_d,
+                                               unsigned char *flags, double *load, double *delta);
 /* The implicit solvers (implicit.c): Projective Dynamics' local step for the sets projected onto a sphere (edge
  * springs, curved hinges) and the scatter of their targets into the global right-hand side; the 3x3-block sparse
  * matrix-vector product of the implicit mass-spring solver's linear solves. */
