@@ -130,12 +130,28 @@ typedef struct {
     double bary[3], q[3];
 } Nearest;
 
-/* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). */
+/* A lower bound on the distance from P to triangle tri: the distance to its axis-aligned box. */
+static inline double box_distance(const double *P, const double *vertices, const int64_t *tri)
+{
+    double s = 0.0;
+    for (int a = 0; a < 3; ++a) {
+        double p = vertices[3 * tri[0] + a], q = vertices[3 * tri[1] + a], r = vertices[3 * tri[2] + a];
+        double gap = max2(max2(min2(min2(p, q), r) - P[a], P[a] - max2(max2(p, q), r)), 0.0);
+        s += gap * gap;
+    }
+    return sqrt(s);
+}
+
+/* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). A triangle whose box lies
+ * farther than the nearest distance so far, or than limit, by more than round-off (the margins of the second visit's
+ * reach) is passed over: its computed distance exceeds both, so it could neither be the nearest nor tie with it, nor
+ * be within limit; the answer is the one of testing it. */
 static void visit(const double *P, const double *vertices, const int64_t *triangles, const int64_t *dims,
                   const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo, const int64_t *hi,
-                  int64_t *stamp, int64_t query, Nearest *best)
+                  int64_t *stamp, int64_t query, double limit, Nearest *best)
 {
     double bary[3], q[3];
+    double far = limit * (1.0 + 1e-9) + 1e-12;
     for (int64_t k = lo[2]; k <= hi[2]; ++k)
         for (int64_t j = lo[1]; j <= hi[1]; ++j)
             for (int64_t i = lo[0]; i <= hi[0]; ++i) {
@@ -146,6 +162,9 @@ static void visit(const double *P, const double *vertices, const int64_t *triang
                         continue;
                     stamp[f] = query;
                     const int64_t *tri = triangles + 3 * f;
+                    double lower = box_distance(P, vertices, tri);
+                    if (lower > far || lower > best->d * (1.0 + 1e-9) + 1e-12)
+                        continue;
                     int interior = closest_on_triangle(P, vertices + 3 * tri[0], vertices + 3 * tri[1],
                                                        vertices + 3 * tri[2], bary, q);
                     double r[3] = {P[0] - q[0], P[1] - q[1], P[2] - q[2]};
@@ -178,13 +197,13 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
             continue; /* nothing within limit (negative or NaN limit too) */
         ++query;
         cell_range(P, P, grid, dims, lo, hi); /* its own cell (or the nearest one) first: a bound on the distance */
-        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, &best);
+        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
         /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance may
          * lie a rounding farther), and never beyond limit. */
         double reach = min2(limit, best.d * (1.0 + 1e-9) + 1e-12);
         double low[3] = {P[0] - reach, P[1] - reach, P[2] - reach}, high[3] = {P[0] + reach, P[1] + reach, P[2] + reach};
         cell_range(low, high, grid, dims, lo, hi);
-        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, &best);
+        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
         if (best.tri < 0 || !(best.d <= limit))
             continue;
         out_row[found] = points[i];
