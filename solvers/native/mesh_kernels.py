@@ -156,6 +156,8 @@ class MeshClosest:
         self._stale = np.zeros(0, np.int64)
         self.known = _Known()
         self._rows_size, self._rows_out, self._rows_at = 0, (), ()
+        self._all = np.zeros(0, np.int64)
+        """0, 1, 2, ...: the rows of every point (``motion``), with its scratch and their addresses."""
         """``contact_rows``' output and scratch buffers (grown on demand) and their addresses."""
         """Scratch of ``apply``: per particle sums (n, 3) and counts (n,)."""
 
@@ -223,6 +225,25 @@ class MeshClosest:
                                                        *at[1], self.faces.stamp_pointer, pointer(limits), *self._rows_at)
         row, d, normal, dist = self._rows_out[:4]
         return row[:found].copy(), d[:found].copy(), normal[:found].copy(), dist[:found].copy()
+
+    def motion(self, vertices, start_vertices, x, limit: float):
+        """``MeshCollider.motion``'s answer (``src/mesh_moving.c``): the motion (n, 3) [m] from the pose
+        start_vertices (m, 3) to vertices (m, 3) of the surface under the points x (n, 3) float64 (each one's nearest
+        triangle at vertices within limit [m], at its closest point's weights; zero beyond)."""
+        n = len(x)
+        x_at = self.known("x", x, (None, 3))
+        grid = self.faces.grid_for(vertices)  # checks vertices (float64, (m, 3), finite)
+        vertices_at = self.known("vertices", vertices, (self.m, 3))
+        start_at = self.known("start vertices", start_vertices, (self.m, 3))
+        if len(self._all) < n:
+            self._all = np.arange(max(n, 2 * len(self._all)), dtype=np.int64)
+            self._motion_work = (np.zeros(3 * len(self._all), np.int64), np.zeros(7 * len(self._all)))
+            self._motion_at = (pointer(self._all), *map(pointer, self._motion_work))
+        out = np.empty((n, 3))
+        self.library.softsim_mesh_motion(x_at, self._motion_at[0], n, self.faces.pointer, vertices_at, *grid.pointers,
+                                         start_at, float(limit), self.faces.stamp_pointer, pointer(out),
+                                         *self._motion_at[1:])
+        return out
 
     def _body_checked(self, x, triangles, edges):
         """A body's triangles (t, 3) and edges (e, 2) checked against x (n, 3) once per pair of arrays: (triangles,

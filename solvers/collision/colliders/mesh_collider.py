@@ -57,6 +57,10 @@ FACE_PASSES = 4
 """Jacobi passes of ``resolve_faces`` per call (as ``faces.FACE_PASSES``)."""
 
 
+NATIVE_PLANES = True
+"""Whether a collider with the native queries (``_Shared.native``) computes its contact planes (``_contact_rows``) and
+its motion (``motion``) in one native call each (src/mesh_moving.c); False composes them in Python from the native
+nearest-triangle query, the same numbers bit for bit (tests/test_native_mesh_moving.py)."""
 POSE_VALUES = 8
 """Poses whose derived values (normals) a collider's ``_Shared`` keeps for other poses of the same vertices."""
 
@@ -210,6 +214,23 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
             moving.shared.travel = max(moving.shared.travel, float(np.sqrt(_dot(shift, shift).max())) if len(shift) else 0.0)
         return moving
 
+    def over(self, t0: float, t1: float):
+        # The start pose of a substep is the end pose of the one before, interpolated anew to the same bits: it takes
+        # that pose's very array, so the grids, normals and checked addresses kept for it serve it again.
+        posed = super().over(t0, t1)
+        if posed is not self:
+            kept = self.shared.poses
+            for moving in (posed.start, posed):
+                for vertices in kept:
+                    if same_bits(vertices, moving.vertices):
+                        moving.vertices = vertices
+                        break
+                else:
+                    kept.append(moving.vertices)
+                    if len(kept) > POSE_VALUES:
+                        del kept[0]
+        return posed
+
     def interpolate(self, other, s: float):
         return replace(other, vertices=self.vertices + s * (other.vertices - self.vertices), start=None, shared=other.shared)
 
@@ -314,7 +335,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         x (k,), d (k,) [m], normal (k, 3), unsigned distance to the surface (k,) [m])."""
         if points is not None and len(points) == 0:
             return np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3)), np.zeros(0)
-        if self.shared.native is not None and len(self.triangles) and len(x):
+        if NATIVE_PLANES and self.shared.native is not None and len(self.triangles) and len(x):
             # the same planes in one native call (native/mesh_kernels.py, src/mesh_moving.c)
             start = self if self.start is None else self.start
             return self.shared.native.contact_rows(
@@ -363,6 +384,9 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         out = np.zeros_like(x)
         if self.start is None:
             return out
+        if NATIVE_PLANES and self.shared.native is not None and len(self.triangles) and len(x):  # in C: mesh_moving.c
+            return self.shared.native.motion(self.vertices, self.start.vertices, np.ascontiguousarray(x, np.float64),
+                                             self.thickness + SEARCH_MARGIN)
         rows, tris, bary, _, _, _ = self._closest(x)
         moved = self.vertices[self.triangles[tris]] - self.start.vertices[self.triangles[tris]]
         out[rows] = np.einsum("kj,kjd->kd", bary, moved)

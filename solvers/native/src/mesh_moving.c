@@ -105,3 +105,31 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
     }
     return found;
 }
+
+SOFTSIM_API void softsim_mesh_motion(const double *x, const int64_t *points, int64_t k, const int64_t *triangles,
+                                     const double *vertices, const double *grid, const int64_t *dims,
+                                     const int64_t *cell_start, const int64_t *entry, const double *start_vertices,
+                                     double limit, int64_t *stamp, double *out, int64_t *work_i, double *work_d)
+{
+    /* scratch (work_i (3 k), work_d (7 k)): the found points' rows, triangles and interior flags; weights, closest
+     * points, distances */
+    int64_t *row = work_i, *tri = work_i + k, *interior = work_i + 2 * k;
+    double *bary = work_d, *q = work_d + 3 * k, *d = work_d + 6 * k;
+    for (int64_t i = 0; i < k; ++i)
+        for (int a = 0; a < 3; ++a)
+            out[3 * points[i] + a] = 0.0;
+    int64_t found = softsim_mesh_closest(x, points, k, vertices, triangles, grid, dims, cell_start, entry, limit,
+                                         stamp, row, tri, bary, q, d, interior);
+    for (int64_t j = 0; j < found; ++j) {
+        const int64_t *corner = triangles + 3 * tri[j];
+        const double *b = bary + 3 * j;
+        double *o = out + 3 * row[j];
+        for (int a = 0; a < 3; ++a) {
+            /* einsum("kj,kjd->kd", bary, moved) sums the corners in order; moved = pose - start, per corner */
+            double m0 = vertices[3 * corner[0] + a] - start_vertices[3 * corner[0] + a];
+            double m1 = vertices[3 * corner[1] + a] - start_vertices[3 * corner[1] + a];
+            double m2 = vertices[3 * corner[2] + a] - start_vertices[3 * corner[2] + a];
+            o[a] = (b[0] * m0 + b[1] * m1) + b[2] * m2;
+        }
+    }
+}

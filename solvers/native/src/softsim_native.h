@@ -211,6 +211,15 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
     int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
     int64_t *work_i, double *work_d);
 
+/* A moving mesh collider's motion under points (mesh_moving.c, mesh_kernels.MeshClosest.motion, twin of
+ * MeshCollider.motion): for each asked point (rows of x) within limit of the pose, its nearest triangle's motion
+ * from the start pose at the closest point's weights, written to its row of out (n, 3) (zero for an asked point with
+ * no triangle within limit; the rows not asked untouched). work_i (3 k), work_d (7 k): scratch. */
+SOFTSIM_API void softsim_mesh_motion(const double *x, const int64_t *points, int64_t k, const int64_t *triangles,
+                                     const double *vertices, const double *grid, const int64_t *dims,
+                                     const int64_t *cell_start, const int64_t *entry, const double *start_vertices,
+                                     double limit, int64_t *stamp, double *out, int64_t *work_i, double *work_d);
+
 /* A mesh collider's face pairs (mesh_collider.c): its corners within reach of body triangles and its sharp edges
  * within reach of body edges, with exact distances, sorted by body element then feature; grids of the corners (as
  * triangles (c, c, c)) and sharp edges (as (a, b, b)) from softsim_mesh_grid_build. Return the pair count (only
