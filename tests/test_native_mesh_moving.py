@@ -134,26 +134,30 @@ def test_sides_are_read_at_the_start_pose(library):
     np.testing.assert_allclose(normal, -up, atol=1e-12)
 
 
-def _bake(read, count, size, height, frames, compute="AUTO", planes=True, monkeypatch=None, box=None):
+def _bake(read, count, size, height, frames, compute="AUTO", whole=True, planes=True, monkeypatch=None, box=None):
     """A cloth (count x count, size [m], at height [m]) baked ``frames`` frames over the colliders ``read(frame)``
-    gives (fresh objects, paired with the previous frame's as the bridge does). box(frame): the box collider's
-    vertices at that frame, to check that no vertex lies inside it at any frame's end. Returns the final state."""
+    gives (fresh objects, paired with the previous frame's as the bridge does). whole False: the whole-frame call
+    declined (the per-substep path); planes False: there, the planes and motion composed in Python. box(frame): the
+    box collider's vertices at that frame, to check that no vertex lies inside it at any frame's end. Returns (final
+    state, frames taken whole)."""
     if monkeypatch is not None:
         monkeypatch.setattr(mesh_collider, "NATIVE_PLANES", planes)
     v, e, t = grid_cloth(count, size, height=height)
     body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD", compute=compute))
+    taken = []
+    original = body.native_frame
+    body.native_frame = (lambda run, dt, colliders=(): taken.append(original(run, dt, colliders)) or taken[-1]) if whole \
+        else (lambda run, dt, colliders=(): False)
     state, previous = State.at_rest(body.model), None
     for frame in range(1, frames + 1):
         current = read(frame)
-        colliders = frame_colliders(previous, current)
-        assert not frame_supports(colliders) or frame == 1  # a moving mesh collider goes substep by substep
-        advance_frame(body, state, 1.0 / FPS, body.config.substeps, colliders)
+        advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(previous, current))
         previous = current
         if box is not None:
             assert _deepest(state.x, box(frame)) < 1e-3, f"frame {frame}: a vertex inside the box"
     if monkeypatch is not None:
         monkeypatch.setattr(mesh_collider, "NATIVE_PLANES", True)
-    return state
+    return state, sum(taken)
 
 
 def _deepest(x, corners):
@@ -183,24 +187,95 @@ def _scene(kind):
 
 
 @pytest.mark.parametrize("kind", ["translating", "rotating", "deforming"])
-def test_moving_boxes_bake_equal_to_the_composed_path_and_numpy(library, monkeypatch, kind):
+def test_moving_boxes_in_whole_frames_equal_the_per_substep_paths_and_numpy(library, monkeypatch, kind):
     """A 17 x 17 cloth dropped on a box that translates (3 cm a frame, the cloth sliding on its top), turns about the
-    vertical (0.05 rad a frame) or grows (4 % of its height a frame, pushing the cloth up), 14 frames: positions and
-    velocities bit for bit with the composed path and with Compute NUMPY, nothing inside the box at any frame."""
+    vertical (0.05 rad a frame) or grows (4 % of its height a frame, pushing the cloth up), 14 frames, in whole-frame
+    calls (every frame), substep by substep with the fused native planes and with the planes composed in Python, and
+    with Compute NUMPY: positions and velocities bit for bit, nothing inside the box at any frame."""
     read, box = _scene(kind)
-    fused = _bake(read, 17, 2.2, 0.8, 14, monkeypatch=monkeypatch, box=box)
-    composed = _bake(read, 17, 2.2, 0.8, 14, planes=False, monkeypatch=monkeypatch)
-    numpy = _bake(read, 17, 2.2, 0.8, 14, compute="NUMPY")
-    assert np.array_equal(fused.x.view(np.int64), composed.x.view(np.int64))
-    assert np.array_equal(fused.v.view(np.int64), composed.v.view(np.int64))
-    assert_same(fused.x, numpy.x)
-    assert_same(fused.v, numpy.v)
-    middle = fused.x[len(fused.x) // 2]
+    whole, taken = _bake(read, 17, 2.2, 0.8, 14, monkeypatch=monkeypatch, box=box)
+    assert taken == 14
+    fused, _ = _bake(read, 17, 2.2, 0.8, 14, whole=False, monkeypatch=monkeypatch)
+    composed, _ = _bake(read, 17, 2.2, 0.8, 14, whole=False, planes=False, monkeypatch=monkeypatch)
+    numpy, _ = _bake(read, 17, 2.2, 0.8, 14, compute="NUMPY")
+    for other in (fused, composed):
+        assert np.array_equal(whole.x.view(np.int64), other.x.view(np.int64))
+        assert np.array_equal(whole.v.view(np.int64), other.v.view(np.int64))
+    assert_same(whole.x, numpy.x)
+    assert_same(whole.v, numpy.v)
+    middle = whole.x[len(whole.x) // 2]
     assert middle[2] > box(14)[:, 2].max()  # resting on the top, not fallen through
     assert middle[2] < box(14)[:, 2].max() + 0.05
 
 
-def test_routing_still_and_moving(library):
+@pytest.mark.parametrize("sphere", [False, True])
+def test_walked_sweeps_and_grown_buffers_with_a_moving_box(library, monkeypatch, sphere):
+    """A translating box on a ground (and a moving sphere beside it), 6 substeps a frame: the landing cloth moves more
+    than 2 cm a substep, so many end-of-step pushes are walked in sweeps by the NumPy code between C calls (status 1,
+    reading the face-pair list the C code kept), and pair buffers of 8 pairs make the C code ask for more (status 3:
+    the substep restored and run again). Without the sphere the frames equal the per-substep path and Compute NUMPY
+    bit for bit; with it to round-off (1e-9 m, as a sphere beside a still box: tests/test_native_mesh_sphere_frame.py,
+    the sphere face push sums in NumPy's einsum order on the per-substep path)."""
+    import dataclasses
+
+    from solvers.collision.colliders.shapes import Sphere
+    from solvers.native import mesh_frame
+
+    monkeypatch.setattr(mesh_frame, "CAPACITY", 8)
+    base, triangles = box_mesh(0, half=(0.5, 0.5, 0.25), centre=(-0.5, 0.0, 0.25))
+    ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, friction=0.2, name="Ground")
+
+    def read(frame):
+        colliders = [MeshCollider(base + [0.02 * frame, 0.0, 0.0], triangles.copy(), 0.01, 0.3, "Box"), ground]
+        if sphere:
+            colliders.append(Sphere(np.array([0.6, 0.02 * frame, 0.3]), 0.3, thickness=0.01, friction=0.2, name="Ball"))
+        return colliders
+
+    def bake(compute="AUTO", whole=True):
+        v, e, t = grid_cloth(17, 2.2, height=0.8)
+        body = make_solver(build_model(v, e, t), dataclasses.replace(SolverConfig(solver="XPBD", compute=compute),
+                                                                     substeps=6))
+        taken, capacities = [], []
+        original = body.native_frame
+
+        def native_frame(run, dt, colliders=()):
+            taken.append(original(run, dt, colliders))
+            return taken[-1]
+
+        if whole:
+            body.native_frame = native_frame
+        else:
+            body.native_frame = lambda run, dt, colliders=(): False
+        state, previous = State.at_rest(body.model), None
+        for frame in range(1, 13):
+            current = read(frame)
+            advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(previous, current))
+            previous = current
+        frame_kernel = getattr(body, "_frame_kernel", None)
+        if frame_kernel is not None and frame_kernel.meshes is not None:
+            capacities = [mine.capacity for _, mine, _ in frame_kernel.meshes.active]
+        return state, sum(taken), capacities
+
+    whole, taken, capacities = bake()
+    assert taken == 12
+    assert max(capacities) > 8  # the pair buffers grew
+    per_substep = bake(whole=False)[0]
+    numpy = bake(compute="NUMPY")[0]
+    if sphere:
+        np.testing.assert_allclose(whole.x, per_substep.x, rtol=0.0, atol=1e-9)
+        np.testing.assert_allclose(whole.x, numpy.x, rtol=0.0, atol=1e-9)
+    else:
+        assert np.array_equal(whole.x.view(np.int64), per_substep.x.view(np.int64))
+        assert np.array_equal(whole.v.view(np.int64), per_substep.v.view(np.int64))
+        assert_same(whole.x, numpy.x)
+        assert_same(whole.v, numpy.v)
+
+
+def test_routing_still_and_moving(library, monkeypatch):
+    """Still mesh colliders go whole-frame; moving and deforming ones too with MOVING_IN_FRAME, else substep by
+    substep; a moving box baked with it off equals the whole-frame bake."""
+    from solvers.native import mesh_frame
+
     base, triangles = box_mesh(0)
     still = frame_colliders([MeshCollider(base, triangles, 0.01, name="Box")],
                             [MeshCollider(base.copy(), triangles, 0.01, name="Box")])
@@ -208,7 +283,16 @@ def test_routing_still_and_moving(library):
     for end in (base + [0.01, 0.0, 0.0], _rotated(base, 0.01), base * [1.0, 1.0, 1.01]):
         moving = frame_colliders([MeshCollider(base, triangles, 0.01, name="Box")],
                                  [MeshCollider(end, triangles, 0.01, name="Box")])
-        assert moving[0].start is not None and not frame_supports(moving, library)
+        assert moving[0].start is not None and frame_supports(moving, library)
+        monkeypatch.setattr(mesh_frame, "MOVING_IN_FRAME", False)
+        assert not frame_supports(moving, library) and frame_supports(still, library)
+        monkeypatch.setattr(mesh_frame, "MOVING_IN_FRAME", True)
+    read, box = _scene("translating")
+    whole, taken = _bake(read, 13, 1.8, 0.8, 6)
+    monkeypatch.setattr(mesh_frame, "MOVING_IN_FRAME", False)
+    per_substep, declined = _bake(read, 13, 1.8, 0.8, 6)
+    assert taken == 6 and declined == 1  # the first frame has no earlier pose: it stands still
+    assert np.array_equal(whole.x.view(np.int64), per_substep.x.view(np.int64))
 
 
 def test_the_bindings_refuse_bad_inputs(library):
