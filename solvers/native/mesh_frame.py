@@ -1,4 +1,4 @@
-"""Python binding of the still mesh colliders of a cloth's whole-frame call (``src/mesh_frame.c``, ``src/mesh_frame.h``).
+"""Python binding of the mesh colliders of a cloth's whole-frame call (``src/mesh_frame.c``, ``src/mesh_frame.h``).
 
 ``MeshFrame`` <-> the NumPy pipeline of a ``MeshCollider`` that stands still through its frame (``start`` None, no
 travel): ``kept_planes.kept_contact`` (with ``MeshCollider._contact_rows``, ``_sides``, ``pseudo_normals``),
@@ -8,6 +8,11 @@ travel): ``kept_planes.kept_contact`` (with ``MeshCollider._contact_rows``, ``_s
 ``KeptPlanes`` arrays are written in place, the face-pair list (``mesh_face_pairs._FaceList`` in
 ``_Shared.face_cache``) is copied into this binding's buffers before a call and back after it, so the per-substep
 path (a substep walked in sweeps, the next frame of a moving collider) reads what the frame left.
+
+A collider that moves or deforms through the frame (``moving``, with MOVING_IN_FRAME) keeps no planes; its
+``MeshCollider.contact`` (``_contact_rows``, ``_sides``), ``motion`` and face pairs with the travel run in C from each
+substep's poses, which ``_fill_moving`` prepares from the posed colliders of every substep (``Collider.over``): their
+vertices, normals and grids, their addresses in a table the C code reads per substep.
 
 Validation: every array the C code reads is checked here (dtype, contiguity, shape, indices within range, finite
 poses) when a frame is prepared; the body's triangles and edges are the ``AnalyticContacts`` binding's, checked
@@ -48,7 +53,7 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("save_state", _P), ("save_planes", _P),
     ("moving", _I), ("travel", _D), ("poses", _P), ("start_vertices", _P), ("start_face_normals", _P),
     ("start_vertex_normals", _P), ("start_side_normals", _P), ("start_face_grid", _P), ("start_face_dims", _P),
-    ("start_face_cell_start", _P), ("start_face_entry", _P),
+    ("start_face_cell_start", _P), ("start_face_entry", _P), ("drift", _D),
 ]
 
 _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
@@ -67,8 +72,12 @@ _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
 _LIST_FIELDS = [name for name, _ in _MESH_FIELDS].index("list_state")
 _MOVING_FIELDS = [name for name, _ in _MESH_FIELDS].index("moving")
 """The fields from _LIST_FIELDS up to _MOVING_FIELDS are the buffers of ``_Still`` (pointers, and ``capacity``)."""
-POSE_FIELDS = 24
+POSE_FIELDS = 8
 """Addresses per substep of a moving collider's poses (mesh_frame.h SOFTSIM_POSE_FIELDS)."""
+DRIFT = (1e-9, 1e-12)
+"""A moving collider's grids are built on its pose at the frame's end and queried travel (1 + DRIFT[0]) +
+DRIFT[1] (1 + its largest coordinate) [m] wider: an interpolated pose's vertex lies within the travel of its place
+there, up to the rounding of the interpolation (a few ulps of the coordinates). Wider only adds candidates."""
 
 
 class _MeshStruct(ctypes.Structure):
@@ -120,8 +129,8 @@ False sends such colliders substep by substep."""
 
 def frame_supports(colliders, library=None) -> bool:
     """Whether a whole-frame call covers ``colliders``: ground planes and spheres (``AnalyticContacts.supports``), or
-    ground planes and still mesh colliders (``still``), with spheres too when SPHERES_BESIDE_MESHES; a moving or
-    deforming mesh collider goes substep by substep, as do mesh colliders when ``library`` (the frame's
+    ground planes and mesh colliders, still or, with MOVING_IN_FRAME, moving or deforming (``framed``), with spheres
+    too when SPHERES_BESIDE_MESHES; mesh colliders go substep by substep when ``library`` (the frame's
     ``NativeLibrary``) has its mesh kernels refused by their self-test (``NativeLibrary.ready``)."""
     from ..collision.colliders.shapes import GroundPlane, Sphere
 
@@ -352,10 +361,11 @@ class MeshFrame:
 
     def _fill_moving(self, s, row, collider, native, mine, posed) -> None:
         """The struct of a moving collider: its topology, thickness, friction, travel, corners, sharp edges and
-        pieces, and per substep the addresses of its poses (mesh_frame.h): the end pose and the start pose of each
-        substep's posed collider (``posed[k][row]``, whose vertices and normals the per-substep path reads), their
-        normals (``MeshCollider._normals_at_pose``) and triangle grids, and the end pose's corner and sharp-edge grids.
-        Every array is checked here; the grids and arrays are kept alive with the buffers until the next prepare."""
+        pieces, its grids (triangles, corners, sharp edges) built on its own pose (the frame's end) and queried DRIFT
+        wider, and per substep the addresses of its poses (mesh_frame.h): the end pose and the start pose of each
+        substep's posed collider (``posed[k][row]``, whose vertices and normals the per-substep path reads) with their
+        normals (``MeshCollider._normals_at_pose``). Every array is checked here; the arrays are kept alive with the
+        buffers until the next prepare."""
         n, m, t = self.n, len(collider.vertices), len(native.triangles)
         corners = checked_indices("corners", np.ascontiguousarray(collider.shared.corners, np.int64), m, (None,))
         sharp = checked_indices("sharp edges", np.ascontiguousarray(collider.shared.edges, np.int64), m, (None, 2))
@@ -370,6 +380,9 @@ class MeshFrame:
         checked("piece centres", centres, F64, (3, None))
         if not (np.all(np.isfinite(centres)) and np.isfinite(radius)):
             raise ValueError("piece centres: must be finite")
+        travel = float(collider.shared.travel)
+        if not (np.isfinite(travel) and travel >= 0.0):
+            raise ValueError(f"mesh collider {collider.name!r}: travel must be finite")
         poses = np.zeros((len(posed), POSE_FIELDS), np.int64)
         keep = [corners, sharp, centres, poses]
         for k, step in enumerate(posed):
@@ -379,38 +392,40 @@ class MeshFrame:
             fields = []
             for pose in (end, end.start):
                 vertices, face, vertex, side = pose._normals_at_pose()
-                grid = native.faces.grid_for(vertices)  # checks vertices (float64, (m, 3), finite)
+                checked("vertices", vertices, F64, (m, 3))
                 checked("face normals", face, F64, (t, 3))
                 checked("vertex normals", vertex, F64, (m, 3))
                 checked("side normals", side, F64, (t, 3, 3))
-                fields += [pointer(vertices), pointer(face), pointer(vertex), pointer(side), *grid.pointers]
-                keep += [vertices, face, vertex, side, grid]
-            for kind in (native.corners, native.sharp):
-                if len(kind.elements):
-                    grid = kind.grid_for(end.vertices)
-                    fields += grid.pointers
-                    keep.append(grid)
-                else:
-                    fields += [0, 0, 0, 0]
+                fields += [pointer(vertices), pointer(face), pointer(vertex), pointer(side)]
+                keep += [vertices, face, vertex, side]
             poses[k] = fields
+        # Every pose of the frame interpolates the frame's start and end (``Collider.over``): a vertex lies within
+        # the travel of its place at the end, to round-off (DRIFT's margins).
+        vertices = collider.vertices
+        grids = [native.faces.grid_for(vertices)]  # checks vertices (float64, (m, 3), finite)
+        for kind in (native.corners, native.sharp):
+            grids.append(kind.grid_for(vertices) if len(kind.elements) else None)
         if getattr(mine, "planes", None) is None:  # a moving collider keeps no planes: zeros the C code never reads
             mine.planes = (np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), np.zeros(n))
-        mine.keep = tuple(keep) + (native.faces, native.corners, native.sharp)
+        mine.keep = tuple(keep) + (vertices, grids, native.faces, native.corners, native.sharp)
         mine.sources = None
         s.row, s.m, s.t = row, m, t
         s.vertices, s.face_normals, s.vertex_normals, s.side_normals = (int(a) for a in poses[0, :4])
         s.triangles = native.faces.pointer
-        s.face_grid, s.face_dims, s.face_cell_start, s.face_entry = (int(a) for a in poses[0, 4:8])
+        s.face_grid, s.face_dims, s.face_cell_start, s.face_entry = grids[0].pointers
         s.face_stamp = native.faces.stamp_pointer
         s.thickness, s.friction = float(collider.thickness), float(collider.friction)
         s.corner_count, s.corners = len(corners), pointer(corners)
         s.sharp_count, s.sharp = len(sharp), pointer(sharp)
+        if grids[1] is not None:
+            s.corner_grid, s.corner_dims, s.corner_cell_start, s.corner_entry = grids[1].pointers
+        if grids[2] is not None:
+            s.sharp_grid, s.sharp_dims, s.sharp_cell_start, s.sharp_entry = grids[2].pointers
         s.corner_stamp, s.sharp_stamp = native.corners.stamp_pointer, native.sharp.stamp_pointer
         s.piece_count, s.piece_centres, s.piece_radius = centres.shape[1], pointer(centres), float(radius)
         s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, mine.planes)
-        s.moving, s.travel, s.poses = 1, float(collider.shared.travel), pointer(poses)
-        if not (np.isfinite(s.travel) and s.travel >= 0.0):
-            raise ValueError(f"mesh collider {collider.name!r}: travel must be finite")
+        s.moving, s.travel, s.poses = 1, travel, pointer(poses)
+        s.drift = travel * (1.0 + DRIFT[0]) + DRIFT[1] * (1.0 + float(np.abs(vertices).max(initial=0.0)))
         mine.struct = s
         self._buffers(mine)
 

@@ -204,8 +204,8 @@ class MeshClosest:
         x_at = self.known("x", x, (None, 3))
         x_prev_at = self.known("x_prev", x_prev, x.shape)
         points = checked_indices("points", points, len(x), (None,))
-        limits = np.array(limits, np.float64).reshape(-1)
-        if limits.shape != (4,) or not np.all(np.isfinite(limits)) or np.any(limits < 0.0):
+        limits = np.array(tuple(limits) + (0.0,), np.float64).reshape(-1)  # drift 0: each pose's own grid
+        if limits.shape != (5,) or not np.all(np.isfinite(limits)) or np.any(limits < 0.0):
             raise ValueError("limits: (thickness, margin, side limit, travel), finite and >= 0")
         t = len(self.triangles)
         at = []
@@ -241,7 +241,7 @@ class MeshClosest:
             self._motion_at = (pointer(self._all), *map(pointer, self._motion_work))
         out = np.empty((n, 3))
         self.library.softsim_mesh_motion(x_at, self._motion_at[0], n, self.faces.pointer, vertices_at, *grid.pointers,
-                                         start_at, float(limit), self.faces.stamp_pointer, pointer(out),
+                                         start_at, float(limit), 0.0, self.faces.stamp_pointer, pointer(out),
                                          *self._motion_at[1:])
         return out
 

@@ -127,7 +127,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         for vertices, values in entries:
             if vertices is self.vertices:
                 return values
-        for vertices, values in entries:
+        for vertices, values in reversed(entries):
             if same_bits(vertices, self.vertices):
                 entries.append((self.vertices, values))
                 break
@@ -221,13 +221,13 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         if posed is not self:
             kept = self.shared.poses
             for moving in (posed.start, posed):
-                for vertices in kept:
+                for vertices in reversed(kept):  # the last substep's end first
                     if same_bits(vertices, moving.vertices):
                         moving.vertices = vertices
                         break
                 else:
                     kept.append(moving.vertices)
-                    if len(kept) > POSE_VALUES:
+                    if len(kept) > 2:
                         del kept[0]
         return posed
 

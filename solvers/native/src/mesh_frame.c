@@ -1,4 +1,4 @@
-/* Still mesh colliders inside a cloth's whole-frame call (softsim_cloth_substeps): the native twins of
+/* Mesh colliders inside a cloth's whole-frame call (softsim_cloth_substeps): the native twins of
  *   solvers/collision/colliders/kept_planes.py       kept_contact (the stale points measured anew, the planes kept),
  *   solvers/collision/colliders/mesh_collider.py     MeshCollider.contact of a still collider, _contact_rows, _sides,
  *                                                    pseudo_normals, resolve_faces,
@@ -10,7 +10,10 @@
  *   solvers/collision/response/collider_contacts.py  resolve_contacts / _resolve_once with mesh colliders,
  * built on mesh_collider.c's kernels (nearest triangles, face pairs, pushes, kept planes) and contact.c's (the
  * analytic rows' contacts and the friction of every row), in the order the NumPy pipeline runs them. A mesh row of the
- * collider table (kind SOFTSIM_KIND_MESH) stands still, so its motion is zero and its start pose is its pose.
+ * collider table (kind SOFTSIM_KIND_MESH) stands still (its motion zero, its start pose its pose, its planes kept), or
+ * moves or deforms (moving: mesh_moving.c's planes of every point with the sides read at the substep's start pose,
+ * the surface's motion in the contact margin and the friction, the travel in the face-pair list; each substep's poses
+ * from the binding's table of addresses, pose_of; its grids of one pose of the frame, queried drift wider).
  *
  * Arithmetic follows the twins': _dot / einsum("ij,ij->i") adds (x*x + z*z) + y*y (dot_rows), einsum("ks,ksd->kd")
  * sums the stencil in order, cKDTree's distance is sqrt((dx^2 + dy^2) + dz^2). The kept state (planes, face-pair
@@ -27,6 +30,7 @@
 
 #include "contact_common.h"
 #include "mesh_frame.h"
+#include "mesh_query.h"
 #include "sphere_faces.h"
 
 enum { SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES };
@@ -44,47 +48,29 @@ static SoftsimStillMesh *mesh_of_row(const SoftsimMeshFrame *f, int64_t row)
  * fields. A still collider's start is its pose. */
 static void pose_of(const SoftsimClothPlan *plan, const double *table, SoftsimStillMesh *c)
 {
+    c->start_face_grid = c->face_grid;
+    c->start_face_dims = c->face_dims;
+    c->start_face_cell_start = c->face_cell_start;
+    c->start_face_entry = c->face_entry;
     if (!c->moving) {
         c->start_vertices = c->vertices;
         c->start_face_normals = c->face_normals;
         c->start_vertex_normals = c->vertex_normals;
         c->start_side_normals = c->side_normals;
-        c->start_face_grid = c->face_grid;
-        c->start_face_dims = c->face_dims;
-        c->start_face_cell_start = c->face_cell_start;
-        c->start_face_entry = c->face_entry;
         return;
     }
     int64_t k = plan->tables_per_substep
                     ? (int64_t)((table - plan->collider_table) / (plan->collider_count * SOFTSIM_COLLIDER_ROW))
                     : 0;
     const int64_t *a = c->poses + SOFTSIM_POSE_FIELDS * k;
-#define AT(type, i) ((type)(intptr_t)a[i])
-    c->vertices = AT(const double *, 0);
-    c->face_normals = AT(const double *, 1);
-    c->vertex_normals = AT(const double *, 2);
-    c->side_normals = AT(const double *, 3);
-    c->face_grid = AT(const double *, 4);
-    c->face_dims = AT(const int64_t *, 5);
-    c->face_cell_start = AT(const int64_t *, 6);
-    c->face_entry = AT(const int64_t *, 7);
-    c->start_vertices = AT(const double *, 8);
-    c->start_face_normals = AT(const double *, 9);
-    c->start_vertex_normals = AT(const double *, 10);
-    c->start_side_normals = AT(const double *, 11);
-    c->start_face_grid = AT(const double *, 12);
-    c->start_face_dims = AT(const int64_t *, 13);
-    c->start_face_cell_start = AT(const int64_t *, 14);
-    c->start_face_entry = AT(const int64_t *, 15);
-    c->corner_grid = AT(const double *, 16);
-    c->corner_dims = AT(const int64_t *, 17);
-    c->corner_cell_start = AT(const int64_t *, 18);
-    c->corner_entry = AT(const int64_t *, 19);
-    c->sharp_grid = AT(const double *, 20);
-    c->sharp_dims = AT(const int64_t *, 21);
-    c->sharp_cell_start = AT(const int64_t *, 22);
-    c->sharp_entry = AT(const int64_t *, 23);
-#undef AT
+    c->vertices = (const double *)(intptr_t)a[0];
+    c->face_normals = (const double *)(intptr_t)a[1];
+    c->vertex_normals = (const double *)(intptr_t)a[2];
+    c->side_normals = (const double *)(intptr_t)a[3];
+    c->start_vertices = (const double *)(intptr_t)a[4];
+    c->start_face_normals = (const double *)(intptr_t)a[5];
+    c->start_vertex_normals = (const double *)(intptr_t)a[6];
+    c->start_side_normals = (const double *)(intptr_t)a[7];
 }
 
 /* MeshCollider.contact of a moving collider (no kept planes: every point measured, its side read at the start pose
@@ -94,7 +80,7 @@ static void moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
                            const double *x, const double *x_prev, double margin)
 {
     int64_t n = plan->n;
-    double limits[4] = {c->thickness, margin, c->thickness + f->settings[1], c->travel};
+    double limits[5] = {c->thickness, margin, c->thickness + f->settings[1], c->travel, c->drift};
     int64_t found = softsim_mesh_contact_rows(
         x, x_prev, f->all_points, n, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
         c->face_entry, c->face_normals, c->vertex_normals, c->side_normals, c->start_vertices, c->start_face_grid,
@@ -120,7 +106,8 @@ static void moving_motion(const SoftsimMeshFrame *f, const SoftsimStillMesh *c, 
                           int64_t k)
 {
     softsim_mesh_motion(x, points, k, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
-                        c->face_entry, c->start_vertices, c->thickness + f->settings[0], c->face_stamp, f->motion,
+                        c->face_entry, c->start_vertices, c->thickness + f->settings[0], c->drift, c->face_stamp,
+                        f->motion,
                         f->m_work_i, f->m_work_d);
 }
 
@@ -382,9 +369,9 @@ static int pairs_within(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f,
 {
     *nc = *ne = 0;
     if (c->corner_count && k) {
-        *nc = softsim_mesh_corner_pairs(at, plan->faces, f->tri_rows, k, f->tri_reach, c->travel, c->vertices, c->corners,
-                                        c->corner_grid, c->corner_dims, c->corner_cell_start, c->corner_entry,
-                                        c->corner_stamp, c->capacity - from_c, c->pair_corner + from_c,
+        *nc = mesh_corner_pairs_drift(at, plan->faces, f->tri_rows, k, f->tri_reach, c->travel, c->vertices,
+                                      c->corners, c->corner_grid, c->corner_dims, c->corner_cell_start, c->corner_entry,
+                                      c->drift, c->corner_stamp, c->capacity - from_c, c->pair_corner + from_c,
                                         c->pair_triangle + from_c, c->pair_corner_d + from_c);
         if (*nc > c->capacity - from_c) {
             f->needs[0] = index;
@@ -393,9 +380,9 @@ static int pairs_within(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f,
         }
     }
     if (c->sharp_count && m) {
-        *ne = softsim_mesh_edge_pairs(at, plan->edges, f->edge_rows, m, f->edge_reach, c->travel, c->vertices, c->sharp,
-                                      c->sharp_grid, c->sharp_dims, c->sharp_cell_start, c->sharp_entry,
-                                      c->sharp_stamp, c->capacity - from_e, c->pair_edge + from_e,
+        *ne = mesh_edge_pairs_drift(at, plan->edges, f->edge_rows, m, f->edge_reach, c->travel, c->vertices, c->sharp,
+                                    c->sharp_grid, c->sharp_dims, c->sharp_cell_start, c->sharp_entry, c->drift,
+                                    c->sharp_stamp, c->capacity - from_e, c->pair_edge + from_e,
                                       c->pair_body_edge + from_e, c->pair_edge_d + from_e);
         if (*ne > c->capacity - from_e) {
             f->needs[0] = index;
@@ -800,5 +787,5 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
-_Static_assert(sizeof(SoftsimStillMesh) == 81 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimStillMesh) == 82 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
 _Static_assert(sizeof(SoftsimMeshFrame) == 40 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

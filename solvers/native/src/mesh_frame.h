@@ -65,18 +65,20 @@ typedef struct {
     double *save_planes; /* (n, 8): x0, normal, d0, clear */
     /* A collider moving or deforming through the frame (moving 1; mesh_frame.py MOVING_IN_FRAME): its travel [m]
      * (_Shared.travel) and, per substep, the addresses of its poses (poses, (substeps, SOFTSIM_POSE_FIELDS): the end
-     * pose's vertices, face, vertex and side normals, triangle grid (grid, dims, cell_start, entry), the start pose's
-     * the same, the end pose's corner grid and sharp-edge grid), copied into the fields above and the start fields
-     * below at each substep. A still collider: moving 0, travel 0, the start fields its own pose's. */
+     * pose's vertices, face, vertex and side normals, then the start pose's), copied into the fields above and the
+     * start fields below at each substep. Its grids (above) are built on one pose of the frame, every other pose's
+     * vertices within drift [m] of theirs there on each axis (mesh_query.h). A still collider: moving 0, travel 0,
+     * drift 0, the start fields its own pose's. */
     int64_t moving;
     double travel;
     const int64_t *poses;
     const double *start_vertices, *start_face_normals, *start_vertex_normals, *start_side_normals;
     const double *start_face_grid;
     const int64_t *start_face_dims, *start_face_cell_start, *start_face_entry;
+    double drift;
 } SoftsimStillMesh;
 
-#define SOFTSIM_POSE_FIELDS 24
+#define SOFTSIM_POSE_FIELDS 8
 
 /* The still mesh colliders of a frame and their shared scratch (n = the body's particles, t its triangles, e its
  * edges). */

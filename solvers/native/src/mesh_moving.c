@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "contact_common.h"
+#include "mesh_query.h"
 #include "softsim_native.h"
 
 /* MeshCollider.pseudo_normals for one point: the face's normal inside, an edge's pseudo-normal when one weight is
@@ -43,7 +44,7 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
     int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
     int64_t *work_i, double *work_d)
 {
-    double thickness = limits[0], margin = limits[1], side_limit = limits[2], travel = limits[3];
+    double thickness = limits[0], margin = limits[1], side_limit = limits[2], travel = limits[3], drift = limits[4];
     /* scratch (work_i (6 k), work_d (14 k)): the found points' triangles and interior flags, the crossing points,
      * then the start pose's answers for them (rows, triangles, interior flags); the found points' weights, closest
      * points and sides, then the start pose's distances, weights and closest points */
@@ -51,8 +52,8 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
     int64_t *s_tri = work_i + 4 * k, *s_interior = work_i + 5 * k;
     double *bary = work_d, *q = work_d + 3 * k, *side = work_d + 6 * k, *side_d = work_d + 7 * k;
     double *s_bary = work_d + 8 * k, *s_q = work_d + 11 * k;
-    int64_t found = softsim_mesh_closest(x, points, k, vertices, triangles, grid, dims, cell_start, entry,
-                                         thickness + margin, stamp, out_row, tri, bary, q, out_dist, interior);
+    int64_t found = mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry,
+                                       thickness + margin, drift, stamp, out_row, tri, bary, q, out_dist, interior);
     int64_t crossings = 0;
     for (int64_t j = 0; j < found; ++j) {
         int64_t p = out_row[j];
@@ -71,9 +72,9 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
         }
     }
     if (crossings) {
-        int64_t got = softsim_mesh_closest(x_prev, crossing, crossings, start_vertices, triangles, start_grid,
-                                           start_dims, start_cell_start, start_entry, side_limit, stamp,
-                                           side_row, s_tri, s_bary, s_q, side_d, s_interior);
+        int64_t got = mesh_closest_drift(x_prev, crossing, crossings, start_vertices, triangles, start_grid,
+                                         start_dims, start_cell_start, start_entry, side_limit, drift, stamp,
+                                         side_row, s_tri, s_bary, s_q, side_d, s_interior);
         /* the found rows are a subsequence of the crossing ones, which are a subsequence of the found rows */
         int64_t j = 0;
         for (int64_t s = 0; s < got; ++s) {
@@ -109,7 +110,8 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
 SOFTSIM_API void softsim_mesh_motion(const double *x, const int64_t *points, int64_t k, const int64_t *triangles,
                                      const double *vertices, const double *grid, const int64_t *dims,
                                      const int64_t *cell_start, const int64_t *entry, const double *start_vertices,
-                                     double limit, int64_t *stamp, double *out, int64_t *work_i, double *work_d)
+                                     double limit, double drift, int64_t *stamp, double *out, int64_t *work_i,
+                                     double *work_d)
 {
     /* scratch (work_i (3 k), work_d (7 k)): the found points' rows, triangles and interior flags; weights, closest
      * points, distances */
@@ -118,8 +120,8 @@ SOFTSIM_API void softsim_mesh_motion(const double *x, const int64_t *points, int
     for (int64_t i = 0; i < k; ++i)
         for (int a = 0; a < 3; ++a)
             out[3 * points[i] + a] = 0.0;
-    int64_t found = softsim_mesh_closest(x, points, k, vertices, triangles, grid, dims, cell_start, entry, limit,
-                                         stamp, row, tri, bary, q, d, interior);
+    int64_t found = mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry, limit, drift,
+                                       stamp, row, tri, bary, q, d, interior);
     for (int64_t j = 0; j < found; ++j) {
         const int64_t *corner = triangles + 3 * tri[j];
         const double *b = bary + 3 * j;
