@@ -127,7 +127,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         for vertices, values in entries:
             if vertices is self.vertices:
                 return values
-        for vertices, values in reversed(entries):
+        for vertices, values in entries[:-3:-1]:  # the last two poses (``over`` hands repeated poses the same array)
             if same_bits(vertices, self.vertices):
                 entries.append((self.vertices, values))
                 break
