@@ -208,6 +208,27 @@ def test_moving_boxes_in_whole_frames_equal_the_per_substep_paths_and_numpy(libr
     assert middle[2] < box(14)[:, 2].max() + 0.05
 
 
+def test_a_subdivided_box_turning_and_sliding_in_whole_frames(library, monkeypatch):
+    """The box cut by a level-2 Simple Subdivision (192 triangles, 48 sharp edges, finer grids: the frame's one grid
+    of each kind queried drift wider serves many cells) turning 0.04 rad and sliding 2 cm a frame under a cloth,
+    12 frames: whole frames bit for bit with the per-substep path and Compute NUMPY."""
+    base, triangles = box_mesh(2)
+    ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, friction=0.2, name="Ground")
+
+    def read(frame):
+        return [MeshCollider(_rotated(base, 0.04 * frame) + [0.02 * frame, 0.0, 0.0], triangles.copy(), 0.01, 0.3,
+                             "Box"), ground]
+
+    whole, taken = _bake(read, 15, 2.0, 0.7, 12, monkeypatch=monkeypatch)
+    assert taken == 12
+    per_substep, _ = _bake(read, 15, 2.0, 0.7, 12, whole=False, monkeypatch=monkeypatch)
+    numpy, _ = _bake(read, 15, 2.0, 0.7, 12, compute="NUMPY")
+    assert np.array_equal(whole.x.view(np.int64), per_substep.x.view(np.int64))
+    assert np.array_equal(whole.v.view(np.int64), per_substep.v.view(np.int64))
+    assert_same(whole.x, numpy.x)
+    assert whole.x[len(whole.x) // 2, 2] > 0.5  # on the top
+
+
 @pytest.mark.parametrize("sphere", [False, True])
 def test_walked_sweeps_and_grown_buffers_with_a_moving_box(library, monkeypatch, sphere):
     """A translating box on a ground (and a moving sphere beside it), 6 substeps a frame: the landing cloth moves more
