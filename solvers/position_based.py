@@ -287,10 +287,10 @@ class PositionBasedSolver(ProjectedContactSolver):
         the same substeps as ``run.substep`` with ``_native_contact_step``, bit for bit. False (nothing done) for what
         that call does not cover: no native library, self-collision, tets, pressure, soft pins, the JACOBI scheme, a
         set without a native sweep (sewing) or a distance set with a Jacobi tail, colliders other than ground planes,
-        spheres and mesh colliders standing still through the frame (``native.mesh_frame.frame_supports``: a mesh
-        collider that moves or deforms goes substep by substep through ``step``), force fields (air alone is covered).
-        With still mesh colliders the frame is the per-substep path with the mesh's queries in C (``step`` after
-        ``attach_mesh_queries``) bit for bit, and their kept planes and face-pair lists are the colliders' own. A
+        spheres and mesh colliders, still, moving or deforming (``native.mesh_frame.frame_supports``), force fields
+        (air alone is covered). With mesh colliders the frame is the per-substep path with the mesh's queries in C
+        (``step`` after ``attach_mesh_queries``) bit for bit, and their kept planes and face-pair lists are the
+        colliders' own. A
         substep whose end-of-step push must be walked in sweeps is finished in NumPy
         (``resolve_collider_contacts``) and the call goes on with the next."""
         frame = self._cloth_frame()

@@ -809,7 +809,7 @@ class ClothFrame:
         get rows of their own and ``MeshFrame.prepare`` for a body at x with collision triangles body_triangles."""
         import ctypes
 
-        from .mesh_frame import MeshFrame, still
+        from .mesh_frame import MeshFrame, framed
 
         c, plan = self.contacts, self.plan
         count = len(posed[0])
@@ -817,7 +817,7 @@ class ClothFrame:
         steps = posed if moving else posed[:1]
         if self.tables.shape[:2] != (len(steps), max(count, 1)):
             self.tables = np.zeros((len(steps), max(count, 1), c.ROW))
-        meshes = [i for i, collider in enumerate(posed[0]) if still(collider)]
+        meshes = [i for i, collider in enumerate(posed[0]) if framed(collider)]
         analytic = [i for i in range(count) if i not in meshes]
         if meshes and len(c.table) < count:
             c._capacity(count)  # the contact buffers hold n contacts of every collider, meshes too
@@ -831,7 +831,7 @@ class ClothFrame:
         if meshes:
             if self.meshes is None:
                 self.meshes = MeshFrame(self.library, self.n, c.triangles, c.edges)
-            self.meshes.prepare(posed[0], x, body_triangles)
+            self.meshes.prepare(posed[0], x, body_triangles, posed)
             plan.mesh = ctypes.addressof(self.meshes.struct)
         else:
             plan.mesh = None

@@ -79,6 +79,10 @@ SIGNATURES = {
     "softsim_mesh_push_apply": (_I, (_P, _I, _P, _I, _I, _P, _P, _P, _P, _P, _D, _P, _P)),
     "softsim_kept_stale": (_I, (_P, _P, _I, _P, _P, _P, _D, _D, _P)),
     "softsim_kept_planes": (None, (_P, _I, _P, _P, _P, _D, _P, _P)),
+    # A moving mesh collider's contact planes (src/mesh_moving.c, mesh_kernels.MeshClosest.contact_rows).
+    "softsim_mesh_contact_rows": (_I, (_P, _P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P,
+                                       _P, _P, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_mesh_motion": (None, (_P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _D, _D, _P, _P, _P, _P)),
     # Cloth self-collision's per-call kernels (src/self_response.c, self_kernels.SelfCallKernels).
     "softsim_self_boxes": (None, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P)),
     "softsim_self_list_check": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P, _P, _I, _I, _P)),

@@ -1,4 +1,4 @@
-"""Python binding of the still mesh colliders of a cloth's whole-frame call (``src/mesh_frame.c``, ``src/mesh_frame.h``).
+"""Python binding of the mesh colliders of a cloth's whole-frame call (``src/mesh_frame.c``, ``src/mesh_frame.h``).
 
 ``MeshFrame`` <-> the NumPy pipeline of a ``MeshCollider`` that stands still through its frame (``start`` None, no
 travel): ``kept_planes.kept_contact`` (with ``MeshCollider._contact_rows``, ``_sides``, ``pseudo_normals``),
@@ -8,6 +8,11 @@ travel): ``kept_planes.kept_contact`` (with ``MeshCollider._contact_rows``, ``_s
 ``KeptPlanes`` arrays are written in place, the face-pair list (``mesh_face_pairs._FaceList`` in
 ``_Shared.face_cache``) is copied into this binding's buffers before a call and back after it, so the per-substep
 path (a substep walked in sweeps, the next frame of a moving collider) reads what the frame left.
+
+A collider that moves or deforms through the frame (``moving``, with MOVING_IN_FRAME) keeps no planes; its
+``MeshCollider.contact`` (``_contact_rows``, ``_sides``), ``motion`` and face pairs with the travel run in C from each
+substep's poses, which ``_fill_moving`` prepares from the posed colliders of every substep (``Collider.over``): their
+vertices, normals and grids, their addresses in a table the C code reads per substep.
 
 Validation: every array the C code reads is checked here (dtype, contiguity, shape, indices within range, finite
 poses) when a frame is prepared; the body's triangles and edges are the ``AnalyticContacts`` binding's, checked
@@ -46,6 +51,9 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("save_reference", _P), ("save_allowance", _P), ("save_pair_corner", _P), ("save_pair_triangle", _P),
     ("save_pair_corner_d", _P), ("save_pair_edge", _P), ("save_pair_body_edge", _P), ("save_pair_edge_d", _P),
     ("save_state", _P), ("save_planes", _P),
+    ("moving", _I), ("travel", _D), ("poses", _P), ("start_vertices", _P), ("start_face_normals", _P),
+    ("start_vertex_normals", _P), ("start_side_normals", _P), ("start_face_grid", _P), ("start_face_dims", _P),
+    ("start_face_cell_start", _P), ("start_face_entry", _P), ("drift", _D),
 ]
 
 _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
@@ -56,11 +64,20 @@ _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
     ("side", _P), ("plane_d", _P), ("plane_n", _P), ("sums", _P), ("counts", _P),
     ("save_x", _P), ("save_v", _P), ("save_air", _P),
     ("mark", _P), ("beyond", _P), ("tri_rows", _P), ("edge_rows", _P), ("tri_reach", _P), ("edge_reach", _P),
+    ("all_points", _P), ("m_row", _P), ("m_d", _P), ("m_normal", _P), ("m_dist", _P), ("m_work_i", _P),
+    ("m_work_d", _P), ("motion", _P),
 ]
 
 
 _LIST_FIELDS = [name for name, _ in _MESH_FIELDS].index("list_state")
-"""The fields from here on are the buffers of ``_Still`` (pointers, and ``capacity``)."""
+_MOVING_FIELDS = [name for name, _ in _MESH_FIELDS].index("moving")
+"""The fields from _LIST_FIELDS up to _MOVING_FIELDS are the buffers of ``_Still`` (pointers, and ``capacity``)."""
+POSE_FIELDS = 8
+"""Addresses per substep of a moving collider's poses (mesh_frame.h SOFTSIM_POSE_FIELDS)."""
+DRIFT = (1e-9, 1e-12)
+"""A moving collider's grids are built on its pose at the frame's end and queried travel (1 + DRIFT[0]) +
+DRIFT[1] (1 + its largest coordinate) [m] wider: an interpolated pose's vertex lies within the travel of its place
+there, up to the rounding of the interpolation (a few ulps of the coordinates). Wider only adds candidates."""
 
 
 class _MeshStruct(ctypes.Structure):
@@ -69,6 +86,28 @@ class _MeshStruct(ctypes.Structure):
 
 class _FrameStruct(ctypes.Structure):
     _fields_ = _FRAME_FIELDS
+
+
+MOVING_IN_FRAME = True
+"""Whether the whole-frame call takes mesh colliders that move or deform through the frame (``moving``): each
+substep's poses (the end pose and the start pose the step's sides are read at, their normals and grids) are prepared
+here and the C code runs the moving collider's pipeline (contact planes without kept planes, the surface's motion in
+the contact margin and the friction, the face-pair list with the travel, the pushes from the start pose). False sends
+them substep by substep (``PositionBasedSolver.step``)."""
+
+
+def moving(collider) -> bool:
+    """Whether ``collider`` is a mesh collider with triangles moving or deforming through its frame (``start`` a pose
+    of the same vertices)."""
+    from ..collision.colliders.mesh_collider import MeshCollider
+
+    return (type(collider) is MeshCollider and collider.start is not None and len(collider.triangles) > 0
+            and collider.start.vertices.shape == collider.vertices.shape)
+
+
+def framed(collider) -> bool:
+    """Whether the whole-frame call takes ``collider`` as a mesh row: still, or moving with MOVING_IN_FRAME."""
+    return still(collider) or (MOVING_IN_FRAME and moving(collider))
 
 
 def still(collider) -> bool:
@@ -90,17 +129,17 @@ False sends such colliders substep by substep."""
 
 def frame_supports(colliders, library=None) -> bool:
     """Whether a whole-frame call covers ``colliders``: ground planes and spheres (``AnalyticContacts.supports``), or
-    ground planes and still mesh colliders (``still``), with spheres too when SPHERES_BESIDE_MESHES; a moving or
-    deforming mesh collider goes substep by substep, as do mesh colliders when ``library`` (the frame's
+    ground planes and mesh colliders, still or, with MOVING_IN_FRAME, moving or deforming (``framed``), with spheres
+    too when SPHERES_BESIDE_MESHES; mesh colliders go substep by substep when ``library`` (the frame's
     ``NativeLibrary``) has its mesh kernels refused by their self-test (``NativeLibrary.ready``)."""
     from ..collision.colliders.shapes import GroundPlane, Sphere
 
-    meshes = [c for c in colliders if still(c)]
+    meshes = [c for c in colliders if framed(c)]
     if not meshes:
         return all(type(c) is GroundPlane or type(c) is Sphere for c in colliders)
     if library is not None and not library.ready("mesh"):
         return False
-    return all(type(c) is GroundPlane or still(c) or (SPHERES_BESIDE_MESHES and type(c) is Sphere) for c in colliders)
+    return all(type(c) is GroundPlane or framed(c) or (SPHERES_BESIDE_MESHES and type(c) is Sphere) for c in colliders)
 
 
 def _same(a, b) -> bool:
@@ -174,6 +213,9 @@ class MeshFrame:
         for name in ("out_d", "side_d", "side", "plane_d", "counts"):
             setattr(self, name, np.zeros(n))
         self.save_air = np.zeros(2)
+        self.all_points, self.m_row = np.arange(n, dtype=np.int64), np.zeros(n, np.int64)
+        self.m_d, self.m_normal, self.m_dist = np.zeros(n), np.zeros((n, 3)), np.zeros(n)
+        self.m_work_i, self.m_work_d, self.motion = np.zeros(6 * n, np.int64), np.zeros(14 * n), np.zeros((n, 3))
         self.tri_rows, self.tri_reach = np.zeros(t, np.int64), np.zeros(t)
         self.edge_rows, self.edge_reach = np.zeros(e, np.int64), np.zeros(e)
         self.struct = _FrameStruct()
@@ -188,10 +230,11 @@ class MeshFrame:
         self.fast = 0
         """Frames whose still colliders' structs were those of the frame before (the same arrays and buffers)."""
 
-    def prepare(self, colliders, x, body_triangles) -> None:
+    def prepare(self, colliders, x, body_triangles, posed=None) -> None:
         """The frame's still mesh colliders among ``colliders`` (their table rows are their positions in it), for a
         body at x (n, 3) whose collision triangles are the array ``body_triangles`` (the very array the NumPy pipeline
-        is handed: its face-pair lists are kept per array). ValueError for anything the C code cannot take."""
+        is handed: its face-pair lists are kept per array); posed: the posed colliders of every substep
+        (``Collider.over``), needed with a moving collider. ValueError for anything the C code cannot take."""
         from ..collision.colliders.kept_planes import KeptPlanes
         from ..collision.broad_phase.mesh_broad_phase import _Slots
 
@@ -200,9 +243,9 @@ class MeshFrame:
                 raise ValueError("body triangles: must be the contacts binding's triangles")
             self.body_triangles = body_triangles
         self.active = []
-        meshes = (_MeshStruct * max(1, sum(still(c) for c in colliders)))()
+        meshes = (_MeshStruct * max(1, sum(framed(c) for c in colliders)))()
         for row, collider in enumerate(colliders):
-            if not still(collider):
+            if not framed(collider):
                 continue
             attach(self.library, [collider])
             native = collider.shared.native
@@ -216,6 +259,18 @@ class MeshFrame:
             thickness = float(collider.thickness)
             if not (np.isfinite(thickness) and thickness >= 0.0 and np.isfinite(collider.friction)):
                 raise ValueError(f"mesh collider {collider.name!r}: thickness and friction must be finite")
+            if not still(collider):  # moving: buffers per row (its topology's shared is new every frame)
+                if posed is None or len(posed) == 0:
+                    raise ValueError(f"mesh collider {collider.name!r}: a moving collider needs its posed substeps")
+                key = ("moving", row, thickness, collider.vertices.shape, collider.triangles.shape)
+                mine = self.kept.get(key)
+                if mine is None:
+                    mine = self.kept[key] = _Still(self.n)
+                mine.shared = collider.shared
+                mine.collider = collider
+                self._fill_moving(meshes[len(self.active)], row, collider, native, mine, posed)
+                self.active.append((collider, mine, None))
+                continue
             key = (id(collider.shared), thickness)
             mine = self.kept.get(key)
             if mine is None or mine.shared is not collider.shared:
@@ -304,6 +359,76 @@ class MeshFrame:
         mine.saved = _MeshStruct.from_buffer_copy(s)
         mine.sources = sources
 
+    def _fill_moving(self, s, row, collider, native, mine, posed) -> None:
+        """The struct of a moving collider: its topology, thickness, friction, travel, corners, sharp edges and
+        pieces, its grids (triangles, corners, sharp edges) built on its own pose (the frame's end) and queried DRIFT
+        wider, and per substep the addresses of its poses (mesh_frame.h): the end pose and the start pose of each
+        substep's posed collider (``posed[k][row]``, whose vertices and normals the per-substep path reads) with their
+        normals (``MeshCollider._normals_at_pose``). Every array is checked here; the arrays are kept alive with the
+        buffers until the next prepare."""
+        n, m, t = self.n, len(collider.vertices), len(native.triangles)
+        corners = checked_indices("corners", np.ascontiguousarray(collider.shared.corners, np.int64), m, (None,))
+        sharp = checked_indices("sharp edges", np.ascontiguousarray(collider.shared.edges, np.int64), m, (None, 2))
+        native.gridded(corners, sharp)
+        first = posed[0][row]
+        if len(sharp):
+            # the tree of the first pose that asks: the per-substep path's first list, found at substep 1's end pose
+            tree, radius = collider.shared.edge_tree_for(first.vertices)
+            centres = np.ascontiguousarray(np.asarray(tree.data, np.float64).T)
+        else:
+            centres, radius = np.zeros((3, 0)), 0.0
+        checked("piece centres", centres, F64, (3, None))
+        if not (np.all(np.isfinite(centres)) and np.isfinite(radius)):
+            raise ValueError("piece centres: must be finite")
+        travel = float(collider.shared.travel)
+        if not (np.isfinite(travel) and travel >= 0.0):
+            raise ValueError(f"mesh collider {collider.name!r}: travel must be finite")
+        poses = np.zeros((len(posed), POSE_FIELDS), np.int64)
+        keep = [corners, sharp, centres, poses]
+        for k, step in enumerate(posed):
+            end = step[row]
+            if type(end) is not type(collider) or end.start is None or end.shared is not collider.shared:
+                raise ValueError(f"mesh collider {collider.name!r}: substep {k + 1} is not a pose of its motion")
+            fields = []
+            for pose in (end, end.start):
+                vertices, face, vertex, side = pose._normals_at_pose()
+                checked("vertices", vertices, F64, (m, 3))
+                checked("face normals", face, F64, (t, 3))
+                checked("vertex normals", vertex, F64, (m, 3))
+                checked("side normals", side, F64, (t, 3, 3))
+                fields += [pointer(vertices), pointer(face), pointer(vertex), pointer(side)]
+                keep += [vertices, face, vertex, side]
+            poses[k] = fields
+        # Every pose of the frame interpolates the frame's start and end (``Collider.over``): a vertex lies within
+        # the travel of its place at the end, to round-off (DRIFT's margins).
+        vertices = collider.vertices
+        grids = [native.faces.grid_for(vertices)]  # checks vertices (float64, (m, 3), finite)
+        for kind in (native.corners, native.sharp):
+            grids.append(kind.grid_for(vertices) if len(kind.elements) else None)
+        if getattr(mine, "planes", None) is None:  # a moving collider keeps no planes: zeros the C code never reads
+            mine.planes = (np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), np.zeros(n))
+        mine.keep = tuple(keep) + (vertices, grids, native.faces, native.corners, native.sharp)
+        mine.sources = None
+        s.row, s.m, s.t = row, m, t
+        s.vertices, s.face_normals, s.vertex_normals, s.side_normals = (int(a) for a in poses[0, :4])
+        s.triangles = native.faces.pointer
+        s.face_grid, s.face_dims, s.face_cell_start, s.face_entry = grids[0].pointers
+        s.face_stamp = native.faces.stamp_pointer
+        s.thickness, s.friction = float(collider.thickness), float(collider.friction)
+        s.corner_count, s.corners = len(corners), pointer(corners)
+        s.sharp_count, s.sharp = len(sharp), pointer(sharp)
+        if grids[1] is not None:
+            s.corner_grid, s.corner_dims, s.corner_cell_start, s.corner_entry = grids[1].pointers
+        if grids[2] is not None:
+            s.sharp_grid, s.sharp_dims, s.sharp_cell_start, s.sharp_entry = grids[2].pointers
+        s.corner_stamp, s.sharp_stamp = native.corners.stamp_pointer, native.sharp.stamp_pointer
+        s.piece_count, s.piece_centres, s.piece_radius = centres.shape[1], pointer(centres), float(radius)
+        s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, mine.planes)
+        s.moving, s.travel, s.poses = 1, travel, pointer(poses)
+        s.drift = travel * (1.0 + DRIFT[0]) + DRIFT[1] * (1.0 + float(np.abs(vertices).max(initial=0.0)))
+        mine.struct = s
+        self._buffers(mine)
+
     @staticmethod
     def _grids_current(native, vertices, mine) -> bool:
         """Whether the corner and sharp-edge grids of ``vertices`` are still the ones the saved struct points to."""
@@ -315,7 +440,7 @@ class MeshFrame:
     def _buffers(mine) -> None:
         s = mine.struct
         s.capacity = mine.capacity
-        for name, _ in _MESH_FIELDS[_LIST_FIELDS:]:
+        for name, _ in _MESH_FIELDS[_LIST_FIELDS:_MOVING_FIELDS]:
             if name != "capacity":
                 setattr(s, name, pointer(getattr(mine, name)))
 
@@ -367,4 +492,4 @@ class MeshFrame:
         self._buffers(mine)
 
 
-__all__ = ["CAPACITY", "MeshFrame", "frame_supports", "still"]
+__all__ = ["CAPACITY", "MOVING_IN_FRAME", "MeshFrame", "frame_supports", "framed", "moving", "still"]

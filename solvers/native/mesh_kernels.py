@@ -155,6 +155,10 @@ class MeshClosest:
         self._sums, self._count = np.zeros((0, 3)), np.zeros(0)
         self._stale = np.zeros(0, np.int64)
         self.known = _Known()
+        self._rows_size, self._rows_out, self._rows_at = 0, (), ()
+        self._all = np.zeros(0, np.int64)
+        """0, 1, 2, ...: the rows of every point (``motion``), with its scratch and their addresses."""
+        """``contact_rows``' output and scratch buffers (grown on demand) and their addresses."""
         """Scratch of ``apply``: per particle sums (n, 3) and counts (n,)."""
 
     @property
@@ -189,6 +193,57 @@ class MeshClosest:
             float(limit), self.faces.stamp_pointer, *self._out_pointers)
         return (self.out_row[:found].copy(), self.out_tri[:found].copy(), self.out_bary[:found].copy(),
                 self.out_q[:found].copy(), self.out_d[:found].copy(), self.out_interior[:found] != 0)
+
+    def contact_rows(self, pose, start, x, x_prev, points, limits):
+        """``MeshCollider._contact_rows``' answer in one call (``src/mesh_moving.c``): pose and start are (vertices
+        (m, 3), face normals (t, 3), vertex pseudo-normals (m, 3), side pseudo-normals (t, 3, 3)) at the step's end and
+        start; the points (k,) int64 of x (n, 3) float64, which moved from x_prev (n, 3); limits (thickness, margin,
+        the side query's limit (the start pose's thickness + SIDE_MARGIN), travel) [m]. Returns (rows of x (j,), d
+        (j,) [m], normal (j, 3), unsigned distance (j,) [m]) of the j points within thickness + margin, in the order
+        of points."""
+        x_at = self.known("x", x, (None, 3))
+        x_prev_at = self.known("x_prev", x_prev, x.shape)
+        points = checked_indices("points", points, len(x), (None,))
+        limits = np.array(tuple(limits) + (0.0,), np.float64).reshape(-1)  # drift 0: each pose's own grid
+        if limits.shape != (5,) or not np.all(np.isfinite(limits)) or np.any(limits < 0.0):
+            raise ValueError("limits: (thickness, margin, side limit, travel), finite and >= 0")
+        t = len(self.triangles)
+        at = []
+        for name, (vertices, face, vertex, side) in (("pose", pose), ("start", start)):
+            grid = self.faces.grid_for(vertices)  # checks vertices (float64, (m, 3), finite)
+            at.append((self.known(f"{name} vertices", vertices, (self.m, 3)), *grid.pointers,
+                       self.known(f"{name} face normals", face, (t, 3)),
+                       self.known(f"{name} vertex normals", vertex, (self.m, 3)),
+                       self.known(f"{name} side normals", side, (t, 3, 3))))
+        k = len(points)
+        if self._rows_size < k:
+            self._rows_size = size = max(k, 2 * self._rows_size)
+            self._rows_out = (np.zeros(size, np.int64), np.zeros(size), np.zeros((size, 3)), np.zeros(size),
+                              np.zeros(6 * size, np.int64), np.zeros(14 * size))
+            self._rows_at = tuple(map(pointer, self._rows_out))
+        found = self.library.softsim_mesh_contact_rows(x_at, x_prev_at, pointer(points), k, self.faces.pointer, *at[0],
+                                                       *at[1], self.faces.stamp_pointer, pointer(limits), *self._rows_at)
+        row, d, normal, dist = self._rows_out[:4]
+        return row[:found].copy(), d[:found].copy(), normal[:found].copy(), dist[:found].copy()
+
+    def motion(self, vertices, start_vertices, x, limit: float):
+        """``MeshCollider.motion``'s answer (``src/mesh_moving.c``): the motion (n, 3) [m] from the pose
+        start_vertices (m, 3) to vertices (m, 3) of the surface under the points x (n, 3) float64 (each one's nearest
+        triangle at vertices within limit [m], at its closest point's weights; zero beyond)."""
+        n = len(x)
+        x_at = self.known("x", x, (None, 3))
+        grid = self.faces.grid_for(vertices)  # checks vertices (float64, (m, 3), finite)
+        vertices_at = self.known("vertices", vertices, (self.m, 3))
+        start_at = self.known("start vertices", start_vertices, (self.m, 3))
+        if len(self._all) < n:
+            self._all = np.arange(max(n, 2 * len(self._all)), dtype=np.int64)
+            self._motion_work = (np.zeros(3 * len(self._all), np.int64), np.zeros(7 * len(self._all)))
+            self._motion_at = (pointer(self._all), *map(pointer, self._motion_work))
+        out = np.empty((n, 3))
+        self.library.softsim_mesh_motion(x_at, self._motion_at[0], n, self.faces.pointer, vertices_at, *grid.pointers,
+                                         start_at, float(limit), 0.0, self.faces.stamp_pointer, pointer(out),
+                                         *self._motion_at[1:])
+        return out
 
     def _body_checked(self, x, triangles, edges):
         """A body's triangles (t, 3) and edges (e, 2) checked against x (n, 3) once per pair of arrays: (triangles,

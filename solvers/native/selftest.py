@@ -376,8 +376,36 @@ def mesh_closest(library, subdivisions: int = 1, seed: int = 5) -> str:
     for a, b in zip(got.corner_triangle + got.edge_edge, want.corner_triangle + want.edge_edge):
         if not np.array_equal(a, b):
             return "mesh face pairs differ from NumPy"
-    return (_differs("mesh corner pairs", got.corner_distance, want.corner_distance, 1.0)
-            or _differs("mesh edge pairs", got.edge_distance, want.edge_distance, 1.0))
+    problem = (_differs("mesh corner pairs", got.corner_distance, want.corner_distance, 1.0)
+               or _differs("mesh edge pairs", got.edge_distance, want.edge_distance, 1.0))
+    return problem or mesh_moving(library, vertices, triangles, x)
+
+
+def mesh_moving(library, vertices, triangles, x) -> str:
+    """A moving collider's contact planes and motion in one call each (src/mesh_moving.c, ``MeshClosest.contact_rows``
+    and ``motion``) against their twins (``MeshCollider._contact_rows``, ``motion``) on the collider (vertices,
+    triangles) moving 3 cm and turning, at the points x (n, 3) that moved a few centimetres: the same rows, the same
+    planes and motion to round-off."""
+    from ..collision.colliders.mesh_collider import MeshCollider
+    from .mesh_kernels import MeshClosest
+
+    c, s = np.cos(0.05), np.sin(0.05)
+    end = vertices @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]).T + [0.03, 0.0, 0.01]
+    reference, native = (MeshCollider(end, triangles, 0.01).moving_from(MeshCollider(vertices, triangles, 0.01))
+                         for _ in range(2))
+    native.shared.native = MeshClosest(library, native.triangles, len(native.vertices))
+    reference, native = reference.over(0.25, 0.5), native.over(0.25, 0.5)
+    x_prev = x + np.random.default_rng(1).normal(scale=0.02, size=x.shape)
+    want, got = reference._contact_rows(x, x_prev, 0.05, None), native._contact_rows(x, x_prev, 0.05, None)
+    if len(want[0]) == 0:
+        return "mesh contact rows: no point near the sphere"
+    if not np.array_equal(got[0], want[0]):
+        return "mesh contact rows: the rows differ from NumPy"
+    for name, a, b in zip(("offsets", "normals", "distances"), got[1:], want[1:]):
+        problem = _differs("mesh contact rows " + name, a, b, 1.0)
+        if problem:
+            return problem
+    return _differs("mesh motion", native.motion(x), reference.motion(x), 1.0)
 def self_list_scene(seed: int = 3, n: int = 9):
     """``self_pair_scene`` with a Verlet list built at its positions and a step's motion: (x, SelfCollision for NumPy,
     motion (n,), moved (n,)), motion and moved random per particle [m]."""

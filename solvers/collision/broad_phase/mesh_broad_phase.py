@@ -181,6 +181,11 @@ class _Shared:
         a moving collider."""
         self.kept_planes = {}
         """{thickness [m]: ``_Slots`` of ``kept_planes.KeptPlanes``}: the contact planes of a collider standing still."""
+        self.poses = []
+        """The vertex arrays of the last few interpolated poses (``MeshCollider.over``)."""
+        self.pose_values = []
+        """[(a pose's vertex array, {name: value})]: what ``MeshCollider._pose_values`` derived from the last few
+        poses (POSE_VALUES), found by the vertices' bits."""
         self.native = None
         """The native nearest-triangle query of these triangles (``solvers.native.mesh_kernels.MeshClosest``, set by a
         solver that has the native library), or None: ``MeshCollider._closest`` then runs in NumPy."""

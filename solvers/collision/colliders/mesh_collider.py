@@ -57,6 +57,20 @@ FACE_PASSES = 4
 """Jacobi passes of ``resolve_faces`` per call (as ``faces.FACE_PASSES``)."""
 
 
+NATIVE_PLANES = True
+"""Whether a collider with the native queries (``_Shared.native``) computes its contact planes (``_contact_rows``) and
+its motion (``motion``) in one native call each (src/mesh_moving.c); False composes them in Python from the native
+nearest-triangle query, the same numbers bit for bit (tests/test_native_mesh_moving.py)."""
+POSE_VALUES = 8
+"""Poses whose derived values (normals) a collider's ``_Shared`` keeps for other poses of the same vertices."""
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two float64 arrays hold the same bits (-0.0 and 0.0 differ; NaNs of the same bits agree)."""
+    return (a is b or (a.shape == b.shape and a.dtype == b.dtype == np.float64 and a.flags.c_contiguous
+                       and b.flags.c_contiguous and np.array_equal(a.view(np.int64), b.view(np.int64))))
+
+
 _POSE_DERIVED = ("radius", "face_normals", "_spheres", "_pseudo")
 """What a collider derives from its pose on first use, shared by a collider of the same pose and triangles."""
 
@@ -97,16 +111,40 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
     @cached_property
     def face_normals(self) -> np.ndarray:
         """(t, 3) The triangles' unit normals at this pose (zero for a degenerate triangle)."""
-        corners = self.vertices[self.triangles]
-        normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]) if len(corners) else np.zeros((0, 3))
-        length = np.sqrt(_dot(normal, normal))
-        return normal / np.where(length > 0.0, length, 1.0)[:, None]
+        known = self._pose_values()
+        if "face_normals" not in known:
+            corners = self.vertices[self.triangles]
+            normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]) if len(corners) else np.zeros((0, 3))
+            length = np.sqrt(_dot(normal, normal))
+            known["face_normals"] = normal / np.where(length > 0.0, length, 1.0)[:, None]
+        return known["face_normals"]
+
+    def _pose_values(self) -> dict:
+        """What has been derived from this pose's vertices (normals), shared with the other poses of the same
+        vertices, bit for bit (``_Shared.pose_values``): the start pose of a moving collider's substep is the end pose
+        of the substep before, computed anew by the same interpolation."""
+        entries = self.shared.pose_values
+        for vertices, values in entries:
+            if vertices is self.vertices:
+                return values
+        for vertices, values in entries[:-3:-1]:  # the last two poses (``over`` hands repeated poses the same array)
+            if same_bits(vertices, self.vertices):
+                entries.append((self.vertices, values))
+                break
+        else:
+            values = {}
+            entries.append((self.vertices, values))
+        if len(entries) > POSE_VALUES:
+            del entries[0]
+        return values
 
     def _feature_normals(self):
         """The angle-weighted pseudo-normals (Baerentzen and Aanaes 2005) at this pose: (per vertex (m, 3), per
         triangle side (t, 3, 3), side k opposite corner k): at a vertex the incident faces' normals weighted by their
         angles there, on an edge the sum of its faces' normals, both normalised. Built on first use."""
         known = self.__dict__.get("_pseudo")
+        if known is None:
+            known = self.__dict__["_pseudo"] = self._pose_values().get("_pseudo")
         if known is None:
             corners = self.vertices[self.triangles]
             angle = np.zeros((len(corners), 3))
@@ -121,8 +159,17 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
                 np.add.at(edge, self.shared.side_edge[:, k], self.face_normals)
             for a in (vertex, edge):
                 a /= np.maximum(np.sqrt(_dot(a, a)), 1e-300)[:, None]
-            known = self.__dict__["_pseudo"] = (vertex, edge[self.shared.side_edge])
+            known = self.__dict__["_pseudo"] = self._pose_values()["_pseudo"] = (vertex, edge[self.shared.side_edge])
         return known
+
+    def _normals_at_pose(self):
+        """(vertices (m, 3), face normals (t, 3), vertex pseudo-normals (m, 3), side pseudo-normals (t, 3, 3)) of this
+        pose, float64 and C-contiguous (the native contact planes' inputs)."""
+        known = self._pose_values()
+        if "native" not in known:
+            vertex, side = self._feature_normals()
+            known["native"] = (self.vertices, *(np.ascontiguousarray(a, np.float64) for a in (self.face_normals, vertex, side)))
+        return (self.vertices,) + known["native"][1:]
 
     def pseudo_normals(self, tris, bary):
         """The normal (k, 3) of the feature of triangles tris (k,) that holds the points with barycentric weights bary
@@ -166,6 +213,23 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
             shift = moving.start.vertices - moving.vertices
             moving.shared.travel = max(moving.shared.travel, float(np.sqrt(_dot(shift, shift).max())) if len(shift) else 0.0)
         return moving
+
+    def over(self, t0: float, t1: float):
+        # The start pose of a substep is the end pose of the one before, interpolated anew to the same bits: it takes
+        # that pose's very array, so the grids, normals and checked addresses kept for it serve it again.
+        posed = super().over(t0, t1)
+        if posed is not self:
+            kept = self.shared.poses
+            for moving in (posed.start, posed):
+                for vertices in reversed(kept):  # the last substep's end first
+                    if same_bits(vertices, moving.vertices):
+                        moving.vertices = vertices
+                        break
+                else:
+                    kept.append(moving.vertices)
+                    if len(kept) > 2:
+                        del kept[0]
+        return posed
 
     def interpolate(self, other, s: float):
         return replace(other, vertices=self.vertices + s * (other.vertices - self.vertices), start=None, shared=other.shared)
@@ -271,6 +335,14 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         x (k,), d (k,) [m], normal (k, 3), unsigned distance to the surface (k,) [m])."""
         if points is not None and len(points) == 0:
             return np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3)), np.zeros(0)
+        if NATIVE_PLANES and self.shared.native is not None and len(self.triangles) and len(x):
+            # the same planes in one native call (native/mesh_kernels.py, src/mesh_moving.c)
+            start = self if self.start is None else self.start
+            return self.shared.native.contact_rows(
+                self._normals_at_pose(), start._normals_at_pose(), np.ascontiguousarray(x, np.float64),
+                np.ascontiguousarray(x_prev, np.float64),
+                np.arange(len(x)) if points is None else np.ascontiguousarray(points, np.int64),
+                (self.thickness, margin, start.thickness + SIDE_MARGIN, self.shared.travel))
         rows, tris, bary, q, dist, interior = self._closest(x, margin, among=points)
         if len(rows) == 0:
             return rows, np.zeros(0), np.zeros((0, 3)), dist
@@ -312,6 +384,9 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         out = np.zeros_like(x)
         if self.start is None:
             return out
+        if NATIVE_PLANES and self.shared.native is not None and len(self.triangles) and len(x):  # in C: mesh_moving.c
+            return self.shared.native.motion(self.vertices, self.start.vertices, np.ascontiguousarray(x, np.float64),
+                                             self.thickness + SEARCH_MARGIN)
         rows, tris, bary, _, _, _ = self._closest(x)
         moved = self.vertices[self.triangles[tris]] - self.start.vertices[self.triangles[tris]]
         out[rows] = np.einsum("kj,kjd->kd", bary, moved)

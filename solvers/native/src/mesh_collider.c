@@ -24,6 +24,7 @@
 #include <math.h>
 
 #include "contact_common.h"
+#include "mesh_query.h"
 #include "softsim_native.h"
 
 static inline double clip01(double t) { return min2(max2(t, 0.0), 1.0); }
@@ -130,12 +131,28 @@ typedef struct {
     double bary[3], q[3];
 } Nearest;
 
-/* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). */
+/* A lower bound on the distance from P to triangle tri: the distance to its axis-aligned box. */
+static inline double box_distance(const double *P, const double *vertices, const int64_t *tri)
+{
+    double s = 0.0;
+    for (int a = 0; a < 3; ++a) {
+        double p = vertices[3 * tri[0] + a], q = vertices[3 * tri[1] + a], r = vertices[3 * tri[2] + a];
+        double gap = max2(max2(min2(min2(p, q), r) - P[a], P[a] - max2(max2(p, q), r)), 0.0);
+        s += gap * gap;
+    }
+    return sqrt(s);
+}
+
+/* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). A triangle whose box lies
+ * farther than the nearest distance so far, or than limit, by more than round-off (the margins of the second visit's
+ * reach) is passed over: its computed distance exceeds both, so it could neither be the nearest nor tie with it, nor
+ * be within limit; the answer is the one of testing it. */
 static void visit(const double *P, const double *vertices, const int64_t *triangles, const int64_t *dims,
                   const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo, const int64_t *hi,
-                  int64_t *stamp, int64_t query, Nearest *best)
+                  int64_t *stamp, int64_t query, double limit, Nearest *best)
 {
     double bary[3], q[3];
+    double far = limit * (1.0 + 1e-9) + 1e-12;
     for (int64_t k = lo[2]; k <= hi[2]; ++k)
         for (int64_t j = lo[1]; j <= hi[1]; ++j)
             for (int64_t i = lo[0]; i <= hi[0]; ++i) {
@@ -146,6 +163,9 @@ static void visit(const double *P, const double *vertices, const int64_t *triang
                         continue;
                     stamp[f] = query;
                     const int64_t *tri = triangles + 3 * f;
+                    double lower = box_distance(P, vertices, tri);
+                    if (lower > far || lower > best->d * (1.0 + 1e-9) + 1e-12)
+                        continue;
                     int interior = closest_on_triangle(P, vertices + 3 * tri[0], vertices + 3 * tri[1],
                                                        vertices + 3 * tri[2], bary, q);
                     double r[3] = {P[0] - q[0], P[1] - q[1], P[2] - q[2]};
@@ -169,22 +189,35 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
                              int64_t *out_row, int64_t *out_tri, double *out_bary, double *out_q, double *out_d,
                              int64_t *out_interior)
 {
+    return mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry_tri, limit, 0.0, stamp,
+                              out_row, out_tri, out_bary, out_q, out_d, out_interior);
+}
+
+/* softsim_mesh_closest through a grid built on another pose of the same triangles, whose every vertex lies within
+ * drift [m] of its place at `vertices` on each axis: a triangle within r of a point there has its box at the grid's
+ * pose within r + drift of the point, so every cell within that is visited (and the grid's bounds are drift wider);
+ * the triangles tested and their distances are those at `vertices`, so the answer is the one of a grid of that pose. */
+int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, const double *vertices,
+                           const int64_t *triangles, const double *grid, const int64_t *dims, const int64_t *cell_start,
+                           const int64_t *entry_tri, double limit, double drift, int64_t *stamp, int64_t *out_row,
+                           int64_t *out_tri, double *out_bary, double *out_q, double *out_d, int64_t *out_interior)
+{
     int64_t found = 0, query = stamp[0];
     int64_t lo[3], hi[3];
     for (int64_t i = 0; i < k; ++i) {
         const double *P = x + 3 * points[i];
         Nearest best = {INFINITY, -1, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
-        if (beside(P, limit, grid))
+        if (beside(P, limit + drift, grid))
             continue; /* nothing within limit (negative or NaN limit too) */
         ++query;
         cell_range(P, P, grid, dims, lo, hi); /* its own cell (or the nearest one) first: a bound on the distance */
-        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, &best);
+        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
         /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance may
          * lie a rounding farther), and never beyond limit. */
-        double reach = min2(limit, best.d * (1.0 + 1e-9) + 1e-12);
+        double reach = min2(limit, best.d * (1.0 + 1e-9) + 1e-12) + drift;
         double low[3] = {P[0] - reach, P[1] - reach, P[2] - reach}, high[3] = {P[0] + reach, P[1] + reach, P[2] + reach};
         cell_range(low, high, grid, dims, lo, hi);
-        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, &best);
+        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
         if (best.tri < 0 || !(best.d <= limit))
             continue;
         out_row[found] = points[i];
@@ -257,6 +290,18 @@ SOFTSIM_API int64_t softsim_mesh_corner_pairs(const double *x, const int64_t *tr
                                               int64_t capacity, int64_t *out_corner, int64_t *out_row,
                                               double *out_d)
 {
+    return mesh_corner_pairs_drift(x, triangles, rows, k, reach, travel, vertices, corners, grid, dims, cell_start,
+                                   entry, 0.0, stamp, capacity, out_corner, out_row, out_d);
+}
+
+/* softsim_mesh_corner_pairs through a grid of another pose, its corners within drift [m] of their places at
+ * `vertices` on each axis (the cells of the box grown by drift more; the pairs tested at `vertices`). */
+int64_t mesh_corner_pairs_drift(const double *x, const int64_t *triangles, const int64_t *rows, int64_t k,
+                                const double *reach, double travel, const double *vertices, const int64_t *corners,
+                                const double *grid, const int64_t *dims, const int64_t *cell_start,
+                                const int64_t *entry, double drift, int64_t *stamp, int64_t capacity,
+                                int64_t *out_corner, int64_t *out_row, double *out_d)
+{
     int64_t count = 0, query = stamp[0];
     int64_t lo[3], hi[3];
     double low[3], high[3], bary[3], q[3];
@@ -265,7 +310,7 @@ SOFTSIM_API int64_t softsim_mesh_corner_pairs(const double *x, const int64_t *tr
         const double *A = x + 3 * tri[0], *B = x + 3 * tri[1], *C = x + 3 * tri[2];
         const double *corner_points[3] = {A, B, C};
         double limit = (reach[i] + travel) * (1.0 + 1e-12) + 1e-12;
-        grown_box(corner_points, 3, limit, low, high);
+        grown_box(corner_points, 3, limit + drift, low, high);
         if (box_beside(low, high, grid))
             continue;
         ++query;
@@ -330,19 +375,31 @@ SOFTSIM_API int64_t softsim_mesh_edge_pairs(const double *x, const int64_t *edge
                                             const int64_t *cell_start, const int64_t *entry, int64_t *stamp,
                                             int64_t capacity, int64_t *out_edge, int64_t *out_row, double *out_d)
 {
+    return mesh_edge_pairs_drift(x, edges, rows, m, reach, travel, vertices, sharp, grid, dims, cell_start, entry, 0.0,
+                                 stamp, capacity, out_edge, out_row, out_d);
+}
+
+/* softsim_mesh_edge_pairs through a grid of another pose (as mesh_corner_pairs_drift). */
+int64_t mesh_edge_pairs_drift(const double *x, const int64_t *edges, const int64_t *rows, int64_t m,
+                              const double *reach, double travel, const double *vertices, const int64_t *sharp,
+                              const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
+                              double drift, int64_t *stamp, int64_t capacity, int64_t *out_edge, int64_t *out_row,
+                              double *out_d)
+{
     int64_t count = 0, query = stamp[0];
     int64_t lo[3], hi[3];
-    double low[3], high[3];
+    double low[3], high[3], cells_low[3], cells_high[3];
     for (int64_t i = 0; i < m; ++i) {
         const int64_t *edge = edges + 2 * rows[i];
         const double *A = x + 3 * edge[0], *B = x + 3 * edge[1];
         const double *ends[2] = {A, B};
         double limit = (reach[i] + travel) * (1.0 + 1e-12) + 1e-12;
         grown_box(ends, 2, limit, low, high);
-        if (box_beside(low, high, grid))
+        grown_box(ends, 2, limit + drift, cells_low, cells_high);
+        if (box_beside(cells_low, cells_high, grid))
             continue;
         ++query;
-        cell_range(low, high, grid, dims, lo, hi);
+        cell_range(cells_low, cells_high, grid, dims, lo, hi);
         int64_t first = count;
         for (int64_t cz = lo[2]; cz <= hi[2]; ++cz)
             for (int64_t cy = lo[1]; cy <= hi[1]; ++cy)

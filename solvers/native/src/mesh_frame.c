@@ -1,4 +1,4 @@
-/* Still mesh colliders inside a cloth's whole-frame call (softsim_cloth_substeps): the native twins of
+/* Mesh colliders inside a cloth's whole-frame call (softsim_cloth_substeps): the native twins of
  *   solvers/collision/colliders/kept_planes.py       kept_contact (the stale points measured anew, the planes kept),
  *   solvers/collision/colliders/mesh_collider.py     MeshCollider.contact of a still collider, _contact_rows, _sides,
  *                                                    pseudo_normals, resolve_faces,
@@ -10,7 +10,10 @@
  *   solvers/collision/response/collider_contacts.py  resolve_contacts / _resolve_once with mesh colliders,
  * built on mesh_collider.c's kernels (nearest triangles, face pairs, pushes, kept planes) and contact.c's (the
  * analytic rows' contacts and the friction of every row), in the order the NumPy pipeline runs them. A mesh row of the
- * collider table (kind SOFTSIM_KIND_MESH) stands still, so its motion is zero and its start pose is its pose.
+ * collider table (kind SOFTSIM_KIND_MESH) stands still (its motion zero, its start pose its pose, its planes kept), or
+ * moves or deforms (moving: mesh_moving.c's planes of every point with the sides read at the substep's start pose,
+ * the surface's motion in the contact margin and the friction, the travel in the face-pair list; each substep's poses
+ * from the binding's table of addresses, pose_of; its grids of one pose of the frame, queried drift wider).
  *
  * Arithmetic follows the twins': _dot / einsum("ij,ij->i") adds (x*x + z*z) + y*y (dot_rows), einsum("ks,ksd->kd")
  * sums the stencil in order, cKDTree's distance is sqrt((dx^2 + dy^2) + dz^2). The kept state (planes, face-pair
@@ -22,10 +25,12 @@
  * the binding grows the buffers and runs the substep again, which then repeats the same operations.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "contact_common.h"
 #include "mesh_frame.h"
+#include "mesh_query.h"
 #include "sphere_faces.h"
 
 enum { SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES };
@@ -36,6 +41,74 @@ static SoftsimStillMesh *mesh_of_row(const SoftsimMeshFrame *f, int64_t row)
         if (f->meshes[i].row == row)
             return f->meshes + i;
     return 0;
+}
+
+/* A moving collider's poses of the substep whose collider table is `table` (one table per substep when colliders
+ * move: its index is the substep's): the end pose into the collider's own fields, the start pose into its start
+ * fields. A still collider's start is its pose. */
+static void pose_of(const SoftsimClothPlan *plan, const double *table, SoftsimStillMesh *c)
+{
+    c->start_face_grid = c->face_grid;
+    c->start_face_dims = c->face_dims;
+    c->start_face_cell_start = c->face_cell_start;
+    c->start_face_entry = c->face_entry;
+    if (!c->moving) {
+        c->start_vertices = c->vertices;
+        c->start_face_normals = c->face_normals;
+        c->start_vertex_normals = c->vertex_normals;
+        c->start_side_normals = c->side_normals;
+        return;
+    }
+    int64_t k = plan->tables_per_substep
+                    ? (int64_t)((table - plan->collider_table) / (plan->collider_count * SOFTSIM_COLLIDER_ROW))
+                    : 0;
+    const int64_t *a = c->poses + SOFTSIM_POSE_FIELDS * k;
+    c->vertices = (const double *)(intptr_t)a[0];
+    c->face_normals = (const double *)(intptr_t)a[1];
+    c->vertex_normals = (const double *)(intptr_t)a[2];
+    c->side_normals = (const double *)(intptr_t)a[3];
+    c->start_vertices = (const double *)(intptr_t)a[4];
+    c->start_face_normals = (const double *)(intptr_t)a[5];
+    c->start_vertex_normals = (const double *)(intptr_t)a[6];
+    c->start_side_normals = (const double *)(intptr_t)a[7];
+}
+
+/* MeshCollider.contact of a moving collider (no kept planes: every point measured, its side read at the start pose
+ * where it may have crossed; _contact_rows with the travel): f->plane_d (n,) (inf beyond thickness + margin) and
+ * f->plane_n (n, 3) ((0, 0, 1) there). */
+static void moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c,
+                           const double *x, const double *x_prev, double margin)
+{
+    int64_t n = plan->n;
+    double limits[5] = {c->thickness, margin, c->thickness + f->settings[1], c->travel, c->drift};
+    int64_t found = softsim_mesh_contact_rows(
+        x, x_prev, f->all_points, n, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
+        c->face_entry, c->face_normals, c->vertex_normals, c->side_normals, c->start_vertices, c->start_face_grid,
+        c->start_face_dims, c->start_face_cell_start, c->start_face_entry, c->start_face_normals,
+        c->start_vertex_normals, c->start_side_normals, c->face_stamp, limits, f->m_row, f->m_d, f->m_normal,
+        f->m_dist, f->m_work_i, f->m_work_d);
+    for (int64_t p = 0; p < n; ++p) {
+        f->plane_d[p] = INFINITY;
+        f->plane_n[3 * p] = 0.0;
+        f->plane_n[3 * p + 1] = 0.0;
+        f->plane_n[3 * p + 2] = 1.0;
+    }
+    for (int64_t j = 0; j < found; ++j) {
+        int64_t p = f->m_row[j];
+        f->plane_d[p] = f->m_d[j];
+        for (int a = 0; a < 3; ++a)
+            f->plane_n[3 * p + a] = f->m_normal[3 * j + a];
+    }
+}
+
+/* MeshCollider.motion of a moving collider at the rows points (k,) of x into f->motion (n, 3) (their rows). */
+static void moving_motion(const SoftsimMeshFrame *f, const SoftsimStillMesh *c, const double *x, const int64_t *points,
+                          int64_t k)
+{
+    softsim_mesh_motion(x, points, k, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
+                        c->face_entry, c->start_vertices, c->thickness + f->settings[0], c->drift, c->face_stamp,
+                        f->motion,
+                        f->m_work_i, f->m_work_d);
 }
 
 /* ------------------------------------------------------------------------------------------ save and restore */
@@ -280,7 +353,7 @@ static void allowances(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, 
             double s = (dx * dx + dy * dy) + dz * dz;
             nearest = s < nearest ? s : nearest;
         }
-        double lower = sqrt(nearest) - c->piece_radius - 3.0 * 0.0;
+        double lower = sqrt(nearest) - c->piece_radius - 3.0 * c->travel;
         double a = (((lower - longest) - reach) - 2.0 * S[SKIN] / 3.0) * (1.0 - 1e-12);
         a = a < tight ? tight : a;
         out[p] = a > S[MAX_ALLOWANCE] ? S[MAX_ALLOWANCE] : a;
@@ -296,9 +369,9 @@ static int pairs_within(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f,
 {
     *nc = *ne = 0;
     if (c->corner_count && k) {
-        *nc = softsim_mesh_corner_pairs(at, plan->faces, f->tri_rows, k, f->tri_reach, 0.0, c->vertices, c->corners,
-                                        c->corner_grid, c->corner_dims, c->corner_cell_start, c->corner_entry,
-                                        c->corner_stamp, c->capacity - from_c, c->pair_corner + from_c,
+        *nc = mesh_corner_pairs_drift(at, plan->faces, f->tri_rows, k, f->tri_reach, c->travel, c->vertices,
+                                      c->corners, c->corner_grid, c->corner_dims, c->corner_cell_start, c->corner_entry,
+                                      c->drift, c->corner_stamp, c->capacity - from_c, c->pair_corner + from_c,
                                         c->pair_triangle + from_c, c->pair_corner_d + from_c);
         if (*nc > c->capacity - from_c) {
             f->needs[0] = index;
@@ -307,9 +380,9 @@ static int pairs_within(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f,
         }
     }
     if (c->sharp_count && m) {
-        *ne = softsim_mesh_edge_pairs(at, plan->edges, f->edge_rows, m, f->edge_reach, 0.0, c->vertices, c->sharp,
-                                      c->sharp_grid, c->sharp_dims, c->sharp_cell_start, c->sharp_entry,
-                                      c->sharp_stamp, c->capacity - from_e, c->pair_edge + from_e,
+        *ne = mesh_edge_pairs_drift(at, plan->edges, f->edge_rows, m, f->edge_reach, c->travel, c->vertices, c->sharp,
+                                    c->sharp_grid, c->sharp_dims, c->sharp_cell_start, c->sharp_entry, c->drift,
+                                    c->sharp_stamp, c->capacity - from_e, c->pair_edge + from_e,
                                       c->pair_body_edge + from_e, c->pair_edge_d + from_e);
         if (*ne > c->capacity - from_e) {
             f->needs[0] = index;
@@ -511,12 +584,12 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
         } else {
             if (face_list(plan, f, c, index, x) < 0)
                 return -1;
-            nc = softsim_mesh_corner_pushes(x, x_prev, plan->faces, c->vertices, c->vertices, c->corners,
+            nc = softsim_mesh_corner_pushes(x, x_prev, plan->faces, c->vertices, c->start_vertices, c->corners,
                                             c->pair_corner, c->pair_triangle, c->list_state[1], c->thickness,
                                             c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
                                             c->cp_origin);
             moved = apply(plan, f, c, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip);
-            ne = softsim_mesh_edge_pushes(x, x_prev, plan->edges, c->vertices, c->vertices, c->sharp, c->pair_edge,
+            ne = softsim_mesh_edge_pushes(x, x_prev, plan->edges, c->vertices, c->start_vertices, c->sharp, c->pair_edge,
                                           c->pair_body_edge, c->list_state[2], c->thickness, c->ep_stencil,
                                           c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip, c->ep_origin);
             moved += apply(plan, f, c, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip);
@@ -557,7 +630,15 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
             continue;
         }
         SoftsimStillMesh *c = mesh_of_row(f, k);
-        kept_contact(plan, f, c, x, x_prev, margin);
+        pose_of(plan, table, c);
+        if (c->moving) {
+            /* its own margin: the largest motion plus its travel; step_margin adds the surface's motion under x */
+            double own = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) + c->travel : 0.0;
+            moving_contact(plan, f, c, x, x_prev, own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN]);
+            if (mode)
+                moving_motion(f, c, x, f->all_points, n);
+        } else
+            kept_contact(plan, f, c, x, x_prev, margin);
         for (int64_t p = 0; p < n; ++p) {
             if (!(plan->inv_mass[p] > 0.0))
                 continue;
@@ -566,6 +647,10 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
             if (mode) {
                 double moved[3] = {xp[0] - xq[0], xp[1] - xq[1], xp[2] - xq[2]};
                 limit = sqrt(dot_rows(moved, moved));
+                if (c->moving) {
+                    const double *mo = f->motion + 3 * p;
+                    limit = limit + sqrt(dot_rows(mo, mo));
+                }
             }
             double d = f->plane_d[p];
             if (!(d < limit))
@@ -591,6 +676,52 @@ int64_t softsim_mesh_frame_find(const SoftsimClothPlan *plan, const double *tabl
                        plan->c_offset, plan->c_pushed);
 }
 
+/* response._remove_slip for one particle against a moving mesh collider whose surface moved by m under it. */
+static void remove_slip_moving(double *xp, const double *xq, const double *m, const double *n, double budget)
+{
+    double moved[3] = {(xp[0] - xq[0]) - m[0], (xp[1] - xq[1]) - m[1], (xp[2] - xq[2]) - m[2]};
+    double along = dot_rows(moved, n);
+    double t[3] = {moved[0] - along * n[0], moved[1] - along * n[1], moved[2] - along * n[2]};
+    double slide = sqrt(dot_rows(t, t));
+    double remove = slide > 1e-15 ? min2(1.0, budget / max2(slide, 1e-15)) : 0.0;
+    xp[0] -= remove * t[0];
+    xp[1] -= remove * t[1];
+    xp[2] -= remove * t[2];
+}
+
+/* softsim_contacts_friction of count contacts (particle, owner, normal, budget scale pushed), each collider's run in
+ * order; a moving mesh's against the motion of its surface under the particles' start positions (motion(x_prev)). */
+static void friction(const SoftsimClothPlan *plan, const double *table, int64_t count, const int64_t *particle,
+                     const int64_t *owner, const double *normal, const double *pushed)
+{
+    SoftsimMeshFrame *f = plan->mesh;
+    for (int64_t i = 0; i < count;) {
+        int64_t j = i;
+        while (j < count && owner[j] == owner[i])
+            ++j;
+        const double *row = table + SOFTSIM_COLLIDER_ROW * owner[i];
+        SoftsimStillMesh *c = row[0] == SOFTSIM_KIND_MESH ? mesh_of_row(f, owner[i]) : 0;
+        if (c && c->moving && row[2] > 0.0) {
+            pose_of(plan, table, c);
+            moving_motion(f, c, plan->x_prev, particle + i, j - i);
+            for (int64_t q = i; q < j; ++q) {
+                int64_t p = particle[q];
+                if (pushed[q] > 0.0)
+                    remove_slip_moving(plan->x + 3 * p, plan->x_prev + 3 * p, f->motion + 3 * p, normal + 3 * q,
+                                       row[2] * pushed[q]);
+            }
+        } else
+            softsim_contacts_friction(plan->x, plan->x_prev, j - i, table, particle + i, owner + i, normal + 3 * i,
+                                      pushed + i);
+        i = j;
+    }
+}
+
+void softsim_mesh_frame_friction(const SoftsimClothPlan *plan, const double *table, int64_t count)
+{
+    friction(plan, table, count, plan->c_particle, plan->c_owner, plan->c_normal, plan->c_pushed);
+}
+
 /* resolve_contacts: every collider's particles inside (found from the same x) projected onto its plane, then, per
  * collider in order, slipping up to friction * depth. */
 static int64_t resolve_vertices(const SoftsimClothPlan *plan, const double *table)
@@ -609,8 +740,8 @@ static int64_t resolve_vertices(const SoftsimClothPlan *plan, const double *tabl
             xp[2] += depth * nrm[2];
             plan->r_scratch[j] = depth;
         }
-        softsim_contacts_friction(x, plan->x_prev, j - i, table, plan->r_particle + i, plan->r_owner + i,
-                                  plan->r_normal + 3 * i, plan->r_scratch + i);
+        friction(plan, table, j - i, plan->r_particle + i, plan->r_owner + i, plan->r_normal + 3 * i,
+                 plan->r_scratch + i);
         i = j;
     }
     return count;
@@ -644,6 +775,7 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
         if (row[0] != SOFTSIM_KIND_MESH)
             continue;
         SoftsimStillMesh *c = mesh_of_row(f, k);
+        pose_of(plan, table, c);
         int64_t got = face_passes(plan, f, c, c - f->meshes);
         if (got < 0)
             return -1;
@@ -655,5 +787,5 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
-_Static_assert(sizeof(SoftsimStillMesh) == 70 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
-_Static_assert(sizeof(SoftsimMeshFrame) == 32 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");
+_Static_assert(sizeof(SoftsimStillMesh) == 82 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimMeshFrame) == 40 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

@@ -63,7 +63,22 @@ typedef struct {
     double *save_pair_edge_d;
     int64_t *save_state; /* (5,): [list saved this substep, its valid, corner pairs, edge pairs, planes saved] */
     double *save_planes; /* (n, 8): x0, normal, d0, clear */
+    /* A collider moving or deforming through the frame (moving 1; mesh_frame.py MOVING_IN_FRAME): its travel [m]
+     * (_Shared.travel) and, per substep, the addresses of its poses (poses, (substeps, SOFTSIM_POSE_FIELDS): the end
+     * pose's vertices, face, vertex and side normals, then the start pose's), copied into the fields above and the
+     * start fields below at each substep. Its grids (above) are built on one pose of the frame, every other pose's
+     * vertices within drift [m] of theirs there on each axis (mesh_query.h). A still collider: moving 0, travel 0,
+     * drift 0, the start fields its own pose's. */
+    int64_t moving;
+    double travel;
+    const int64_t *poses;
+    const double *start_vertices, *start_face_normals, *start_vertex_normals, *start_side_normals;
+    const double *start_face_grid;
+    const int64_t *start_face_dims, *start_face_cell_start, *start_face_entry;
+    double drift;
 } SoftsimStillMesh;
+
+#define SOFTSIM_POSE_FIELDS 8
 
 /* The still mesh colliders of a frame and their shared scratch (n = the body's particles, t its triangles, e its
  * edges). */
@@ -83,6 +98,11 @@ typedef struct SoftsimMeshFrame {
     int64_t *mark, *beyond;                                      /* (n,) */
     int64_t *tri_rows, *edge_rows;                               /* (t,), (e,) */
     double *tri_reach, *edge_reach;                              /* (t,), (e,) */
+    /* moving colliders: 0 .. n-1, the contact rows' outputs and scratch (mesh_moving.c), the motion under points */
+    int64_t *all_points, *m_row;                                 /* (n,), (n,) */
+    double *m_d, *m_normal, *m_dist;                             /* (n,), (n, 3), (n,) */
+    int64_t *m_work_i;                                           /* (6 n) */
+    double *m_work_d, *motion;                                   /* (14 n), (n, 3) */
 } SoftsimMeshFrame;
 
 #define SOFTSIM_KIND_MESH 2.0
@@ -97,5 +117,8 @@ void softsim_mesh_frame_save(const SoftsimClothPlan *plan);
 void softsim_mesh_frame_restore(const SoftsimClothPlan *plan);
 int64_t softsim_mesh_frame_find(const SoftsimClothPlan *plan, const double *table);
 int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *table);
+/* The step's friction (softsim_contacts_friction of the step's contacts; a moving mesh collider's against its
+ * surface's motion). */
+void softsim_mesh_frame_friction(const SoftsimClothPlan *plan, const double *table, int64_t count);
 
 #endif

@@ -197,6 +197,32 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
                                          int64_t *stamp, int64_t *out_row, int64_t *out_tri, double *out_bary,
                                          double *out_q, double *out_d, int64_t *out_interior);
 
+/* A moving or deforming mesh collider's contact planes (mesh_moving.c, mesh_kernels.MeshClosest.contact_rows, twin
+ * of MeshCollider._contact_rows): the asked points within thickness + margin of the pose (vertices, its grid and
+ * normals), their sides read at the start pose (start_*) where they lie within their step's motion plus the travel.
+ * limits: (thickness, margin, the start pose's thickness + SIDE_MARGIN, travel, drift) [m], drift: how far (per
+ * axis) the grids' pose lies from the poses asked (0: the grids are theirs; mesh_collider.c mesh_closest_drift). Writes the found points' rows, plane offsets d, normals and
+ * unsigned distances in the order asked; returns how many. work_i (6 k), work_d (14 k): scratch. */
+SOFTSIM_API int64_t softsim_mesh_contact_rows(
+    const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
+    const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
+    const double *face_normals, const double *vertex_normals, const double *side_normals, const double *start_vertices,
+    const double *start_grid, const int64_t *start_dims, const int64_t *start_cell_start, const int64_t *start_entry,
+    const double *start_face_normals, const double *start_vertex_normals, const double *start_side_normals,
+    int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
+    int64_t *work_i, double *work_d);
+
+/* A moving mesh collider's motion under points (mesh_moving.c, mesh_kernels.MeshClosest.motion, twin of
+ * MeshCollider.motion): for each asked point (rows of x) within limit of the pose, its nearest triangle's motion
+ * from the start pose at the closest point's weights, written to its row of out (n, 3) (zero for an asked point with
+ * no triangle within limit; the rows not asked untouched); the grid's pose within drift [m] of vertices (0: its
+ * own). work_i (3 k), work_d (7 k): scratch. */
+SOFTSIM_API void softsim_mesh_motion(const double *x, const int64_t *points, int64_t k, const int64_t *triangles,
+                                     const double *vertices, const double *grid, const int64_t *dims,
+                                     const int64_t *cell_start, const int64_t *entry, const double *start_vertices,
+                                     double limit, double drift, int64_t *stamp, double *out, int64_t *work_i,
+                                     double *work_d);
+
 /* A mesh collider's face pairs (mesh_collider.c): its corners within reach of body triangles and its sharp edges
  * within reach of body edges, with exact distances, sorted by body element then feature; grids of the corners (as
  * triangles (c, c, c)) and sharp edges (as (a, b, b)) from softsim_mesh_grid_build. Return the pair count (only

@@ -232,7 +232,9 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
                 softsim_contacts_project(x, contacts, plan->c_particle, plan->c_normal, plan->c_offset,
                                          plan->c_pushed);
         }
-        if (contacts)
+        if (contacts && plan->mesh) /* a moving mesh collider's friction reads its surface's motion */
+            softsim_mesh_frame_friction(plan, table, contacts);
+        else if (contacts)
             softsim_contacts_friction(x, plan->x_prev, contacts, table, plan->c_particle, plan->c_owner,
                                       plan->c_normal, plan->c_pushed);
         if (plan->collider_count) {
