@@ -13,9 +13,10 @@ def _blas_threads():
     return sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
 
 
-def _recording(solver, seen, fail=False):
-    """Wrap ``solver.step`` so each call records the BLAS thread counts it runs under (and fails if asked)."""
-    step = solver.step
+def _recording(solver, seen, fail=False, method="step"):
+    """Wrap ``solver.step`` (or another ``method``) so each call records the BLAS thread counts it runs under (and
+    fails if asked)."""
+    step = getattr(solver, method)
 
     def recorded(*args, **kwargs):
         seen.append(_blas_threads())
@@ -23,7 +24,7 @@ def _recording(solver, seen, fail=False):
             raise SimulationDiverged("a step that fails, for the test")
         return step(*args, **kwargs)
 
-    solver.step = recorded
+    setattr(solver, method, recorded)
     return solver
 
 
@@ -59,6 +60,8 @@ def test_a_scene_frame_runs_blas_on_one_thread_and_gives_the_threads_back():
         seen = []
         for body in scene.bodies:
             _recording(body.solver, seen)
+            if hasattr(body.solver, "native_frame"):  # the XPBD cloth's frame, one C call (the NEWTON body a collider)
+                _recording(body.solver, seen, method="native_frame")
         advance_scene_frame(scene, 1.0 / 24)
         assert len(seen) > 1 and all(threads == [1] for threads in seen)
         assert _blas_threads() == [2]

@@ -170,9 +170,13 @@ def test_two_boxes_in_whole_frames_equal_the_per_substep_path(library):
     assert_same(whole.x, numpy.x)
 
 
-def test_a_moving_mesh_collider_goes_substep_by_substep(library):
-    """A box rising through the frames moves (``start`` set): the whole-frame call declines every frame after the
-    first (which has no earlier pose, so stands still), and the bake is the per-substep path's."""
+def test_a_moving_mesh_collider_goes_substep_by_substep_when_switched_off(library, monkeypatch):
+    """With MOVING_IN_FRAME off, a box rising through the frames moves (``start`` set): the whole-frame call declines
+    every frame after the first (which has no earlier pose, so stands still), and the bake is the per-substep path's.
+    (Switched on, the default, the frame call takes it: tests/test_native_mesh_moving.py.)"""
+    from solvers.native import mesh_frame
+
+    monkeypatch.setattr(mesh_frame, "MOVING_IN_FRAME", False)
     base, triangles = box_mesh(0)
 
     def make_read():
