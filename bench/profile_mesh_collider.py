@@ -13,8 +13,8 @@ As the add-on's bridge does, every frame reads the colliders anew (a fresh ``Mes
 and pairs them with the previous frame's (``frame_colliders``). Prints seconds per frame of each scene (the landing
 frames and the resting frames apart: resting is where the cloth lies on the box), then a cProfile top list of one
 scene. ``--compute both`` (the default) bakes every scene with the NumPy collider pipeline, then with the native one
-(``SolverConfig.compute``: a still mesh collider's whole pipeline inside the frame's one C call,
-``PositionBasedSolver.native_frame``; a moving one's nearest-triangle and face-pair queries in C), back to back. Timings
+(``SolverConfig.compute``: a mesh collider's whole pipeline, still or moving, inside the frame's one C call,
+``PositionBasedSolver.native_frame``), back to back. Timings
 under load vary 2-7x on a shared machine: compare only figures of one run.
 
 Run: ``python bench/profile_mesh_collider.py [--frames 24] [--level 6] [--profile box6] [--top 30] [--solver NEWTON]
