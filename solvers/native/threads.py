@@ -9,8 +9,8 @@ variable ``SOFTSIM_THREADS`` (a positive integer; 1 runs everything on the calle
 every call, so a change of the variable takes effect at the next call.
 
 ``run_ranges(function, count, parts)``: splits the elements [0, count) into ``parts`` interleaved slices of blocks of
-``block`` elements (part k takes blocks k, k + parts, k + 2 parts, ...: a crumpled region, whose elements have many
-pairs, is spread over every part rather than left to one) and runs ``function`` once per part, the caller's thread
+up to ``block`` elements (part k takes blocks k, k + parts, k + 2 parts, ...: a crumpled region, whose elements have
+many pairs, is spread over every part rather than left to one) and runs ``function`` once per part, the caller's thread
 taking part 0 and the shared pool the others. With one part (or ``count`` below ``minimum``) it is a plain call.
 
 The pool is created on first use and reused by every call in the process (its worker threads stay idle between
@@ -25,7 +25,9 @@ DEFAULT_LIMIT = 8
 """At most this many threads by default (a build's serial prepare step and the memory bandwidth its queries share
 leave little to gain beyond)."""
 BLOCK = 256
-"""Elements per block of an interleaved slice."""
+"""Elements per block of an interleaved slice (at most: see ``slices``)."""
+BLOCKS_PER_PART = 4
+"""Each part gets at least this many blocks (``slices``)."""
 
 POOL_LIMIT = 63
 """Worker threads the shared pool may start (it starts them one by one as calls need them; parts beyond that wait
@@ -62,13 +64,16 @@ def executor() -> ThreadPoolExecutor:
 
 def slices(count: int, parts: int, block: int = BLOCK):
     """The slices of [0, count) ``run_ranges`` gives its parts: a list of (first, last, block, stride), part k taking
-    the blocks of ``block`` elements that start at first, first + stride, ... below last. Fewer parts than asked when
-    there are fewer blocks; one part: the whole range as one block."""
+    the blocks of ``block`` elements that start at first, first + stride, ... below last. Blocks shrink so that every
+    part has at least BLOCKS_PER_PART of them (a dense region still spread over the parts); fewer parts than asked
+    when there are fewer elements; one part: the whole range as one block."""
     if count < 0 or parts < 1 or block < 1:
         raise ValueError(f"slices: count >= 0, parts >= 1 and block >= 1 needed, got {count}, {parts}, {block}")
-    parts = min(parts, -(-count // block))
+    parts = min(parts, count)
     if parts <= 1:
         return [(0, count, max(count, 1), max(count, 1))]
+    block = max(1, min(block, count // (BLOCKS_PER_PART * parts)))
+    parts = min(parts, -(-count // block))
     stride = parts * block
     return [(k * block, count, block, stride) for k in range(parts)]
 
