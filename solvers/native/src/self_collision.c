@@ -189,8 +189,9 @@ static Scale vertex_triangle_scale(const Boxes *tris, int64_t t_count, const dou
 
 /* Fill the grid (counting sort into buckets, stable in element order) with the elements 0 .. count - 1, or with
  * subset[0 .. count - 1] (their boxes already in the cache); returns the entries needed. */
-static int64_t fill_grid(const Boxes *insert, const int64_t *subset, int64_t count, const Scale *scale, int64_t table_size,
-                         int64_t *start, int64_t capacity, int64_t *entry_element, int64_t *entry_key) {
+static int64_t fill_grid(const Boxes *insert, const int64_t *subset, int64_t count, const Scale *scale,
+                         int64_t table_size, int64_t *start, int64_t capacity, int64_t *entry_element,
+                         int64_t *entry_key) {
     uint64_t mask = (uint64_t)table_size - 1;
     for (int64_t b = 0; b <= table_size; b++) start[b] = 0;
     int64_t total = 0;
