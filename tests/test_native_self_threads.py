@@ -201,6 +201,7 @@ def test_bad_thread_arguments_are_refused(library, monkeypatch):
 
 def test_self_colliding_frames_equal_on_one_and_three_threads(library, monkeypatch):
     # Every build of these frames split into blocks of 16 elements on three threads, against one thread.
+    assert library.ready("self")  # its self-test (which builds on three threads itself) before the count below
     monkeypatch.setattr(self_kernels, "PARALLEL_MINIMUM", 0)
     monkeypatch.setattr(self_kernels, "PARALLEL_BLOCK", 16)
     parts = []
