@@ -61,6 +61,13 @@ SIGNATURES = {
     # Cloth self-collision's broad phase (src/self_collision.c, self_kernels.SelfPairQuery).
     "softsim_self_vt_pairs": (_I, (_P, _I, _P, _I, _P, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_self_ee_pairs": (_I, (_P, _I, _P, _I, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),
+    # The same builds split in a prepare step and queries of ranges (self_kernels.SelfPairQuery with threads).
+    "softsim_self_vt_prepare": (_I, (_P, _I, _P, _I, _P, _P, _D, _I, _P, _I, _P, _P, _P, _P, _P)),
+    "softsim_self_vt_query": (_I, (_P, _I, _P, _I, _P, _P, _D, _P, _I, _I, _P, _P, _P, _P, _P, _I, _I, _I, _I, _I, _P,
+                                   _P, _P)),
+    "softsim_self_ee_prepare": (_I, (_P, _I, _P, _I, _P, _D, _I, _P, _I, _P, _P, _P, _P, _P)),
+    "softsim_self_ee_query": (_I, (_P, _I, _P, _I, _P, _D, _P, _I, _I, _P, _P, _P, _P, _P, _I, _I, _I, _I, _I, _P, _P,
+                                   _P)),
     # A cloth's substeps (src/substep.c): the bending Jacobi tail (kernels.BendingJacobi), the air
     # (kernels.AirLoads), the frame's state check, and whole frames of substeps (kernels.ClothFrame: one pointer to a
     # SoftsimClothPlan).

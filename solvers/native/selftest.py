@@ -274,7 +274,8 @@ def self_pair_scene(n: int = 9, seed: int = 3, thickness: float = 0.05, fold: fl
 def self_pairs(library, seed: int = 3, n: int = 9) -> str:
     """The native self-collision broad phase (``self_kernels.SelfPairQuery``) against ``SelfBroadPhase._query``: the
     same pair sets, and distances within SELF_TEST_TOLERANCE of the cloth's size (bit for bit on x86-64 unless a
-    batch of the twin lies all on triangle borders: ``src/self_collision.c`` says why)."""
+    batch of the twin lies all on triangle borders: ``src/self_collision.c`` says why); and the builds split over
+    three threads equal to one thread's, bit for bit."""
     from .self_kernels import SelfPairQuery
 
     model, x, sc = self_pair_scene(n=n, seed=seed)
@@ -284,10 +285,17 @@ def self_pairs(library, seed: int = 3, n: int = 9) -> str:
     from ..collision.broad_phase.self_pairs import _row_max
 
     skins = (skin, _row_max(skin, sc.triangles), _row_max(skin, sc.edges))
+    # The same builds split over three threads in blocks of a few elements (prepare, then queries at once).
+    split = SelfPairQuery(library, np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges), len(x),
+                          threads=3, block=8, minimum=0)
     for reach in (sc.thickness, 0.0):
         (v, t, dv), (a, b, de) = sc._query(x, reach, skins)
         native_vt = query.vertex_triangle(x, reach, *skins[:2], sc.excluded_vt)
         native_ee = query.edge_edge(x, reach, skins[2], sc.excluded_ee)
+        threaded = (*split.vertex_triangle(x, reach, *skins[:2], sc.excluded_vt),
+                    *split.edge_edge(x, reach, skins[2], sc.excluded_ee))
+        if not all(np.array_equal(p, q) for p, q in zip((*native_vt, *native_ee), threaded)):
+            return "self-collision pairs built on three threads differ from one thread's"
         for label, (i, j, d), (ni, nj, nd), count in (("vertex-triangle", (v, t, dv), native_vt, len(sc.triangles)),
                                                        ("edge-edge", (a, b, de), native_ee, len(sc.edges))):
             key = i * count + j

@@ -110,16 +110,17 @@ typedef struct {
     int corners;
     const double *skin;
     double extra; /* margin = extra + skin[element] */
-    double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint and half length (the
-                    * last three doubles unused) */
+    const double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint and half length
+                          * (the last three doubles unused); written by fill_boxes only, read-only afterwards */
 } Boxes;
 
 #define BOX_STRIDE 13
 
 
-static void fill_boxes(Boxes *boxes, int64_t count) {
+/* Fill the box cache (`cache`, the same array as boxes->cache, writable) of elements 0 .. count - 1. */
+static void fill_boxes(const Boxes *boxes, double *cache, int64_t count) {
     for (int64_t e = 0; e < count; e++) {
-        double *box = boxes->cache + BOX_STRIDE * e;
+        double *box = cache + BOX_STRIDE * e;
         const int64_t *corners = boxes->simplex + boxes->corners * e;
         grown_box(boxes->x, corners, boxes->corners, boxes->extra + boxes->skin[e], box, box + 3);
         if (boxes->corners == 2) {
@@ -188,8 +189,9 @@ static Scale vertex_triangle_scale(const Boxes *tris, int64_t t_count, const dou
 
 /* Fill the grid (counting sort into buckets, stable in element order) with the elements 0 .. count - 1, or with
  * subset[0 .. count - 1] (their boxes already in the cache); returns the entries needed. */
-static int64_t fill_grid(Boxes *insert, const int64_t *subset, int64_t count, const Scale *scale, int64_t table_size,
-                         int64_t *start, int64_t capacity, int64_t *entry_element, int64_t *entry_key) {
+static int64_t fill_grid(const Boxes *insert, const int64_t *subset, int64_t count, const Scale *scale,
+                         int64_t table_size, int64_t *start, int64_t capacity, int64_t *entry_element,
+                         int64_t *entry_key) {
     uint64_t mask = (uint64_t)table_size - 1;
     for (int64_t b = 0; b <= table_size; b++) start[b] = 0;
     int64_t total = 0;
@@ -325,50 +327,99 @@ static void sort_group(int64_t *other, double *d, int64_t first, int64_t last) {
     }
 }
 
+/* The builds come in two parts so that several threads can share one (src/softsim_native.h): a prepare step (the
+ * boxes into box_scratch, the grid's scale into scale_out (4 doubles: 1 / cell size, origin), the grid filled) and a
+ * query of a range of the query elements, which only reads x, the boxes, the scale and the grid and writes its own
+ * outputs: queries of disjoint ranges may run at once. The query elements it runs are the blocks of `block` elements
+ * starting at first, first + stride, first + 2 stride, ... below last (block = stride = last - first: all of them);
+ * every query element's pairs come out together, sorted by the other element, in query order. */
+
+/* The grid's scale as prepare leaves it in the caller's 4 doubles. */
+static void store_scale(const Scale *scale, double *out) {
+    out[0] = scale->inv_h;
+    for (int i = 0; i < 3; i++) out[1 + i] = scale->origin[i];
+}
+
+static Scale load_scale(const double *stored) {
+    Scale scale = {stored[0], {stored[1], stored[2], stored[3]}};
+    return scale;
+}
+
+SOFTSIM_API int64_t softsim_self_vt_prepare(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
+                                            const double *skin_v, const double *skin_t, double reach,
+                                            int64_t table_size, int64_t *table_start, int64_t entry_capacity,
+                                            int64_t *entry_element, int64_t *entry_cell, int64_t *needs,
+                                            double *box_scratch, double *scale_out) {
+    Boxes tris = {x, triangles, 3, skin_t, reach, box_scratch};
+    needs[0] = 0;
+    if (n == 0 || t_count == 0) return 0;
+    fill_boxes(&tris, box_scratch, t_count);
+    Scale scale = vertex_triangle_scale(&tris, t_count, skin_v, n);
+    store_scale(&scale, scale_out);
+    int64_t entries = fill_grid(&tris, NULL, t_count, &scale, table_size, table_start, entry_capacity, entry_element,
+                                entry_cell);
+    needs[0] = entries;
+    return entries > entry_capacity ? -1 : entries;
+}
+
+SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
+                                          const double *skin_v, const double *skin_t, double reach,
+                                          const int64_t *excluded, int64_t excluded_count, int64_t table_size,
+                                          const int64_t *table_start, const int64_t *entry_element,
+                                          const int64_t *entry_cell, const double *box_scratch,
+                                          const double *scale_in, int64_t first, int64_t last, int64_t block,
+                                          int64_t stride, int64_t pair_capacity, int64_t *out_v, int64_t *out_t,
+                                          double *out_d) {
+    const Boxes tris = {x, triangles, 3, skin_t, reach, box_scratch};
+    int64_t count = 0;
+    if (n == 0 || t_count == 0) return 0;
+    const Scale scale = load_scale(scale_in);
+    for (int64_t begin = first; begin < last; begin += stride) {
+        int64_t end = last - begin > block ? begin + block : last;
+        for (int64_t v = begin; v < end; v++) {
+            const double *p = x + 3 * v;
+            double qlo[3], qhi[3];
+            double margin = skin_v[v] * (1.0 + 1e-9) + 1e-12;
+            for (int i = 0; i < 3; i++) {
+                qlo[i] = p[i] - margin;
+                qhi[i] = p[i] + margin;
+            }
+            int64_t group = count;
+            int64_t ex_first = first_above(excluded, excluded_count, v * t_count - 1); /* v's excluded triangles */
+            int64_t ex_last = first_above(excluded, excluded_count, v * t_count + t_count - 1);
+            FOR_EACH_OVERLAP(&tris, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, -1, 0,
+                             (triangles[3 * t] != v) & (triangles[3 * t + 1] != v) & (triangles[3 * t + 2] != v), {
+                const int64_t *tri = triangles + 3 * t;
+                double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);
+                if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
+                /* v's excluded triangles: the short run of keys found once for v */
+                if (listed_in(excluded, ex_first, ex_last, v * t_count + t)) continue;
+                if (count < pair_capacity) {
+                    out_v[count] = v;
+                    out_t[count] = t;
+                    out_d[count] = d;
+                }
+                count++;
+            });
+            if (count <= pair_capacity) sort_group(out_t, out_d, group, count);
+        }
+    }
+    return count;
+}
+
 SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
                               const double *skin_v, const double *skin_t, double reach, const int64_t *excluded,
                               int64_t excluded_count, int64_t table_size, int64_t *table_start,
                               int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
                               int64_t pair_capacity, int64_t *out_v, int64_t *out_t, double *out_d, int64_t *needs,
                               double *box_scratch) {
-    Boxes tris = {x, triangles, 3, skin_t, reach, box_scratch};
-    int64_t count = 0;
-    needs[0] = 0;
-    if (n == 0 || t_count == 0) return 0;
-    fill_boxes(&tris, t_count);
-    Scale scale = vertex_triangle_scale(&tris, t_count, skin_v, n);
-    int64_t entries = fill_grid(&tris, NULL, t_count, &scale, table_size, table_start, entry_capacity, entry_element,
-                                entry_cell);
-    needs[0] = entries;
-    if (entries > entry_capacity) return -1;
-    for (int64_t v = 0; v < n; v++) {
-        const double *p = x + 3 * v;
-        double qlo[3], qhi[3];
-        double margin = skin_v[v] * (1.0 + 1e-9) + 1e-12;
-        for (int i = 0; i < 3; i++) {
-            qlo[i] = p[i] - margin;
-            qhi[i] = p[i] + margin;
-        }
-        int64_t group = count;
-        int64_t ex_first = first_above(excluded, excluded_count, v * t_count - 1); /* v's excluded triangles */
-        int64_t ex_last = first_above(excluded, excluded_count, v * t_count + t_count - 1);
-        FOR_EACH_OVERLAP(&tris, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, -1, 0,
-                         (triangles[3 * t] != v) & (triangles[3 * t + 1] != v) & (triangles[3 * t + 2] != v), {
-            const int64_t *tri = triangles + 3 * t;
-            double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);
-            if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
-            /* v's excluded triangles: the short run of keys found once for v */
-            if (listed_in(excluded, ex_first, ex_last, v * t_count + t)) continue;
-            if (count < pair_capacity) {
-                out_v[count] = v;
-                out_t[count] = t;
-                out_d[count] = d;
-            }
-            count++;
-        });
-        if (count <= pair_capacity) sort_group(out_t, out_d, group, count);
-    }
-    return count;
+    double scale[4];
+    if (softsim_self_vt_prepare(x, n, triangles, t_count, skin_v, skin_t, reach, table_size, table_start,
+                                entry_capacity, entry_element, entry_cell, needs, box_scratch, scale) < 0)
+        return -1;
+    return softsim_self_vt_query(x, n, triangles, t_count, skin_v, skin_t, reach, excluded, excluded_count, table_size,
+                                 table_start, entry_element, entry_cell, box_scratch, scale, 0, n, n, n,
+                                 pair_capacity, out_v, out_t, out_d);
 }
 
 /* Whether edges a and b may be an edge-edge pair of softsim_self_ee_pairs before the exact distance, without branches:
@@ -387,48 +438,79 @@ static inline int ee_may_pair(const int64_t *edges, const double *cache, const d
     return apart & !(dot3_in_order(g, g) > r * r);
 }
 
+SOFTSIM_API int64_t softsim_self_ee_prepare(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
+                                            const double *skin_e, double reach, int64_t table_size,
+                                            int64_t *table_start, int64_t entry_capacity, int64_t *entry_element,
+                                            int64_t *entry_cell, int64_t *needs, double *box_scratch,
+                                            double *scale_out) {
+    (void)n;
+    Boxes boxes = {x, edges, 2, skin_e, 0.5 * reach, box_scratch};
+    needs[0] = 0;
+    if (e_count < 2) return 0;
+    fill_boxes(&boxes, box_scratch, e_count);
+    Scale scale = grid_scale(cell_size(&boxes, e_count), &boxes, e_count);
+    store_scale(&scale, scale_out);
+    int64_t entries = fill_grid(&boxes, NULL, e_count, &scale, table_size, table_start, entry_capacity, entry_element,
+                                entry_cell);
+    needs[0] = entries;
+    return entries > entry_capacity ? -1 : entries;
+}
+
+SOFTSIM_API int64_t softsim_self_ee_query(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
+                                          const double *skin_e, double reach, const int64_t *excluded,
+                                          int64_t excluded_count, int64_t table_size, const int64_t *table_start,
+                                          const int64_t *entry_element, const int64_t *entry_cell,
+                                          const double *box_scratch, const double *scale_in, int64_t first,
+                                          int64_t last, int64_t block, int64_t stride, int64_t pair_capacity,
+                                          int64_t *out_a, int64_t *out_b, double *out_d) {
+    (void)n;
+    const Boxes boxes = {x, edges, 2, skin_e, 0.5 * reach, box_scratch};
+    int64_t count = 0;
+    if (e_count < 2) return 0;
+    const Scale scale = load_scale(scale_in);
+    for (int64_t begin = first; begin < last; begin += stride) {
+        int64_t end = last - begin > block ? begin + block : last;
+        for (int64_t a = begin; a < end; a++) {
+            double qlo[3], qhi[3];
+            box_of(&boxes, a, qlo, qhi);
+            const int64_t *A = edges + 2 * a;
+            int64_t group = count;
+            /* a's excluded partners: the run of keys a * e_count + b, found once (few: searched per pair they cost
+             * more than the distance) */
+            int64_t ex_first = first_above(excluded, excluded_count, a * e_count - 1);
+            int64_t ex_last = first_above(excluded, excluded_count, a * e_count + e_count - 1);
+            FOR_EACH_OVERLAP(&boxes, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, a, 0,
+                             ee_may_pair(edges, boxes.cache, skin_e, reach, a, b), {
+                const int64_t *B = edges + 2 * b;
+                double limit = reach + skin_e[a] + skin_e[b];
+                double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
+                if (!(d <= limit)) continue;
+                if (listed_in(excluded, ex_first, ex_last, a * e_count + b)) continue;
+                if (count < pair_capacity) {
+                    out_a[count] = a;
+                    out_b[count] = b;
+                    out_d[count] = d;
+                }
+                count++;
+            });
+            if (count <= pair_capacity) sort_group(out_b, out_d, group, count);
+        }
+    }
+    return count;
+}
+
 SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
                               const double *skin_e, double reach, const int64_t *excluded, int64_t excluded_count,
                               int64_t table_size, int64_t *table_start, int64_t entry_capacity,
                               int64_t *entry_element, int64_t *entry_cell, int64_t pair_capacity, int64_t *out_a,
                               int64_t *out_b, double *out_d, int64_t *needs, double *box_scratch) {
-    (void)n;
-    Boxes boxes = {x, edges, 2, skin_e, 0.5 * reach, box_scratch};
-    int64_t count = 0;
-    needs[0] = 0;
-    if (e_count < 2) return 0;
-    fill_boxes(&boxes, e_count);
-    Scale scale = grid_scale(cell_size(&boxes, e_count), &boxes, e_count);
-    int64_t entries = fill_grid(&boxes, NULL, e_count, &scale, table_size, table_start, entry_capacity, entry_element,
-                                entry_cell);
-    needs[0] = entries;
-    if (entries > entry_capacity) return -1;
-    for (int64_t a = 0; a < e_count; a++) {
-        double qlo[3], qhi[3];
-        box_of(&boxes, a, qlo, qhi);
-        const int64_t *A = edges + 2 * a;
-        int64_t group = count;
-        /* a's excluded partners: the run of keys a * e_count + b, found once (few: searched per pair they cost more
-         * than the distance) */
-        int64_t ex_first = first_above(excluded, excluded_count, a * e_count - 1);
-        int64_t ex_last = first_above(excluded, excluded_count, a * e_count + e_count - 1);
-        FOR_EACH_OVERLAP(&boxes, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, a, 0,
-                         ee_may_pair(edges, boxes.cache, skin_e, reach, a, b), {
-            const int64_t *B = edges + 2 * b;
-            double limit = reach + skin_e[a] + skin_e[b];
-            double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
-            if (!(d <= limit)) continue;
-            if (listed_in(excluded, ex_first, ex_last, a * e_count + b)) continue;
-            if (count < pair_capacity) {
-                out_a[count] = a;
-                out_b[count] = b;
-                out_d[count] = d;
-            }
-            count++;
-        });
-        if (count <= pair_capacity) sort_group(out_b, out_d, group, count);
-    }
-    return count;
+    double scale[4];
+    if (softsim_self_ee_prepare(x, n, edges, e_count, skin_e, reach, table_size, table_start, entry_capacity,
+                                entry_element, entry_cell, needs, box_scratch, scale) < 0)
+        return -1;
+    return softsim_self_ee_query(x, n, edges, e_count, skin_e, reach, excluded, excluded_count, table_size,
+                                 table_start, entry_element, entry_cell, box_scratch, scale, 0, e_count, e_count,
+                                 e_count, pair_capacity, out_a, out_b, out_d);
 }
 
 #define GROW_SCAN 256 /* at most this many grown elements: scan every box instead of filling a grid */
@@ -524,7 +606,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
     int64_t count = 0;
     needs[0] = 0;
     if (n == 0 || t_count == 0 || (grown_v_count == 0 && grown_t_count == 0)) return 0;
-    fill_boxes(&tris, t_count);
+    fill_boxes(&tris, box_scratch, t_count);
     Scale scale = vertex_triangle_scale(&tris, t_count, skin_v, n);
     if (grown_v_count <= GROW_SCAN && grown_t_count <= GROW_SCAN) {
         /* Grown elements few enough: every box against theirs (runs of them first, by their union box), no grid (its
@@ -636,7 +718,7 @@ SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64
     int64_t count = 0;
     needs[0] = 0;
     if (e_count < 2 || grown_e_count == 0) return 0;
-    fill_boxes(&boxes, e_count);
+    fill_boxes(&boxes, box_scratch, e_count);
     if (grown_e_count <= GROW_SCAN) {
         /* Grown edges few enough: every box against theirs (runs of them first, by their union box), no grid. */
         double chunks[6 * (GROW_SCAN / GROW_CHUNK)];

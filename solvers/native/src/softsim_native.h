@@ -166,6 +166,36 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
                                           int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
                                           int64_t pair_capacity, int64_t *out_a, int64_t *out_b, double *out_d,
                                           int64_t *needs, double *box_scratch);
+/* The same builds in two parts, so that threads can share one: *_prepare fills box_scratch, the grid and scale_out (4
+ * doubles) and returns the grid entries (-1 with needs[0] the entries wanted when they exceed entry_capacity); *_query
+ * then lists the pairs of the query elements (vertices, edges) in the blocks of `block` elements at first, first +
+ * stride, ... below last, reading the prepared state only (queries of disjoint ranges may run at once, each with its
+ * own outputs), and returns their count as *_pairs does. *_pairs is prepare then query of every element. */
+SOFTSIM_API int64_t softsim_self_vt_prepare(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
+                                            const double *skin_v, const double *skin_t, double reach,
+                                            int64_t table_size, int64_t *table_start, int64_t entry_capacity,
+                                            int64_t *entry_element, int64_t *entry_cell, int64_t *needs,
+                                            double *box_scratch, double *scale_out);
+SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
+                                          const double *skin_v, const double *skin_t, double reach,
+                                          const int64_t *excluded, int64_t excluded_count, int64_t table_size,
+                                          const int64_t *table_start, const int64_t *entry_element,
+                                          const int64_t *entry_cell, const double *box_scratch,
+                                          const double *scale_in, int64_t first, int64_t last, int64_t block,
+                                          int64_t stride, int64_t pair_capacity, int64_t *out_v, int64_t *out_t,
+                                          double *out_d);
+SOFTSIM_API int64_t softsim_self_ee_prepare(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
+                                            const double *skin_e, double reach, int64_t table_size,
+                                            int64_t *table_start, int64_t entry_capacity, int64_t *entry_element,
+                                            int64_t *entry_cell, int64_t *needs, double *box_scratch,
+                                            double *scale_out);
+SOFTSIM_API int64_t softsim_self_ee_query(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
+                                          const double *skin_e, double reach, const int64_t *excluded,
+                                          int64_t excluded_count, int64_t table_size, const int64_t *table_start,
+                                          const int64_t *entry_element, const int64_t *entry_cell,
+                                          const double *box_scratch, const double *scale_in, int64_t first,
+                                          int64_t last, int64_t block, int64_t stride, int64_t pair_capacity,
+                                          int64_t *out_a, int64_t *out_b, double *out_d);
 /* A cloth's substeps (substep.c): the Jacobi tail of a bending set, the air on the faces (area vectors, and the loads
  * of BodyLoads.apply with air and no fields), the frame's state check, and substeps first .. last of a frame. */
 SOFTSIM_API void softsim_bending_jacobi(double *x, int64_t m, const int64_t *hinges, const double *K, const double *wK,
