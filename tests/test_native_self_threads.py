@@ -44,7 +44,7 @@ def _assert_bitwise(expected, result):
 
 def _crumpled():
     """The self-colliding lab cloth (tests/test_native_self_collision.py) after 14 frames: folded over the sphere."""
-    sc, state = _lab(12, "NUMPY", 14)
+    sc, state, _ = _lab(12, "NUMPY", 14)
     return np.ascontiguousarray(state.x), sc
 
 
@@ -217,7 +217,7 @@ def test_self_colliding_frames_equal_on_one_and_three_threads(library, monkeypat
     for count in ("1", "3"):
         monkeypatch.setenv(threads.ENVIRONMENT_VARIABLE, count)
         parts.clear()
-        sc, state = _lab(12, "AUTO", 14)
+        sc, state, _ = _lab(12, "AUTO", 14)
         assert sc.native_pairs is not None and sc.rebuilds > 1
         assert parts and set(parts) == {int(count)}
         runs[count] = state
