@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import solvers
 from ..solvers.config import DEFAULTS
+from ..solvers.native import threads as native_threads
 from ..solvers.registry import REGISTRY
 from . import body_input
 
@@ -462,6 +463,8 @@ def takes_part(obj, depsgraph) -> bool:
 
 def make_body_solver(obj, model, scene):
     config = config_from_settings(obj.softsim, scene)
+    # The native kernels' threads follow the scene's Render > Performance > Threads (``blender -t N`` sets it).
+    native_threads.set_limit(max(1, int(scene.render.threads)))
     try:
         return solvers.make_solver(model, config)
     except ValueError as error:

@@ -109,6 +109,23 @@ def test_bake_shows_exactly_what_the_solver_produced(addon, output):
         assert len(cloth.data.shape_keys.key_blocks) == 1 + scene.frame_end
 
 
+def test_a_bake_keeps_to_the_scenes_thread_setting(addon):
+    """Render > Performance > Threads (``blender -t N`` on a farm) caps the native kernels' threads."""
+    from soft_sim.solvers.native import threads
+
+    scene, cloth, sphere = lab_scene()
+    scene.render.threads_mode = "FIXED"
+    scene.render.threads = 1
+    try:
+        assert bpy.ops.softsim.bake() == {"FINISHED"}
+        assert threads._limit == 1 and (threads.thread_count() == 1 or os.environ.get(threads.ENVIRONMENT_VARIABLE))
+        scene.render.threads_mode = "AUTO"
+        assert bpy.ops.softsim.bake() == {"FINISHED"}
+        assert threads._limit == scene.render.threads >= 1
+    finally:
+        threads.set_limit(None)
+
+
 def test_free_bake_restores_the_original_mesh(addon):
     scene, cloth, _ = lab_scene(frames=6)
     before = original_positions(cloth)

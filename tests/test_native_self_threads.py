@@ -140,6 +140,27 @@ def test_thread_count_reads_the_environment(monkeypatch):
             threads.thread_count()
 
 
+def test_thread_count_keeps_to_the_limit_set(monkeypatch):
+    """``set_limit`` (the add-on passes the scene's Threads) lowers the machine's count; SOFTSIM_THREADS is above it."""
+    monkeypatch.delenv(threads.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 6)
+    monkeypatch.setattr(threads, "_limit", None)
+    assert threads.thread_count() == 6
+    threads.set_limit(2)
+    assert threads.thread_count() == 2
+    threads.set_limit(16)
+    assert threads.thread_count() == 6
+    monkeypatch.setenv(threads.ENVIRONMENT_VARIABLE, "3")
+    threads.set_limit(1)
+    assert threads.thread_count() == 3
+    threads.set_limit(None)
+    monkeypatch.delenv(threads.ENVIRONMENT_VARIABLE)
+    assert threads.thread_count() == 6
+    for bad in (0, -1, 2.0, "4", True):
+        with pytest.raises(ValueError, match="thread limit"):
+            threads.set_limit(bad)
+
+
 def test_slices_cover_every_element_once():
     for count in (0, 1, 5, 255, 256, 257, 1000, 4096):
         for parts in (1, 2, 3, 5, 8):

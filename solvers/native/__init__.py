@@ -7,6 +7,7 @@ otherwise; ``"NUMPY"`` always takes the NumPy path. ``status(compute)`` says whi
 - ``library``: finding, loading and self-testing the library (layout ``lib/<platform>/softsim_native.<ext>``);
 - ``kernels``: the bindings (validation once, raw pointers, one ctypes call per sweep);
 - ``selftest``: the checks of every kernel against its NumPy twin (the core at load, each family on first use);
+- ``threads``: the shared thread pool of the calls that run on several cores (``thread_count``, ``set_limit``);
 - ``src/``: the C11 sources (``tools/build_native.py`` compiles them with the pinned ``zig cc``).
 """
 from .library import ABI_VERSION, COMPUTE_MODES, host_platform, load, reload, status, warm_up

@@ -4,9 +4,10 @@ A ``ctypes.CDLL`` function releases the GIL while it runs, so plain Python threa
 parallel on several cores; the C side stays single-threaded (no threads, no global state), and each thread passes
 its own output buffers. Used by ``self_kernels.SelfPairQuery`` for the Verlet lists' builds.
 
-``thread_count()``: how many threads a call may use: ``min(os.cpu_count() or 1, DEFAULT_LIMIT)``, or the environment
-variable ``SOFTSIM_THREADS`` (a positive integer; 1 runs everything on the caller's thread, no pool). It is read on
-every call, so a change of the variable takes effect at the next call.
+``thread_count()``: how many threads a call may use: ``min(os.cpu_count() or 1, DEFAULT_LIMIT)``, lowered to the
+limit ``set_limit`` was given (the add-on passes the scene's Render > Performance > Threads, which is ``blender -t N``'s
+N on a render farm), or the environment variable ``SOFTSIM_THREADS`` (a positive integer, above both; 1 runs
+everything on the caller's thread, no pool). It is read on every call, so a change takes effect at the next call.
 
 ``run_ranges(function, count, parts)``: splits the elements [0, count) into ``parts`` interleaved slices of blocks of
 up to ``block`` elements (part k takes blocks k, k + parts, k + 2 parts, ...: a crumpled region, whose elements have
@@ -35,14 +36,24 @@ for a free worker)."""
 
 _pool = None
 _pool_lock = threading.Lock()
+_limit = None
+
+
+def set_limit(count) -> None:
+    """At most ``count`` threads a call from now on (a positive integer), or None: no limit but the machine's
+    (``thread_count``). ValueError for anything else."""
+    global _limit
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        raise ValueError(f"thread limit: a positive integer or None, not {count!r}")
+    _limit = count
 
 
 def thread_count() -> int:
     """Threads a kernel call may use: ``SOFTSIM_THREADS`` when set (a positive integer, else ValueError naming the
-    variable), else the machine's cores up to DEFAULT_LIMIT."""
+    variable), else the machine's cores up to DEFAULT_LIMIT and the limit of ``set_limit``."""
     value = os.environ.get(ENVIRONMENT_VARIABLE)
     if value is None or value.strip() == "":
-        return max(1, min(os.cpu_count() or 1, DEFAULT_LIMIT))
+        return max(1, min(os.cpu_count() or 1, DEFAULT_LIMIT, _limit or DEFAULT_LIMIT))
     try:
         count = int(value.strip())
     except ValueError:
