@@ -112,14 +112,7 @@ static void remove_slip(const double *c, double *xp, const double *xq, const dou
 {
     double m[3];
     motion(c, xq, m);
-    double moved[3] = {(xp[0] - xq[0]) - m[0], (xp[1] - xq[1]) - m[1], (xp[2] - xq[2]) - m[2]};
-    double along = dot_rows(moved, n);
-    double t[3] = {moved[0] - along * n[0], moved[1] - along * n[1], moved[2] - along * n[2]};
-    double slide = sqrt(dot_rows(t, t));
-    double remove = slide > 1e-15 ? min2(1.0, budget / max2(slide, 1e-15)) : 0.0;
-    xp[0] -= remove * t[0];
-    xp[1] -= remove * t[1];
-    xp[2] -= remove * t[2];
+    remove_slip_relative(xp, xq, m, n, budget);
 }
 
 void softsim_predict(double *x, double *v, double *x_prev, int64_t n, const double *inv_mass, const double *gravity,

@@ -19,6 +19,21 @@ static inline double dot_in_order(const double *u, const double *v) { return (u[
 static inline double min2(double a, double b) { return b < a ? b : a; }
 static inline double max2(double a, double b) { return b > a ? b : a; }
 
+/* response._remove_slip for one particle xp (its step's start xq): cut its slip tangential to the unit normal n,
+ * relative to the collider's surface, which moved by m under it over the step, by up to budget [m] (all of it when
+ * smaller). */
+static inline void remove_slip_relative(double *xp, const double *xq, const double *m, const double *n, double budget)
+{
+    double moved[3] = {(xp[0] - xq[0]) - m[0], (xp[1] - xq[1]) - m[1], (xp[2] - xq[2]) - m[2]};
+    double along = dot_rows(moved, n);
+    double t[3] = {moved[0] - along * n[0], moved[1] - along * n[1], moved[2] - along * n[2]};
+    double slide = sqrt(dot_rows(t, t));
+    double remove = slide > 1e-15 ? min2(1.0, budget / max2(slide, 1e-15)) : 0.0;
+    xp[0] -= remove * t[0];
+    xp[1] -= remove * t[1];
+    xp[2] -= remove * t[2];
+}
+
 /* The largest |x_p - x0_p|^2 over particles 0 .. n - 1 (NumPy's max of the row sums; 0 for n = 0), each row sum by
  * `dot` (the order of the twin's expression: dot_rows or dot_in_order). */
 static inline double largest_motion2(const double *x, const double *x0, int64_t n,

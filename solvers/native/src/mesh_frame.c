@@ -676,18 +676,6 @@ int64_t softsim_mesh_frame_find(const SoftsimClothPlan *plan, const double *tabl
                        plan->c_offset, plan->c_pushed);
 }
 
-/* response._remove_slip for one particle against a moving mesh collider whose surface moved by m under it. */
-static void remove_slip_moving(double *xp, const double *xq, const double *m, const double *n, double budget)
-{
-    double moved[3] = {(xp[0] - xq[0]) - m[0], (xp[1] - xq[1]) - m[1], (xp[2] - xq[2]) - m[2]};
-    double along = dot_rows(moved, n);
-    double t[3] = {moved[0] - along * n[0], moved[1] - along * n[1], moved[2] - along * n[2]};
-    double slide = sqrt(dot_rows(t, t));
-    double remove = slide > 1e-15 ? min2(1.0, budget / max2(slide, 1e-15)) : 0.0;
-    xp[0] -= remove * t[0];
-    xp[1] -= remove * t[1];
-    xp[2] -= remove * t[2];
-}
 
 /* softsim_contacts_friction of count contacts (particle, owner, normal, budget scale pushed), each collider's run in
  * order; a moving mesh's against the motion of its surface under the particles' start positions (motion(x_prev)). */
@@ -707,7 +695,7 @@ static void friction(const SoftsimClothPlan *plan, const double *table, int64_t 
             for (int64_t q = i; q < j; ++q) {
                 int64_t p = particle[q];
                 if (pushed[q] > 0.0)
-                    remove_slip_moving(plan->x + 3 * p, plan->x_prev + 3 * p, f->motion + 3 * p, normal + 3 * q,
+                    remove_slip_relative(plan->x + 3 * p, plan->x_prev + 3 * p, f->motion + 3 * p, normal + 3 * q,
                                        row[2] * pushed[q]);
             }
         } else
