@@ -55,6 +55,19 @@ def _count_argument(name: str, value, least: int) -> int:
     return int(value)
 
 
+def _checked_pairs(what: str, vt, ee, n: int, triangle_count: int, edge_count: int):
+    """The vertex-triangle pairs vt = (v, t) and edge-edge pairs ee = (e1, e2) of a body with n particles and these
+    many triangles and edges, checked (int64, contiguous, matching lengths, indices in range): (v, t, e1, e2);
+    ValueError naming the array, or ``what`` when the body has no elements of a kind that has pairs."""
+    v = checked_indices("v", vt[0], n, (None,))
+    t = checked_indices("t", vt[1], max(triangle_count, 1), (len(v),))
+    a = checked_indices("e1", ee[0], max(edge_count, 1), (None,))
+    b = checked_indices("e2", ee[1], max(edge_count, 1), (len(a),))
+    if (len(v) and not triangle_count) or (len(a) and not edge_count):
+        raise ValueError(f"{what}: pairs of elements the body does not have")
+    return v, t, a, b
+
+
 class SelfPairQuery:
     """The native ``SelfBroadPhase._query`` of one body's triangles (t, 3) and edges (e, 2) over n particles.
 
@@ -295,14 +308,8 @@ class SelfCallKernels:
         """The contact stencils of the vertex-triangle pairs vt = (v, t) and edge-edge pairs ee = (e1, e2) at x (n, 3)
         [m], in that order: a ``self_pairs._Stencils`` (idx, coef (k, 4), r, n (k, 3), dist, plane (k,), ok,
         interior (k,) bool)."""
-        v = checked_indices("v", vt[0], self.n, (None,))
-        k_vt = len(v)
-        t = checked_indices("t", vt[1], max(len(self.triangles), 1), (k_vt,))
-        a = checked_indices("e1", ee[0], max(len(self.edges), 1), (None,))
-        k_ee = len(a)
-        b = checked_indices("e2", ee[1], max(len(self.edges), 1), (k_ee,))
-        if (k_vt and not len(self.triangles)) or (k_ee and not len(self.edges)):
-            raise ValueError("stencils: pairs of elements the body does not have")
+        v, t, a, b = _checked_pairs("stencils", vt, ee, self.n, len(self.triangles), len(self.edges))
+        k_vt, k_ee = len(v), len(a)
         k = k_vt + k_ee
         out = _Stencils.__new__(_Stencils)
         out.idx, out.coef = np.empty((k, 4), np.int64), np.empty((k, 4))
@@ -471,14 +478,8 @@ class SelfPass:
         return self._set_up(c, inv_mass)
 
     def _checked_candidates(self, vt, ee, reach):
-        v = checked_indices("v", vt[0], self.n, (None,))
-        k_vt = len(v)
-        t = checked_indices("t", vt[1], max(len(self.triangles), 1), (k_vt,))
-        a = checked_indices("e1", ee[0], max(len(self.edges), 1), (None,))
-        k_ee = len(a)
-        b = checked_indices("e2", ee[1], max(len(self.edges), 1), (k_ee,))
-        if (k_vt and not len(self.triangles)) or (k_ee and not len(self.edges)):
-            raise ValueError("pass: pairs of elements the body does not have")
+        v, t, a, b = _checked_pairs("pass", vt, ee, self.n, len(self.triangles), len(self.edges))
+        k_vt, k_ee = len(v), len(a)
         reach = checked("reach", reach, F64, (k_vt + k_ee,))
         return k_vt, pointer(v), pointer(t), k_ee, pointer(a), pointer(b), pointer(reach)
 
