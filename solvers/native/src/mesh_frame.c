@@ -202,25 +202,10 @@ void softsim_mesh_frame_restore(const SoftsimClothPlan *plan)
 
 /* ------------------------------------------------------------------------------------------ contact planes */
 
-/* MeshCollider.pseudo_normals for one point: the face's normal inside, an edge's pseudo-normal when one weight is
- * 0 (to 1e-12; the first such side), a vertex's when two are (the corner of the largest weight, the first of equals). */
+/* MeshCollider.pseudo_normals for one point of a mesh row (mesh_feature_normal). */
 static const double *pseudo_normal(const SoftsimStillMesh *c, int64_t tri, const double *bary)
 {
-    int zero[3] = {bary[0] <= 1e-12, bary[1] <= 1e-12, bary[2] <= 1e-12};
-    int count = zero[0] + zero[1] + zero[2];
-    if (count == 1) {
-        int k = zero[0] ? 0 : (zero[1] ? 1 : 2);
-        return c->side_normals + 9 * tri + 3 * k;
-    }
-    if (count >= 2) {
-        int k = 0;
-        if (bary[1] > bary[k])
-            k = 1;
-        if (bary[2] > bary[k])
-            k = 2;
-        return c->vertex_normals + 3 * c->triangles[3 * tri + k];
-    }
-    return c->face_normals + 3 * tri;
+    return mesh_feature_normal(c->triangles, c->face_normals, c->vertex_normals, c->side_normals, tri, bary);
 }
 
 /* MeshCollider._closest through the native grid (MeshClosest.closest): the found points' rows, triangles, weights,

@@ -13,28 +13,6 @@
 #include "mesh_query.h"
 #include "softsim_native.h"
 
-/* MeshCollider.pseudo_normals for one point: the face's normal inside, an edge's pseudo-normal when one weight is
- * 0 (to 1e-12; the first such side), a vertex's when two are (the corner of the largest weight, the first of equals). */
-static const double *feature_normal(const int64_t *triangles, const double *face_normals, const double *vertex_normals,
-                                    const double *side_normals, int64_t tri, const double *bary)
-{
-    int zero[3] = {bary[0] <= 1e-12, bary[1] <= 1e-12, bary[2] <= 1e-12};
-    int count = zero[0] + zero[1] + zero[2];
-    if (count == 1) {
-        int k = zero[0] ? 0 : (zero[1] ? 1 : 2);
-        return side_normals + 9 * tri + 3 * k;
-    }
-    if (count >= 2) {
-        int k = 0;
-        if (bary[1] > bary[k])
-            k = 1;
-        if (bary[2] > bary[k])
-            k = 2;
-        return vertex_normals + 3 * triangles[3 * tri + k];
-    }
-    return face_normals + 3 * tri;
-}
-
 SOFTSIM_API int64_t softsim_mesh_contact_rows(
     const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
     const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
@@ -62,7 +40,7 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
         double r[3] = {xp[0] - qj[0], xp[1] - qj[1], xp[2] - qj[2]};
         double div = dist > 0.0 ? dist : 1.0;
         double away[3] = {r[0] / div, r[1] / div, r[2] / div};
-        double outward = dot_rows(away, feature_normal(triangles, face_normals, vertex_normals, side_normals, tri[j],
+        double outward = dot_rows(away, mesh_feature_normal(triangles, face_normals, vertex_normals, side_normals, tri[j],
                                                        bary + 3 * j));
         double moved[3] = {xp[0] - xq[0], xp[1] - xq[1], xp[2] - xq[2]};
         side[j] = outward < 0.0 ? -1.0 : 1.0;
@@ -83,7 +61,7 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
                 ++j;
             const double *xq = x_prev + 3 * p, *qs = s_q + 3 * s;
             double r[3] = {xq[0] - qs[0], xq[1] - qs[1], xq[2] - qs[2]};
-            side[j] = dot_rows(r, feature_normal(triangles, start_face_normals, start_vertex_normals,
+            side[j] = dot_rows(r, mesh_feature_normal(triangles, start_face_normals, start_vertex_normals,
                                                  start_side_normals, s_tri[s], s_bary + 3 * s)) < 0.0 ? -1.0 : 1.0;
         }
     }
@@ -95,7 +73,7 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
         double r[3] = {xp[0] - qj[0], xp[1] - qj[1], xp[2] - qj[2]};
         double div = dist > 0.0 ? dist : 1.0;
         double away[3] = {r[0] / div, r[1] / div, r[2] / div};
-        double outward = dot_rows(away, feature_normal(triangles, face_normals, vertex_normals, side_normals, t,
+        double outward = dot_rows(away, mesh_feature_normal(triangles, face_normals, vertex_normals, side_normals, t,
                                                        bary + 3 * j));
         const double *fn = face_normals + 3 * t;
         int use_face = interior[j] || dist <= 0.0 || outward * side[j] < 0.0;

@@ -1,7 +1,8 @@
 /* A mesh collider's queries through a grid built on another pose of its motion (mesh_collider.c): the same answers
  * as softsim_mesh_closest, softsim_mesh_corner_pairs and softsim_mesh_edge_pairs through a grid of the asking pose,
  * with every element of the grid's pose within drift [m] of its place at the asking pose on each axis. One grid per
- * frame serves every substep's pose of a moving collider (mesh_frame.c, mesh_moving.c). Hidden (not exported). */
+ * frame serves every substep's pose of a moving collider (mesh_frame.c, mesh_moving.c). Hidden (not exported).
+ * Also the pseudo-normal of a point's nearest feature, shared by those files. */
 #ifndef SOFTSIM_MESH_QUERY_H
 #define SOFTSIM_MESH_QUERY_H
 
@@ -21,5 +22,28 @@ int64_t mesh_edge_pairs_drift(const double *x, const int64_t *edges, const int64
                               const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
                               double drift, int64_t *stamp, int64_t capacity, int64_t *out_edge, int64_t *out_row,
                               double *out_d);
+
+/* MeshCollider.pseudo_normals for one point: the face's normal inside, an edge's pseudo-normal when one weight is
+ * 0 (to 1e-12; the first such side), a vertex's when two are (the corner of the largest weight, the first of equals). */
+static inline const double *mesh_feature_normal(const int64_t *triangles, const double *face_normals,
+                                                const double *vertex_normals, const double *side_normals, int64_t tri,
+                                                const double *bary)
+{
+    int zero[3] = {bary[0] <= 1e-12, bary[1] <= 1e-12, bary[2] <= 1e-12};
+    int count = zero[0] + zero[1] + zero[2];
+    if (count == 1) {
+        int k = zero[0] ? 0 : (zero[1] ? 1 : 2);
+        return side_normals + 9 * tri + 3 * k;
+    }
+    if (count >= 2) {
+        int k = 0;
+        if (bary[1] > bary[k])
+            k = 1;
+        if (bary[2] > bary[k])
+            k = 2;
+        return vertex_normals + 3 * triangles[3 * tri + k];
+    }
+    return face_normals + 3 * tri;
+}
 
 #endif
