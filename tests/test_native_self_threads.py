@@ -106,8 +106,8 @@ def test_every_part_grows_its_own_buffers(library):
     assert all(len(out[0]) > 1 for out in query._part_out)
 
 
-def test_small_builds_stay_on_the_callers_thread(library, monkeypatch):
-    _, x, sc = self_pair_scene(n=9)
+def _count_parts(monkeypatch):
+    """The number of parts of every ``run_ranges`` call the builds make from now on, in a list."""
     parts = []
     run = self_kernels.run_ranges
 
@@ -117,6 +117,12 @@ def test_small_builds_stay_on_the_callers_thread(library, monkeypatch):
         return result
 
     monkeypatch.setattr(self_kernels, "run_ranges", counting)
+    return parts
+
+
+def test_small_builds_stay_on_the_callers_thread(library, monkeypatch):
+    _, x, sc = self_pair_scene(n=9)
+    parts = _count_parts(monkeypatch)
     skins = _skins(sc, x, 1, 0.1)
     _builds(_query(library, sc, x, threads=4), sc, x, sc.thickness, skins)  # 81 vertices, 208 edges: below minimum
     _builds(_query(library, sc, x, threads=4, block=16, minimum=0), sc, x, sc.thickness, skins)
@@ -225,15 +231,7 @@ def test_self_colliding_frames_equal_on_one_and_three_threads(library, monkeypat
     assert library.ready("self")  # its self-test (which builds on three threads itself) before the count below
     monkeypatch.setattr(self_kernels, "PARALLEL_MINIMUM", 0)
     monkeypatch.setattr(self_kernels, "PARALLEL_BLOCK", 16)
-    parts = []
-    run = self_kernels.run_ranges
-
-    def counting(*args, **kwargs):
-        result = run(*args, **kwargs)
-        parts.append(len(result))
-        return result
-
-    monkeypatch.setattr(self_kernels, "run_ranges", counting)
+    parts = _count_parts(monkeypatch)
     runs = {}
     for count in ("1", "3"):
         monkeypatch.setenv(threads.ENVIRONMENT_VARIABLE, count)

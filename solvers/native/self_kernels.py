@@ -68,7 +68,20 @@ def _checked_pairs(what: str, vt, ee, n: int, triangle_count: int, edge_count: i
     return v, t, a, b
 
 
-class SelfPairQuery:
+class _BodyBinding:
+    """What every binding of one body's self-collision kernels keeps: the library, n, the body's triangles (t, 3) and
+    edges (e, 2) checked once (int64, C-contiguous, indices within [0, n)), and the checks of x and x_prev (n, 3)."""
+
+    def __init__(self, library, triangles, edges, particle_count: int):
+        self.library = library
+        self.n = int(particle_count)
+        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
+        self.edges = checked_indices("edges", edges, self.n, (None, 2))
+        self._x = _PositionsCheck(self.n)
+        self._x_prev = _PositionsCheck(self.n)
+
+
+class SelfPairQuery(_BodyBinding):
     """The native ``SelfBroadPhase._query`` of one body's triangles (t, 3) and edges (e, 2) over n particles.
 
     ``threads``: how many threads a build uses (None: ``threads.thread_count()`` at each call, so SOFTSIM_THREADS
@@ -77,14 +90,10 @@ class SelfPairQuery:
     depend on them."""
 
     def __init__(self, library, triangles, edges, particle_count: int, threads=None, block=None, minimum=None):
-        self.library = library
         self.threads = None if threads is None else _count_argument("threads", threads, 1)
         self.block = _count_argument("block", PARALLEL_BLOCK if block is None else block, 1)
         self.minimum = _count_argument("minimum", PARALLEL_MINIMUM if minimum is None else minimum, 0)
-        self.n = int(particle_count)
-        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
-        self.edges = checked_indices("edges", edges, self.n, (None, 2))
-        self._x = _PositionsCheck(self.n)
+        super().__init__(library, triangles, edges, particle_count)
         elements = max(len(self.triangles), len(self.edges), 1)
         self.table_size = _power_of_two_at_least(2 * elements)
         self.table = np.zeros(self.table_size + 1, np.int64)
@@ -231,7 +240,7 @@ class SelfPairQuery:
         return a[order], b[order], d[order]
 
 
-class SelfCallKernels:
+class SelfCallKernels(_BodyBinding):
     """The native kernels one body's self-collision runs on every call (``src/self_response.c``): ``boxes`` <->
     ``SelfBroadPhase._boxes``, ``list_check`` <-> the filter of ``SelfBroadPhase._candidates`` (near bound, reach,
     box test), both bit for bit (they only compare, take minima and maxima, and add in the twin's order);
@@ -245,11 +254,7 @@ class SelfCallKernels:
     """
 
     def __init__(self, library, triangles, edges, particle_count: int):
-        self.library = library
-        self.n = int(particle_count)
-        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
-        self.edges = checked_indices("edges", edges, self.n, (None, 2))
-        self._x = _PositionsCheck(self.n)
+        super().__init__(library, triangles, edges, particle_count)
         self._bound = None
         self._pos = np.zeros(0, np.int64)
         self._reach = np.zeros(0)
@@ -352,7 +357,7 @@ class SelfCallKernels:
             pointer(self.edges), len(self.edges), pointer(s_v), pointer(s_t), pointer(s_e)))
 
 
-class SelfPass:
+class SelfPass(_BodyBinding):
     """The native pass of self-collision's response (``src/self_pass.c``), twin of the pass loop of
     ``self_contact.SelfCollision._respond``, bit for bit on x86-64 (tests/test_native_self_pass.py).
 
@@ -365,12 +370,7 @@ class SelfPass:
     """
 
     def __init__(self, library, triangles, edges, particle_count: int):
-        self.library = library
-        self.n = int(particle_count)
-        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
-        self.edges = checked_indices("edges", edges, self.n, (None, 2))
-        self._x = _PositionsCheck(self.n)
-        self._x_prev = _PositionsCheck(self.n)
+        super().__init__(library, triangles, edges, particle_count)
         n = self.n
         self.changed = np.zeros(n, bool)
         self.touched_mask = np.zeros(n, bool)
@@ -536,7 +536,7 @@ class SelfPass:
             flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, *self._recovery_p))
 
 
-class SelfSelect:
+class SelfSelect(_BodyBinding):
     """The candidate selection of ``SelfBroadPhase._candidates`` in one call (``src/self_select.c``): the step's motion
     and the motion since the list's build relative to the mean (``_moved``), whether the list holds (``_list_holds``)
     and the near filter and box test (``_near_pairs``), bit for bit; the list is kept sorted by pair key
@@ -552,12 +552,7 @@ class SelfSelect:
     """The ``what`` bits of softsim_self_select (src/softsim_native.h)."""
 
     def __init__(self, library, triangles, edges, particle_count: int):
-        self.library = library
-        self.n = int(particle_count)
-        self.triangles = checked_indices("triangles", triangles, self.n, (None, 3))
-        self.edges = checked_indices("edges", edges, self.n, (None, 2))
-        self._x = _PositionsCheck(self.n)
-        self._x_prev = _PositionsCheck(self.n)
+        super().__init__(library, triangles, edges, particle_count)
         t, e = len(self.triangles), len(self.edges)
         self.motion, self.moved = np.zeros(self.n), np.zeros(self.n)
         self.lo, self.hi, self.bound = np.zeros((3, self.n)), np.zeros((3, self.n)), np.zeros(self.n)
