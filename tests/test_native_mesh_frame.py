@@ -2,7 +2,8 @@
 ``PositionBasedSolver.native_frame``): whole frames equal to the per-substep path (``step`` with the mesh collider's
 queries in C) bit for bit, and to Compute NUMPY, on the box drape of bench/profile_mesh_collider.py, a subdivided
 box, an open slanted sheet and a concave trough; nothing inside the box and no box edge through the cloth at any
-frame; a moving mesh collider still goes substep by substep; the binding refuses bad inputs."""
+frame; a moving mesh collider goes substep by substep with MOVING_IN_FRAME off (moving ones in the frame call:
+tests/test_native_mesh_moving.py); the binding refuses bad inputs."""
 import dataclasses
 import os
 import sys

@@ -98,19 +98,15 @@ frame before, 0.87 after (self-collision 1.75 -> 0.71 s: rebuilds 0.24, the list
 response 0.21, fail-safe 0.08; the two versions alternated on a loaded machine), and the Blender bake of that scene
 (100 frames, bench_cloth's self-collision row) 512 ms a frame against built-in Cloth's 198 with its self-collision on
 (0.39x; before 798 against 204, 0.26x; the two runs back to back on a loaded machine, another run after 453 against
-229, 0.51x). The Jacobi passes (``solvers/native/src/self_pass.c``, bit for bit) and the skin growths (the same
-pairs) then went to C as well, and XPBD/PBD's step around self-collision to the native contact step (prediction,
-contacts and velocity in C; the end-of-step collider push stays NumPy's, bit for bit): the lab cloth over frames
-1-100 from rest, ``--compute AUTO``, one run each back to back on a loaded machine, 0.341 -> 0.245 s a frame (frames
-1-20 0.282 -> 0.203, 21-40 0.596 -> 0.449, 71-100 0.234 -> 0.168; the same 283 rebuilds and 793 skin growths, 0
-crossings); the profile's frames 1-30 0.630 -> 0.315, 31-40 (under cProfile) 0.455 -> 0.293. What is left is mostly
-the rebuilds (about 3 a frame all through those 100 frames, ~25 ms each, most of it the grid scan of the edge-edge
-build), the NumPy sphere face push of the end-of-step projection and the Python around the fail-safe. That Python
-then went to C too, one call each for the candidate selection, the response's set-up and the fail-safe's set-up, and
-the friction step (``src/self_select.c``, ``src/self_pass.c``, bit for bit; about 1,100 Python-level calls a substep
-instead of 2,100): the profile's frames 31-36 from the crumpled state at frame 30, without cProfile, the two versions
-alternated twice, self-collision 0.195 / 0.185 -> 0.156 / 0.153 s a frame (the frame 0.249 / 0.235 -> 0.209 / 0.204; the
-same 20 rebuilds, 48 skin growths, 53833 pairs listed, 0 crossings). Self-collision
+229, 0.51x). In C as well, bit for bit: the Jacobi
+passes (``solvers/native/src/self_pass.c``), the skin growths, the candidate selection, the response's and the
+fail-safe's set-up and the friction step (``src/self_select.c``; about 1,100 Python-level calls a substep), with the
+lists' builds on several threads (``native/threads.py``); around self-collision, XPBD/PBD's native contact step
+(prediction, contacts, the end-of-step collider push, round-off-equal to NumPy's over a sphere, and velocity). The
+profile's frames 31-36 from the crumpled state at frame 30 (under cProfile, 2 cores): 0.180 s a frame, self-collision
+0.143 of it (rebuilds 0.050, about 3 a frame, the edge-edge build's grid scan the most; the list check 0.032; the
+response 0.036; the fail-safe 0.020; 20 rebuilds, 48 skin growths, 53833 pairs listed, 0 crossings); the Blender bake
+of that scene 158 ms a frame against built-in Cloth's 95 with its self-collision on (0.60x). Self-collision
 still makes that bake several times slower, so it is off by default. It runs on every substep because that is the cheapest schedule measured. Called on
 every 6th substep only (the built-in Cloth's 5 a frame at 30 substeps) with the sides and witnesses still read at the
 substep's start, the lab cloth crossed itself from frame 23 on (7 to 526 pairs by frame 28), on every 2nd from frame 27
