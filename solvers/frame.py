@@ -1,6 +1,7 @@
 """Advancing a body by one scene frame: substeps, kinematic pins and moving colliders, divergence checks."""
 import numpy as np
 
+from .forces.fields import uniform_air_velocity
 from .forces.loads import BodyLoads, apply_loads
 from .linalg.threads import one_blas_thread
 from .model import State, StepStats
@@ -87,6 +88,23 @@ class FrameRun:
         if self.fields is None or not self.fields.start or self.loads is None:
             return False
         return self.loads.weight > 0.0
+
+    def substep_winds(self):
+        """The air velocity (K, 3) [m/s] each substep's loads see (``apply_loads`` at the substep's middle, times the
+        body's field weight) when every field acting this frame is a WIND that blows the same everywhere and the body
+        has air to catch it (``fields.uniform_air_velocity``); None otherwise. A native frame takes such wind as one
+        vector a substep."""
+        if not self.fields_act() or self.loads.air is None:
+            return None
+        K, fields = self.substeps, self.fields
+        winds = np.empty((K, 3))
+        for k in range(1, K + 1):
+            middle = 0.5 * ((k - 1) / K + k / K)
+            wind = uniform_air_velocity(fields.at(middle), fields.time + middle * fields.duration)
+            if wind is None:
+                return None
+            winds[k - 1] = self.loads.weight * wind
+        return winds
 
     def posed_substep(self, k: int, dt: float, colliders=()) -> None:
         """``substep`` with the colliders already posed over the substep (``Collider.over``), so that bodies stepping

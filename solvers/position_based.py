@@ -288,13 +288,17 @@ class PositionBasedSolver(ProjectedContactSolver):
         that call does not cover: no native library, self-collision, tets, pressure, soft pins, the JACOBI scheme, a
         set without a native sweep (sewing) or a distance set with a Jacobi tail, colliders other than ground planes,
         spheres and mesh colliders, still, moving or deforming (``native.mesh_frame.frame_supports``), force fields
-        (air alone is covered). With mesh colliders the frame is the per-substep path with the mesh's queries in C
+        other than WIND blowing the same everywhere on a body with air (``FrameRun.substep_winds``; air alone is
+        covered). With mesh colliders the frame is the per-substep path with the mesh's queries in C
         (``step`` after ``attach_mesh_queries``) bit for bit, and their kept planes and face-pair lists are the
         colliders' own. A
         substep whose end-of-step push must be walked in sweeps is finished in NumPy
         (``resolve_collider_contacts``) and the call goes on with the next."""
         frame = self._cloth_frame()
-        if frame is None or not frame_supports(colliders, self.native) or run.fields_act():
+        if frame is None or not frame_supports(colliders, self.native):
+            return False
+        wind = run.substep_winds()
+        if run.fields_act() and (wind is None or frame.air is None):
             return False
         from .frame import check_finite
 
@@ -304,7 +308,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         if frame.air is not None and frame.air is not getattr(run.loads, "native", None):
             return False
         frame.prepare(state.x, state.v, dt, K, config.iterations, self.compliant, config.jacobi_relaxation, damping,
-                      config.max_speed, self._gravity, run.start, run.end, posed, self.model.triangle_indices)
+                      config.max_speed, self._gravity, run.start, run.end, posed, self.model.triangle_indices, wind)
         first = 1
         while first <= K:
             done, status, _ = frame.run(first, K)

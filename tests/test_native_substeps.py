@@ -19,7 +19,7 @@ from solvers.collision.response import collider_contacts as response
 from solvers.collision.colliders.shapes import GroundPlane, Sphere, frame_colliders
 from solvers.constraints import BendingConstraints
 from solvers.forces.air import AirDrag, _split
-from solvers.forces.fields import ForceField
+from solvers.forces.fields import ForceField, uniform_air_velocity
 from solvers.forces.loads import BodyLoads, FrameFields
 from solvers.frame import FrameRun, SimulationDiverged, check_finite
 from solvers.native.kernels import AirLoads, BendingJacobi, check_state
@@ -112,6 +112,41 @@ def test_air_equals_its_numpy_twin_over_steps(library):
     ref_area, ref_normal = _split(AirDrag(model.triangle_indices, model.particle_count, 1.0).area_vectors(x))
     assert_same(area, ref_area)
     assert_same(normal, ref_normal)
+
+
+def test_air_with_uniform_wind_equals_its_numpy_twin(library):
+    """WIND fields that blow the same everywhere (two of them, one turned, the body's field weight 0.7): the air kernel
+    takes their air velocity as one vector, bit for bit with ``BodyLoads.apply`` on NumPy; a wind with noise varies
+    over the cloth and stays on NumPy (no one vector for it)."""
+    model, x0, rng = _cloth()
+    config = SolverConfig(solver="XPBD", air_drag=1.3, field_weight=0.7)
+    numpy_loads, native_loads = BodyLoads(model, config), BodyLoads(model, config)
+    native_loads.native = AirLoads(library, native_loads.air, np.ascontiguousarray(model.inv_mass), native_loads.gravity)
+    turned = np.eye(4)
+    turned[:3, :3] = [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]
+    fields = [ForceField("WIND", strength=2.0), ForceField("WIND", matrix=turned, strength=1.5)]
+    assert uniform_air_velocity(fields, 0.3) is not None
+    x, v = x0.copy(), rng.normal(size=x0.shape)
+    y, u = x.copy(), v.copy()
+    dt = 1.0 / 720.0
+    calls = []
+    native_apply = native_loads.native.apply
+    native_loads.native.apply = lambda *a: calls.append(a) or native_apply(*a)
+    for _ in range(6):
+        numpy_loads.apply(x, v, dt, fields, 0.3)
+        native_loads.apply(y, u, dt, fields, 0.3)
+        assert_same(u, v)
+        x += dt * v
+        y += dt * u
+    assert len(calls) == 6
+    still = v.copy()
+    numpy_loads.apply(x, still, dt, [], 0.3)
+    assert not np.allclose(still, v)  # the wind does act
+    assert uniform_air_velocity([dataclasses.replace(fields[0], noise=0.5)], 0.3) is None
+    assert uniform_air_velocity([ForceField("WIND", falloff_power=1.0)], 0.3) is None
+    assert uniform_air_velocity([fields[0], ForceField("FORCE")], 0.3) is None
+    with pytest.raises(ValueError, match="wind: shape"):
+        native_loads.native.apply(y, u, dt, np.zeros(2))
 
 
 def test_air_binding_refuses_bad_arrays(library):
@@ -226,11 +261,39 @@ def test_a_substep_walked_in_sweeps_is_finished_in_numpy(library, monkeypatch):
         np.testing.assert_allclose(a, c, rtol=0.0, atol=FACE_TOLERANCE)
 
 
+@pytest.mark.parametrize("rig", [False, True])
+def test_uniform_wind_takes_the_frame_call(library, rig, monkeypatch):
+    """A WIND field blowing the same everywhere, its strength and direction animated over the frame, on a cloth with
+    air: whole frames in one call (``FrameRun.substep_winds``), bit for bit with the per-substep path and Compute
+    NUMPY; and the wind moves the cloth."""
+    model, sphere, ground = _lab()
+    turned = np.eye(4)
+    turned[:3, :3] = [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]
+    fields = FrameFields([ForceField("WIND", strength=3.0)], [ForceField("WIND", matrix=turned, strength=5.0)], 0.5,
+                         1.0 / 24.0)
+    done = []
+    original = PositionBasedSolver.native_frame
+    monkeypatch.setattr(PositionBasedSolver, "native_frame", lambda self, *a: done.append(original(self, *a)) or done[-1])
+    whole, whole_stats, _ = _frames(model, sphere, ground, "AUTO", 6, air=1.0, rig=rig, fields=fields)
+    assert done == [True] * 6
+    monkeypatch.setattr(PositionBasedSolver, "native_frame", original)
+    pieces, _, _ = _frames(model, sphere, ground, "AUTO", 6, air=1.0, rig=rig, fields=fields, whole=False)
+    reference, reference_stats, _ = _frames(model, sphere, ground, "NUMPY", 6, air=1.0, rig=rig, fields=fields)
+    still, _, _ = _frames(model, sphere, ground, "AUTO", 6, air=1.0, rig=rig)
+    for a, b, c in zip(whole, pieces, reference):
+        assert_same(a, b)
+        assert_same(a, c)
+    for a, b in zip(whole_stats, reference_stats):
+        assert a.max_strain == b.max_strain
+    assert np.abs(whole[-1] - still[-1]).max() > 1e-3
+
+
 def test_what_the_frame_call_does_not_cover_falls_back(library):
     model, sphere, ground = _lab(10)
-    wind = ForceField("WIND", strength=2.0)
-    fields = FrameFields([wind], [wind], 0.0, 1.0 / 24.0)
-    for kwargs in (dict(fields=fields), dict(scheme="JACOBI")):
+    gusty = ForceField("WIND", strength=2.0, noise=1.0)  # varies over the cloth: no one air velocity a substep
+    force = ForceField("FORCE", strength=2.0)
+    for kwargs in (dict(fields=FrameFields([gusty], [gusty], 0.0, 1.0 / 24.0)),
+                   dict(fields=FrameFields([force], [force], 0.0, 1.0 / 24.0)), dict(scheme="JACOBI")):
         native, _, solver = _frames(model, sphere, ground, "AUTO", 2, air=1.0, **kwargs)
         reference, _, _ = _frames(model, sphere, ground, "NUMPY", 2, air=1.0, **kwargs)
         run = FrameRun(solver, State.at_rest(model), 30, None, kwargs.get("fields"))

@@ -163,8 +163,7 @@ def geometry(f: ForceField, x: np.ndarray):
 def falloff(f: ForceField, x: np.ndarray) -> np.ndarray:
     """The field's falloff factor (n,) in [0, 1] at particles x (n, 3) (module docstring; Blender's
     ``effector_falloff``)."""
-    if f.z_direction == "BOTH" and f.falloff_power == 0.0 and not f.use_max_distance and (
-            f.falloff_type == "SPHERE" or (f.radial_falloff == 0.0 and not f.use_radial_max)):
+    if _uniform(f):
         return np.ones(len(x))  # 1 everywhere (the default Wind's): no geometry needed
     _, d, z, r_perp = geometry(f, x)
     out = np.ones(len(x))
@@ -200,6 +199,21 @@ def strength_at(f: ForceField, x: np.ndarray, t: float) -> np.ndarray:
 def _unit(a: np.ndarray) -> np.ndarray:
     length = np.linalg.norm(a, axis=1, keepdims=True)
     return np.divide(a, length, out=np.zeros_like(a), where=length > 0.0)
+
+
+def _uniform(f: ForceField) -> bool:
+    """Whether ``falloff`` is 1 everywhere (its first test: no geometry needed)."""
+    return f.z_direction == "BOTH" and f.falloff_power == 0.0 and not f.use_max_distance and (
+        f.falloff_type == "SPHERE" or (f.radial_falloff == 0.0 and not f.use_radial_max))
+
+
+def uniform_air_velocity(fields, t: float = 0.0):
+    """The air velocity (3,) [m/s] of ``fields`` when they are all WIND fields that blow the same everywhere (falloff 1
+    everywhere, no noise): ``air_velocity`` at any particle, the same arithmetic; None when some field varies over
+    space or is not WIND. Lets the native air kernel take the wind as one vector (``native.kernels.AirLoads``)."""
+    if not all(f.kind == "WIND" and f.noise <= 0.0 and _uniform(f) for f in fields):
+        return None
+    return air_velocity(fields, np.zeros((1, 3)), t)[0]
 
 
 def air_velocity(fields, x: np.ndarray, t: float = 0.0) -> np.ndarray:

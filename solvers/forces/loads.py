@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .air import AirDrag
-from .fields import air_velocity, blend, field_terms
+from .fields import air_velocity, blend, field_terms, uniform_air_velocity
 
 
 @dataclass
@@ -64,7 +64,8 @@ class BodyLoads:
         self.all_free = bool(self.free.all())
         self.native = None
         """The air in C (``native.kernels.AirLoads``, set by ``frame.body_loads`` with the native library), used for
-        steps without fields: the same arithmetic in the same order."""
+        steps without fields or with WIND fields that blow the same everywhere: the same arithmetic in the same
+        order."""
 
     def active(self, fields) -> bool:
         return self.air is not None or (self.weight > 0.0 and bool(fields))
@@ -73,9 +74,11 @@ class BodyLoads:
         """Change the velocities v (n, 3) in place for one solver step of ``dt`` seconds from positions x at time t
         [s] under ``fields`` (a list of ``fields.ForceField`` at that instant) (module docstring)."""
         fields = fields if self.weight > 0.0 else []
-        if self.native is not None and not fields:
-            self.native.apply(x, v, dt)
-            return
+        if self.native is not None:
+            wind = uniform_air_velocity(fields, t) if fields else None
+            if not fields or wind is not None:  # with such wind the field terms below add 0 and divide by 1
+                self.native.apply(x, v, dt, None if wind is None else self.weight * wind)
+                return
         free = self.free
         g = self.gravity
         p = v + dt * g

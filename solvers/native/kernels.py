@@ -673,14 +673,17 @@ class AirLoads:
             self.air._area = (self.area, self.normal)
         self.air._since = float(self.state[1])
 
-    def apply(self, x, v, dt: float) -> None:
+    def apply(self, x, v, dt: float, wind=None) -> None:
         """v changed in place for one step of dt [s] from positions x (n, 3) float64 C-contiguous (``BodyLoads.apply``
-        with air and no fields)."""
+        with air and no fields, or with WIND fields whose air velocity is ``wind`` (3,) [m/s] everywhere:
+        ``fields.uniform_air_velocity`` times the body's field weight)."""
         p = self._pointers
+        if wind is not None:
+            wind = checked("wind", np.ascontiguousarray(wind, np.float64), F64, (3,))
         self.enter()
         self.function(self.positions(x), self.velocities(v), self.n, p["inv_mass"], p["gravity"], float(dt), self.t,
                       p["triangles"], p["corner_start"], p["corner_face"], p["cross"], p["area"], p["normal"],
-                      p["state"], p["settings"])
+                      p["state"], p["settings"], None if wind is None else pointer(wind))
         self.leave()
 
     def area_vectors(self, x):
@@ -709,7 +712,7 @@ def _plan_structure():
         ("n", _I), ("substeps", _I), ("iterations", _I), ("dt", _D), ("damping_factor", _D), ("max_speed", _D),
         ("damped", _I), ("x", _P), ("v", _P), ("x_prev", _P), ("inv_mass", _P), ("gravity", _P),
         ("air_count", _I), ("air_triangles", _P), ("air_corner_start", _P), ("air_corner_face", _P), ("air_cross", _P),
-        ("air_area", _P), ("air_normal", _P), ("air_state", _P), ("air_settings", _P),
+        ("air_area", _P), ("air_normal", _P), ("air_state", _P), ("air_settings", _P), ("air_wind", _P),
         ("pin_count", _I), ("pin_index", _P), ("pin_start", _P), ("pin_end", _P), ("pin_to", _P),
         ("collider_count", _I), ("tables_per_substep", _I), ("collider_table", _P), ("pad2", _P),
         ("c_particle", _P), ("c_owner", _P), ("c_normal", _P), ("c_offset", _P), ("c_pushed", _P),
@@ -850,11 +853,14 @@ class ClothFrame:
         plan.topology_state, plan.x0, plan.work_i, plan.work_d = p["topology_state"], p["x0"], p["work_i"], p["work_d"]
 
     def prepare(self, x, v, dt: float, substeps: int, iterations: int, compliant: bool, relaxation: float,
-                damping_factor, max_speed: float, gravity, pin_start, pin_end, posed, body_triangles=None) -> None:
+                damping_factor, max_speed: float, gravity, pin_start, pin_end, posed, body_triangles=None,
+                wind=None) -> None:
         """Set up a frame: state x, v (n, 3) float64 C-contiguous; dt [s] per substep; the sweeps' coefficients for
         dt; damping_factor (None: undamped); gravity (3,) float64; pin_start, pin_end (p, 3) the pins' positions at
         the frame's start and end; posed: the posed colliders of each substep (``Collider.over``); body_triangles: the
-        model's collision triangles array (the one the NumPy pipeline is handed), needed with a still mesh collider."""
+        model's collision triangles array (the one the NumPy pipeline is handed), needed with a still mesh collider;
+        wind: the air velocity (substeps, 3) [m/s] of each substep (``FrameRun.substep_winds``; needs the air) or None
+        for still air."""
         plan = self.plan
         plan.x, plan.v = self.positions(x), self.velocities(v)
         plan.dt, plan.substeps, plan.iterations = float(dt), int(substeps), int(iterations)
@@ -864,6 +870,11 @@ class ClothFrame:
         self.gravity = checked("gravity", gravity, F64, (3,))
         plan.gravity = pointer(self.gravity)
         self.pin_start[:], self.pin_end[:] = pin_start, pin_end
+        if wind is not None and self.air is None:
+            raise ValueError("wind: this cloth frame has no air to catch it")
+        self.wind = None if wind is None else checked("wind", np.ascontiguousarray(wind, np.float64), F64,
+                                                      (int(substeps), 3))
+        plan.air_wind = None if self.wind is None else pointer(self.wind)
         if self.distance is not None:
             self.distance._coefficients(dt, compliant)
             plan.distance_use_alpha = 1 if compliant else 0

@@ -73,7 +73,7 @@ SIGNATURES = {
     # SoftsimClothPlan).
     "softsim_bending_jacobi": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _I, _I, _P, _P, _P)),
     "softsim_air_areas": (None, (_P, _I, _I, _P, _P, _P, _P, _P, _P)),
-    "softsim_air_apply": (None, (_P, _P, _I, _P, _P, _D, _I, _P, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_air_apply": (None, (_P, _P, _I, _P, _P, _D, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_check_state": (_I, (_P, _P, _I, _D)),
     "softsim_cloth_substeps": (_I, (_P, _I, _I, _P)),
     # A mesh collider's nearest-triangle query (src/mesh_collider.c, mesh_kernels.MeshClosest).

@@ -31,11 +31,12 @@ typedef struct {
     int64_t damped;
     double *x, *v, *x_prev;
     const double *inv_mass, *gravity;
-    /* air: air_count triangles (0: no air) */
+    /* air: air_count triangles (0: no air); air_wind (substeps, 3) the wind's air velocity [m/s] of each substep, or
+     * NULL for still air */
     int64_t air_count;
     const int64_t *air_triangles, *air_corner_start, *air_corner_face;
     double *air_cross, *air_area, *air_normal, *air_state;
-    const double *air_settings;
+    const double *air_settings, *air_wind;
     /* pins: pin_start + (pin_end - pin_start) * k / substeps, written to pin_to (scratch) */
     int64_t pin_count;
     const int64_t *pin_index;
@@ -209,7 +210,8 @@ SOFTSIM_API void softsim_air_areas(const double *x, int64_t n, int64_t t, const 
 SOFTSIM_API void softsim_air_apply(const double *x, double *v, int64_t n, const double *inv_mass,
                                    const double *gravity, double dt, int64_t t, const int64_t *triangles,
                                    const int64_t *corner_start, const int64_t *corner_face, double *cross,
-                                   double *area, double *normal, double *state, const double *settings);
+                                   double *area, double *normal, double *state, const double *settings,
+                                   const double *wind);
 SOFTSIM_API int64_t softsim_check_state(const double *x, const double *v, int64_t n, double max_speed);
 SOFTSIM_API int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int64_t last,
                                            int64_t *status);

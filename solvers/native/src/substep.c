@@ -8,12 +8,13 @@
  * Arithmetic order follows the twins' (see each function); NumPy's einsum("ij,ij->i") adds (x*x + z*z) + y*y.
  */
 #include <math.h>
+#include <stddef.h>
 
 #include "mesh_frame.h"
 #include "softsim_native.h"
 
-/* Every field of the plan is 8 bytes, 93 of them: kernels._plan_structure mirrors this layout. */
-_Static_assert(sizeof(SoftsimClothPlan) == 93 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
+/* Every field of the plan is 8 bytes, 94 of them: kernels._plan_structure mirrors this layout. */
+_Static_assert(sizeof(SoftsimClothPlan) == 94 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
 
 static double row_dot(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
 
@@ -102,14 +103,20 @@ void softsim_air_areas(const double *x, int64_t n, int64_t t, const int64_t *tri
     }
 }
 
-/* BodyLoads.apply with air and no fields (u = 0), including AirDrag.relax's refresh of the faces: state[0] 1 once
- * area/normal hold a measurement, state[1] the step time since (the twin's _since, added to the same way);
- * settings: AREA_REFRESH_TIME, AIR_DENSITY, TANGENTIAL_FRACTION, the coefficient C_n. v changes on free particles
- * (inv_mass > 0) only. */
+/* BodyLoads.apply with air and either no fields (wind NULL: u = 0) or WIND fields that blow the same everywhere
+ * (wind (3,): their air velocity u [m/s], fields.uniform_air_velocity), including AirDrag.relax's refresh of the faces:
+ * state[0] 1 once area/normal hold a measurement, state[1] the step time since (the twin's _since, added to the same
+ * way); settings: AREA_REFRESH_TIME, AIR_DENSITY, TANGENTIAL_FRACTION, the coefficient C_n. v changes on free
+ * particles (inv_mass > 0) only. */
 void softsim_air_apply(const double *x, double *v, int64_t n, const double *inv_mass, const double *gravity, double dt,
                        int64_t t, const int64_t *triangles, const int64_t *corner_start, const int64_t *corner_face,
-                       double *cross, double *area, double *normal, double *state, const double *settings)
+                       double *cross, double *area, double *normal, double *state, const double *settings,
+                       const double *wind)
 {
+    double u[3] = {0.0, 0.0, 0.0};
+    if (wind)
+        for (int d = 0; d < 3; ++d)
+            u[d] = wind[d];
     if (state[0] == 0.0 || state[1] >= settings[0]) {
         softsim_air_areas(x, n, t, triangles, corner_start, corner_face, cross, area, normal);
         state[0] = 1.0;
@@ -124,7 +131,7 @@ void softsim_air_apply(const double *x, double *v, int64_t n, const double *inv_
         const double *nrm = normal + 3 * p;
         double w[3];
         for (int d = 0; d < 3; ++d)
-            w[d] = (v[3 * p + d] + g[d]) - 0.0; /* p - u */
+            w[d] = (v[3 * p + d] + g[d]) - u[d]; /* p - u */
         double wn = row_dot(w, nrm);
         double wt[3] = {w[0] - wn * nrm[0], w[1] - wn * nrm[1], w[2] - wn * nrm[2]};
         double b = half_rho * area[p] * dt * inv_mass[p];
@@ -132,7 +139,7 @@ void softsim_air_apply(const double *x, double *v, int64_t n, const double *inv_
         double factor_t = 2.0 / (1.0 + sqrt(1.0 + 4.0 * b * cn * tangential * sqrt(row_dot(wt, wt))));
         for (int d = 0; d < 3; ++d) {
             double relaxed = (factor_n * wn) * nrm[d] + factor_t * wt[d];
-            v[3 * p + d] = (0.0 + relaxed) - g[d]; /* u + relax(...), then p -= dt g */
+            v[3 * p + d] = (u[d] + relaxed) - g[d]; /* u + relax(...), then p -= dt g */
         }
     }
 }
@@ -161,8 +168,8 @@ static void pin_pose(const SoftsimClothPlan *plan, double s, double *out)
 }
 
 /* Substeps first .. last (1-based, of substeps) of a cloth's frame (plan: softsim_native.h). Each substep: the air
- * (softsim_air_apply), the pins' velocities v = (pin_to - x) / dt, the step (predict, zeroed multipliers, contacts
- * found and projected, per iteration the distance sweep, the bending sweep and its Jacobi tail, the tethers (1 pass, 8
+ * (softsim_air_apply, with the substep's row of air_wind), the pins' velocities v = (pin_to - x) / dt, the step
+ * (predict, zeroed multipliers, contacts found and projected, per iteration the distance sweep, the bending sweep and its Jacobi tail, the tethers (1 pass, 8
  * in the last iteration) and the contacts projected, friction, the end-of-step push, velocity with damping), the pins
  * put exactly on pin_to, and the state check. Returns the substeps completed; status[0] says why it stopped early:
  * 1 the end-of-step push of substep (returned + 1) needs several sweeps (status[1]), x as after friction, x_prev the
@@ -182,7 +189,8 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
         if (plan->air_count)
             softsim_air_apply(x, v, n, plan->inv_mass, plan->gravity, dt, plan->air_count, plan->air_triangles,
                               plan->air_corner_start, plan->air_corner_face, plan->air_cross, plan->air_area,
-                              plan->air_normal, plan->air_state, plan->air_settings);
+                              plan->air_normal, plan->air_state, plan->air_settings,
+                              plan->air_wind ? plan->air_wind + 3 * (k - 1) : NULL);
         pin_pose(plan, (double)k / (double)plan->substeps, plan->pin_to);
         for (int64_t i = 0; i < plan->pin_count; ++i)
             for (int d = 0; d < 3; ++d)
