@@ -9,9 +9,11 @@ Scenes (both simulators get the same mesh, pins and colliders):
 - "drape": the 64 x 64 GAMES103 lab scene, a 10 m cloth pinned at two corners 3 m above a sphere of radius 2.7;
 - "fold": a 4 m 32 x 32 cloth held nearly upright with its lower edge just above the ground, let go: it buckles
   and piles up on its own folds (self-collision on in both);
+- "sheet": a 3 m x 1.5 m sheet (31 x 16) hanging from its pinned top row in a Wind field blowing into its face, 48
+  frames;
 - "curtain": a 2 m 21 x 21 curtain hanging from its pinned top row, a 0.3 m sphere keyed through it at 5.4 m/s
   (frames 1-7), then still: the sphere must push the curtain ahead of itself.
-Run alone: ``python tools/compare.py [cape|box|curtain|drape|fold ...]`` writes demo_out/compare_<scene>.png and prints the figures.
+Run alone: ``python tools/compare.py [cape|box|sheet|curtain|drape|fold ...]`` writes demo_out/compare_<scene>.png and prints the figures.
 Left column: Soft Sim (the add-on's defaults for a new CLOTH body); right: built-in Cloth. Rows: frames.
 """
 import os
@@ -200,6 +202,31 @@ def build_cape(scene):
     for side, x in (("Soft Sim", -2.0), ("Built-in", 2.0)):
         rig = add_rig(scene, f"{side} Rig", (x, 0.0, 2.0))
         pairs.append((add_cape(scene, f"{side} Cape Cloth", rig), []))
+    return pairs
+
+
+SHEET_COLUMNS, SHEET_ROWS = 31, 16
+SHEET_WIND = 4.0
+"""Strength of the sheets' Wind field (Blender's default Wind otherwise: no falloff, no noise); Soft Sim reads it as
+the air's speed [m/s]."""
+
+
+def build_sheet(scene):
+    """Two 3 m x 1.5 m sheets (``SHEET_COLUMNS`` x ``SHEET_ROWS``) hanging from their pinned top rows ("Pins") 2.5 m up
+    in the XZ plane, 2 m apart, in one Wind field blowing along +Y, into their faces; no collider."""
+    pairs = []
+    for side, x in (("Soft Sim", -2.5), ("Built-in", 2.5)):
+        bpy.ops.mesh.primitive_grid_add(x_subdivisions=SHEET_COLUMNS - 1, y_subdivisions=SHEET_ROWS - 1, size=1.0,
+                                        location=(x, 0.0, 1.75), rotation=(np.pi / 2, 0.0, 0.0))
+        cloth = bpy.context.object
+        cloth.name = f"{side} Sheet Cloth"
+        cloth.scale = (3.0, 1.5, 1.0)
+        bpy.ops.object.transform_apply(location=False, rotation=True, scale=True)
+        zs = np.array([v.co.z for v in cloth.data.vertices])
+        cloth.vertex_groups.new(name="Pins").add(np.flatnonzero(zs > zs.max() - 1e-6).tolist(), 1.0, "REPLACE")
+        pairs.append((cloth, []))
+    bpy.ops.object.effector_add(type="WIND", location=(0.0, -3.0, 1.75), rotation=(-np.pi / 2, 0.0, 0.0))
+    bpy.context.object.field.strength = SHEET_WIND
     return pairs
 
 
@@ -454,6 +481,9 @@ SCENES = {
     # Folding onto itself is what self-collision is for: on in both.
     "fold": ("fold onto itself (32x32, self-collision on)", build_fold, (12, 24, 48), 48,
              ((0.0, -20.0, 4.0), (0.0, 0.0, 1.5)), True),
+    # Wind: both sheets in one Wind field, at their defaults.
+    "sheet": ("sheet in the wind (31x16, top row pinned, Wind 4 into its face, defaults)", build_sheet, (12, 24, 48),
+              48, ((-3.0, -10.0, 5.0), (0.0, 0.5, 1.5)), None),
     # A collider that moves fast through a cloth: both at their defaults.
     "curtain": ("keyed sphere through a curtain (21x21, defaults)", build_curtain, (4, 7, 24), 24,
                 ((7.0, -9.0, 3.5), (0.0, 0.3, 1.2)), None),
