@@ -561,3 +561,22 @@ def test_face_passes_on_a_cloth_resting_on_the_rim_reuse_the_measured_geometry()
     assert _deepest(x, x_prev, t) > 0.001
     assert np.abs(mine - theirs).max() < 1e-5
     assert _deepest(mine, x_prev, t) < 1e-4
+
+
+def test_a_moving_collider_read_anew_takes_over_its_topology():
+    """A collider read anew at every frame that moves: the new read takes over what the previous read derived from the
+    triangles alone (a body's edges, the side ids), the same as it would build."""
+    vertices, triangles = box()
+    _, _, body = grid_cloth(5, 1.0)
+    before = MeshCollider(vertices, triangles.copy(), 0.01)
+    edges, sides = before._body_edges(body), before.shared.side_edge
+    moved = MeshCollider(vertices + np.array([0.1, 0.0, 0.0]), triangles.copy(), 0.01).moving_from(before)
+    assert moved.start is not None and moved.shared is not before.shared
+    assert moved._body_edges(body) is edges
+    assert moved.shared.side_edge is sides
+    fresh = MeshCollider(vertices + np.array([0.1, 0.0, 0.0]), triangles.copy(), 0.01)
+    np.testing.assert_array_equal(fresh._body_edges(body), edges)
+    np.testing.assert_array_equal(fresh.shared.side_edge, sides)
+    other = triangles[:, [0, 2, 1]].copy()  # other triangles: nothing taken over
+    flipped = MeshCollider(vertices + np.array([0.2, 0.0, 0.0]), other, 0.01).moving_from(moved)
+    assert flipped.shared.body_edges == {}

@@ -193,6 +193,13 @@ class _Shared:
         """{(reach, travel) [m], id of a body's triangles array: ``mesh_face_pairs._FaceList``}: the kept face pairs of
         each reach and body."""
 
+    def adopt_topology(self, other) -> None:
+        """Take over what ``other`` (the same collider's triangles, read at another frame) derived from the triangles
+        alone: the bodies' edges and the side ids, which a collider that moves would otherwise rebuild every frame."""
+        self.body_edges = other.body_edges
+        if "side_edge" in other.__dict__:
+            self.__dict__.setdefault("side_edge", other.__dict__["side_edge"])
+
     @cached_property
     def side_edge(self):
         """(t, 3): an id of the edge opposite each triangle's corner k, shared by the triangles on that edge."""

@@ -197,14 +197,17 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
     def moving_from(self, previous):
         same = previous is not None and previous.vertices.shape == self.vertices.shape
         moving = super().moving_from(previous if same else None)
-        if (same and moving.start is None and previous.shared.travel == 0.0 and previous.triangles.shape == self.triangles.shape
-                and np.array_equal(previous.triangles, self.triangles)):
+        same_topology = (same and previous.triangles.shape == self.triangles.shape
+                         and np.array_equal(previous.triangles, self.triangles))
+        if same_topology and moving.start is None and previous.shared.travel == 0.0:
             # Not moved since the previous frame, which did not move either: its trees, pieces and kept candidates
             # (built on this very pose) serve this frame too, and through this read the next one's; so do what the
             # previous frame's collider derived from the pose (normals, bounds).
             self.shared = moving.shared = previous.shared
             kept = previous.shared.still or previous  # (a first frame's read is used as it is)
             moving.__dict__.update({k: v for k, v in kept.__dict__.items() if k in _POSE_DERIVED})
+        elif same_topology and previous.shared is not moving.shared:
+            moving.shared.adopt_topology(previous.shared)  # a moving collider read anew: the same triangles
         if moving.start is None:
             moving.shared.still = moving
         if moving.start is not None:
