@@ -76,8 +76,8 @@ static void pose_of(const SoftsimClothPlan *plan, const double *table, SoftsimSt
 /* MeshCollider.contact of a moving collider (no kept planes: every point measured, its side read at the start pose
  * where it may have crossed; _contact_rows with the travel): f->plane_d (n,) (inf beyond thickness + margin) and
  * f->plane_n (n, 3) ((0, 0, 1) there). */
-static void moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c,
-                           const double *x, const double *x_prev, double margin)
+static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c,
+                              const double *x, const double *x_prev, double margin)
 {
     int64_t n = plan->n;
     double limits[5] = {c->thickness, margin, c->thickness + f->settings[1], c->travel, c->drift};
@@ -99,6 +99,7 @@ static void moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
         for (int a = 0; a < 3; ++a)
             f->plane_n[3 * p + a] = f->m_normal[3 * j + a];
     }
+    return found;
 }
 
 /* MeshCollider.motion of a moving collider at the rows points (k,) of x into f->motion (n, 3) (their rows). */
@@ -109,6 +110,23 @@ static void moving_motion(const SoftsimMeshFrame *f, const SoftsimStillMesh *c, 
                         c->face_entry, c->start_vertices, c->thickness + f->settings[0], c->drift, c->face_stamp,
                         f->motion,
                         f->m_work_i, f->m_work_d);
+}
+
+/* moving_motion at every point (f->all_points) of the x that moving_contact just measured, from its answers: its
+ * found rows f->m_row with their distances f->m_dist and the nearest triangles and weights its scratch still holds
+ * (softsim_mesh_contact_rows' first k and 3 k entries of m_work_i and m_work_d). The motion's limit, thickness +
+ * SEARCH_MARGIN, is at most the contact's, thickness + margin, and a point's nearest triangle within both is the least
+ * (distance, index) of either query, so this is the motion query's answer without querying again. */
+static void motion_from_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c,
+                                int64_t found)
+{
+    double limit = c->thickness + f->settings[SEARCH_MARGIN];
+    for (int64_t p = 0; p < 3 * plan->n; ++p)
+        f->motion[p] = 0.0;
+    for (int64_t j = 0; j < found; ++j)
+        if (f->m_dist[j] <= limit)
+            mesh_surface_motion(c->triangles, c->vertices, c->start_vertices, f->m_work_i[j], f->m_work_d + 3 * j,
+                                f->motion + 3 * f->m_row[j]);
 }
 
 /* ------------------------------------------------------------------------------------------ save and restore */
@@ -619,9 +637,10 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
         if (c->moving) {
             /* its own margin: the largest motion plus its travel; step_margin adds the surface's motion under x */
             double own = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) + c->travel : 0.0;
-            moving_contact(plan, f, c, x, x_prev, own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN]);
+            int64_t found = moving_contact(plan, f, c, x, x_prev,
+                                           own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN]);
             if (mode)
-                moving_motion(f, c, x, f->all_points, n);
+                motion_from_contact(plan, f, c, found);
         } else
             kept_contact(plan, f, c, x, x_prev, margin);
         for (int64_t p = 0; p < n; ++p) {

@@ -100,16 +100,6 @@ SOFTSIM_API void softsim_mesh_motion(const double *x, const int64_t *points, int
             out[3 * points[i] + a] = 0.0;
     int64_t found = mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry, limit, drift,
                                        stamp, row, tri, bary, q, d, interior);
-    for (int64_t j = 0; j < found; ++j) {
-        const int64_t *corner = triangles + 3 * tri[j];
-        const double *b = bary + 3 * j;
-        double *o = out + 3 * row[j];
-        for (int a = 0; a < 3; ++a) {
-            /* einsum("kj,kjd->kd", bary, moved) sums the corners in order; moved = pose - start, per corner */
-            double m0 = vertices[3 * corner[0] + a] - start_vertices[3 * corner[0] + a];
-            double m1 = vertices[3 * corner[1] + a] - start_vertices[3 * corner[1] + a];
-            double m2 = vertices[3 * corner[2] + a] - start_vertices[3 * corner[2] + a];
-            o[a] = (b[0] * m0 + b[1] * m1) + b[2] * m2;
-        }
-    }
+    for (int64_t j = 0; j < found; ++j)
+        mesh_surface_motion(triangles, vertices, start_vertices, tri[j], bary + 3 * j, out + 3 * row[j]);
 }

@@ -2,7 +2,7 @@
  * as softsim_mesh_closest, softsim_mesh_corner_pairs and softsim_mesh_edge_pairs through a grid of the asking pose,
  * with every element of the grid's pose within drift [m] of its place at the asking pose on each axis. One grid per
  * frame serves every substep's pose of a moving collider (mesh_frame.c, mesh_moving.c). Hidden (not exported).
- * Also the pseudo-normal of a point's nearest feature, shared by those files. */
+ * Also the pseudo-normal of a point's nearest feature and the surface's motion there, shared by those files. */
 #ifndef SOFTSIM_MESH_QUERY_H
 #define SOFTSIM_MESH_QUERY_H
 
@@ -44,6 +44,20 @@ static inline const double *mesh_feature_normal(const int64_t *triangles, const 
         return vertex_normals + 3 * triangles[3 * tri + k];
     }
     return face_normals + 3 * tri;
+}
+
+/* MeshCollider.motion at one point: the motion (pose - start) [m] of the point of triangle tri with weights bary,
+ * into out (3,): einsum("kj,kjd->kd", bary, moved) sums the corners in order. */
+static inline void mesh_surface_motion(const int64_t *triangles, const double *vertices, const double *start_vertices,
+                                       int64_t tri, const double *bary, double *out)
+{
+    const int64_t *corner = triangles + 3 * tri;
+    for (int a = 0; a < 3; ++a) {
+        double m0 = vertices[3 * corner[0] + a] - start_vertices[3 * corner[0] + a];
+        double m1 = vertices[3 * corner[1] + a] - start_vertices[3 * corner[1] + a];
+        double m2 = vertices[3 * corner[2] + a] - start_vertices[3 * corner[2] + a];
+        out[a] = (bary[0] * m0 + bary[1] * m1) + bary[2] * m2;
+    }
 }
 
 #endif
