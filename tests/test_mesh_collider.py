@@ -580,3 +580,34 @@ def test_a_moving_collider_read_anew_takes_over_its_topology():
     other = triangles[:, [0, 2, 1]].copy()  # other triangles: nothing taken over
     flipped = MeshCollider(vertices + np.array([0.2, 0.0, 0.0]), other, 0.01).moving_from(moved)
     assert flipped.shared.body_edges == {}
+
+
+def test_pseudo_normals_equal_the_plain_formula_bit_for_bit():
+    """``_feature_normals`` (each side measured once, sums by bincount) against the formula written plainly (both sides
+    of every corner, np.add.at over the corners in turn), on a jittered subdivided box: the same bits."""
+    from solvers.collision.narrow_phase.primitives import _dot
+
+    rng = np.random.default_rng(1)
+    vertices, triangles = box()
+    for _ in range(2):  # split every triangle in 3 at its centre, twice: corners of 3 to 12 triangles
+        centres = vertices[triangles].mean(axis=1)
+        c = len(vertices) + np.arange(len(triangles))
+        vertices = np.concatenate([vertices, centres])
+        a, b, d = triangles.T
+        triangles = np.concatenate([np.stack([a, b, c], 1), np.stack([b, d, c], 1), np.stack([d, a, c], 1)])
+    vertices = vertices + rng.normal(scale=0.01, size=vertices.shape)
+    collider = MeshCollider(vertices, triangles, 0.01)
+    vertex, side = collider._feature_normals()
+    corners = vertices[triangles]
+    angle = np.zeros((len(triangles), 3))
+    for k in range(3):
+        u, w = corners[:, (k + 1) % 3] - corners[:, k], corners[:, (k + 2) % 3] - corners[:, k]
+        angle[:, k] = np.arccos(np.clip(_dot(u, w) / np.maximum(np.sqrt(_dot(u, u) * _dot(w, w)), 1e-300), -1.0, 1.0))
+    plain_vertex, plain_edge = np.zeros_like(vertices), np.zeros((int(collider.shared.side_edge.max()) + 1, 3))
+    for k in range(3):
+        np.add.at(plain_vertex, triangles[:, k], angle[:, k, None] * collider.face_normals)
+        np.add.at(plain_edge, collider.shared.side_edge[:, k], collider.face_normals)
+    for a in (plain_vertex, plain_edge):
+        a /= np.maximum(np.sqrt(_dot(a, a)), 1e-300)[:, None]
+    assert np.array_equal(vertex.view(np.int64), plain_vertex.view(np.int64))
+    assert np.array_equal(side.view(np.int64), plain_edge[collider.shared.side_edge].view(np.int64))

@@ -65,6 +65,12 @@ POSE_VALUES = 8
 """Poses whose derived values (normals) a collider's ``_Shared`` keeps for other poses of the same vertices."""
 
 
+def _sums(index: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
+    """(count, 3): the rows of values (k, 3) summed per index (k,) in [0, count), in the order they come, from 0.0
+    (``np.add.at`` into zeros, the same bits)."""
+    return np.stack([np.bincount(index, values[:, a], minlength=count) for a in range(3)], axis=1)
+
+
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two float64 arrays hold the same bits (-0.0 and 0.0 differ; NaNs of the same bits agree)."""
     return (a is b or (a.shape == b.shape and a.dtype == b.dtype == np.float64 and a.flags.c_contiguous
@@ -148,15 +154,21 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         if known is None:
             corners = self.vertices[self.triangles]
             angle = np.zeros((len(corners), 3))
+            # The angle at corner k between u = c[k+1] - c[k] = side[k] and w = c[k+2] - c[k] = -side[k+2]: each side
+            # measured once (negation is exact, so u.w = -(side[k] . side[k+2]) and w.w = side[k+2] . side[k+2] bit for
+            # bit).
+            side = [corners[:, (k + 1) % 3] - corners[:, k] for k in range(3)]
+            square = [_dot(e, e) for e in side]
             for k in range(3):
-                u, w = corners[:, (k + 1) % 3] - corners[:, k], corners[:, (k + 2) % 3] - corners[:, k]
-                cos = _dot(u, w) / np.maximum(np.sqrt(_dot(u, u) * _dot(w, w)), 1e-300)
+                cos = -_dot(side[k], side[(k + 2) % 3]) / np.maximum(np.sqrt(square[k] * square[(k + 2) % 3]), 1e-300)
                 angle[:, k] = np.arccos(np.clip(cos, -1.0, 1.0))
-            vertex = np.zeros_like(self.vertices)
-            edge = np.zeros((int(self.shared.side_edge.max()) + 1 if len(corners) else 0, 3))
-            for k in range(3):
-                np.add.at(vertex, self.triangles[:, k], angle[:, k, None] * self.face_normals)
-                np.add.at(edge, self.shared.side_edge[:, k], self.face_normals)
+            # Sums per vertex and per edge over corner 0 of every triangle, then corner 1, then corner 2: bincount adds
+            # in that order from 0.0, as np.add.at over the three corners in turn does, about ten times faster.
+            faces = self.face_normals
+            weighted = (angle.T[:, :, None] * faces[None]).reshape(-1, 3)
+            vertex = _sums(self.triangles.T.ravel(), weighted, len(self.vertices))
+            edge = _sums(self.shared.side_edge.T.ravel(), np.tile(faces, (3, 1)),
+                         int(self.shared.side_edge.max()) + 1 if len(corners) else 0)
             for a in (vertex, edge):
                 a /= np.maximum(np.sqrt(_dot(a, a)), 1e-300)[:, None]
             known = self.__dict__["_pseudo"] = self._pose_values()["_pseudo"] = (vertex, edge[self.shared.side_edge])
