@@ -106,6 +106,23 @@ class FrameRun:
             winds[k - 1] = self.loads.weight * wind
         return winds
 
+    def substep_fields(self):
+        """The force fields of every substep as the native frame takes them (``native.kernels.ClothFrame.prepare``):
+        (table (K, f, FIELD_ROW) float64, times (K,) [s], the body's field weight), each substep's fields at its
+        middle and the time there, as ``apply_loads`` computes them (``native.kernels.field_table``); None when no
+        field acts this frame."""
+        if not self.fields_act():
+            return None
+        from .native.kernels import FIELD_ROW, field_table
+
+        K, fields = self.substeps, self.fields
+        table, times = np.zeros((K, len(fields.start), FIELD_ROW)), np.empty(K)
+        for k in range(1, K + 1):
+            middle = 0.5 * ((k - 1) / K + k / K)
+            field_table(fields.at(middle), table[k - 1])
+            times[k - 1] = fields.time + middle * fields.duration
+        return table, times, self.loads.weight
+
     def posed_substep(self, k: int, dt: float, colliders=()) -> None:
         """``substep`` with the colliders already posed over the substep (``Collider.over``), so that bodies stepping
         in lockstep share one posed list."""
@@ -132,11 +149,14 @@ def body_loads(solver):
     if loads is None:
         loads = BodyLoads(solver.model, solver.config)
         library = getattr(solver, "native", None)
-        if library is not None and loads.air is not None and library.ready("substeps"):  # the air in C (``native.kernels.AirLoads``)
-            from .native.kernels import AirLoads
+        if library is not None and library.ready("substeps"):  # the loads in C (``native.kernels``)
+            from .native.kernels import AirLoads, FieldLoads
 
-            loads.native = AirLoads(library, loads.air, np.ascontiguousarray(solver.model.inv_mass, np.float64),
-                                    loads.gravity)
+            inv_mass = np.ascontiguousarray(solver.model.inv_mass, np.float64)
+            if loads.air is not None:
+                loads.native = AirLoads(library, loads.air, inv_mass, loads.gravity)
+            loads.fields_native = FieldLoads(library, inv_mass, np.ascontiguousarray(loads.gravity, np.float64),
+                                             loads.native)
         solver._body_loads = loads
     return loads
 

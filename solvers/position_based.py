@@ -287,9 +287,10 @@ class PositionBasedSolver(ProjectedContactSolver):
         the same substeps as ``run.substep`` with ``_native_contact_step``, bit for bit. False (nothing done) for what
         that call does not cover: no native library, self-collision, tets, pressure, soft pins, the JACOBI scheme, a
         set without a native sweep (sewing) or a distance set with a Jacobi tail, colliders other than ground planes,
-        spheres and mesh colliders, still, moving or deforming (``native.mesh_frame.frame_supports``), force fields
-        other than WIND blowing the same everywhere on a body with air (``FrameRun.substep_winds``; air alone is
-        covered). With mesh colliders the frame is the per-substep path with the mesh's queries in C
+        spheres and mesh colliders, still, moving or deforming (``native.mesh_frame.frame_supports``). Force fields
+        and air are covered: WIND blowing the same everywhere on a body with air as one air velocity a substep
+        (``FrameRun.substep_winds``), any other fields as their table a substep (``FrameRun.substep_fields``,
+        ``softsim_fields_apply``). With mesh colliders the frame is the per-substep path with the mesh's queries in C
         (``step`` after ``attach_mesh_queries``) bit for bit, and their kept planes and face-pair lists are the
         colliders' own. A
         substep whose end-of-step push must be walked in sweeps is finished in NumPy
@@ -297,9 +298,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         frame = self._cloth_frame()
         if frame is None or not frame_supports(colliders, self.native):
             return False
-        wind = run.substep_winds()
-        if run.fields_act() and (wind is None or frame.air is None):
-            return False
+        wind = run.substep_winds() if frame.air is not None else None
+        fields = run.substep_fields() if wind is None else None  # any other fields: their table a substep
         from .frame import check_finite
 
         K, state, config = run.substeps, run.state, self.config
@@ -308,7 +308,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         if frame.air is not None and frame.air is not getattr(run.loads, "native", None):
             return False
         frame.prepare(state.x, state.v, dt, K, config.iterations, self.compliant, config.jacobi_relaxation, damping,
-                      config.max_speed, self._gravity, run.start, run.end, posed, self.model.triangle_indices, wind)
+                      config.max_speed, self._gravity, run.start, run.end, posed, self.model.triangle_indices, wind,
+                      fields)
         first = 1
         while first <= K:
             done, status, _ = frame.run(first, K)

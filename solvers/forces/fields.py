@@ -148,7 +148,7 @@ def geometry(f: ForceField, x: np.ndarray):
     axis above the origin, r_perp (n, 3) the part of x - origin across the axis."""
     rel = x - f.origin
     n = f.axis
-    z = rel @ n
+    z = (rel[:, 0] * n[0] + rel[:, 1] * n[1]) + rel[:, 2] * n[2]  # in this order, not rel @ n: BLAS's order varies
     along = z[:, None] * n
     r_perp = rel - along
     if f.shape == "PLANE":

@@ -66,6 +66,10 @@ class BodyLoads:
         """The air in C (``native.kernels.AirLoads``, set by ``frame.body_loads`` with the native library), used for
         steps without fields or with WIND fields that blow the same everywhere: the same arithmetic in the same
         order."""
+        self.fields_native = None
+        """The fields and the air in C (``native.kernels.FieldLoads``, set by ``frame.body_loads`` with the native
+        library), used for steps with fields other than uniform wind: the same arithmetic in the same order (pow and
+        acos, of a falloff_power or a CONE falloff, are the C library's: within an ulp of NumPy's)."""
 
     def active(self, fields) -> bool:
         return self.air is not None or (self.weight > 0.0 and bool(fields))
@@ -79,6 +83,9 @@ class BodyLoads:
             if not fields or wind is not None:  # with such wind the field terms below add 0 and divide by 1
                 self.native.apply(x, v, dt, None if wind is None else self.weight * wind)
                 return
+        if self.fields_native is not None and fields:
+            self.fields_native.apply(x, v, dt, fields, t, self.weight)
+            return
         free = self.free
         g = self.gravity
         p = v + dt * g

@@ -694,6 +694,108 @@ class AirLoads:
         return self.area.copy(), self.normal.copy()
 
 
+FIELD_ROW = 25
+"""Doubles per force field in the fields' table of ``softsim_fields_apply`` (softsim_native.h: SOFTSIM_FIELD_ROW and
+the row's layout)."""
+_FIELD_FLAGS = (("use_min_distance", 1), ("use_max_distance", 2), ("use_radial_min", 4), ("use_radial_max", 8),
+                ("use_global_coords", 16), ("use_gravity_falloff", 32))
+_FIELD_NUMBERS = ("strength", "falloff_power", "distance_min", "distance_max", "radial_min", "radial_max",
+                  "radial_falloff", "flow", "noise")
+_FIELD_CHOICES = ((0, "kind", 6), (1, "shape", 3), (2, "falloff_type", 3), (3, "z_direction", 3), (4, "flags", 128))
+
+
+def field_table(fields, out=None) -> np.ndarray:
+    """The rows (len(fields), FIELD_ROW) float64 of ``fields`` (``forces.fields.ForceField``s at one instant) in the
+    layout of softsim_native.h (written into ``out`` when given, e.g. one substep of a frame's table)."""
+    from ..forces import fields as fields_module
+
+    table = np.zeros((len(fields), FIELD_ROW)) if out is None else out
+    for row, f in zip(table, fields):
+        flags = sum(bit for name, bit in _FIELD_FLAGS if getattr(f, name))
+        if fields_module._uniform(f):
+            flags += 64
+        row[0] = fields_module.FIELD_KINDS.index(f.kind)
+        row[1] = fields_module.SHAPES.index(f.shape)
+        row[2] = fields_module.FALLOFFS.index(f.falloff_type)
+        row[3] = fields_module.Z_DIRECTIONS.index(f.z_direction)
+        row[4] = flags
+        row[5:14] = [float(getattr(f, name)) for name in _FIELD_NUMBERS]
+        row[14] = ((int(f.seed) * 2654435761) ^ 0x9E3779B9) & 0xFFFFFFFF  # noise._hash's seed term
+        row[15:19] = float(f.size), float(f.linear_drag), float(f.harmonic_damping), float(f.rest_length)
+        row[19:22] = f.origin
+        row[22:25] = f.axis
+    return table
+
+
+def checked_field_table(name: str, table, shape: tuple) -> np.ndarray:
+    """``checked`` float64 field rows of ``shape`` (its last entry FIELD_ROW), each row's choices (kind, shape,
+    falloff, z direction, flags) and seed term integers within their ranges."""
+    table = checked(name, table, F64, shape)
+    rows = table.reshape(-1, FIELD_ROW)
+    for column, what, count in _FIELD_CHOICES + ((14, "seed term", 2 ** 32),):
+        values = rows[:, column]
+        bad = ~((values >= 0) & (values < count) & (values == np.floor(values)))
+        if np.any(bad):
+            raise ValueError(f"{name}: {what} {values[bad][0]!r} is not an integer in [0, {count})")
+    return table
+
+
+class FieldLoads:
+    """``forces.loads.BodyLoads.apply`` with force fields in C (``softsim_fields_apply``: ``fields.field_terms``,
+    ``fields.air_velocity`` and the air of ``AirLoads``, whose buffers and the twin's cache it shares).
+
+    library: a ``library.NativeLibrary``; inv_mass (n,), gravity (3,) float64; air: the body's ``AirLoads`` or None."""
+
+    def __init__(self, library, inv_mass, gravity, air=None):
+        self.function = library.softsim_fields_apply
+        self.terms_function, self.air_function = library.softsim_field_terms, library.softsim_air_velocity
+        n = len(inv_mass) if isinstance(inv_mass, np.ndarray) else -1
+        self.n = n
+        self.inv_mass = checked("inv_mass", inv_mass, F64, (n,))
+        self.gravity = checked("gravity", gravity, F64, (3,))
+        if air is not None and (not isinstance(air, AirLoads) or air.n != n):
+            raise ValueError(f"air: expected the AirLoads of {n} particles")
+        self.air = air
+        self.a0, self.c, self.u = np.zeros((n, 3)), np.zeros(n), np.zeros((n, 3))
+        self.positions, self.velocities = _PositionsCheck(n), _PositionsCheck(n)
+        self._pointers = {name: pointer(getattr(self, name)) for name in ("inv_mass", "gravity", "a0", "c", "u")}
+
+    def apply(self, x, v, dt: float, fields, t: float, weight: float) -> None:
+        """v (n, 3) changed in place for one step of dt [s] from positions x (n, 3) (float64 C-contiguous) at time t
+        [s] under ``fields`` (``ForceField``s at that instant, weighted by ``weight`` > 0): ``BodyLoads.apply``."""
+        self.apply_table(x, v, dt, field_table(fields), t, weight)
+
+    def apply_table(self, x, v, dt: float, table, t: float, weight: float) -> None:
+        """``apply`` with the fields as a table (f, FIELD_ROW) float64 (``field_table``)."""
+        table = checked_field_table("table", table, (None, FIELD_ROW))
+        p, air = self._pointers, self.air
+        address_x, address_v = self.positions(x), self.velocities(v)
+        if air is None:
+            self.function(address_x, address_v, self.n, p["inv_mass"], p["gravity"], float(dt), float(t),
+                          float(weight), len(table), pointer(table), p["a0"], p["c"], p["u"], 0, None, None, None,
+                          None, None, None, None, None)
+            return
+        q = air._pointers
+        air.enter()
+        self.function(address_x, address_v, self.n, p["inv_mass"], p["gravity"], float(dt), float(t), float(weight),
+                      len(table), pointer(table), p["a0"], p["c"], p["u"], air.t, q["triangles"], q["corner_start"],
+                      q["corner_face"], q["cross"], q["area"], q["normal"], q["state"], q["settings"])
+        air.leave()
+
+    def terms(self, x, v, table, t: float):
+        """(a0 (n, 3), c (n,)) of ``fields.field_terms`` at x, v (n, 3) and time t [s] for the fields' table (copies)."""
+        table = checked_field_table("table", table, (None, FIELD_ROW))
+        self.terms_function(self.positions(x), self.velocities(v), self.n, float(t), len(table), pointer(table),
+                            self._pointers["a0"], self._pointers["c"])
+        return self.a0.copy(), self.c.copy()
+
+    def air_velocity(self, x, table, t: float) -> np.ndarray:
+        """``fields.air_velocity`` (n, 3) at x (n, 3) and time t [s] for the fields' table (a copy)."""
+        table = checked_field_table("table", table, (None, FIELD_ROW))
+        self.air_function(self.positions(x), self.n, float(t), len(table), pointer(table), self._pointers["u"])
+        return self.u.copy()
+
+
 def check_state(library, x, v, max_speed: float) -> int:
     """``softsim_check_state``: 0 when x and v (n, 3) float64 C-contiguous are finite and no speed exceeds max_speed
     [m/s], 1 for a non-finite value, 2 for a speed past it."""
@@ -713,6 +815,8 @@ def _plan_structure():
         ("damped", _I), ("x", _P), ("v", _P), ("x_prev", _P), ("inv_mass", _P), ("gravity", _P),
         ("air_count", _I), ("air_triangles", _P), ("air_corner_start", _P), ("air_corner_face", _P), ("air_cross", _P),
         ("air_area", _P), ("air_normal", _P), ("air_state", _P), ("air_settings", _P), ("air_wind", _P),
+        ("field_count", _I), ("field_table", _P), ("field_time", _P), ("field_weight", _D), ("field_a0", _P),
+        ("field_c", _P), ("field_u", _P),
         ("pin_count", _I), ("pin_index", _P), ("pin_start", _P), ("pin_end", _P), ("pin_to", _P),
         ("collider_count", _I), ("tables_per_substep", _I), ("collider_table", _P), ("pad2", _P),
         ("c_particle", _P), ("c_owner", _P), ("c_normal", _P), ("c_offset", _P), ("c_pushed", _P),
@@ -765,6 +869,8 @@ class ClothFrame:
         self.tables = np.zeros((1, 1, contacts.ROW))
         self.positions, self.velocities = _PositionsCheck(n), _PositionsCheck(n)
         self.plan = _plan_structure()()
+        self.field_a0, self.field_c, self.field_u = np.zeros((n, 3)), np.zeros(n), np.zeros((n, 3))
+        self.field_rows = self.field_times = None
         self.meshes = None
         """The still mesh colliders' binding (``mesh_frame.MeshFrame``), built for the first frame that has one."""
         self._fixed()
@@ -778,6 +884,8 @@ class ClothFrame:
         plan.pin_count = len(self.pinned)
         plan.pin_index, plan.pin_start = pointer(self.pinned), pointer(self.pin_start)
         plan.pin_end, plan.pin_to = pointer(self.pin_end), pointer(self.pin_to)
+        plan.field_a0, plan.field_c, plan.field_u = (pointer(self.field_a0), pointer(self.field_c),
+                                                     pointer(self.field_u))
         if self.air is not None:
             a = self.air._pointers
             plan.air_count = self.air.t
@@ -854,13 +962,15 @@ class ClothFrame:
 
     def prepare(self, x, v, dt: float, substeps: int, iterations: int, compliant: bool, relaxation: float,
                 damping_factor, max_speed: float, gravity, pin_start, pin_end, posed, body_triangles=None,
-                wind=None) -> None:
+                wind=None, fields=None) -> None:
         """Set up a frame: state x, v (n, 3) float64 C-contiguous; dt [s] per substep; the sweeps' coefficients for
         dt; damping_factor (None: undamped); gravity (3,) float64; pin_start, pin_end (p, 3) the pins' positions at
         the frame's start and end; posed: the posed colliders of each substep (``Collider.over``); body_triangles: the
         model's collision triangles array (the one the NumPy pipeline is handed), needed with a still mesh collider;
         wind: the air velocity (substeps, 3) [m/s] of each substep (``FrameRun.substep_winds``; needs the air) or None
-        for still air."""
+        for still air; fields: (table (substeps, f, FIELD_ROW) float64, times (substeps,) float64 [s], weight) the
+        force fields of each substep at its middle and their time, and the body's field weight
+        (``FrameRun.substep_fields``), or None (then wind or still air)."""
         plan = self.plan
         plan.x, plan.v = self.positions(x), self.velocities(v)
         plan.dt, plan.substeps, plan.iterations = float(dt), int(substeps), int(iterations)
@@ -875,6 +985,16 @@ class ClothFrame:
         self.wind = None if wind is None else checked("wind", np.ascontiguousarray(wind, np.float64), F64,
                                                       (int(substeps), 3))
         plan.air_wind = None if self.wind is None else pointer(self.wind)
+        plan.field_count, plan.field_table, plan.field_time, plan.field_weight = 0, None, None, 0.0
+        self.field_rows = self.field_times = None
+        if fields is not None:
+            table, times, weight = fields
+            if wind is not None:
+                raise ValueError("fields: a frame takes either wind or force fields")
+            table = checked_field_table("fields", table, (int(substeps), None, FIELD_ROW))
+            self.field_rows, self.field_times = table, checked("field times", times, F64, (int(substeps),))
+            plan.field_count, plan.field_weight = table.shape[1], float(weight)
+            plan.field_table, plan.field_time = pointer(table), pointer(self.field_times)
         if self.distance is not None:
             self.distance._coefficients(dt, compliant)
             plan.distance_use_alpha = 1 if compliant else 0

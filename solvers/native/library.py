@@ -75,6 +75,11 @@ SIGNATURES = {
     "softsim_air_areas": (None, (_P, _I, _I, _P, _P, _P, _P, _P, _P)),
     "softsim_air_apply": (None, (_P, _P, _I, _P, _P, _D, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_check_state": (_I, (_P, _P, _I, _D)),
+    # Force fields (src/fields.c, kernels.FieldLoads): their terms, the WIND fields' air velocity, BodyLoads.apply.
+    "softsim_field_terms": (None, (_P, _P, _I, _D, _I, _P, _P, _P)),
+    "softsim_air_velocity": (None, (_P, _I, _D, _I, _P, _P)),
+    "softsim_fields_apply": (None, (_P, _P, _I, _P, _P, _D, _D, _D, _I, _P, _P, _P, _P, _I, _P, _P, _P, _P, _P, _P,
+                                    _P, _P)),
     "softsim_cloth_substeps": (_I, (_P, _I, _I, _P)),
     # A mesh collider's nearest-triangle query (src/mesh_collider.c, mesh_kernels.MeshClosest).
     "softsim_mesh_grid_build": (_I, (_P, _P, _I, _P, _P, _P, _I, _P)),

@@ -311,7 +311,8 @@ def self_pairs(library, seed: int = 3, n: int = 9) -> str:
 
 
 def _substeps(library) -> str:
-    """The cloth substep kernels (src/substep.c): the bending Jacobi tail and the air over a few steps (one re-measure).
+    """The cloth substep kernels (src/substep.c, src/fields.c): the bending Jacobi tail, the air over a few steps (one
+    re-measure) and the force fields with the air (``_fields``).
     softsim_cloth_substeps only calls kernels tested here (a solver cannot be built while the library loads: its
     frames are held equal to NumPy by tests/test_native_substeps.py; with still mesh colliders, src/mesh_frame.c
     composes the kernels ``mesh_closest`` tests, and tests/test_native_mesh_frame.py holds those frames equal)."""
@@ -346,7 +347,34 @@ def _substeps(library) -> str:
     problem = _differs("air", u, v, 1.0)
     if problem:
         return problem
-    return ""
+    return _fields(library, model, x0, rng, numpy_loads, native_loads)
+
+
+def _fields(library, model, x0, rng, numpy_loads, native_loads) -> str:
+    """src/fields.c: BodyLoads.apply with a field of every kind (turbulence, noise, limits; no pow or acos, whose
+    libm may differ from NumPy's by an ulp) and the air, over two steps."""
+    from ..forces.fields import ForceField
+    from .kernels import FieldLoads
+
+    native_loads.fields_native = FieldLoads(library, np.ascontiguousarray(model.inv_mass),
+                                            np.ascontiguousarray(native_loads.gravity, np.float64), native_loads.native)
+    turned = np.eye(4)
+    turned[:3, :3] = [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]
+    turned[:3, 3] = [0.1, 0.2, 0.3]
+    fields = [ForceField("WIND", matrix=turned, strength=2.0, noise=1.0, seed=3, z_direction="POSITIVE"),
+              ForceField("FORCE", shape="LINE", falloff_type="TUBE", use_max_distance=True, distance_max=0.8,
+                         use_radial_max=True, radial_max=0.9, flow=0.5),
+              ForceField("VORTEX", matrix=turned, shape="PLANE", strength=0.7, noise=0.4),
+              ForceField("VORTEX", strength=0.3),
+              ForceField("TURBULENCE", strength=3.0, size=0.5), ForceField("DRAG", strength=0.4, linear_drag=0.6),
+              ForceField("HARMONIC", strength=2.0, rest_length=0.3, harmonic_damping=0.5,
+                         use_min_distance=True, distance_min=0.2)]
+    v = rng.normal(size=x0.shape)
+    u = v.copy()
+    for step in range(2):
+        numpy_loads.apply(x0, v, 0.003, fields, 0.2 + 0.003 * step)
+        native_loads.apply(x0, u, 0.003, fields, 0.2 + 0.003 * step)
+    return _differs("force fields", u, v, 1.0)
 
 
 # ------------------------------------------------------------------------------------------------- mesh colliders

@@ -22,6 +22,25 @@
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
 
+/* Force fields (fields.c): the fields of one instant as a table of SOFTSIM_FIELD_ROW doubles a field, packed by
+ * kernels.field_table from fields.ForceField:
+ *   0 kind (0 WIND, 1 FORCE, 2 VORTEX, 3 TURBULENCE, 4 DRAG, 5 HARMONIC), 1 shape (0 POINT, 1 LINE, 2 PLANE),
+ *   2 falloff_type (0 SPHERE, 1 TUBE, 2 CONE), 3 z_direction (0 BOTH, 1 POSITIVE, 2 NEGATIVE), 4 flags (the
+ *   SOFTSIM_FIELD_* bits below), 5 strength, 6 falloff_power, 7 distance_min, 8 distance_max, 9 radial_min,
+ *   10 radial_max, 11 radial_falloff, 12 flow, 13 noise, 14 the seed's hash term ((seed * 2654435761) ^ 0x9E3779B9)
+ *   & 0xFFFFFFFF (noise._hash), 15 size, 16 linear_drag, 17 harmonic_damping, 18 rest_length, 19-21 origin [m],
+ *   22-24 axis (unit, ForceField.axis). */
+#define SOFTSIM_FIELD_ROW 25
+#define SOFTSIM_FIELD_ORIGIN 19
+#define SOFTSIM_FIELD_AXIS 22
+#define SOFTSIM_FIELD_USE_MIN 1
+#define SOFTSIM_FIELD_USE_MAX 2
+#define SOFTSIM_FIELD_USE_RADIAL_MIN 4
+#define SOFTSIM_FIELD_USE_RADIAL_MAX 8
+#define SOFTSIM_FIELD_GLOBAL_COORDS 16
+#define SOFTSIM_FIELD_GRAVITY_FALLOFF 32
+#define SOFTSIM_FIELD_UNIFORM 64 /* fields._uniform: the falloff is 1 everywhere */
+
 /* Everything a cloth's substeps read and write (substep.c, softsim_cloth_substeps), filled by the binding
  * (kernels.ClothFrame) from validated arrays it keeps alive; NULL / 0 counts for the parts a cloth has not. Every
  * field is 8 bytes (int64_t, double or a pointer): the ctypes mirror lists them in this order. */
@@ -37,6 +56,13 @@ typedef struct {
     const int64_t *air_triangles, *air_corner_start, *air_corner_face;
     double *air_cross, *air_area, *air_normal, *air_state;
     const double *air_settings, *air_wind;
+    /* force fields: field_count fields (0: none, or the air_wind path), field_table (substeps, field_count,
+     * SOFTSIM_FIELD_ROW) each substep's fields at its middle, field_time (substeps,) its time [s], field_weight the
+     * body's field_weight; field_a0 (n, 3), field_c (n,), field_u (n, 3) scratch (softsim_fields_apply) */
+    int64_t field_count;
+    const double *field_table, *field_time;
+    double field_weight;
+    double *field_a0, *field_c, *field_u;
     /* pins: pin_start + (pin_end - pin_start) * k / substeps, written to pin_to (scratch) */
     int64_t pin_count;
     const int64_t *pin_index;
@@ -212,6 +238,20 @@ SOFTSIM_API void softsim_air_apply(const double *x, double *v, int64_t n, const 
                                    const int64_t *corner_start, const int64_t *corner_face, double *cross,
                                    double *area, double *normal, double *state, const double *settings,
                                    const double *wind);
+/* Force fields (fields.c, kernels.FieldLoads): field_terms' a0 (n, 3) and c (n,), air_velocity's u (n, 3) of
+ * field_count fields (table rows above) at positions x, velocities v (n, 3) and time t [s]; and BodyLoads.apply with
+ * them: v changed on free particles for a step of dt [s], the fields times weight, the air on air_t triangles
+ * (0: none; then the air's arrays may be NULL) as softsim_air_apply's; a0, c, u scratch. */
+SOFTSIM_API void softsim_field_terms(const double *x, const double *v, int64_t n, double t, int64_t field_count,
+                                     const double *fields, double *a0, double *c);
+SOFTSIM_API void softsim_air_velocity(const double *x, int64_t n, double t, int64_t field_count, const double *fields,
+                                      double *u);
+SOFTSIM_API void softsim_fields_apply(const double *x, double *v, int64_t n, const double *inv_mass,
+                                      const double *gravity, double dt, double t, double weight, int64_t field_count,
+                                      const double *fields, double *a0, double *c, double *u, int64_t air_t,
+                                      const int64_t *triangles, const int64_t *corner_start,
+                                      const int64_t *corner_face, double *cross, double *area, double *normal,
+                                      double *state, const double *settings);
 SOFTSIM_API int64_t softsim_check_state(const double *x, const double *v, int64_t n, double max_speed);
 SOFTSIM_API int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int64_t last,
                                            int64_t *status);

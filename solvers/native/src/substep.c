@@ -3,18 +3,19 @@
  *   solvers/position_based.py   PositionBasedSolver._jacobi for a bending tail (BendingConstraints.corrections and
  *                               the sparse scatter), _native_contact_step and _iterate for a cloth,
  *   solvers/forces/air.py       AirDrag.area_vectors, _split, AirDrag.relax,
- *   solvers/forces/loads.py     BodyLoads.apply with air and no fields,
+ *   solvers/forces/loads.py     BodyLoads.apply with air and no fields or uniform wind (with fields: fields.c),
  *   solvers/frame.py            FrameRun.posed_substep / _step (the pins moved per substep) and check_finite.
  * Arithmetic order follows the twins' (see each function); NumPy's einsum("ij,ij->i") adds (x*x + z*z) + y*y.
  */
 #include <math.h>
 #include <stddef.h>
 
+#include "air_relax.h"
 #include "mesh_frame.h"
 #include "softsim_native.h"
 
-/* Every field of the plan is 8 bytes, 94 of them: kernels._plan_structure mirrors this layout. */
-_Static_assert(sizeof(SoftsimClothPlan) == 94 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
+/* Every field of the plan is 8 bytes, 101 of them: kernels._plan_structure mirrors this layout. */
+_Static_assert(sizeof(SoftsimClothPlan) == 101 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
 
 static double row_dot(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
 
@@ -117,31 +118,30 @@ void softsim_air_apply(const double *x, double *v, int64_t n, const double *inv_
     if (wind)
         for (int d = 0; d < 3; ++d)
             u[d] = wind[d];
+    softsim_air_refresh(x, n, dt, t, triangles, corner_start, corner_face, cross, area, normal, state, settings);
+    double g[3] = {dt * gravity[0], dt * gravity[1], dt * gravity[2]};
+    for (int64_t p = 0; p < n; ++p) {
+        if (!(inv_mass[p] > 0.0))
+            continue;
+        double kicked[3] = {v[3 * p] + g[0], v[3 * p + 1] + g[1], v[3 * p + 2] + g[2]}; /* p = v + dt g */
+        double relaxed[3];
+        air_relax_particle(kicked, u, normal + 3 * p, area[p], inv_mass[p], dt, settings, relaxed);
+        for (int d = 0; d < 3; ++d)
+            v[3 * p + d] = relaxed[d] - g[d]; /* p -= dt g */
+    }
+}
+
+/* AirDrag.relax's refresh of the faces (air_relax.h). */
+void softsim_air_refresh(const double *x, int64_t n, double dt, int64_t t, const int64_t *triangles,
+                         const int64_t *corner_start, const int64_t *corner_face, double *cross, double *area,
+                         double *normal, double *state, const double *settings)
+{
     if (state[0] == 0.0 || state[1] >= settings[0]) {
         softsim_air_areas(x, n, t, triangles, corner_start, corner_face, cross, area, normal);
         state[0] = 1.0;
         state[1] = 0.0;
     }
     state[1] += dt;
-    double g[3] = {dt * gravity[0], dt * gravity[1], dt * gravity[2]};
-    double half_rho = 0.5 * settings[1], cn = settings[3], tangential = settings[2];
-    for (int64_t p = 0; p < n; ++p) {
-        if (!(inv_mass[p] > 0.0))
-            continue;
-        const double *nrm = normal + 3 * p;
-        double w[3];
-        for (int d = 0; d < 3; ++d)
-            w[d] = (v[3 * p + d] + g[d]) - u[d]; /* p - u */
-        double wn = row_dot(w, nrm);
-        double wt[3] = {w[0] - wn * nrm[0], w[1] - wn * nrm[1], w[2] - wn * nrm[2]};
-        double b = half_rho * area[p] * dt * inv_mass[p];
-        double factor_n = 2.0 / (1.0 + sqrt(1.0 + 4.0 * b * cn * fabs(wn)));
-        double factor_t = 2.0 / (1.0 + sqrt(1.0 + 4.0 * b * cn * tangential * sqrt(row_dot(wt, wt))));
-        for (int d = 0; d < 3; ++d) {
-            double relaxed = (factor_n * wn) * nrm[d] + factor_t * wt[d];
-            v[3 * p + d] = (u[d] + relaxed) - g[d]; /* u + relax(...), then p -= dt g */
-        }
-    }
 }
 
 /* check_finite: 0 when every x and v is finite and no speed exceeds max_speed, 1 for a non-finite value, 2 for a
@@ -167,8 +167,8 @@ static void pin_pose(const SoftsimClothPlan *plan, double s, double *out)
         out[k] = plan->pin_start[k] + (plan->pin_end[k] - plan->pin_start[k]) * s;
 }
 
-/* Substeps first .. last (1-based, of substeps) of a cloth's frame (plan: softsim_native.h). Each substep: the air
- * (softsim_air_apply, with the substep's row of air_wind), the pins' velocities v = (pin_to - x) / dt, the step
+/* Substeps first .. last (1-based, of substeps) of a cloth's frame (plan: softsim_native.h). Each substep: the loads
+ * (softsim_fields_apply with the substep's fields, else the air: softsim_air_apply with its row of air_wind), the pins' velocities v = (pin_to - x) / dt, the step
  * (predict, zeroed multipliers, contacts found and projected, per iteration the distance sweep, the bending sweep and its Jacobi tail, the tethers (1 pass, 8
  * in the last iteration) and the contacts projected, friction, the end-of-step push, velocity with damping), the pins
  * put exactly on pin_to, and the state check. Returns the substeps completed; status[0] says why it stopped early:
@@ -186,7 +186,14 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
     for (int64_t k = first; k <= last; ++k) {
         if (plan->mesh)
             softsim_mesh_frame_save(plan);
-        if (plan->air_count)
+        if (plan->field_count)
+            softsim_fields_apply(x, v, n, plan->inv_mass, plan->gravity, dt, plan->field_time[k - 1],
+                                 plan->field_weight, plan->field_count,
+                                 plan->field_table + (k - 1) * plan->field_count * SOFTSIM_FIELD_ROW, plan->field_a0,
+                                 plan->field_c, plan->field_u, plan->air_count, plan->air_triangles,
+                                 plan->air_corner_start, plan->air_corner_face, plan->air_cross, plan->air_area,
+                                 plan->air_normal, plan->air_state, plan->air_settings);
+        else if (plan->air_count)
             softsim_air_apply(x, v, n, plan->inv_mass, plan->gravity, dt, plan->air_count, plan->air_triangles,
                               plan->air_corner_start, plan->air_corner_face, plan->air_cross, plan->air_area,
                               plan->air_normal, plan->air_state, plan->air_settings,
