@@ -11,7 +11,9 @@ tests/test_native_*.py hold them equal bit for bit:
 - ``DistanceSweep``  <-> ``constraints.distance.DistanceColourSweep`` (``DistanceConstraints.corrections`` per colour);
 - ``BendingSweep``   <-> ``constraints.bending.BendingColourSweep``;
 - ``Tethers``        <-> ``constraints.tether.PinTethers.apply``;
-- ``TetStrainSweep`` <-> ``constraints.tet_strain.TetStrainColourSweep`` (``sweep``, ``symmetric_sweep``).
+- ``TetStrainSweep`` <-> ``constraints.tet_strain.TetStrainColourSweep`` (``sweep``, ``symmetric_sweep``);
+- ``FieldLoads``     <-> ``forces.loads.BodyLoads.apply`` with fields (``fields.field_terms``, ``air_velocity``),
+  bit for bit except a falloff's pow / acos (the C library's, within an ulp of NumPy's).
 """
 import numpy as np
 
@@ -850,7 +852,8 @@ class ClothFrame:
     contacts: the solver's ``AnalyticContacts`` (prediction, contacts, end-of-step push, velocity, and their buffers);
     distance: a ``DistanceSweep`` or None; bending: a ``BendingSweep`` or None; tail: a ``BendingJacobi`` (the bending
     set's Jacobi tail) or None; tethers: a ``Tethers`` or None; air: an ``AirLoads`` or None; pinned (p,) int64, the
-    pinned particles (inv_mass 0). Twin: ``frame.FrameRun.substep`` of ``PositionBasedSolver._native_contact_step``
+    pinned particles (inv_mass 0). A frame's force fields come with ``prepare`` (a table a substep, applied as
+    ``FieldLoads`` applies them). Twin: ``frame.FrameRun.substep`` of ``PositionBasedSolver._native_contact_step``
     with those pieces, step after step (the same calls in the same order on the same buffers)."""
 
     def __init__(self, library, contacts, distance, bending, tail, tethers, air, pinned):

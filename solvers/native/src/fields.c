@@ -19,18 +19,18 @@ enum { Z_BOTH, Z_POSITIVE, Z_NEGATIVE };
 
 static double norm3(const double *a) { return sqrt((a[0] * a[0] + a[1] * a[1]) + a[2] * a[2]); }
 
-/* noise._hash: uniform in [0, 1) for a lattice point, seed_term = ((seed * 2654435761) ^ 0x9E3779B9) & 0xFFFFFFFF. */
-static double lattice_hash(int64_t ix, int64_t iy, int64_t iz, uint64_t seed_term)
+/* noise._hash's mixing of h = ((ix * 73856093) ^ (iy * 19349663) ^ (iz * 83492791) ^ seed_term) & 0xFFFFFFFF (all
+ * uint64, wrapping as NumPy's): uniform in [0, 1). seed_term = ((seed * 2654435761) ^ 0x9E3779B9) & 0xFFFFFFFF. */
+static double hash_mix(uint64_t h)
 {
     const uint64_t mask = 0xFFFFFFFFu;
-    uint64_t h = ((uint64_t)ix * 73856093u) ^ ((uint64_t)iy * 19349663u) ^ ((uint64_t)iz * 83492791u) ^ seed_term;
     h &= mask;
     h ^= h >> 16;
     h = (h * 0x7FEB352Du) & mask;
     h ^= h >> 15;
     h = (h * 0x846CA68Bu) & mask;
     h ^= h >> 16;
-    return (double)h / 4294967296.0;
+    return (double)(int64_t)h / 4294967296.0; /* h < 2^32: the signed conversion is exact (and one instruction) */
 }
 
 static uint64_t seed_term(int64_t seed)
@@ -38,22 +38,25 @@ static uint64_t seed_term(int64_t seed)
     return (((uint64_t)seed * 2654435761u) ^ 0x9E3779B9u) & 0xFFFFFFFFu;
 }
 
-/* float64 -> int64 as x86-64's conversion does (NumPy's astype): out of range (or NaN) gives INT64_MIN. */
+/* float64 -> int64 as NumPy's astype gives it on x86-64: out of range (or NaN) INT64_MIN. */
 static int64_t to_int64(double c)
 {
     return (c >= -9223372036854775808.0 && c < 9223372036854775808.0) ? (int64_t)c : INT64_MIN;
 }
 
-/* noise.value_noise at one point p (3,). */
+/* noise.value_noise at one point p (3,); the hash's products per axis taken once for both corners. */
 static double value_noise(const double *p, uint64_t term)
 {
+    static const uint64_t prime[3] = {73856093u, 19349663u, 83492791u};
     double w[3];
-    int64_t i[3];
+    uint64_t h[3][2];
     for (int d = 0; d < 3; ++d) {
         double cell = floor(p[d]);
+        uint64_t i = (uint64_t)to_int64(cell);
         double f = p[d] - cell;
         w[d] = f * f * f * (f * (f * 6.0 - 15.0) + 10.0);
-        i[d] = to_int64(cell);
+        h[d][0] = i * prime[d];
+        h[d][1] = (i + 1u) * prime[d];
     }
     double out = 0.0;
     for (int dx = 0; dx < 2; ++dx) {
@@ -62,7 +65,7 @@ static double value_noise(const double *p, uint64_t term)
             double wy = dy ? w[1] : 1.0 - w[1];
             for (int dz = 0; dz < 2; ++dz) {
                 double wz = dz ? w[2] : 1.0 - w[2];
-                out += wx * wy * wz * lattice_hash(i[0] + dx, i[1] + dy, i[2] + dz, term);
+                out += wx * wy * wz * hash_mix(h[0][dx] ^ h[1][dy] ^ h[2][dz] ^ term);
             }
         }
     }
