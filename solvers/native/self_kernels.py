@@ -27,7 +27,9 @@ and ``SelfPass.friction`` (``src/self_pass.c``) <-> ``SelfCollision._friction_of
 The two builds run on several threads (``threads.run_ranges``; tests/test_native_self_threads.py): one prepare step
 (boxes, grid) on the caller's thread, then the queries of interleaved slices of the vertices (edges) at once, each
 into its own buffers; the parts' pairs are joined and sorted by pair key, so the output is the same bits for any
-thread count. The skin growths (``*_grow``) stay on one thread: they touch a few hundred elements.
+thread count. ``SelfPairQuery.pairs`` runs both builds at once (the two prepare steps side by side, then each part
+queries its slice of the vertices and of the edges; tests/test_native_self_pairs_overlap.py). The skin growths
+(``*_grow``) stay on one thread: they touch a few hundred elements.
 """
 import numpy as np
 
