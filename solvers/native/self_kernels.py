@@ -27,14 +27,16 @@ and ``SelfPass.friction`` (``src/self_pass.c``) <-> ``SelfCollision._friction_of
 The two builds run on several threads (``threads.run_ranges``; tests/test_native_self_threads.py): one prepare step
 (boxes, grid) on the caller's thread, then the queries of interleaved slices of the vertices (edges) at once, each
 into its own buffers; the parts' pairs are joined and sorted by pair key, so the output is the same bits for any
-thread count. The skin growths (``*_grow``) stay on one thread: they touch a few hundred elements.
+thread count. ``SelfPairQuery.pairs`` runs both builds at once (the two prepare steps side by side, then each part
+queries its slice of the vertices and of the edges; tests/test_native_self_pairs_overlap.py). The skin growths
+(``*_grow``) stay on one thread: they touch a few hundred elements.
 """
 import numpy as np
 
 from ..collision.broad_phase.self_pairs import _Stencils
 from .kernels import F64, I64, _PositionsCheck, checked, checked_indices
 from .library import pointer
-from .threads import BLOCK, run_ranges, thread_count
+from .threads import BLOCK, run_parts, run_ranges, slices, thread_count
 
 
 def _power_of_two_at_least(value: int) -> int:
@@ -103,6 +105,7 @@ class SelfPairQuery(_BodyBinding):
         self.boxes = np.zeros((elements, 13))
         self.scale = np.zeros(4)  # the grid's scale, as the prepare step leaves it for the queries
         self._part_out = []  # the output buffers (i, j, d) of parts 1, 2, ... (part 0's: out_i, out_j, out_d)
+        self.edge_side = None  # ``pairs``' buffers of the edge-edge build (a SelfPairQuery of the same body)
 
     def _entries(self, capacity: int) -> None:
         self.entry_element = np.zeros(capacity, np.int64)
@@ -147,34 +150,38 @@ class SelfPairQuery(_BodyBinding):
         else:
             self._part_out[part - 1] = (np.zeros(capacity, np.int64), np.zeros(capacity, np.int64), np.zeros(capacity))
 
-    def _build(self, prepare, query, prepare_args, query_args, count: int):
-        """A build on several threads: ``prepare`` once (growing the grid until it fits), then ``query`` over slices
-        of the ``count`` query elements, each part into its own buffers (grown and run again until its pairs fit);
-        (i, j, d) of every part, in part order."""
+    def _prepare(self, prepare, prepare_args):
+        """A build's prepare step (boxes, grid) into this object's buffers, growing the grid until it fits; the
+        arguments its queries share after their own (``query_args``)."""
         while True:
             entries = prepare(*prepare_args, self.table_size, pointer(self.table), len(self.entry_element),
                               pointer(self.entry_element), pointer(self.entry_cell), pointer(self.needs),
                               pointer(self.boxes), pointer(self.scale))
             if entries >= 0:
-                break
+                return (self.table_size, pointer(self.table), pointer(self.entry_element), pointer(self.entry_cell),
+                        pointer(self.boxes), pointer(self.scale))
             self._entries(int(self.needs[0] * 1.5) + 16)
-        shared = (*query_args, self.table_size, pointer(self.table), pointer(self.entry_element),
-                  pointer(self.entry_cell), pointer(self.boxes), pointer(self.scale))
-        parts = self.threads if self.threads is not None else thread_count()
+
+    def _part_buffers(self, parts: int) -> None:
+        """Output buffers for parts 1 .. parts - 1 (part 0 writes out_i, out_j, out_d)."""
         while len(self._part_out) < parts - 1:
             capacity = max(len(self.out_i) // parts, 16)
             self._part_out.append((np.zeros(capacity, np.int64), np.zeros(capacity, np.int64), np.zeros(capacity)))
 
-        def run_part(part, first, last, block, stride):
-            # Runs on a pool thread (the C call releases the GIL); writes only this part's buffers.
-            while True:
-                i, j, d = self._outputs(part)
-                found = query(*shared, first, last, block, stride, len(i), pointer(i), pointer(j), pointer(d))
-                if found <= len(i):
-                    return found
-                self._grow_outputs(part, int(found * 1.5) + 16)
+    def _query_part(self, query, query_args, shared, part, first, last, block, stride) -> int:
+        """One part's query (the slice first, last, block, stride of ``threads.slices``) into that part's buffers,
+        grown and run again until its pairs fit; their count. Runs on a pool thread (the C call releases the GIL);
+        writes only this part's buffers."""
+        while True:
+            i, j, d = self._outputs(part)
+            found = query(*query_args, *shared, first, last, block, stride, len(i), pointer(i), pointer(j),
+                          pointer(d))
+            if found <= len(i):
+                return found
+            self._grow_outputs(part, int(found * 1.5) + 16)
 
-        counts = run_ranges(run_part, count, parts, self.block, self.minimum)
+    def _joined(self, counts):
+        """(i, j, d) of the parts that found ``counts`` pairs, in part order (copies)."""
         if len(counts) == 1:
             i, j, d = self._outputs(0)
             c = counts[0]
@@ -182,26 +189,95 @@ class SelfPairQuery(_BodyBinding):
         outputs = [self._outputs(part) for part in range(len(counts))]
         return tuple(np.concatenate([out[k][:c] for out, c in zip(outputs, counts)]) for k in range(3))
 
-    def vertex_triangle(self, x, reach: float, skin_v, skin_t, excluded):
-        """Pairs (v, t, d) sorted by v * t_count + t: vertex v within reach + skin_v[v] + skin_t[t] of triangle t."""
+    def _build(self, prepare, query, prepare_args, query_args, count: int):
+        """A build on several threads: ``prepare`` once (growing the grid until it fits), then ``query`` over slices
+        of the ``count`` query elements, each part into its own buffers (grown and run again until its pairs fit);
+        (i, j, d) of every part, in part order."""
+        shared = self._prepare(prepare, prepare_args)
+        parts = self.threads if self.threads is not None else thread_count()
+        self._part_buffers(parts)
+
+        def run_part(part, first, last, block, stride):
+            return self._query_part(query, query_args, shared, part, first, last, block, stride)
+
+        return self._joined(run_ranges(run_part, count, parts, self.block, self.minimum))
+
+    def _vt_arguments(self, x, reach, skin_v, skin_t, excluded):
         tri, t = self.triangles, len(self.triangles)
         excluded = self._excluded("excluded_vt", excluded, self.n * max(t, 1))
         head = (self._x(x), self.n, pointer(tri), t, self._skins("skin_v", skin_v, self.n),
                 self._skins("skin_t", skin_t, t), float(reach))
-        v, tt, d = self._build(self.library.softsim_self_vt_prepare, self.library.softsim_self_vt_query, head,
-                               (*head, pointer(excluded), len(excluded)), self.n if t else 0)
-        order = np.argsort(v * t + tt, kind="stable")
-        return v[order], tt[order], d[order]
+        return head, (*head, pointer(excluded), len(excluded)), self.n if t else 0, excluded
 
-    def edge_edge(self, x, reach: float, skin_e, excluded):
-        """Pairs (e1, e2, d), e1 < e2, sorted by e1 * e_count + e2: within reach + skin_e[e1] + skin_e[e2]."""
+    def _ee_arguments(self, x, reach, skin_e, excluded):
         e = len(self.edges)
         excluded = self._excluded("excluded_ee", excluded, max(e, 1) * max(e, 1))
         head = (self._x(x), self.n, pointer(self.edges), e, self._skins("skin_e", skin_e, e), float(reach))
-        a, b, d = self._build(self.library.softsim_self_ee_prepare, self.library.softsim_self_ee_query, head,
-                              (*head, pointer(excluded), len(excluded)), e if e >= 2 else 0)
-        order = np.argsort(a * e + b, kind="stable")
+        return head, (*head, pointer(excluded), len(excluded)), e if e >= 2 else 0, excluded
+
+    def _sorted_vt(self, v, tt, d):
+        order = np.argsort(v * len(self.triangles) + tt, kind="stable")
+        return v[order], tt[order], d[order]
+
+    def _sorted_ee(self, a, b, d):
+        order = np.argsort(a * len(self.edges) + b, kind="stable")
         return a[order], b[order], d[order]
+
+    def pairs(self, x, reach: float, skin_v, skin_t, excluded_vt, skin_e, excluded_ee):
+        """``vertex_triangle`` and ``edge_edge`` at once: ((v, t, d), (e1, e2, d)), the same bits.
+
+        On several threads the two builds overlap: the edge-edge prepare step runs on a pool thread while the caller
+        runs the vertex-triangle one (each into its own grid: the edge-edge side keeps a second set of buffers,
+        ``edge_side``), then every part queries its slice of the vertices and then its slice of the edges (the same
+        interleaved slices as the separate builds), so one hand-off to the pool serves both builds and neither
+        prepare step waits for the other. On one thread (or below ``minimum`` query elements) it is the two builds
+        one after the other."""
+        head_vt, args_vt, count_vt, excluded_vt = self._vt_arguments(x, reach, skin_v, skin_t, excluded_vt)
+        head_ee, args_ee, count_ee, excluded_ee = self._ee_arguments(x, reach, skin_e, excluded_ee)
+        parts = self.threads if self.threads is not None else thread_count()
+        ranges_vt = slices(count_vt, parts if count_vt >= self.minimum else 1, self.block)
+        ranges_ee = slices(count_ee, parts if count_ee >= self.minimum else 1, self.block)
+        if max(len(ranges_vt), len(ranges_ee)) == 1:
+            return self.vertex_triangle(x, reach, skin_v, skin_t, excluded_vt), self.edge_edge(x, reach, skin_e,
+                                                                                                 excluded_ee)
+        side = self.edge_side
+        if side is None:
+            side = self.edge_side = SelfPairQuery(self.library, self.triangles, self.edges, self.n, threads=1,
+                                                  block=self.block, minimum=self.minimum)
+        library = self.library
+        shared_vt, shared_ee = run_parts([lambda: self._prepare(library.softsim_self_vt_prepare, head_vt),
+                                          lambda: side._prepare(library.softsim_self_ee_prepare, head_ee)])
+        self._part_buffers(len(ranges_vt))
+        side._part_buffers(len(ranges_ee))
+
+        def run_part(part):
+            found_vt = found_ee = 0
+            if part < len(ranges_vt):
+                found_vt = self._query_part(library.softsim_self_vt_query, args_vt, shared_vt, part,
+                                            *ranges_vt[part])
+            if part < len(ranges_ee):
+                found_ee = side._query_part(library.softsim_self_ee_query, args_ee, shared_ee, part,
+                                            *ranges_ee[part])
+            return found_vt, found_ee
+
+        # run_ranges over the kind with more parts hands out the part numbers (its slices are the ones above).
+        most = (count_ee, ranges_ee) if len(ranges_ee) >= len(ranges_vt) else (count_vt, ranges_vt)
+        counts = run_ranges(lambda part, *_: run_part(part), most[0], parts, self.block, self.minimum)
+        vt = self._joined([c[0] for c in counts[:len(ranges_vt)]])
+        ee = side._joined([c[1] for c in counts[:len(ranges_ee)]])
+        return self._sorted_vt(*vt), self._sorted_ee(*ee)
+
+    def vertex_triangle(self, x, reach: float, skin_v, skin_t, excluded):
+        """Pairs (v, t, d) sorted by v * t_count + t: vertex v within reach + skin_v[v] + skin_t[t] of triangle t."""
+        head, args, count, _ = self._vt_arguments(x, reach, skin_v, skin_t, excluded)
+        return self._sorted_vt(*self._build(self.library.softsim_self_vt_prepare, self.library.softsim_self_vt_query,
+                                            head, args, count))
+
+    def edge_edge(self, x, reach: float, skin_e, excluded):
+        """Pairs (e1, e2, d), e1 < e2, sorted by e1 * e_count + e2: within reach + skin_e[e1] + skin_e[e2]."""
+        head, args, count, _ = self._ee_arguments(x, reach, skin_e, excluded)
+        return self._sorted_ee(*self._build(self.library.softsim_self_ee_prepare, self.library.softsim_self_ee_query,
+                                            head, args, count))
 
     def vertex_triangle_grow(self, x, reach: float, skin_v, skin_t, excluded, listed, grown_v, grown_t):
         """The pairs a skin growth adds (``SelfBroadPhase._grow``): (v, t, d) sorted by v * t_count + t, every

@@ -275,7 +275,8 @@ def self_pairs(library, seed: int = 3, n: int = 9) -> str:
     """The native self-collision broad phase (``self_kernels.SelfPairQuery``) against ``SelfBroadPhase._query``: the
     same pair sets, and distances within SELF_TEST_TOLERANCE of the cloth's size (bit for bit on x86-64 unless a
     batch of the twin lies all on triangle borders: ``src/self_collision.c`` says why); and the builds split over
-    three threads equal to one thread's, bit for bit."""
+    three threads, one after the other and both at once (``SelfPairQuery.pairs``), equal to one thread's, bit for
+    bit."""
     from .self_kernels import SelfPairQuery
 
     model, x, sc = self_pair_scene(n=n, seed=seed)
@@ -296,6 +297,9 @@ def self_pairs(library, seed: int = 3, n: int = 9) -> str:
                     *split.edge_edge(x, reach, skins[2], sc.excluded_ee))
         if not all(np.array_equal(p, q) for p, q in zip((*native_vt, *native_ee), threaded)):
             return "self-collision pairs built on three threads differ from one thread's"
+        both = split.pairs(x, reach, *skins[:2], sc.excluded_vt, skins[2], sc.excluded_ee)
+        if not all(np.array_equal(p, q) for p, q in zip((*both[0], *both[1]), threaded)):
+            return "self-collision pairs of both builds at once differ from the builds one after the other"
         for label, (i, j, d), (ni, nj, nd), count in (("vertex-triangle", (v, t, dv), native_vt, len(sc.triangles)),
                                                        ("edge-edge", (a, b, de), native_ee, len(sc.edges))):
             key = i * count + j

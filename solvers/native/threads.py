@@ -9,6 +9,8 @@ limit ``set_limit`` was given (the add-on passes the scene's Render > Performanc
 N on a render farm), or the environment variable ``SOFTSIM_THREADS`` (a positive integer, above both; 1 runs
 everything on the caller's thread, no pool). It is read on every call, so a change takes effect at the next call.
 
+``run_parts(functions)``: runs each function once, the caller's thread taking the first and the shared pool the others.
+
 ``run_ranges(function, count, parts)``: splits the elements [0, count) into ``parts`` interleaved slices of blocks of
 up to ``block`` elements (part k takes blocks k, k + parts, k + 2 parts, ...: a crumpled region, whose elements have
 many pairs, is spread over every part rather than left to one) and runs ``function`` once per part, the caller's thread
@@ -89,19 +91,26 @@ def slices(count: int, parts: int, block: int = BLOCK):
     return [(k * block, count, block, stride) for k in range(parts)]
 
 
-def run_ranges(function, count: int, parts: int, block: int = BLOCK, minimum: int = 0):
-    """Run ``function(part, first, last, block, stride)`` for each slice of ``slices(count, parts, block)`` (one part
-    when count < minimum), the caller's thread running part 0 and the shared pool the others; returns their results in
-    part order. An exception in any part is raised here, after every part has finished."""
-    ranges = slices(count, parts if count >= minimum else 1, block)
-    if len(ranges) == 1:
-        return [function(0, *ranges[0])]
+def run_parts(functions):
+    """Run each of ``functions`` (callables without arguments) once, the caller's thread running the first and the
+    shared pool the others; returns their results in order. An exception in any is raised here, after every one has
+    finished."""
+    if len(functions) == 1:
+        return [functions[0]()]
     pool = executor()
-    futures = [pool.submit(function, k, *ranges[k]) for k in range(1, len(ranges))]
+    futures = [pool.submit(function) for function in functions[1:]]
     try:
-        first = function(0, *ranges[0])
+        first = functions[0]()
     finally:
         # Every part finishes before the caller goes on (they write the caller's buffers).
         for future in futures:
             future.exception()
     return [first] + [future.result() for future in futures]
+
+
+def run_ranges(function, count: int, parts: int, block: int = BLOCK, minimum: int = 0):
+    """Run ``function(part, first, last, block, stride)`` for each slice of ``slices(count, parts, block)`` (one part
+    when count < minimum), the caller's thread running part 0 and the shared pool the others; returns their results in
+    part order. An exception in any part is raised here, after every part has finished."""
+    ranges = slices(count, parts if count >= minimum else 1, block)
+    return run_parts([lambda k=k: function(k, *ranges[k]) for k in range(len(ranges))])

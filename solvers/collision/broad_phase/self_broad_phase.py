@@ -134,11 +134,12 @@ class SelfBroadPhase:
         s_v, s_t, s_e = skins
         if self.native_pairs is not None and self.body is None:
             # The native twin (solvers/native/src/self_collision.c): the same pair sets from a hash grid of boxes.
+            # Both builds at once (their prepare steps overlap on several threads).
             native = self.native_pairs
-            vt = native.vertex_triangle(x, reach, s_v, s_t, self.excluded_vt)
             if len(self.edges) < 2:
+                vt = native.vertex_triangle(x, reach, s_v, s_t, self.excluded_vt)
                 return vt, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-            return vt, native.edge_edge(x, reach, s_e, self.excluded_ee)
+            return native.pairs(x, reach, s_v, s_t, self.excluded_vt, s_e, self.excluded_ee)
         centroid, radius, mid, half = self._spheres(x)
         # Large elements (stretched, or a mesh of mixed sizes, or fast ones with a large skin) would widen every query
         # to their size: elements are joined in classes of size, each pair of classes within its own largest sizes.
