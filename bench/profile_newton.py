@@ -225,7 +225,7 @@ def run_cloth(args):
         return
     if args.baseline:
         _compare_baseline(_baseline(args.baseline), model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames,
-                          _config(args), args.pcg_tolerance, args.reuse)
+                          _config(args), args.pcg_tolerance)
         return
     if args.compare_exact:
         _compare_exact(model, colliders, state, CLOTH_START + 1, CLOTH_START + args.frames, _config(args))
@@ -279,7 +279,7 @@ def _baseline(path):
     return importlib.import_module(os.path.basename(path))
 
 
-def _compare_baseline(package, model, colliders, state, first, last, config, pcg_tolerance=None, reuse=None):
+def _compare_baseline(package, model, colliders, state, first, last, config, pcg_tolerance=None):
     """This revision against ``package`` (``_baseline``) on the same frames, each run going on from its own state, in
     alternating order within each frame (the machine's load changes within seconds): per frame seconds, Newton
     iterations, halvings, factorizations and PCG iterations of both, and how far their positions differ."""
@@ -289,8 +289,6 @@ def _compare_baseline(package, model, colliders, state, first, last, config, pcg
             solver, run, own = make_solver(model, config), State.at_rest(model), colliders
             if pcg_tolerance is not None:
                 solver.solves.pcg_tolerance = pcg_tolerance
-            if reuse is not None:
-                solver.solves.reuse = reuse
         else:
             base_model, own = lab_cloth(package=pkg)
             solver = pkg.make_solver(base_model, pkg.SolverConfig(solver="NEWTON", newton_tolerance=config.newton_tolerance))
@@ -411,9 +409,6 @@ def main(argv=None):
                              "cProfile")
     parser.add_argument("--pcg-tolerance", type=float, default=None,
                         help="cloth --baseline: this revision's narrow-band PCG relative residual (NewtonSolves.pcg_tolerance)")
-    parser.add_argument("--reuse", type=int, choices=(0, 1), default=None,
-                        help="cloth --baseline: 1/0 sets this revision's NewtonSolves.reuse (an earlier preconditioner's "
-                             "factor tried first)")
     parser.add_argument("--tolerance", type=float, default=SolverConfig.newton_tolerance, help="newton_tolerance [m/s]")
     args = parser.parse_args(argv)
     {"factor": run_factor, "psd": run_psd, "cloth-prepare": run_cloth_prepare, "cloth": run_cloth, "cube": run_cube}[args.what](args)

@@ -194,10 +194,6 @@ class NewtonSolves:
         """Whether ``solve_blocks`` may solve by the narrow band's PCG where it plans cheaper (``NarrowBand``); False
         keeps every solve on the full band's factor (the exact path)."""
         self._narrow = None  # (pattern, its NarrowBand or None where the full band is planned cheaper)
-        self.reuse = False
-        """Whether the narrow band's PCG first tries the factor of an earlier Newton system's preconditioner
-        (``NarrowBand.solve`` with reuse) before it factorizes the current one; PCG's tolerance is the same either
-        way."""
         self.pcg_tolerance = REFINE_TOLERANCE
         """Relative residual |b - A x| / |b| the narrow band's PCG solves to (``NarrowBand.solve``). An inexact Newton
         direction at 1e-5 (Eisenstat and Walker's forcing term, held constant) measured on the 64 x 64 lab cloth, frames
@@ -284,10 +280,10 @@ class NewtonSolves:
         if band is None:
             return None
         try:
-            x, iterations = band.solve(pattern, data, contact, b, self.pcg_tolerance, self.reuse)
+            x, iterations = band.solve(pattern, data, contact, b, self.pcg_tolerance)
         except (BandTooWide, np.linalg.LinAlgError):
             return None
-        self.factorizations += int(band.factorized)
+        self.factorizations += 1
         self.pcg_iterations += iterations
         self.factor_seconds += band.factor_seconds
         self.pcg_seconds += band.pcg_seconds
@@ -476,13 +472,6 @@ matrix product, the vector updates and the Python calls around them (~0.3 ms at 
 the 21 x 21 and 32 x 32 lab cloths stay on their full band and the 48 x 48 and 64 x 64 move to the narrow one. Measured
 with the narrow band forced, 24 frames of the cloth dropped onto the sphere, full vs narrow band (machine under load):
 21 x 21 1.23 vs 1.32-1.44 s, 32 x 32 3.61 vs 3.35-3.43 s, 48 x 48 11.8 vs 6.5-8.2 s."""
-REUSE_PROBE_ITERATIONS = 4
-"""Conjugate-gradient iterations ``NarrowBand.solve(reuse=True)`` runs with an earlier P's factor before it predicts,
-from their residual's rate of decrease, how many the tolerance needs."""
-REUSE_MAX_ITERATIONS = 25
-"""The most iterations an earlier P's factor may be predicted to need (and may take) before the current P is factorized
-instead: one factorization of the 64 x 64 lab cloth's narrow band costs ~22 iterations with a fresh factor (17 ms
-against 0.76 ms an iteration, one BLAS thread), which then needs 11-13 (at REFINE_TOLERANCE) or 4-5 (at 1e-4)."""
 NARROW_MIN_GAIN = 1.5
 """The narrow band is used when the full band's factorization is planned to cost at least this many times the narrow
 band's factorization plus NARROW_EXPECTED_ITERATIONS iterations."""
@@ -530,9 +519,6 @@ class NarrowBand:
         self._diagonal_entries = (pattern.diagonal_slot[:, None] * 9 + 4 * np.arange(3)[None, :]).ravel()
         self._compensation = (None, None)  # (A's weak blocks, their compensation), kept while those blocks are unchanged
         self._buffers = {}  # dtype -> the band array (bandwidth + 1, n) each factorization overwrites
-        self._factor = None  # (the last P's band factor, whether single precision) for ``solve(reuse=True)``
-        self.factorized = False
-        """Whether the last ``solve`` factorized P (else it reused an earlier factor)."""
         self.factor_seconds = 0.0
         """Wall time [s] the last ``solve`` spent filling and factorizing P's band."""
         self.pcg_seconds = 0.0
@@ -584,57 +570,33 @@ class NarrowBand:
         iterations = NARROW_EXPECTED_ITERATIONS if iterations is None else iterations
         return banded_cholesky_flops(n, self.bandwidth) + iterations * (4.0 * n * self.bandwidth + NARROW_ITERATION_FLOPS)
 
-    def solve(self, pattern, data, contact, b, tolerance: float = REFINE_TOLERANCE, reuse: bool = False):
+    def solve(self, pattern, data, contact, b, tolerance: float = REFINE_TOLERANCE):
         """x = A^-1 b for A = the pattern's block data plus ``contact`` blocks (``BandScatter.band``) by conjugate
         gradients on A preconditioned with P (``preconditioner_data``, the contact blocks in full) to a relative
         residual ``tolerance`` (REFINE_TOLERANCE unless given). P is factorized in single precision (in double where that
         fails): a preconditioner's round-off changes how many iterations reach the tolerance, not what they reach, and
         single precision halves the factorization and each solve with the factor (64 x 64 lab cloth, frames 25 and 26,
-        the same PCG iterations: 2.9 vs 5.6 s and 2.2 vs 3.8 s, machine under load).
-
-        With ``reuse`` the factor of the last P this band factorized preconditions first (P of an earlier Newton
-        iterate, or step: SPD, so PCG still converges to the same tolerance, only in more iterations), for at most
-        REUSE_PROBE_ITERATIONS, then on (restarted from there) if their rate predicts the tolerance within
-        REUSE_MAX_ITERATIONS; where it does not, P is factorized anew and PCG goes on from the iterate reached
-        (``factorized`` says whether this solve factorized). Returns (x, iterations) or (None, iterations) when NARROW_MAX_ITERATIONS with a fresh
-        factor did not reach it; raises BandTooWide where a contact block leaves the narrow band and LinAlgError where
-        P's factorization fails."""
-        A = pattern.matrix(data)  # BSR: its 3x3-block product is ~4x faster than CSR's here
-        C = None
-        if contact is not None and len(contact[0]):
-            C = block_matrix_of(contact, A.shape[0])
-        matvec = (lambda v: A @ v) if C is None else (lambda v: A @ v + C @ v)
+        the same PCG iterations: 2.9 vs 5.6 s and 2.2 vs 3.8 s, machine under load). The wall times of the
+        factorization (filling the band included) and of the iterations are kept in ``factor_seconds`` and
+        ``pcg_seconds``.
+        Returns (x, iterations) or (None, iterations) when NARROW_MAX_ITERATIONS did not reach it; raises BandTooWide
+        where a contact block leaves the narrow band and LinAlgError where P's factorization fails."""
         began = perf_counter()
-        self.factor_seconds = 0.0
-        x, iterations = None, 0
-        self.factorized = False
-        if reuse and self._factor is not None:
-            factor, single = self._factor
-            precondition = lambda r: self.scatter.solve(factor, r, single)  # noqa: E731
-            x, iterations, residual = pcg(matvec, precondition, b, tolerance, REUSE_PROBE_ITERATIONS)
-            if residual <= tolerance:
-                self.pcg_seconds = perf_counter() - began
-                return x, iterations
-            # Linear convergence at the probe's rate: iterations to go from ``residual`` down to ``tolerance``.
-            rate = residual ** (1.0 / max(iterations, 1))
-            if 0.0 < rate < 1.0 and iterations + np.log(tolerance / residual) / np.log(rate) <= REUSE_MAX_ITERATIONS:
-                x, more, residual = pcg(matvec, precondition, b, tolerance, REUSE_MAX_ITERATIONS - iterations, x0=x)
-                iterations += more
-                if residual <= tolerance:
-                    self.pcg_seconds = perf_counter() - began
-                    return x, iterations
-        self._factor = None
-        factoring = perf_counter()
+        self.factor_seconds = self.pcg_seconds = 0.0
         factor, info = spbtrf(self.band(data, contact, np.float32), lower=0, overwrite_ab=1)
         single = info == 0
         if not single:
             factor, info = dpbtrf(self.band(data, contact), lower=0, overwrite_ab=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"the narrow band's factorization failed (info {info})")
-        self.factorized = True
-        self._factor = (factor, single)
-        self.factor_seconds = perf_counter() - factoring
-        x, more, residual = pcg(matvec, lambda r: self.scatter.solve(factor, r, single), b, tolerance,
-                                NARROW_MAX_ITERATIONS, x0=x)
-        self.pcg_seconds = perf_counter() - began - self.factor_seconds
-        return (x if residual <= tolerance else None), iterations + more
+        factored = perf_counter()
+        self.factor_seconds = factored - began
+        A = pattern.matrix(data)  # BSR: its 3x3-block product is ~4x faster than CSR's here
+        C = None
+        if contact is not None and len(contact[0]):
+            C = block_matrix_of(contact, A.shape[0])
+        matvec = (lambda v: A @ v) if C is None else (lambda v: A @ v + C @ v)
+        x, iterations, residual = pcg(matvec, lambda r: self.scatter.solve(factor, r, single), b, tolerance,
+                                      NARROW_MAX_ITERATIONS)
+        self.pcg_seconds = perf_counter() - factored
+        return (x if residual <= tolerance else None), iterations

@@ -85,25 +85,19 @@ def block_jacobi(A, D_inv, b, x, tol, max_iterations, atol=0.0):
     return x, iterations, _norm(r) / r0_norm
 
 
-def pcg(matvec, precondition, b, tol, max_iterations, x0=None):
-    """Conjugate gradients from x = x0 (0 unless given, (n,)) for A x = b, A SPD given by ``matvec``(v) = A v (n,),
-    preconditioned by ``precondition``(r) = P^-1 r for an SPD P, until |b - A x| <= tol |b| (2-norms; the recurrence's
-    residual) or after ``max_iterations``. Returns (x (n,), iterations, |b - A x| / |b| by the recurrence)."""
+def pcg(matvec, precondition, b, tol, max_iterations):
+    """Conjugate gradients from x = 0 for A x = b, A SPD given by ``matvec``(v) = A v (n,), preconditioned by
+    ``precondition``(r) = P^-1 r for an SPD P, until |b - A x| <= tol |b| (2-norms; the recurrence's residual) or
+    after ``max_iterations``. Returns (x (n,), iterations, |b - A x| / |b| by the recurrence)."""
+    x = np.zeros_like(b)
     b_norm = _norm(b)
     if b_norm == 0.0:
-        return np.zeros_like(b), 0, 0.0
-    if x0 is None:
-        x = np.zeros_like(b)
-        r = b.copy()
-    else:
-        x = np.array(x0, dtype=b.dtype)
-        r = b - matvec(x)
-    size = _norm(r)
-    if size <= tol * b_norm:
-        return x, 0, size / b_norm
+        return x, 0, 0.0
+    r = b.copy()
     z = precondition(r)
     p = z.copy()
     rz = _dot(r, z)
+    size = b_norm
     iterations = 0
     while iterations < max_iterations and size > tol * b_norm:
         Ap = matvec(p)
