@@ -295,7 +295,7 @@ def _compare_baseline(package, model, colliders, state, first, last, config, pcg
             run = pkg.State.at_rest(base_model)
         run.x[:], run.v[:] = state.x, state.v
         runs[name] = dict(solver=solver, state=run, colliders=own, advance=(pkg or sys.modules["solvers"]).advance_frame,
-                          seconds=0.0, iterations=0, halvings=0)
+                          seconds=0.0, iterations=0, halvings=0, strain=0.0, distance=np.inf)
     for frame in range(first, last + 1):
         names = list(runs) if frame % 2 else list(runs)[::-1]
         line = []
@@ -309,6 +309,8 @@ def _compare_baseline(package, model, colliders, state, first, last, config, pcg
             run["seconds"] += seconds
             run["iterations"] += stats.newton_iterations
             run["halvings"] += stats.line_search_halvings
+            run["strain"] = max(run["strain"], stats.max_strain)
+            run["distance"] = min(run["distance"], min(solver.log.min_distances))
             line.append(f"{name} {seconds:.2f} s ({stats.newton_iterations} iterations, {stats.line_search_halvings} halvings, "
                         f"split {stats.split_steps}, {solver.solves.factorizations - counts[0]} factorizations, "
                         f"{solver.solves.pcg_iterations - counts[1]} PCG iterations)")
@@ -316,10 +318,17 @@ def _compare_baseline(package, model, colliders, state, first, last, config, pcg
         print(f"frame {frame}: " + ", ".join(line) + f"; positions differ by {distance:.2e} m", flush=True)
     frames = last - first + 1
     for name, run in runs.items():
+        solves = run["solver"].solves
         print(f"{name}: {run['seconds'] / frames:.2f} s/frame, {run['iterations'] / frames:.1f} Newton iterations, "
-              f"{run['halvings'] / frames:.1f} halvings, {run['solver'].solves.factorizations / frames:.1f} factorizations, "
-              f"{run['solver'].solves.pcg_iterations / frames:.0f} PCG iterations a frame, "
-              f"{1e3 * run['seconds'] / max(run['iterations'], 1):.1f} ms a Newton iteration (the first frame's include planning)")
+              f"{run['halvings'] / frames:.1f} halvings, {solves.factorizations / frames:.1f} factorizations, "
+              f"{solves.pcg_iterations / frames:.0f} PCG iterations a frame, "
+              f"{1e3 * run['seconds'] / max(run['iterations'], 1):.1f} ms a Newton iteration (the first frame's include planning); "
+              f"max strain {run['strain']:.4f}, nearest collider over every iterate {1e3 * run['distance']:.2f} mm")
+        if hasattr(solves, "factor_seconds"):  # a revision that times its narrow band's solves
+            per = 1e3 / max(run["iterations"], 1)
+            factor, pcg_time = solves.factor_seconds * per, solves.pcg_seconds * per
+            print(f"  per Newton iteration: narrow band factorization {factor:.1f} ms, PCG {pcg_time:.1f} ms, "
+                  f"the rest {1e3 * run['seconds'] / max(run['iterations'], 1) - factor - pcg_time:.1f} ms")
     print(f"speed-up {runs['baseline']['seconds'] / runs['this']['seconds']:.2f}x")
 
 

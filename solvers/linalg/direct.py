@@ -1,5 +1,7 @@
 """Sparse direct solves of symmetric positive definite systems (SuperLU through scipy, or LAPACK's banded Cholesky
 after a reverse Cuthill-McKee ordering)."""
+from time import perf_counter
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import cholesky_banded
@@ -203,6 +205,10 @@ class NewtonSolves:
         """Factorizations done by ``solve_blocks`` (the narrow band's, the full band's, SuperLU's)."""
         self.pcg_iterations = 0
         """Conjugate-gradient iterations done by ``solve_blocks`` on the narrow band."""
+        self.factor_seconds = 0.0
+        """Wall time [s] of the narrow band's factorizations (filling the band and factorizing it), for profiling."""
+        self.pcg_seconds = 0.0
+        """Wall time [s] of the narrow band's conjugate-gradient iterations, for profiling."""
         self.plan = None
         """(unknowns, RCM ordering or None for SuperLU, bandwidth) of the sequence."""
         self.method = None
@@ -279,6 +285,8 @@ class NewtonSolves:
             return None
         self.factorizations += 1
         self.pcg_iterations += iterations
+        self.factor_seconds += band.factor_seconds
+        self.pcg_seconds += band.pcg_seconds
         if x is not None:
             self.method = NARROW_BAND
         return x
@@ -511,6 +519,10 @@ class NarrowBand:
         self._diagonal_entries = (pattern.diagonal_slot[:, None] * 9 + 4 * np.arange(3)[None, :]).ravel()
         self._compensation = (None, None)  # (A's weak blocks, their compensation), kept while those blocks are unchanged
         self._buffers = {}  # dtype -> the band array (bandwidth + 1, n) each factorization overwrites
+        self.factor_seconds = 0.0
+        """Wall time [s] the last ``solve`` spent filling and factorizing P's band."""
+        self.pcg_seconds = 0.0
+        """Wall time [s] the last ``solve`` spent in conjugate gradients (the rest of it)."""
 
     def preconditioner_data(self, data: np.ndarray) -> np.ndarray:
         """P's block data over the strong blocks (s, 3, 3) from A's (block_count, 3, 3)."""
@@ -564,15 +576,21 @@ class NarrowBand:
         residual ``tolerance`` (REFINE_TOLERANCE unless given). P is factorized in single precision (in double where that
         fails): a preconditioner's round-off changes how many iterations reach the tolerance, not what they reach, and
         single precision halves the factorization and each solve with the factor (64 x 64 lab cloth, frames 25 and 26,
-        the same PCG iterations: 2.9 vs 5.6 s and 2.2 vs 3.8 s, machine under load).
+        the same PCG iterations: 2.9 vs 5.6 s and 2.2 vs 3.8 s, machine under load). The wall times of the
+        factorization (filling the band included) and of the iterations are kept in ``factor_seconds`` and
+        ``pcg_seconds``.
         Returns (x, iterations) or (None, iterations) when NARROW_MAX_ITERATIONS did not reach it; raises BandTooWide
         where a contact block leaves the narrow band and LinAlgError where P's factorization fails."""
+        began = perf_counter()
+        self.factor_seconds = self.pcg_seconds = 0.0
         factor, info = spbtrf(self.band(data, contact, np.float32), lower=0, overwrite_ab=1)
         single = info == 0
         if not single:
             factor, info = dpbtrf(self.band(data, contact), lower=0, overwrite_ab=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"the narrow band's factorization failed (info {info})")
+        factored = perf_counter()
+        self.factor_seconds = factored - began
         A = pattern.matrix(data)  # BSR: its 3x3-block product is ~4x faster than CSR's here
         C = None
         if contact is not None and len(contact[0]):
@@ -580,4 +598,5 @@ class NarrowBand:
         matvec = (lambda v: A @ v) if C is None else (lambda v: A @ v + C @ v)
         x, iterations, residual = pcg(matvec, lambda r: self.scatter.solve(factor, r, single), b, tolerance,
                                       NARROW_MAX_ITERATIONS)
+        self.pcg_seconds = perf_counter() - factored
         return (x if residual <= tolerance else None), iterations
