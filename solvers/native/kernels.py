@@ -581,6 +581,9 @@ class KeepOut:
         self.collider_count = 0
         self.positions = _PositionsCheck(self.n)
         self._posed = None
+        self._pad2 = None if self.pad2 is None else pointer(self.pad2)
+        self._table = pointer(self.table)
+        self._arrays, self._pointers = (None, None), (None, None)
 
     def pose(self, colliders) -> None:
         """The table of colliders (ground planes and spheres, ``AnalyticContacts.supports``)."""
@@ -592,6 +595,7 @@ class KeepOut:
             raise ValueError("KeepOut takes ground planes and spheres only")
         if len(colliders) > len(self.table):
             self.table = np.zeros((len(colliders), self.ROW))
+            self._table = pointer(self.table)
         collider_rows(self.table, colliders)
         self.collider_count = len(colliders)
         self._posed = colliders
@@ -601,16 +605,18 @@ class KeepOut:
         moved (k,) int64 in [0, n), strictly increasing, that are free and deeper than slack [m] inside a posed collider brought
         back to that depth along its normal, their inverse mass divided by mass_factor the first time (heavy set).
         Returns the particles moved back (once per collider)."""
-        moved = checked_indices("moved", moved, self.n, (None,))
-        if len(moved) > 1 and np.any(moved[1:] <= moved[:-1]):
-            raise ValueError("moved must be strictly increasing (distinct particles)")
-        inv_mass = checked("inv_mass", inv_mass, F64, (self.n,))
-        heavy = checked("heavy", heavy, np.dtype(np.bool_), (self.n,))
+        moved = checked("moved", moved, I64, (None,))  # its range and order: checked by the kernel (-1)
+        if inv_mass is not self._arrays[0] or heavy is not self._arrays[1]:  # one response call's arrays, many passes
+            checked("inv_mass", inv_mass, F64, (self.n,))
+            checked("heavy", heavy, np.dtype(np.bool_), (self.n,))
+            self._arrays, self._pointers = (inv_mass, heavy), (pointer(inv_mass), pointer(heavy))
         if not (slack >= 0.0) or not (mass_factor > 0.0):
             raise ValueError(f"slack must be >= 0 and mass_factor > 0, got {slack} and {mass_factor}")
-        return self.function(self.positions(x), self.n, pointer(inv_mass), pointer(heavy),
-                             None if self.pad2 is None else pointer(self.pad2), len(moved), pointer(moved),
-                             self.collider_count, pointer(self.table), float(slack), float(mass_factor))
+        back = self.function(self.positions(x), self.n, *self._pointers, self._pad2, len(moved), pointer(moved),
+                             self.collider_count, self._table, float(slack), float(mass_factor))
+        if back < 0:
+            raise ValueError(f"moved must be strictly increasing indices in [0, {self.n})")
+        return back
 
 
 # ------------------------------------------------------------------------------------------ a cloth's substeps

@@ -305,16 +305,20 @@ int64_t softsim_contacts_deep_faces(double *x, const double *x_prev, int64_t n, 
     return faces;
 }
 
-/* SelfCollision._keep_out_of_colliders over analytic colliders: the particles moved (count,) (distinct) that are
- * free at inv_mass (the response's own copy, (n,)), each collider row in turn, that lie deeper than slack inside it
+/* SelfCollision._keep_out_of_colliders over analytic colliders: the particles moved (count,) that are free at
+ * inv_mass (the response's own copy, (n,)), each collider row in turn, that lie deeper than slack inside it
  * (distance_and_normal with the pads pad2 (n,) or NULL) brought back to that depth along its normal; the first time
  * for a particle (heavy[p] 0) its inv_mass is divided by mass_factor and heavy[p] set. Returns the particles moved
- * back (a particle counts once per collider). */
+ * back (a particle counts once per collider), or -1 with nothing touched when moved is not strictly increasing in
+ * [0, n) (the twin's indices are sorted and distinct; checked here, a pass over count, instead of three NumPy
+ * reductions in the binding on every call). */
 int64_t softsim_keep_out(double *x, int64_t n, double *inv_mass, uint8_t *heavy, const double *pad2, int64_t count,
                          const int64_t *moved, int64_t collider_count, const double *colliders, double slack,
                          double mass_factor)
 {
-    (void)n;
+    for (int64_t i = 0; i < count; ++i)
+        if (moved[i] < 0 || moved[i] >= n || (i > 0 && moved[i] <= moved[i - 1]))
+            return -1;
     int64_t back = 0;
     for (int64_t k = 0; k < collider_count; ++k) {
         const double *c = colliders + SOFTSIM_COLLIDER_ROW * k;
