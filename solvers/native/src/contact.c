@@ -4,7 +4,8 @@
  *                                                    contacts only),
  *   solvers/collision/response/collider_contacts.py  ContactConstraints.project / apply_friction,
  *                                                    resolve_collider_contacts with one sweep (resolve_contacts, the
- *                                                    sphere face push, resolve_contacts again),
+ *                                                    sphere face push, resolve_contacts again), resolve_deep_faces,
+ *   solvers/collision/response/self_contact.py       SelfCollision._keep_out_of_colliders,
  *   solvers/collision/response/faces.py              resolve_sphere_faces (_near, _Topology.longest_edge, _own_bound,
  *                                                    _push_out),
  *   solvers/collision/colliders/shapes.py            GroundPlane / Sphere distance_and_normal, contact, motion,
