@@ -60,7 +60,7 @@ class ProjectedContactSolver(Solver):
             self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
             if colliders:
                 resolve_deep_faces(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
-                                   FACE_ALLOWANCE * self.config.thickness)
+                                   FACE_ALLOWANCE * self.config.thickness, getattr(self, "native_contacts", None))
 
     def finish_step(self, x, x_prev, v, dt: float, colliders, velocity_from_positions: bool = True) -> None:
         """The end of every position-level step, in place: collider contacts (``resolve_collider_contacts``), then

@@ -399,7 +399,7 @@ class AnalyticContacts:
         self.library = library
         self.functions = [getattr(library, name) for name in (
             "softsim_predict", "softsim_velocity", "softsim_contacts_find", "softsim_contacts_project",
-            "softsim_contacts_friction", "softsim_contacts_finish")]
+            "softsim_contacts_friction", "softsim_contacts_finish", "softsim_contacts_deep_faces")]
         triangles = np.ascontiguousarray(np.asarray(triangles, np.int64).reshape(-1, 3))
         pairs = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
         edges = np.ascontiguousarray(np.unique(pairs, axis=0)) if len(pairs) else np.zeros((0, 2), np.int64)
@@ -429,12 +429,14 @@ class AnalyticContacts:
         self.count = 0
         self._capacity(1)
         self._posed = None
+        self.deep_rho = None
 
     def _capacity(self, colliders: int) -> None:
         """The collider table and the contact buffers for this many colliders (n contacts each at most)."""
         colliders = max(colliders, 1)
         cap = self.n * colliders
         self.table = np.zeros((colliders, self.ROW))
+        self.rho = np.zeros(colliders)
         self.particle, self.owner = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
         self.normal, self.offset, self.pushed = np.zeros((cap, 3)), np.zeros(cap), np.zeros(cap)
         # resolve_contacts' own contacts (the step's stay readable for tests)
@@ -443,7 +445,7 @@ class AnalyticContacts:
         self.collider_count, self.count = 0, 0
         self._p = {name: pointer(getattr(self, name)) for name in (
             "inv_mass", "triangles", "edges", "settings", "x_prev", "topology_state", "x0", "work_i", "work_d", "table",
-            "particle", "owner", "normal", "offset", "pushed", "r_particle", "r_owner", "r_normal", "r_distance",
+            "rho", "particle", "owner", "normal", "offset", "pushed", "r_particle", "r_owner", "r_normal", "r_distance",
             "r_scratch")}
         self._p["pad2"] = None if self.pad2 is None else pointer(self.pad2)
 
@@ -458,36 +460,16 @@ class AnalyticContacts:
     def pose(self, colliders) -> None:
         """Fill the collider table from posed colliders (``Collider.over``); a list of the same objects as last time
         is not read again."""
-        from ..collision.colliders.shapes import PAD_LIMIT, GroundPlane
-
         colliders = list(colliders)
         if self._posed is not None and len(self._posed) == len(colliders) and all(
                 a is b for a, b in zip(self._posed, colliders)):
             return
         if len(colliders) > len(self.table):
             self._capacity(len(colliders))
-        for row, c in zip(self.table, colliders):
-            row.fill(0.0)
-            start = c.start
-            row[1] = 0.0 if start is None else 1.0
-            row[2] = float(c.friction)
-            if type(c) is GroundPlane:
-                row[3:6] = c.normal
-                row[6] = c.point @ c.normal + c.thickness  # GroundPlane.distance's offset, in its own expression
-                if start is not None:
-                    row[7:10] = c.point - start.point
-            else:
-                rho = c.radius + c.thickness
-                row[0] = 1.0
-                row[3:6] = c.center
-                row[6] = rho
-                row[7] = ((1.0 + PAD_LIMIT) ** 2 - 1.0) * rho * rho  # padded_radius's cap
-                if start is not None:
-                    row[8:11] = start.center
-                    row[11] = c.radius - start.radius
-                    row[12:15] = c.center - start.center
+        collider_rows(self.table, colliders)
         self.collider_count = len(colliders)
         self._posed = colliders
+        self.deep_rho = None
 
     def predict(self, x, v, gravity, dt: float) -> np.ndarray:
         """v += dt g on free particles, x_prev = x, x += dt v, in place on x and v (n, 3); gravity (3,) float64
@@ -536,6 +518,107 @@ class AnalyticContacts:
                                  p["edges"], self.face_passes, p["settings"], p["r_particle"], p["r_owner"],
                                  p["r_normal"], p["r_distance"], p["r_scratch"], p["topology_state"], p["x0"],
                                  p["work_i"], p["work_d"])
+
+    def deep_faces(self, x, x_prev, allowance: float) -> int:
+        """``collider_contacts.resolve_deep_faces`` of the posed colliders in place on x (n, 3) [m] from x_prev (n, 3):
+        every sphere's face push with its thickness lowered by ``allowance`` [m] (contact radius radius + (thickness
+        - allowance), the twin's ``replace`` then ``radius + thickness``); ground planes have none. Returns the
+        contacts found. Shares the face push's cached bound on the longest edge with ``finish``, as the twins share
+        ``faces._topology``'s entry of one triangles array."""
+        p = self._p
+        allowance = float(allowance)
+        if self.deep_rho != allowance:  # the table's radii for this allowance, once per pose
+            for k, c in enumerate(self._posed or ()):
+                self.rho[k] = c.radius + (c.thickness - allowance) if self.table[k, 0] == 1.0 else 0.0
+            self.deep_rho = allowance
+        return self.functions[6](self.positions(x), self._previous(x_prev), self.n, p["inv_mass"], self.collider_count,
+                                 p["table"], p["rho"], len(self.triangles), p["triangles"], len(self.edges),
+                                 p["edges"], self.face_passes, p["settings"], p["topology_state"], p["x0"],
+                                 p["work_i"], p["work_d"])
+
+
+def collider_rows(table, colliders) -> None:
+    """Fill rows of the collider table (k, SOFTSIM_COLLIDER_ROW) float64 from ground planes and spheres (their
+    posed objects, ``Collider.over``), one row each in order (``src/contact.c`` documents the row)."""
+    from ..collision.colliders.shapes import PAD_LIMIT, GroundPlane
+
+    for row, c in zip(table, colliders):
+        row.fill(0.0)
+        start = c.start
+        row[1] = 0.0 if start is None else 1.0
+        row[2] = float(c.friction)
+        if type(c) is GroundPlane:
+            row[3:6] = c.normal
+            row[6] = c.point @ c.normal + c.thickness  # GroundPlane.distance's offset, in its own expression
+            if start is not None:
+                row[7:10] = c.point - start.point
+        else:
+            rho = c.radius + c.thickness
+            row[0] = 1.0
+            row[3:6] = c.center
+            row[6] = rho
+            row[7] = ((1.0 + PAD_LIMIT) ** 2 - 1.0) * rho * rho  # padded_radius's cap
+            if start is not None:
+                row[8:11] = start.center
+                row[11] = c.radius - start.radius
+                row[12:15] = c.center - start.center
+
+
+class KeepOut:
+    """``self_contact.SelfCollision._keep_out_of_colliders`` over ground planes and spheres in C
+    (``softsim_keep_out``, ``src/contact.c``), bit for bit.
+
+    library: a ``library.NativeLibrary``; particle_count: n; pad2 (n,) float64 [m^2] or None (the sphere pads).
+    ``pose(colliders)`` fills the collider table (a list of the same objects as last time is not read again);
+    ``run`` moves the particles back and updates the response's inverse masses and heavy flags."""
+
+    ROW = AnalyticContacts.ROW
+
+    def __init__(self, library, particle_count: int, pad2=None):
+        self.function = library.softsim_keep_out
+        self.library = library
+        self.n = int(particle_count)
+        self.pad2 = None if pad2 is None else checked("pad2", pad2, F64, (self.n,))
+        self.table = np.zeros((1, self.ROW))
+        self.collider_count = 0
+        self.positions = _PositionsCheck(self.n)
+        self._posed = None
+        self._pad2 = None if self.pad2 is None else pointer(self.pad2)
+        self._table = pointer(self.table)
+        self._arrays, self._pointers = (None, None), (None, None)
+
+    def pose(self, colliders) -> None:
+        """The table of colliders (ground planes and spheres, ``AnalyticContacts.supports``)."""
+        colliders = list(colliders)
+        if self._posed is not None and len(self._posed) == len(colliders) and all(
+                a is b for a, b in zip(self._posed, colliders)):
+            return
+        if not AnalyticContacts.supports(colliders):
+            raise ValueError("KeepOut takes ground planes and spheres only")
+        if len(colliders) > len(self.table):
+            self.table = np.zeros((len(colliders), self.ROW))
+            self._table = pointer(self.table)
+        collider_rows(self.table, colliders)
+        self.collider_count = len(colliders)
+        self._posed = colliders
+
+    def run(self, x, moved, inv_mass, heavy, slack: float, mass_factor: float) -> int:
+        """In place on x (n, 3) float64 [m], inv_mass (n,) float64 [1/kg] and heavy (n,) bool: the particles
+        moved (k,) int64 in [0, n), strictly increasing, that are free and deeper than slack [m] inside a posed collider brought
+        back to that depth along its normal, their inverse mass divided by mass_factor the first time (heavy set).
+        Returns the particles moved back (once per collider)."""
+        moved = checked("moved", moved, I64, (None,))  # its range and order: checked by the kernel (-1)
+        if inv_mass is not self._arrays[0] or heavy is not self._arrays[1]:  # one response call's arrays, many passes
+            checked("inv_mass", inv_mass, F64, (self.n,))
+            checked("heavy", heavy, np.dtype(np.bool_), (self.n,))
+            self._arrays, self._pointers = (inv_mass, heavy), (pointer(inv_mass), pointer(heavy))
+        if not (slack >= 0.0) or not (mass_factor > 0.0):
+            raise ValueError(f"slack must be >= 0 and mass_factor > 0, got {slack} and {mass_factor}")
+        back = self.function(self.positions(x), self.n, *self._pointers, self._pad2, len(moved), pointer(moved),
+                             self.collider_count, self._table, float(slack), float(mass_factor))
+        if back < 0:
+            raise ValueError(f"moved must be strictly increasing indices in [0, {self.n})")
+        return back
 
 
 # ------------------------------------------------------------------------------------------ a cloth's substeps

@@ -195,6 +195,21 @@ def contact_scene(n: int = 9, seed: int = 2, moving: bool = True, friction: floa
     return model, x, v, [sphere, ground]
 
 
+def deep_scene(friction: float = 0.3, moving: bool = False):
+    """``contact_scene`` (thickness 5 mm) with every vertex 2 to 12 mm inside the sphere along its radial direction
+    (deeper with the index) and its step's start 1 mm above: faces that start inside the sphere, for the face push
+    (``faces.resolve_sphere_faces``, ``collider_contacts.resolve_deep_faces``). Returns (model, x, x_prev,
+    colliders)."""
+    model, x, _, colliders = contact_scene(moving=moving, thickness=0.005, friction=friction)
+    sphere = colliders[0]
+    rel = x - sphere.center
+    r = np.linalg.norm(rel, axis=1)
+    sink = np.linspace(0.002, 0.012, len(x))
+    x = np.ascontiguousarray(sphere.center + rel / r[:, None] * np.minimum(r, sphere.radius - sink)[:, None])
+    x_prev = np.ascontiguousarray(x + np.array([0.0, 0.0, 0.001]))
+    return model, x, x_prev, colliders
+
+
 def contact_step_numpy(model, x, v, colliders, pad2, dt: float, gravity, damping_factor: float) -> None:
     """The twins of ``kernels.AnalyticContacts`` in a position-based step's order, without the constraint sweeps:
     predict, find the contacts, project, friction, the end-of-step resolve, velocity; in place on x and v."""
@@ -232,7 +247,7 @@ def contact_step_native(binding, x, v, colliders, dt: float, gravity, damping_fa
 
 def _contacts(library) -> str:
     """The contact kernels over a few steps of ``contact_scene`` against their twins, with the sphere pads and without
-    (then the faces dip into the sphere and the face push acts)."""
+    (then the faces dip into the sphere and the face push acts), then ``_deep_faces``."""
     from ..collision.response.faces import sphere_pads
     from .kernels import AnalyticContacts
 
@@ -250,7 +265,45 @@ def _contacts(library) -> str:
         problem = _differs("contacts", x, y, 1.0) or _differs("contact velocities", v, u, 1.0)
         if problem:
             return problem
-    return ""
+    return _deep_faces(library)
+
+
+def _deep_faces(library) -> str:
+    """The face push with the contact radius lowered (``AnalyticContacts.deep_faces``) on faces starting inside the
+    sphere against ``collider_contacts.resolve_deep_faces``, and ``KeepOut`` against
+    ``SelfCollision._keep_out_of_colliders`` on the same particles."""
+    from types import SimpleNamespace
+
+    from ..collision.response.collider_contacts import resolve_deep_faces
+    from ..collision.response.faces import sphere_pads
+    from ..collision.response.impact_zones import COLLIDER_SLACK
+    from ..collision.response.self_contact import CONTACT_MASS_FACTOR, SelfCollision
+    from .kernels import AnalyticContacts, KeepOut
+
+    model, x, x_prev, colliders = deep_scene()
+    binding = AnalyticContacts(library, model.inv_mass, None, model.triangle_indices)
+    binding.pose(colliders)
+    y, z = x.copy(), x.copy()
+    found = binding.deep_faces(y, x_prev, 0.002)
+    if found != resolve_deep_faces(z, x_prev, model.inv_mass, model.triangle_indices, colliders, 0.002) or not found:
+        return "deep faces: the contacts found differ (or none)"
+    problem = _differs("deep faces", y, z, 1.0)
+    if problem:
+        return problem
+    pad2 = sphere_pads(model.rest_positions, model.triangle_indices)
+    moved = np.arange(0, len(x), 2, dtype=np.int64)
+    inv_mass, heavy = model.inv_mass.copy(), np.zeros(len(x), bool)
+    keep_out = KeepOut(library, len(x), pad2)
+    keep_out.pose(colliders)
+    y = x.copy()
+    keep_out.run(y, moved, inv_mass, heavy, COLLIDER_SLACK * 0.002, CONTACT_MASS_FACTOR)
+    twin = SimpleNamespace(native_pass=None, inv_mass=model.inv_mass.copy(), _heavy=np.zeros(len(x), bool), pad2=pad2,
+                           thickness=0.002)
+    z = x.copy()
+    SelfCollision._keep_out_of_colliders(twin, z, moved, colliders)
+    if not heavy.any() or not np.array_equal(heavy, twin._heavy):
+        return "keep out: the heavy particles differ (or none)"
+    return _differs("keep out", y, z, 1.0) or _differs("keep out masses", inv_mass, twin.inv_mass, 1.0)
 
 
 def self_pair_scene(n: int = 9, seed: int = 3, thickness: float = 0.05, fold: float = 0.6):
@@ -656,7 +709,7 @@ def implicit(library) -> str:
 FAMILIES = {
     # family: the tests of its kernels, run in order the first time a solver binds the family (NativeLibrary.ready).
     # The scenes are the smallest that still reach every branch each test checks (its "found no pairs" guards).
-    "contacts": (_contacts,),  # kernels.AnalyticContacts (position-based and projective solvers)
+    "contacts": (_contacts,),  # kernels.AnalyticContacts, KeepOut (position-based and projective solvers)
     "substeps": (_substeps,),  # kernels.BendingJacobi, AirLoads, ClothFrame
     "mesh": (mesh_closest,),  # mesh_kernels.MeshClosest, mesh_frame
     "solids": (partial(run_solids, cells=2),),  # kernels.TetStrainSweep

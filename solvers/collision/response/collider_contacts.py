@@ -148,15 +148,22 @@ def _resolve_once(x, x_prev, inv_mass, triangles, colliders, pad2=None) -> None:
 
 
 def resolve_deep_faces(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray, colliders,
-                       allowance: float) -> int:
+                       allowance: float, native=None) -> int:
     """Push the triangles (t, 3) that lie deeper than ``allowance`` [m] inside a collider that reaches between corners
     back to that depth, in place on x (the face push of each such collider with its thickness lowered by allowance).
     Returns the contacts found.
+
+    native: the solver's ``native.kernels.AnalyticContacts`` (built on these inv_mass and triangles) or None; when
+    every collider is a ground plane or a sphere the pushes run in C (``AnalyticContacts.deep_faces``, the same
+    operations in the same order), else here (mesh colliders and other kinds reaching between corners).
 
     The last word after self-collision, which moves particles that the collider contacts had put outside: on the
     lab cloth folding onto its sphere (PROJECTIVE 8 x 5, self-collision at 1 cm) its response and fail-safe left faces
     up to 7.9 mm in over 8 round-off paths (0.1-7.9 mm); this brings them to 0.8-3.8 mm, with no self-crossing. Not
     to the surface: pushing faces all the way out moved them through the layer lying on them (107 crossing pairs on
     one of those paths); a push of at most the excess depth stays below the layers' spacing (thickness)."""
+    if native is not None and native.supports(colliders):
+        native.pose(colliders)
+        return native.deep_faces(x, x_prev, allowance)
     return sum(replace(c, thickness=c.thickness - allowance).resolve_faces(x, x_prev, inv_mass, triangles)
                for c in colliders if c.reaches_between_corners)

@@ -291,9 +291,21 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         """Bring the particles ``moved`` (indices) that a pass pushed deeper than COLLIDER_SLACK * thickness into a
         collider back to that depth (along its normal), in place; from then on they weigh CONTACT_MASS_FACTOR times
         more (``self.inv_mass`` is the call's own copy), so the next passes move the layer above them instead. The
-        collider contacts of the next step take them the rest of the way out."""
-        moved = moved[self.inv_mass[moved] > 0.0]
+        collider contacts of the next step take them the rest of the way out.
+
+        With the native library (``native_pass``) and only ground planes and spheres, in C
+        (``native.kernels.KeepOut``, bit for bit); mesh colliders take the loop below."""
         slack = COLLIDER_SLACK * self.thickness
+        from ...native.kernels import AnalyticContacts, KeepOut
+
+        if self.native_pass is not None and len(moved) and colliders and AnalyticContacts.supports(colliders):
+            keep_out = self.__dict__.get("_native_keep_out")
+            if keep_out is None or keep_out[0] is not self.pad2:
+                keep_out = self._native_keep_out = (self.pad2, KeepOut(self.native_pass.library, len(x), self.pad2))
+            keep_out[1].pose(colliders)
+            keep_out[1].run(x, moved, self.inv_mass, self._heavy, slack, CONTACT_MASS_FACTOR)
+            return
+        moved = moved[self.inv_mass[moved] > 0.0]
         for collider in colliders:
             if len(moved) == 0:
                 return

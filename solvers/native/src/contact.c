@@ -4,7 +4,8 @@
  *                                                    contacts only),
  *   solvers/collision/response/collider_contacts.py  ContactConstraints.project / apply_friction,
  *                                                    resolve_collider_contacts with one sweep (resolve_contacts, the
- *                                                    sphere face push, resolve_contacts again),
+ *                                                    sphere face push, resolve_contacts again), resolve_deep_faces,
+ *   solvers/collision/response/self_contact.py       SelfCollision._keep_out_of_colliders,
  *   solvers/collision/response/faces.py              resolve_sphere_faces (_near, _Topology.longest_edge, _own_bound,
  *                                                    _push_out),
  *   solvers/collision/colliders/shapes.py            GroundPlane / Sphere distance_and_normal, contact, motion,
@@ -274,4 +275,75 @@ int64_t softsim_contacts_finish(double *x, const double *x_prev, int64_t n, cons
         resolve_vertices(x, x_prev, n, inv_mass, pad2, collider_count, colliders, particle, owner, normal, distance,
                          scratch);
     return 1;
+}
+
+/* collider_contacts.resolve_deep_faces over analytic colliders: the face push of every sphere row k (faces.
+ * resolve_sphere_faces) with its contact radius rho[k] (the binding's radius + (thickness - allowance), the twin's
+ * own expression), in row order; ground planes have no face push. Returns the contacts found (the first passes'
+ * hits). Buffers as softsim_contacts_finish's topology_state, x0, work_i, work_d (the same ones: the twin's cached
+ * bound on the longest edge is one per triangles array). */
+int64_t softsim_contacts_deep_faces(double *x, const double *x_prev, int64_t n, const double *inv_mass,
+                                    int64_t collider_count, const double *colliders, const double *rho, int64_t t,
+                                    const int64_t *triangles, int64_t edge_count, const int64_t *edges,
+                                    int64_t face_passes, const double *settings, double *topology_state, double *x0,
+                                    int64_t *work_i, double *work_d)
+{
+    if (t == 0 || n == 0)
+        return 0;
+    FaceWork w = face_work(work_i, work_d, n, t);
+    int64_t faces = 0;
+    for (int64_t k = 0; k < collider_count; ++k) {
+        const double *c = colliders + SOFTSIM_COLLIDER_ROW * k;
+        if (c[0] != KIND_SPHERE)
+            continue;
+        double row[SOFTSIM_COLLIDER_ROW];
+        for (int a = 0; a < SOFTSIM_COLLIDER_ROW; ++a)
+            row[a] = c[a];
+        row[6] = rho[k];
+        faces += sphere_faces(x, x_prev, n, inv_mass, t, triangles, edge_count, edges, topology_state, x0, row,
+                              face_passes, settings, &w);
+    }
+    return faces;
+}
+
+/* SelfCollision._keep_out_of_colliders over analytic colliders: the particles moved (count,) that are free at
+ * inv_mass (the response's own copy, (n,)), each collider row in turn, that lie deeper than slack inside it
+ * (distance_and_normal with the pads pad2 (n,) or NULL) brought back to that depth along its normal; the first time
+ * for a particle (heavy[p] 0) its inv_mass is divided by mass_factor and heavy[p] set. Returns the particles moved
+ * back (a particle counts once per collider), or -1 with nothing touched when moved is not strictly increasing in
+ * [0, n) (the twin's indices are sorted and distinct; checked here, a pass over count, instead of three NumPy
+ * reductions in the binding on every call). */
+int64_t softsim_keep_out(double *x, int64_t n, double *inv_mass, uint8_t *heavy, const double *pad2, int64_t count,
+                         const int64_t *moved, int64_t collider_count, const double *colliders, double slack,
+                         double mass_factor)
+{
+    for (int64_t i = 0; i < count; ++i)
+        if (moved[i] < 0 || moved[i] >= n || (i > 0 && moved[i] <= moved[i - 1]))
+            return -1;
+    int64_t back = 0;
+    for (int64_t k = 0; k < collider_count; ++k) {
+        const double *c = colliders + SOFTSIM_COLLIDER_ROW * k;
+        for (int64_t i = 0; i < count; ++i) {
+            int64_t p = moved[i];
+            /* the twin filters moved by inv_mass once, before the colliders: a particle made heavy by an earlier
+             * collider still has a positive inverse mass */
+            if (!(inv_mass[p] > 0.0))
+                continue;
+            double *xp = x + 3 * p;
+            double nrm[3];
+            double d = distance_normal(c, xp, pad2, p, nrm);
+            if (!(d < -slack))
+                continue;
+            double depth = d + slack;
+            xp[0] -= depth * nrm[0];
+            xp[1] -= depth * nrm[1];
+            xp[2] -= depth * nrm[2];
+            if (!heavy[p]) {
+                inv_mass[p] /= mass_factor;
+                heavy[p] = 1;
+            }
+            ++back;
+        }
+    }
+    return back;
 }

@@ -92,11 +92,12 @@ static inline int contact_sweeps(const double *x, const double *x_prev, int64_t 
 /* primitives.closest_weights of point P over triangle (A, B, C), up to its weights v, w of B and C (the caller forms
  * u = 1 - v - w, clamped or not as its twin does): the Gram system's dot products summed by `gram`, the border
  * branch's by `border` (the twins' layouts differ: dot_rows or dot_in_order). e1 = B - A, e2 = C - A are handed back
- * (the callers' closest point and face normal use them). */
-static inline void closest_vw(const double *P, const double *A, const double *B, const double *C,
-                              double (*gram)(const double *, const double *),
-                              double (*border)(const double *, const double *), double *e1, double *e2, double *v_out,
-                              double *w_out)
+ * (the callers' closest point and face normal use them); *inside is 1 when the foot of the perpendicular was taken
+ * (the twin's `inside`), 0 when the border branch ran. */
+static inline void closest_vw_inside(const double *P, const double *A, const double *B, const double *C,
+                                     double (*gram)(const double *, const double *),
+                                     double (*border)(const double *, const double *), double *e1, double *e2,
+                                     double *v_out, double *w_out, int *inside)
 {
     for (int a = 0; a < 3; ++a) {
         e1[a] = B[a] - A[a];
@@ -108,7 +109,8 @@ static inline void closest_vw(const double *P, const double *A, const double *B,
     double denom = e11 * e22 - e12 * e12;
     double v = e22 * d1 - e12 * d2;
     double w = e11 * d2 - e12 * d1;
-    if (v >= 0.0 && w >= 0.0 && v + w <= denom && denom > 1e-12 * e11 * e22) {
+    *inside = v >= 0.0 && w >= 0.0 && v + w <= denom && denom > 1e-12 * e11 * e22;
+    if (*inside) {
         double scale = 1.0 / denom;
         v *= scale;
         w *= scale;
@@ -129,6 +131,16 @@ static inline void closest_vw(const double *P, const double *A, const double *B,
     }
     *v_out = v;
     *w_out = w;
+}
+
+/* closest_vw_inside without the flag. */
+static inline void closest_vw(const double *P, const double *A, const double *B, const double *C,
+                              double (*gram)(const double *, const double *),
+                              double (*border)(const double *, const double *), double *e1, double *e2, double *v_out,
+                              double *w_out)
+{
+    int inside;
+    closest_vw_inside(P, A, B, C, gram, border, e1, e2, v_out, w_out, &inside);
 }
 
 /* MeshFacePushes._apply (mesh_face_pushes.py): k face pushes of `width` (3: corner on triangle, 2: edge on edge)

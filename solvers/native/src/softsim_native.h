@@ -177,6 +177,19 @@ SOFTSIM_API int64_t softsim_contacts_finish(double *x, const double *x_prev, int
                                             double *scratch, double *topology_state, double *x0, int64_t *work_i,
                                             double *work_d);
 
+/* collider_contacts.resolve_deep_faces over analytic colliders: each sphere's face push with its own contact radius
+ * (contact.c). */
+SOFTSIM_API int64_t softsim_contacts_deep_faces(double *x, const double *x_prev, int64_t n, const double *inv_mass,
+                                                int64_t collider_count, const double *colliders, const double *rho,
+                                                int64_t t, const int64_t *triangles, int64_t edge_count,
+                                                const int64_t *edges, int64_t face_passes, const double *settings,
+                                                double *topology_state, double *x0, int64_t *work_i, double *work_d);
+
+/* SelfCollision._keep_out_of_colliders over analytic colliders (contact.c). */
+SOFTSIM_API int64_t softsim_keep_out(double *x, int64_t n, double *inv_mass, uint8_t *heavy, const double *pad2,
+                                     int64_t count, const int64_t *moved, int64_t collider_count,
+                                     const double *colliders, double slack, double mass_factor);
+
 /* Cloth self-collision's broad phase (self_collision.c): the vertex-triangle and edge-edge pairs within reach + the
  * two elements' skins (exact distances), from a hash grid of boxes in caller-owned buffers. Returns the pair count
  * (only the first pair_capacity written; more asks for a retry), or -1 with needs[0] the grid entries wanted.

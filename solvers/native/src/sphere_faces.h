@@ -1,7 +1,8 @@
 /* The sphere face push (faces.resolve_sphere_faces: _near, _Topology.longest_edge, _own_bound, _push_out), shared by
  * contact.c (ground planes and spheres) and mesh_frame.c (a sphere beside still mesh colliders in the whole-frame
- * call). Dot products in the twin's orders: einsum over (3, m) columns and faces.py's _dot3 add (x + y) + z
- * (dot_in_order), einsum("ij,ij->i") over rows (x x + z z) + y y (dot_rows). Collider row c as contact.c documents. */
+ * call). Dot products in the twin's orders: faces.py's _dot3 and einsum over C-contiguous (3, m) columns add
+ * (x + y) + z (dot_in_order); einsum("ij,ij->i") over rows, and over (3, m) columns laid out coordinate fastest (the
+ * fancy-indexed gathers of _push_out), (x x + z z) + y y (dot_rows). Collider row c as contact.c documents. */
 #ifndef SOFTSIM_SPHERE_FACES_H
 #define SOFTSIM_SPHERE_FACES_H
 
@@ -116,14 +117,26 @@ static inline int64_t sphere_faces(double *x, const double *x_prev, int64_t n, c
     for (int64_t pass = 0; pass < passes; ++pass) {
         int64_t hits = 0;
         double deepest = 0.0;
+        /* primitives.closest_weights on the twin's gathers: X[:, corner] lays each corner's (3, m) out coordinate
+         * fastest, so its einsum adds the Gram system's dot products as (x x + z z) + y y (dot_rows); the border
+         * branch runs on np.take copies, (3, k) C-contiguous, added in order, unless no triangle of the pass is
+         * inside, when it runs on the gathers themselves (dot_rows again). The pass runs with the border in order
+         * first and again with dot_rows when no triangle was inside. */
+        int all_outside = 0;
+    again:
+        hits = 0;
+        deepest = 0.0;
+        int any_inside = 0;
         for (int64_t i = 0; i < m; ++i) {
             const int64_t *tj = triangles + 3 * w->active[i];
             const double *A = x + 3 * tj[0], *B = x + 3 * tj[1], *C = x + 3 * tj[2];
             double *out = w->tri + 8 * i;
-            /* primitives.closest_weights over the twin's (3, k) columns: every dot product in order; the twin's
-             * u = 1 - v - w is not clamped here */
+            /* the twin's u = 1 - v - w is not clamped here */
             double e1[3], e2[3], v, wt;
-            closest_vw(center, A, B, C, dot_in_order, dot_in_order, e1, e2, &v, &wt);
+            int inside;
+            closest_vw_inside(center, A, B, C, dot_rows, all_outside ? dot_rows : dot_in_order, e1, e2, &v, &wt,
+                              &inside);
+            any_inside |= inside;
             double b[3] = {1.0 - v - wt, v, wt};
             double q[3] = {A[0] + v * e1[0] + wt * e2[0], A[1] + v * e1[1] + wt * e2[1], A[2] + v * e1[2] + wt * e2[2]};
             double r[3] = {q[0] - center[0], q[1] - center[1], q[2] - center[2]};
@@ -178,6 +191,10 @@ static inline int64_t sphere_faces(double *x, const double *x_prev, int64_t n, c
             out[5] = delta[0];
             out[6] = delta[1];
             out[7] = delta[2];
+        }
+        if (!any_inside && !all_outside && m > 0) {
+            all_outside = 1;
+            goto again;
         }
         if (hits == 0 || deepest < tolerance)
             break;
