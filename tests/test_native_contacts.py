@@ -17,9 +17,10 @@ from solvers.native.selftest import contact_scene, contact_step_native, contact_
 
 GRAVITY, DT = np.array([0.0, 0.0, -9.81]), 1.0 / 720.0
 FACE_TOLERANCE = 1e-12
-"""[m] Where the sphere face push acts, native and NumPy agree to round-off, not bit for bit: the twin's closest
-point (``primitives.closest_weights``) adds its 3-term dot products with ``einsum``, whose order ((x + y) + z or
-(x + z) + y) depends on the operands' layout and length; the C code adds (x + y) + z. Everything else is bitwise."""
+"""[m] Where the sphere face push acts: the twin's closest point (``primitives.closest_weights``) adds its 3-term dot
+products with ``einsum``, whose order ((x + y) + z or (x x + z z) + y y) depends on the operands' layout; the C code
+follows the orders it takes on x86-64 with NumPy 2.3 and 1.26 (``src/sphere_faces.h``: equal bit for bit there), and
+this bounds an einsum that orders its sums otherwise. Everything else is bitwise."""
 
 
 def assert_close(a, b, tolerance=FACE_TOLERANCE):

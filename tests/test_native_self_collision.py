@@ -132,9 +132,10 @@ def test_self_colliding_frames_equal_on_both_compute_paths(library):
 
 
 def test_self_colliding_frames_over_a_sphere_agree_to_round_off(library):
-    """Over a sphere the end-of-step face push runs in C on the native path (``src/contact.c``), whose sums round
-    differently from NumPy's: the frames agree to round-off (1e-14 m measured after 14 frames with NumPy 2.3; 1e-9 m
-    bounds NumPy 1.26's einsum order too). A wrong contact or pair shows as millimetres."""
+    """Over a sphere the end-of-step face push runs in C on the native path (``src/contact.c``), which adds its dot
+    products in the orders NumPy's einsum takes on the twin's operands (``src/sphere_faces.h``): the frames are equal
+    bit for bit with NumPy 2.3 and 1.26 on x86-64; 1e-9 m bounds an einsum that orders its sums otherwise on another
+    machine. A wrong contact or pair shows as millimetres."""
     native_sc, native_state, _ = _lab(12, "AUTO", 14)
     numpy_sc, numpy_state, _ = _lab(12, "NUMPY", 14)
     assert native_sc.native_pairs is not None and numpy_sc.native_pairs is None
