@@ -27,13 +27,13 @@ from .self_pairs import (_bounding_spheres, _drop, _ee_distance, _join_points, _
 SKIN_FRACTION = 0.2
 """The broad phase's smallest spare distance (Verlet skin) of a pair, as a fraction of the mean rest edge length:
 each of its two elements brings half."""
-SKIN_MOTION = 24.0
+SKIN_MOTION = 16.0
 """A particle's skin is at least half this many times its motion in the step relative to the mean (a list outlives
-several steps of its fastest elements). With the box tests and the skin growth, larger skins pay: on the 64 x 64 lab
-cloth (frames 21-28, XPBD 30 x 1, one run each back to back on a loaded machine) SKIN_MOTION 12 and MAX_SKIN_FRACTION
-1.8 took 3.9 s a frame (52 rebuilds, 31k pairs listed at the end), 24 and 3.6 3.5 s (26 rebuilds, 121k pairs), 60 and
-12 (skins covering about a frame's motion) 5.2 s (11 rebuilds, 800k pairs: the lists' upkeep every substep then costs
-more than the builds it saves)."""
+several steps of its fastest elements). The trade: a larger skin rebuilds less often but every substep scans more
+pairs. With the native kernels (threaded builds, the list's checks in C), on the crumpled 64 x 64 lab cloth
+(``bench/profile_self_collision.py`` from its frame-30 state, frames 31-36, two runs each on a quiet 2-core machine):
+8 took 0.149 s a frame (60 rebuilds, 21k pairs listed), 12 0.125 (36, 26k), 16 0.126 (27, 32k), 24 0.145-0.147 (20,
+54k). 16 rather than 12: fewer rebuilds, whose cost grows on a machine with fewer cores."""
 MAX_SKIN_FRACTION = 3.6
 """... but at most half this fraction of the mean rest edge per element, unless the step's motion needs more (2.5
 steps). Only fast elements get it: one skin for the whole cloth this large filled the lists with the sheet's own
