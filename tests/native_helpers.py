@@ -36,3 +36,20 @@ def assert_same(native_result, numpy_result, scale=1.0):
             raise AssertionError(f"native differs from NumPy by {gap:.3g} (expected bit for bit on x86-64)")
     else:
         np.testing.assert_allclose(native_result, numpy_result, rtol=0.0, atol=TOLERANCE * scale)
+
+
+def jittered_cloth(n=9, curved=True, seed=3):
+    """A 2 m cloth of n x n vertices (with diagonals), pinned at two corners, curved (z = 0.3 x^2: hinges with a rest
+    angle) or flat, and positions jittered by 5 cm: (model, x (n*n, 3), the random generator)."""
+    from solvers.builder import build_model, grid_cloth
+
+    vertices, edges, triangles = grid_cloth(n, 2.0, diagonals=True)
+    vertices = vertices.copy()
+    if curved:
+        vertices[:, 2] = 0.3 * vertices[:, 0] ** 2
+    pinned = np.zeros(n * n, bool)
+    pinned[[0, n - 1]] = True
+    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0)
+    rng = np.random.default_rng(seed)
+    x = np.ascontiguousarray(vertices + rng.normal(scale=0.05, size=vertices.shape))
+    return model, x, rng

@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 import pytest
 
-from native_helpers import assert_same, native_library
+from native_helpers import assert_same, jittered_cloth, native_library
 from solvers import SolverConfig, State, advance_frame, make_solver
 from solvers.builder import build_model, grid_cloth
 from solvers.collision.colliders.shapes import GroundPlane, Sphere, frame_colliders
@@ -116,13 +116,7 @@ def test_many_fields_at_once_equal_numpy(library):
 
 
 def _cloth(n=9, seed=3):
-    vertices, edges, triangles = grid_cloth(n, 2.0, diagonals=True)
-    pinned = np.zeros(n * n, bool)
-    pinned[[0, n - 1]] = True
-    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0)
-    rng = np.random.default_rng(seed)
-    x = np.ascontiguousarray(vertices + rng.normal(scale=0.05, size=vertices.shape))
-    return model, x, rng
+    return jittered_cloth(n, curved=False, seed=seed)
 
 
 @pytest.mark.parametrize("air", [0.0, 1.3])

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from native_helpers import assert_same, native_library
+from native_helpers import assert_same, jittered_cloth, native_library
 from solvers import SolverConfig, State, advance_frame, make_solver
 from solvers.builder import build_model, grid_cloth
 from solvers.collision.response import collider_contacts as response
@@ -36,16 +36,7 @@ def library():
 
 
 def _cloth(n=9, curved=True, seed=3):
-    vertices, edges, triangles = grid_cloth(n, 2.0, diagonals=True)
-    vertices = vertices.copy()
-    if curved:
-        vertices[:, 2] = 0.3 * vertices[:, 0] ** 2
-    pinned = np.zeros(n * n, bool)
-    pinned[[0, n - 1]] = True
-    model = build_model(vertices, edges, triangles, pinned=pinned, total_mass=1.0)
-    rng = np.random.default_rng(seed)
-    x = np.ascontiguousarray(vertices + rng.normal(scale=0.05, size=vertices.shape))
-    return model, x, rng
+    return jittered_cloth(n, curved, seed)
 
 
 @pytest.mark.parametrize("curved", [False, True])
