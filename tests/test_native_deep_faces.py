@@ -53,8 +53,8 @@ def test_faces_starting_inside_the_sphere_are_pushed_as_in_numpy(library, fricti
     """Vertices 2-12 mm inside the sphere, the step's start 1 mm above: every face is hit, and one vertex's faces
     meet the sphere's closest point on an edge, where the corner weight 1 - v - w rounds to 5.6e-17 instead of 0 and
     counts the face in that vertex's mean. The C push sums the closest point's dot products in the order NumPy's
-    einsum does on _push_out's gathers, so it meets the same rounding (it used to differ by 0.2 mm there from the
-    second pass on, with friction)."""
+    einsum does on _push_out's gathers, so it meets the same rounding (another order moves that vertex by 0.2 mm from
+    the second pass on, with friction)."""
     model, x, x_prev, colliders = deep_scene(friction)
     y, z, found, expected = _push(library, model, x, x_prev, colliders[:1], 0.0, passes)
     assert found == expected == len(model.triangle_indices)
