@@ -24,6 +24,7 @@
 #include <math.h>
 
 #include "contact_common.h"
+#include "pair_buffer.h"
 #include "mesh_query.h"
 #include "softsim_native.h"
 
@@ -332,14 +333,8 @@ int64_t mesh_corner_pairs_drift(const double *x, const int64_t *triangles, const
                         for (int a = 0; a < 3; ++a)
                             r[a] = ((P[a] - bary[0] * A[a]) - bary[1] * B[a]) - bary[2] * C[a];
                         double d = sqrt(dot_rows(r, r));
-                        if (d <= limit) {
-                            if (count < capacity) {
-                                out_corner[count] = f;
-                                out_row[count] = rows[i];
-                                out_d[count] = d;
-                            }
-                            ++count;
-                        }
+                        if (d <= limit)
+                            count = record_pair(out_corner, out_row, out_d, count, capacity, f, rows[i], d);
                     }
                 }
         if (count <= capacity)
@@ -423,14 +418,8 @@ int64_t mesh_edge_pairs_drift(const double *x, const int64_t *edges, const int64
                         if (apart)
                             continue;
                         double d = segment_distance(P, Q, A, B);
-                        if (d <= limit) {
-                            if (count < capacity) {
-                                out_edge[count] = f;
-                                out_row[count] = rows[i];
-                                out_d[count] = d;
-                            }
-                            ++count;
-                        }
+                        if (d <= limit)
+                            count = record_pair(out_edge, out_row, out_d, count, capacity, f, rows[i], d);
                     }
                 }
         if (count <= capacity)

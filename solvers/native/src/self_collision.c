@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "pair_buffer.h"
 #include "self_geometry.h"
 #include "softsim_native.h"
 
@@ -394,12 +395,7 @@ SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int6
                 if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
                 /* v's excluded triangles: the short run of keys found once for v */
                 if (listed_in(excluded, ex_first, ex_last, v * t_count + t)) continue;
-                if (count < pair_capacity) {
-                    out_v[count] = v;
-                    out_t[count] = t;
-                    out_d[count] = d;
-                }
-                count++;
+                count = record_pair(out_v, out_t, out_d, count, pair_capacity, v, t, d);
             });
             if (count <= pair_capacity) sort_group(out_t, out_d, group, count);
         }
@@ -486,12 +482,7 @@ SOFTSIM_API int64_t softsim_self_ee_query(const double *x, int64_t n, const int6
                 double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
                 if (!(d <= limit)) continue;
                 if (listed_in(excluded, ex_first, ex_last, a * e_count + b)) continue;
-                if (count < pair_capacity) {
-                    out_a[count] = a;
-                    out_b[count] = b;
-                    out_d[count] = d;
-                }
-                count++;
+                count = record_pair(out_a, out_b, out_d, count, pair_capacity, a, b, d);
             });
             if (count <= pair_capacity) sort_group(out_b, out_d, group, count);
         }
@@ -577,12 +568,7 @@ static inline int point_box_overlap(const double *p, double skin, const double *
         int64_t key_ = (v) * t_count + (t);                                                                             \
         if (excluded_count && excluded_key(excluded, excluded_count, key_)) continue;                                   \
         if (listed_count && excluded_key(listed, listed_count, key_)) continue;                                         \
-        if (count < pair_capacity) {                                                                                    \
-            out_v[count] = (v);                                                                                         \
-            out_t[count] = (t);                                                                                         \
-            out_d[count] = d_;                                                                                          \
-        }                                                                                                               \
-        count++;                                                                                                        \
+        count = record_pair(out_v, out_t, out_d, count, pair_capacity, (v), (t), d_);                                   \
     }
 
 /* The skin growth of a Verlet list (SelfBroadPhase._grow), twin of its k-d tree queries at the build's positions:
@@ -693,12 +679,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
         int64_t key_ = lo_ * e_count + hi_;                                                                             \
         if (excluded_count && excluded_key(excluded, excluded_count, key_)) continue;                                   \
         if (listed_count && excluded_key(listed, listed_count, key_)) continue;                                         \
-        if (count < pair_capacity) {                                                                                    \
-            out_a[count] = lo_;                                                                                         \
-            out_b[count] = hi_;                                                                                         \
-            out_d[count] = d_;                                                                                          \
-        }                                                                                                               \
-        count++;                                                                                                        \
+        count = record_pair(out_a, out_b, out_d, count, pair_capacity, lo_, hi_, d_);                                   \
     }
 
 /* The edge-edge pairs of a skin growth (SelfBroadPhase._grow): every pair (a, b), a < b, with a grown edge (grown_e,
