@@ -385,7 +385,14 @@ class MeshFrame:
             raise ValueError(f"mesh collider {collider.name!r}: travel must be finite")
         poses = np.zeros((len(posed), POSE_FIELDS), np.int64)
         keep = [corners, sharp, centres, poses]
-        for k, step in enumerate(posed):
+        batch = self._frame_poses(row, collider, posed, m, t)
+        if batch is not None:  # addresses into the frame's pose arrays, checked once
+            keep += list(batch)
+            stride = np.arange(len(posed) + 1, dtype=np.int64)
+            fields = [pointer(a) + stride * (a.strides[0]) for a in batch]  # pose k's rows of each array
+            poses[:, :4] = np.stack(fields, axis=1)[1:]
+            poses[:, 4:] = np.stack(fields, axis=1)[:-1]
+        for k, step in enumerate(posed if batch is None else ()):
             end = step[row]
             if type(end) is not type(collider) or end.start is None or end.shared is not collider.shared:
                 raise ValueError(f"mesh collider {collider.name!r}: substep {k + 1} is not a pose of its motion")
@@ -428,6 +435,34 @@ class MeshFrame:
         s.drift = travel * (1.0 + DRIFT[0]) + DRIFT[1] * (1.0 + float(np.abs(vertices).max(initial=0.0)))
         mine.struct = s
         self._buffers(mine)
+
+    @staticmethod
+    def _frame_poses(row, collider, posed, m, t):
+        """(vertices (K + 1, m, 3), face normals (K + 1, t, 3), vertex normals (K + 1, m, 3), side normals
+        (K + 1, t, 3, 3)) of the frame's poses when every substep k's posed collider (``posed[k - 1][row]``) is
+        pose k of the collider's ``FramePoses`` (its start pose k - 1), the arrays checked (dtype, shape,
+        contiguity, finite vertices); else None (the poses are read one by one)."""
+        from ..collision.colliders.mesh_collider import MeshCollider
+
+        frame = collider.shared.__dict__.get("frame_poses")
+        if frame is None or frame.substeps != len(posed):
+            return None
+        views = frame.views
+        for k, step in enumerate(posed, 1):
+            end = step[row]
+            if (type(end) is not MeshCollider or end.vertices is not views[k] or end.start is None
+                    or end.start.vertices is not views[k - 1] or end.shared is not collider.shared
+                    or end.triangles is not collider.triangles):
+                return None
+        p = len(views)
+        vertices = checked("pose vertices", frame.vertices, F64, (p, m, 3))
+        if not np.isfinite(vertices).all():
+            raise ValueError(f"mesh collider {collider.name!r}: its poses must be finite")
+        face, vertex, side = frame.normals(collider.triangles, collider.shared.side_edge)
+        checked("face normals", face, F64, (p, t, 3))
+        checked("vertex normals", vertex, F64, (p, m, 3))
+        checked("side normals", side, F64, (p, t, 3, 3))
+        return vertices, face, vertex, side
 
     @staticmethod
     def _grids_current(native, vertices, mine) -> bool:

@@ -44,7 +44,7 @@ from ..response.mesh_pushes import MeshFacePushes
 from .kept_planes import kept_contact
 from .shapes import Collider
 
-__all__ = ["FACE_PASSES", "SEARCH_MARGIN", "SHARP_ANGLE", "SIDE_MARGIN", "SKIN", "MeshCollider", "sharp_edges"]
+__all__ = ["FACE_PASSES", "FRAME_POSES", "FramePoses", "SEARCH_MARGIN", "SHARP_ANGLE", "SIDE_MARGIN", "SKIN", "MeshCollider", "sharp_edges"]
 
 SEARCH_MARGIN = 0.05
 """[m] Points farther than thickness + this from the surface get distance inf: contact, barriers and friction only ever
@@ -75,6 +75,84 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two float64 arrays hold the same bits (-0.0 and 0.0 differ; NaNs of the same bits agree)."""
     return (a is b or (a.shape == b.shape and a.dtype == b.dtype == np.float64 and a.flags.c_contiguous
                        and b.flags.c_contiguous and np.array_equal(a.view(np.int64), b.view(np.int64))))
+
+
+def pose_normals(vertices: np.ndarray, triangles: np.ndarray, side_edge: np.ndarray):
+    """The normals of P poses of one mesh in one pass: vertices (P, m, 3) [m] float64, triangles (t, 3), side_edge
+    (t, 3) (``_Shared.side_edge``). Returns (face normals (P, t, 3), vertex pseudo-normals (P, m, 3), side
+    pseudo-normals (P, t, 3, 3)), C-contiguous, pose p bit for bit ``MeshCollider.face_normals`` and
+    ``_feature_normals`` of a collider at vertices[p]: every step is the per-pose one on the poses' rows laid end to
+    end (elementwise ufuncs give each element the same bits whatever the array's length; the row-wise dots are the
+    same einsum over (k, 3) rows), and the bincount sums go into bins pose * m + vertex (pose * e + edge), so each
+    bin adds its terms in the per-pose order (corner 0 of every triangle, then corner 1, then corner 2)."""
+    P, m = vertices.shape[:2]
+    t = len(triangles)
+    if t == 0:
+        return np.zeros((P, 0, 3)), np.zeros((P, m, 3)), np.zeros((P, 0, 3, 3))
+    corners = vertices[:, triangles].reshape(P * t, 3, 3)
+    normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    length = np.sqrt(_dot(normal, normal))
+    face = normal / np.where(length > 0.0, length, 1.0)[:, None]
+    side = [corners[:, (k + 1) % 3] - corners[:, k] for k in range(3)]
+    square = [_dot(e, e) for e in side]
+    cos = np.empty((3, P * t))
+    for k in range(3):
+        cos[k] = -_dot(side[k], side[(k + 2) % 3]) / np.maximum(np.sqrt(square[k] * square[(k + 2) % 3]), 1e-300)
+    angle = np.arccos(np.clip(cos, -1.0, 1.0)).reshape(3, P, t)  # one arccos over every corner of every pose
+    faces = face.reshape(P, 1, t, 3)
+    weighted = (angle.transpose(1, 0, 2)[:, :, :, None] * faces).reshape(-1, 3)  # (pose, corner, triangle) rows
+    offsets = np.arange(P, dtype=np.int64)[:, None]
+    vertex = _sums((triangles.T.ravel()[None] + m * offsets).ravel(), weighted, P * m)
+    e = int(side_edge.max()) + 1
+    edge = _sums((side_edge.T.ravel()[None] + e * offsets).ravel(), np.broadcast_to(faces, (P, 3, t, 3)).reshape(-1, 3),
+                 P * e)
+    for a in (vertex, edge):
+        a /= np.maximum(np.sqrt(_dot(a, a)), 1e-300)[:, None]
+    return (face.reshape(P, t, 3), vertex.reshape(P, m, 3),
+            np.ascontiguousarray(edge.reshape(P, e, 3)[:, side_edge]))
+
+
+class FramePoses:
+    """The poses at fractions k / K (k = 0 .. K) of a collider's motion from ``start`` to ``end`` (both (m, 3) [m]),
+    built in one pass: ``vertices`` (K + 1, m, 3), pose k bit for bit ``Collider.over``'s interpolation
+    start + (k / K) (end - start); ``views`` the K + 1 arrays vertices[k], handed to the posed colliders (the end pose
+    of substep k and the start pose of substep k + 1 are one array); their normals (``normals``: ``pose_normals``)
+    built on first use for every pose at once, read by the per-pose ``_pose_values`` and by the whole-frame call
+    (``native.mesh_frame``), which hands the C code addresses into them."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, substeps: int):
+        self.start, self.end, self.substeps = start, end, substeps
+        fraction = np.array([k / substeps for k in range(substeps + 1)])  # Python's k / K, as ``over`` is handed
+        self.vertices = start[None] + fraction[:, None, None] * (end - start)[None]
+        self.views = list(self.vertices)
+        self._index = {id(v): k for k, v in enumerate(self.views)}
+        self.values = [{} for _ in self.views]
+        """Per pose: what ``MeshCollider._pose_values`` keeps for it."""
+        self._normals = None
+
+    def index(self, vertices) -> int:
+        """k if ``vertices`` is the array of pose k, else -1."""
+        k = self._index.get(id(vertices), -1)
+        return k if k >= 0 and self.views[k] is vertices else -1
+
+    def normals(self, triangles, side_edge):
+        """(face normals (K + 1, t, 3), vertex pseudo-normals (K + 1, m, 3), side pseudo-normals (K + 1, t, 3, 3)) of
+        every pose (``pose_normals``), built on first use; each pose's ``values`` then holds its rows."""
+        if self._normals is None:
+            self._normals = face, vertex, side = pose_normals(self.vertices, triangles, side_edge)
+            for k, known in enumerate(self.values):
+                known.setdefault("face_normals", face[k])
+                known.setdefault("_pseudo", (vertex[k], side[k]))
+        return self._normals
+
+
+FRAME_POSES = True
+"""Whether a moving mesh collider poses its substeps from one ``FramePoses`` per frame (``MeshCollider.over``: every
+pose of the frame interpolated and, on first use, its normals computed in one vectorised pass); False interpolates
+each pose when asked and derives its normals alone, the same numbers bit for bit (tests/test_moving_poses.py)."""
+
+_FIELDS = ("vertices", "triangles", "thickness", "friction", "name", "start", "shared")
+"""``MeshCollider``'s dataclass fields (a posed collider is made with them, without ``replace``'s checks)."""
 
 
 _POSE_DERIVED = ("radius", "face_normals", "_spheres", "_pseudo")
@@ -129,6 +207,14 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         """What has been derived from this pose's vertices (normals), shared with the other poses of the same
         vertices, bit for bit (``_Shared.pose_values``): the start pose of a moving collider's substep is the end pose
         of the substep before, computed anew by the same interpolation."""
+        poses = self.shared.__dict__.get("frame_poses")
+        if poses is not None:
+            k = poses.index(self.vertices)
+            if k >= 0:
+                known = poses.values[k]
+                if "face_normals" not in known:  # every pose's normals at once, the same bits as one by one
+                    poses.normals(self.triangles, self.shared.side_edge)
+                return known
         entries = self.shared.pose_values
         for vertices, values in entries:
             if vertices is self.vertices:
@@ -229,7 +315,37 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
             moving.shared.travel = max(moving.shared.travel, float(np.sqrt(_dot(shift, shift).max())) if len(shift) else 0.0)
         return moving
 
+    def frame_poses(self, t0: float, t1: float):
+        """The ``FramePoses`` of this frame's motion if (t0, t1) is substep k of K (t0 = (k - 1) / K, t1 = k / K
+        exactly, as the solvers pose their substeps), else None. Kept on ``shared`` (``frame_poses``: a moving
+        collider has its own ``_Shared`` each frame) for this start and end pose and K."""
+        if not FRAME_POSES or type(self) is not MeshCollider or self.start is None or not t1 > t0:
+            return None
+        substeps = round(1.0 / (t1 - t0))
+        k = round(t1 * substeps)
+        if not (1 <= k <= substeps and (k - 1) / substeps == t0 and k / substeps == t1):
+            return None
+        poses = self.shared.__dict__.get("frame_poses")
+        if (poses is None or poses.substeps != substeps or poses.start is not self.start.vertices
+                or poses.end is not self.vertices):
+            if self.start.vertices.shape != self.vertices.shape:
+                return None
+            poses = self.shared.frame_poses = FramePoses(self.start.vertices, self.vertices, substeps)
+        return poses
+
+    def _posed(self, vertices, start):
+        """This collider at the pose ``vertices`` moving from ``start`` (``interpolate``'s collider, without
+        ``replace``'s field checks: the pose's array is a C-contiguous float64 (m, 3) view)."""
+        posed = object.__new__(MeshCollider)
+        posed.__dict__.update({name: self.__dict__[name] for name in _FIELDS})
+        posed.vertices, posed.start = vertices, start
+        return posed
+
     def over(self, t0: float, t1: float):
+        poses = self.frame_poses(t0, t1)
+        if poses is not None:
+            k = round(t1 * poses.substeps)
+            return self._posed(poses.views[k], self._posed(poses.views[k - 1], None))
         # The start pose of a substep is the end pose of the one before, interpolated anew to the same bits: it takes
         # that pose's very array, so the grids, normals and checked addresses kept for it serve it again.
         posed = super().over(t0, t1)

@@ -1,0 +1,164 @@
+"""A moving mesh collider's poses and normals for a whole frame in one pass (``mesh_collider.FramePoses``,
+``pose_normals``): every substep's pose bit for bit ``Collider.over``'s interpolation, their normals bit for bit the
+per-pose ``face_normals`` / ``_feature_normals`` for rigidly moving and deforming colliders with degenerate triangles;
+whole bakes with and without the frame's poses (``FRAME_POSES``) equal bit for bit on the native whole-frame path, the
+per-substep path and Compute NUMPY; the whole-frame binding reading the batched arrays, and refusing non-finite
+poses with ValueError."""
+import numpy as np
+import pytest
+
+from native_helpers import native_library
+from solvers import MeshCollider
+from solvers.builder import ico_sphere
+from solvers.collision.colliders import mesh_collider
+from solvers.collision.colliders.mesh_collider import FramePoses, pose_normals
+from solvers.collision.colliders.shapes import Collider
+from test_native_mesh_moving import _bake, _rotated, _scene
+
+
+def _bits(a):
+    return np.ascontiguousarray(a).view(np.int64)
+
+
+def _same(a, b) -> bool:
+    return a.shape == b.shape and np.array_equal(_bits(a), _bits(b))
+
+
+def _mesh(seed):
+    """An ico sphere with jittered vertices, a few triangles made degenerate (two corners on one point, three in a
+    line, one vertex used twice by a triangle), and a stray triangle."""
+    rng = np.random.default_rng(seed)
+    vertices, triangles = ico_sphere(2, 0.5)
+    vertices = vertices + rng.normal(scale=0.02, size=vertices.shape)
+    vertices[triangles[3, 1]] = vertices[triangles[3, 0]]
+    a, b = vertices[triangles[7, 0]], vertices[triangles[7, 1]]
+    vertices[triangles[7, 2]] = a + 0.3 * (b - a)
+    triangles = np.concatenate([triangles, [[0, 0, 5], [1, 2, 3]]])
+    return vertices, triangles
+
+
+def _pairs(seed):
+    """(start, end) vertex arrays: a rigid slide and turn, and a deformation, of ``_mesh``."""
+    vertices, triangles = _mesh(seed)
+    rng = np.random.default_rng(seed + 100)
+    rigid = _rotated(vertices, 0.3, (0.1, 0.0, 0.0)) + [0.6, -0.2, 0.05]
+    deformed = vertices * [1.0, 1.0, 1.3] + rng.normal(scale=0.05, size=vertices.shape)
+    return triangles, [(vertices, rigid), (vertices, deformed)]
+
+
+def _alone(vertices, triangles):
+    """A collider at a pose, its normals derived on their own (no shared poses)."""
+    return MeshCollider(np.array(vertices), triangles)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pose_normals_equal_the_per_pose_normals(seed):
+    """pose_normals over P poses (rigid and deforming, P from 1 to 31) equals face_normals and _feature_normals of
+    each pose alone, bit for bit (degenerate triangles included)."""
+    triangles, pairs = _pairs(seed)
+    for start, end in pairs:
+        for count in (1, 2, 7, 31):
+            s = np.linspace(0.0, 1.0, count)
+            poses = start[None] + s[:, None, None] * (end - start)[None]
+            first = _alone(poses[0], triangles)
+            face, vertex, side = pose_normals(poses, first.triangles, first.shared.side_edge)
+            assert face.flags.c_contiguous and vertex.flags.c_contiguous and side.flags.c_contiguous
+            for p in range(count):
+                alone = _alone(poses[p], triangles)
+                assert _same(face[p], alone.face_normals)
+                v, e = alone._feature_normals()
+                assert _same(vertex[p], v) and _same(side[p], e)
+
+
+def test_pose_normals_of_random_triangles():
+    """Random soups (vertices shared at random, many degenerate triangles), random poses: equal to the per-pose
+    normals bit for bit."""
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        m, t, count = int(rng.integers(3, 40)), int(rng.integers(1, 80)), int(rng.integers(1, 9))
+        triangles = rng.integers(0, m, (t, 3))
+        poses = rng.normal(size=(count, m, 3))
+        poses[:, rng.integers(0, m)] = poses[:, rng.integers(0, m)]
+        first = _alone(poses[0], triangles)
+        face, vertex, side = pose_normals(poses, first.triangles, first.shared.side_edge)
+        for p in range(count):
+            alone = _alone(poses[p], triangles)
+            v, e = alone._feature_normals()
+            assert _same(face[p], alone.face_normals) and _same(vertex[p], v) and _same(side[p], e)
+
+
+@pytest.mark.parametrize("substeps", [1, 3, 30])
+def test_over_takes_the_frames_poses(monkeypatch, substeps):
+    """``over`` of substep k of K hands the frame's pose arrays (the start pose of a substep the end pose array of
+    the one before), equal bit for bit to ``Collider.over``'s interpolation; their normals, read through
+    ``_pose_values``, equal each pose's own; fractions that are not k / K are interpolated as before."""
+    triangles, pairs = _pairs(3)
+    for start, end in pairs:
+        moving = MeshCollider(end.copy(), triangles, 0.01, 0.2, "M").moving_from(
+            MeshCollider(start.copy(), triangles, 0.01, 0.2, "M"))
+        posed = [moving.over((k - 1) / substeps, k / substeps) for k in range(1, substeps + 1)]
+        frame = moving.shared.frame_poses
+        assert isinstance(frame, FramePoses) and frame.substeps == substeps
+        for k, pose in enumerate(posed, 1):
+            reference = Collider.over(moving, (k - 1) / substeps, k / substeps)
+            assert pose.vertices is frame.views[k] and pose.start.vertices is frame.views[k - 1]
+            assert _same(pose.vertices, reference.vertices) and _same(pose.start.vertices, reference.start.vertices)
+            assert pose.start.start is None and pose.shared is moving.shared and pose.thickness == 0.01
+            for mine, theirs in ((pose, reference), (pose.start, reference.start)):
+                alone = _alone(theirs.vertices, triangles)
+                for a, b in zip(mine._normals_at_pose(), alone._normals_at_pose()):
+                    assert _same(a, b)
+        other = moving.over(0.25, 0.6)  # not a substep of K: interpolated alone
+        assert frame.index(other.vertices) < 0
+        assert _same(other.vertices, Collider.over(moving, 0.25, 0.6).vertices)
+        monkeypatch.setattr(mesh_collider, "FRAME_POSES", False)
+        alone = moving.over(0.0, 1.0 / substeps)
+        assert frame.index(alone.vertices) < 0 and _same(alone.vertices, posed[0].vertices)
+        monkeypatch.setattr(mesh_collider, "FRAME_POSES", True)
+
+
+@pytest.mark.parametrize("kind", ["translating", "rotating", "deforming"])
+def test_bakes_with_and_without_the_frames_poses(monkeypatch, kind):
+    """The moving boxes of tests/test_native_mesh_moving.py baked in whole frames, substep by substep and with Compute
+    NUMPY, each with the frame's poses and with every pose derived alone (FRAME_POSES False): positions and
+    velocities bit for bit."""
+    native_library()
+    read, _ = _scene(kind)
+    for options in ({}, {"whole": False}, {"compute": "NUMPY"}):
+        results = []
+        for batched in (True, False):
+            monkeypatch.setattr(mesh_collider, "FRAME_POSES", batched)
+            state, taken = _bake(read, 13, 2.2, 0.8, 8, **options)
+            results.append(state)
+            if not options:
+                assert taken == 8
+        assert _same(results[0].x, results[1].x) and _same(results[0].v, results[1].v)
+
+
+def test_the_whole_frame_binding_reads_the_frames_poses(monkeypatch):
+    """``MeshFrame._fill_moving`` hands the C code addresses into the frame's arrays (pose k of substep k's end, k - 1
+    of its start) and refuses non-finite poses with ValueError."""
+    from solvers.native.mesh_frame import MeshFrame
+    from solvers.native.mesh_kernels import MeshClosest
+
+    library = native_library()
+    triangles, pairs = _pairs(4)
+    start, end = pairs[0]
+    moving = MeshCollider(end.copy(), triangles, 0.01, 0.2, "M").moving_from(
+        MeshCollider(start.copy(), triangles, 0.01, 0.2, "M"))
+    moving.shared.native = MeshClosest(library, moving.triangles, len(moving.vertices))
+    substeps = 4
+    posed = [[moving.over((k - 1) / substeps, k / substeps)] for k in range(1, substeps + 1)]
+    body = np.array([[0, 1, 2], [1, 3, 2]], np.int64)
+    x = np.array([[0.0, 0.0, 2.0], [1.0, 0.0, 2.0], [0.0, 1.0, 2.0], [1.0, 1.0, 2.0]])
+    frame = MeshFrame(library, len(x), body, moving._body_edges(body))
+    frame.prepare(posed[0], x, body, posed)
+    table = frame.active[0][1].keep[3]  # the addresses per substep (mesh_frame.h SOFTSIM_POSE_FIELDS)
+    arrays = moving.shared.frame_poses.vertices, *moving.shared.frame_poses.normals(moving.triangles,
+                                                                                      moving.shared.side_edge)
+    for k in range(substeps):
+        for j, a in enumerate(arrays):
+            assert table[k, j] == a[k + 1].ctypes.data and table[k, 4 + j] == a[k].ctypes.data
+    moving.shared.frame_poses.vertices[2, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        frame.prepare(posed[0], x, body, posed)
