@@ -7,7 +7,9 @@ The box drape of docs/benchmarks.md ("Mesh collider cost"): a 3 m cloth (31 x 31
 - ``ground``: the cloth over the ground alone (the body's own step);
 - ``box``: over the 12-triangle box on the ground;
 - ``box<L>``: over the same box cut as Blender's Simple Subdivision of level L does (6 * 4**L quads, 2 triangles
-  each; level 6: 49 152 triangles).
+  each; level 6: 49 152 triangles);
+- ``slide``, ``slide<L>``: over the box (cut at level L) sliding 0.6 m along +Y from frame 1 to 24, eased in and out
+  (``tools/compare.py build_box(moving=True)``): a moving collider, every substep's pose and normals of its own.
 
 As the add-on's bridge does, every frame reads the colliders anew (a fresh ``MeshCollider`` of the same vertices)
 and pairs them with the previous frame's (``frame_colliders``). Prints seconds per frame of each scene (the landing
@@ -79,13 +81,34 @@ def box_mesh(level: int = 0, half=(1.0, 1.0, 0.25), centre=(0.0, 0.0, 0.25)):
     return vertices, inverse.ravel()[np.concatenate(tris)]
 
 
+SLIDE = 0.6
+"""[m] How far the ``slide`` scenes' box moves along +Y between frames 1 and 24."""
+
+
+def slide_offset(frame: int) -> np.ndarray:
+    """The ``slide`` box's offset [m] (3,) at a frame: SLIDE along +Y, eased in and out (smoothstep) over 1 .. 24."""
+    s = min(max((frame - 1) / 23.0, 0.0), 1.0)
+    return np.array([0.0, SLIDE * s * s * (3.0 - 2.0 * s), 0.0])
+
+
 def scene_colliders(name: str, level: int):
-    """A function frame -> the colliders read at that frame (fresh objects, as the bridge reads them)."""
+    """A function frame (1, 2, ...) -> the colliders read at that frame (fresh objects, as the bridge reads them)."""
     ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=THICKNESS, friction=FRICTION, name="Ground")
     if name == "ground":
-        return lambda: [ground]
-    vertices, triangles = box_mesh(level if name != "box" else 0)
-    return lambda: [MeshCollider(vertices.copy(), triangles.copy(), THICKNESS, FRICTION, "Box"), ground]
+        return lambda frame: [ground]
+    vertices, triangles = box_mesh(level if name not in ("box", "slide") else 0)
+    if name.startswith("slide"):
+        return lambda frame: [MeshCollider(vertices + slide_offset(frame), triangles.copy(), THICKNESS, FRICTION, "Box"),
+                              ground]
+    return lambda frame: [MeshCollider(vertices.copy(), triangles.copy(), THICKNESS, FRICTION, "Box"), ground]
+
+
+def scene_level(name: str) -> int:
+    """The subdivision level L of a scene named box<L> or slide<L> (0 otherwise)."""
+    for prefix in ("box", "slide"):
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            return int(name[len(prefix):])
+    return 0
 
 
 def run(name: str, level: int, frames: int, solver: str = "XPBD", compute: str = "AUTO"):
@@ -98,14 +121,14 @@ def run(name: str, level: int, frames: int, solver: str = "XPBD", compute: str =
     read = scene_colliders(name, level)
     previous = None
     times = []
-    for _ in range(frames):
+    for frame in range(1, frames + 1):
         begin = time.perf_counter()
-        current = read()
+        current = read(frame)
         colliders = frame_colliders(previous, current)
         advance_frame(body, state, 1.0 / FPS, body.config.substeps, colliders)
         previous = current
         times.append(time.perf_counter() - begin)
-    count = sum(len(c.triangles) for c in read() if isinstance(c, MeshCollider))
+    count = sum(len(c.triangles) for c in read(1) if isinstance(c, MeshCollider))
     return np.array(times), state, count
 
 
@@ -127,7 +150,7 @@ def startup(mode: str) -> None:
     v, e, t = grid_cloth(31, 3.0, height=1.5)
     body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD"))
     state = State.at_rest(body.model)
-    advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(None, scene_colliders("box", 0)()))
+    advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(None, scene_colliders("box", 0)(1)))
     first = time.perf_counter()
     print(f"{mode:>6}: import {1e3 * _IMPORT_SECONDS:6.1f} ms, load {1e3 * (loaded - begin):6.1f} ms, families at load "
           f"{1e3 * (tested - loaded):6.1f} ms, build + first frame {1e3 * (first - tested):6.1f} ms, load to first "
@@ -138,7 +161,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=24)
     parser.add_argument("--level", type=int, default=6, help="Simple Subdivision level of the large box")
-    parser.add_argument("--profile", default="box6", help="scene to profile (ground, box, box<L>; none: skip)")
+    parser.add_argument("--profile", default="box6", help="scene to profile (ground, box, box<L>, slide, slide<L>; "
+                        "none: skip)")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--scenes", default="ground,box,box{level}")
     parser.add_argument("--solver", default="XPBD", help="XPBD, PROJECTIVE, IMPLICIT_EULER or NEWTON (defaults)")
@@ -151,7 +175,7 @@ def main():
     computes = ["NUMPY", "AUTO"] if args.compute.upper() == "BOTH" else [args.compute.upper()]
     print(f"{'scene':>8} {'compute':>8} {'box tris':>8} {'s/frame':>8} {'landing':>8} {'resting':>8} {'centre z m':>10}")
     for name in scenes:
-        level = int(name[3:]) if name.startswith("box") and len(name) > 3 else 0
+        level = scene_level(name)
         for compute in computes:
             times, state, count = run(name, level, args.frames, args.solver, compute)
             centre = state.x[len(state.x) // 2, 2]
@@ -159,7 +183,7 @@ def main():
                   f"{times[LANDED:].mean():8.3f} {centre:10.4f}", flush=True)
     if args.profile != "none":
         name = args.profile
-        level = int(name[3:]) if name.startswith("box") and len(name) > 3 else 0
+        level = scene_level(name)
         profiler = cProfile.Profile()
         profiler.enable()
         run(name, level, args.frames, args.solver, computes[-1])
