@@ -65,7 +65,7 @@ _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
     ("save_x", _P), ("save_v", _P), ("save_air", _P),
     ("mark", _P), ("beyond", _P), ("tri_rows", _P), ("edge_rows", _P), ("tri_reach", _P), ("edge_reach", _P),
     ("all_points", _P), ("m_row", _P), ("m_d", _P), ("m_normal", _P), ("m_dist", _P), ("m_work_i", _P),
-    ("m_work_d", _P), ("motion", _P),
+    ("m_work_d", _P), ("motion", _P), ("m_hint", _P),
 ]
 
 
@@ -216,6 +216,7 @@ class MeshFrame:
         self.all_points, self.m_row = np.arange(n, dtype=np.int64), np.zeros(n, np.int64)
         self.m_d, self.m_normal, self.m_dist = np.zeros(n), np.zeros((n, 3)), np.zeros(n)
         self.m_work_i, self.m_work_d, self.motion = np.zeros(6 * n, np.int64), np.zeros(14 * n), np.zeros((n, 3))
+        self.m_hint = np.full(n, -1, np.int64)  # each point's last nearest triangle: a first guess (C-side only)
         self.tri_rows, self.tri_reach = np.zeros(t, np.int64), np.zeros(t)
         self.edge_rows, self.edge_reach = np.zeros(e, np.int64), np.zeros(e)
         self.struct = _FrameStruct()

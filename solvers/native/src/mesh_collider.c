@@ -132,8 +132,8 @@ typedef struct {
     double bary[3], q[3];
 } Nearest;
 
-/* A lower bound on the distance from P to triangle tri: the distance to its axis-aligned box. */
-static inline double box_distance(const double *P, const double *vertices, const int64_t *tri)
+/* The squared distance from P to triangle tri's axis-aligned box (a lower bound on its distance, squared). */
+static inline double box_distance2(const double *P, const double *vertices, const int64_t *tri)
 {
     double s = 0.0;
     for (int a = 0; a < 3; ++a) {
@@ -141,18 +141,40 @@ static inline double box_distance(const double *P, const double *vertices, const
         double gap = max2(max2(min2(min2(p, q), r) - P[a], P[a] - max2(max2(p, q), r)), 0.0);
         s += gap * gap;
     }
-    return sqrt(s);
+    return s;
+}
+
+/* Test triangle f for P: the nearest so far if its (distance, index) is the least. */
+static inline void consider(const double *P, const double *vertices, const int64_t *triangles, int64_t f,
+                            Nearest *best)
+{
+    double bary[3], q[3];
+    const int64_t *tri = triangles + 3 * f;
+    int interior = closest_on_triangle(P, vertices + 3 * tri[0], vertices + 3 * tri[1], vertices + 3 * tri[2], bary,
+                                       q);
+    double r[3] = {P[0] - q[0], P[1] - q[1], P[2] - q[2]};
+    double d = sqrt(dot_rows(r, r));
+    if (d < best->d || (d == best->d && f < best->tri)) {
+        best->d = d;
+        best->tri = f;
+        best->interior = interior;
+        for (int a = 0; a < 3; ++a) {
+            best->bary[a] = bary[a];
+            best->q[a] = q[a];
+        }
+    }
 }
 
 /* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). A triangle whose box lies
  * farther than the nearest distance so far, or than limit, by more than round-off (the margins of the second visit's
  * reach) is passed over: its computed distance exceeds both, so it could neither be the nearest nor tie with it, nor
- * be within limit; the answer is the one of testing it. */
+ * be within limit; the answer is the one of testing it. The box's distance is compared squared, against the square
+ * of that bound grown by 1e-12 relative: a box passed over so lies farther than the bound after the square root
+ * too (its rounding and the square's are ~1e-16), so no triangle is passed over that the bound would keep. */
 static void visit(const double *P, const double *vertices, const int64_t *triangles, const int64_t *dims,
                   const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo, const int64_t *hi,
                   int64_t *stamp, int64_t query, double limit, Nearest *best)
 {
-    double bary[3], q[3];
     double far = limit * (1.0 + 1e-9) + 1e-12;
     for (int64_t k = lo[2]; k <= hi[2]; ++k)
         for (int64_t j = lo[1]; j <= hi[1]; ++j)
@@ -163,23 +185,10 @@ static void visit(const double *P, const double *vertices, const int64_t *triang
                     if (stamp[f] == query)
                         continue;
                     stamp[f] = query;
-                    const int64_t *tri = triangles + 3 * f;
-                    double lower = box_distance(P, vertices, tri);
-                    if (lower > far || lower > best->d * (1.0 + 1e-9) + 1e-12)
+                    double bound = min2(far, best->d * (1.0 + 1e-9) + 1e-12);
+                    if (box_distance2(P, vertices, triangles + 3 * f) > bound * bound * (1.0 + 1e-12))
                         continue;
-                    int interior = closest_on_triangle(P, vertices + 3 * tri[0], vertices + 3 * tri[1],
-                                                       vertices + 3 * tri[2], bary, q);
-                    double r[3] = {P[0] - q[0], P[1] - q[1], P[2] - q[2]};
-                    double d = sqrt(dot_rows(r, r));
-                    if (d < best->d || (d == best->d && f < best->tri)) {
-                        best->d = d;
-                        best->tri = f;
-                        best->interior = interior;
-                        for (int a = 0; a < 3; ++a) {
-                            best->bary[a] = bary[a];
-                            best->q[a] = q[a];
-                        }
-                    }
+                    consider(P, vertices, triangles, f, best);
                 }
             }
 }
@@ -191,17 +200,22 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
                              int64_t *out_interior)
 {
     return mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry_tri, limit, 0.0, stamp,
-                              out_row, out_tri, out_bary, out_q, out_d, out_interior);
+                              out_row, out_tri, out_bary, out_q, out_d, out_interior, 0, 0);
 }
 
 /* softsim_mesh_closest through a grid built on another pose of the same triangles, whose every vertex lies within
  * drift [m] of its place at `vertices` on each axis: a triangle within r of a point there has its box at the grid's
  * pose within r + drift of the point, so every cell within that is visited (and the grid's bounds are drift wider);
- * the triangles tested and their distances are those at `vertices`, so the answer is the one of a grid of that pose. */
+ * the triangles tested and their distances are those at `vertices`, so the answer is the one of a grid of that pose.
+ * hint (null, or one triangle index per point of x, t triangles): point p tests triangle hint[p] first (when within
+ * [0, t)) and gets its nearest written back. The answer is the least (distance, index) over the triangles within
+ * reach whatever is tested first; a near first guess (the point's nearest at the substep before) bounds the search at
+ * once, so the cells' other triangles are passed over on their boxes. */
 int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, const double *vertices,
                            const int64_t *triangles, const double *grid, const int64_t *dims, const int64_t *cell_start,
                            const int64_t *entry_tri, double limit, double drift, int64_t *stamp, int64_t *out_row,
-                           int64_t *out_tri, double *out_bary, double *out_q, double *out_d, int64_t *out_interior)
+                           int64_t *out_tri, double *out_bary, double *out_q, double *out_d, int64_t *out_interior,
+                           int64_t t, int64_t *hint)
 {
     int64_t found = 0, query = stamp[0];
     int64_t lo[3], hi[3];
@@ -211,6 +225,11 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
         if (beside(P, limit + drift, grid))
             continue; /* nothing within limit (negative or NaN limit too) */
         ++query;
+        int64_t guess = hint ? hint[points[i]] : -1;
+        if (guess >= 0 && guess < t) {
+            stamp[1 + guess] = query;
+            consider(P, vertices, triangles, guess, &best);
+        }
         cell_range(P, P, grid, dims, lo, hi); /* its own cell (or the nearest one) first: a bound on the distance */
         visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
         /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance may
@@ -219,6 +238,8 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
         double low[3] = {P[0] - reach, P[1] - reach, P[2] - reach}, high[3] = {P[0] + reach, P[1] + reach, P[2] + reach};
         cell_range(low, high, grid, dims, lo, hi);
         visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
+        if (hint && best.tri >= 0)
+            hint[points[i]] = best.tri;
         if (best.tri < 0 || !(best.d <= limit))
             continue;
         out_row[found] = points[i];

@@ -81,12 +81,12 @@ static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFra
 {
     int64_t n = plan->n;
     double limits[5] = {c->thickness, margin, c->thickness + f->settings[1], c->travel, c->drift};
-    int64_t found = softsim_mesh_contact_rows(
+    int64_t found = mesh_contact_rows_hinted(
         x, x_prev, f->all_points, n, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
         c->face_entry, c->face_normals, c->vertex_normals, c->side_normals, c->start_vertices, c->start_face_grid,
         c->start_face_dims, c->start_face_cell_start, c->start_face_entry, c->start_face_normals,
         c->start_vertex_normals, c->start_side_normals, c->face_stamp, limits, f->m_row, f->m_d, f->m_normal,
-        f->m_dist, f->m_work_i, f->m_work_d);
+        f->m_dist, f->m_work_i, f->m_work_d, c->t, f->m_hint);
     for (int64_t p = 0; p < n; ++p) {
         f->plane_d[p] = INFINITY;
         f->plane_n[3 * p] = 0.0;
@@ -106,10 +106,9 @@ static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFra
 static void moving_motion(const SoftsimMeshFrame *f, const SoftsimStillMesh *c, const double *x, const int64_t *points,
                           int64_t k)
 {
-    softsim_mesh_motion(x, points, k, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
-                        c->face_entry, c->start_vertices, c->thickness + f->settings[0], c->drift, c->face_stamp,
-                        f->motion,
-                        f->m_work_i, f->m_work_d);
+    mesh_motion_hinted(x, points, k, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
+                       c->face_entry, c->start_vertices, c->thickness + f->settings[0], c->drift, c->face_stamp,
+                       f->motion, f->m_work_i, f->m_work_d, c->t, f->m_hint);
 }
 
 /* moving_motion at every point (f->all_points) of the x that moving_contact just measured, from its answers: its
@@ -780,4 +779,4 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
 _Static_assert(sizeof(SoftsimStillMesh) == 82 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
-_Static_assert(sizeof(SoftsimMeshFrame) == 40 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");
+_Static_assert(sizeof(SoftsimMeshFrame) == 41 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

@@ -103,6 +103,9 @@ typedef struct SoftsimMeshFrame {
     double *m_d, *m_normal, *m_dist;                             /* (n,), (n, 3), (n,) */
     int64_t *m_work_i;                                           /* (6 n) */
     double *m_work_d, *motion;                                   /* (14 n), (n, 3) */
+    /* per point, the triangle its last nearest-triangle query of a moving collider found (or anything: an index out
+     * of the collider's range is no guess), tested first by the next (mesh_closest_drift's hint) */
+    int64_t *m_hint; /* (n,) */
 } SoftsimMeshFrame;
 
 #define SOFTSIM_KIND_MESH 2.0

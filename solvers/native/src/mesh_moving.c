@@ -22,6 +22,24 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
     int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
     int64_t *work_i, double *work_d)
 {
+    return mesh_contact_rows_hinted(x, x_prev, points, k, triangles, vertices, grid, dims, cell_start, entry,
+                                    face_normals, vertex_normals, side_normals, start_vertices, start_grid, start_dims,
+                                    start_cell_start, start_entry, start_face_normals, start_vertex_normals,
+                                    start_side_normals, stamp, limits, out_row, out_d, out_normal, out_dist, work_i,
+                                    work_d, 0, 0);
+}
+
+/* softsim_mesh_contact_rows with the first guesses hint (null, or one triangle index per point of x, t triangles) of
+ * both its nearest-triangle queries (mesh_closest_drift): the same answers, sooner. */
+int64_t mesh_contact_rows_hinted(
+    const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
+    const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
+    const double *face_normals, const double *vertex_normals, const double *side_normals, const double *start_vertices,
+    const double *start_grid, const int64_t *start_dims, const int64_t *start_cell_start, const int64_t *start_entry,
+    const double *start_face_normals, const double *start_vertex_normals, const double *start_side_normals,
+    int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
+    int64_t *work_i, double *work_d, int64_t t, int64_t *hint)
+{
     double thickness = limits[0], margin = limits[1], side_limit = limits[2], travel = limits[3], drift = limits[4];
     /* scratch (work_i (6 k), work_d (14 k)): the found points' triangles and interior flags, the crossing points,
      * then the start pose's answers for them (rows, triangles, interior flags); the found points' weights, closest
@@ -31,7 +49,8 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
     double *bary = work_d, *q = work_d + 3 * k, *side = work_d + 6 * k, *side_d = work_d + 7 * k;
     double *s_bary = work_d + 8 * k, *s_q = work_d + 11 * k;
     int64_t found = mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry,
-                                       thickness + margin, drift, stamp, out_row, tri, bary, q, out_dist, interior);
+                                       thickness + margin, drift, stamp, out_row, tri, bary, q, out_dist, interior,
+                                       t, hint);
     int64_t crossings = 0;
     for (int64_t j = 0; j < found; ++j) {
         int64_t p = out_row[j];
@@ -52,7 +71,7 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
     if (crossings) {
         int64_t got = mesh_closest_drift(x_prev, crossing, crossings, start_vertices, triangles, start_grid,
                                          start_dims, start_cell_start, start_entry, side_limit, drift, stamp,
-                                         side_row, s_tri, s_bary, s_q, side_d, s_interior);
+                                         side_row, s_tri, s_bary, s_q, side_d, s_interior, t, hint);
         /* the found rows are a subsequence of the crossing ones, which are a subsequence of the found rows */
         int64_t j = 0;
         for (int64_t s = 0; s < got; ++s) {
@@ -91,6 +110,16 @@ SOFTSIM_API void softsim_mesh_motion(const double *x, const int64_t *points, int
                                      double limit, double drift, int64_t *stamp, double *out, int64_t *work_i,
                                      double *work_d)
 {
+    mesh_motion_hinted(x, points, k, triangles, vertices, grid, dims, cell_start, entry, start_vertices, limit, drift,
+                       stamp, out, work_i, work_d, 0, 0);
+}
+
+/* softsim_mesh_motion with the first guesses hint of its nearest-triangle query (mesh_contact_rows_hinted). */
+void mesh_motion_hinted(const double *x, const int64_t *points, int64_t k, const int64_t *triangles,
+                        const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start,
+                        const int64_t *entry, const double *start_vertices, double limit, double drift, int64_t *stamp,
+                        double *out, int64_t *work_i, double *work_d, int64_t t, int64_t *hint)
+{
     /* scratch (work_i (3 k), work_d (7 k)): the found points' rows, triangles and interior flags; weights, closest
      * points, distances */
     int64_t *row = work_i, *tri = work_i + k, *interior = work_i + 2 * k;
@@ -99,7 +128,7 @@ SOFTSIM_API void softsim_mesh_motion(const double *x, const int64_t *points, int
         for (int a = 0; a < 3; ++a)
             out[3 * points[i] + a] = 0.0;
     int64_t found = mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry, limit, drift,
-                                       stamp, row, tri, bary, q, d, interior);
+                                       stamp, row, tri, bary, q, d, interior, t, hint);
     for (int64_t j = 0; j < found; ++j)
         mesh_surface_motion(triangles, vertices, start_vertices, tri[j], bary + 3 * j, out + 3 * row[j]);
 }

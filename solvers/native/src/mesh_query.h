@@ -11,7 +11,21 @@
 int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, const double *vertices,
                            const int64_t *triangles, const double *grid, const int64_t *dims, const int64_t *cell_start,
                            const int64_t *entry_tri, double limit, double drift, int64_t *stamp, int64_t *out_row,
-                           int64_t *out_tri, double *out_bary, double *out_q, double *out_d, int64_t *out_interior);
+                           int64_t *out_tri, double *out_bary, double *out_q, double *out_d, int64_t *out_interior,
+                           int64_t t, int64_t *hint);
+/* softsim_mesh_contact_rows and softsim_mesh_motion with first guesses per point (mesh_moving.c). */
+int64_t mesh_contact_rows_hinted(
+    const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
+    const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
+    const double *face_normals, const double *vertex_normals, const double *side_normals, const double *start_vertices,
+    const double *start_grid, const int64_t *start_dims, const int64_t *start_cell_start, const int64_t *start_entry,
+    const double *start_face_normals, const double *start_vertex_normals, const double *start_side_normals,
+    int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
+    int64_t *work_i, double *work_d, int64_t t, int64_t *hint);
+void mesh_motion_hinted(const double *x, const int64_t *points, int64_t k, const int64_t *triangles,
+                        const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start,
+                        const int64_t *entry, const double *start_vertices, double limit, double drift, int64_t *stamp,
+                        double *out, int64_t *work_i, double *work_d, int64_t t, int64_t *hint);
 int64_t mesh_corner_pairs_drift(const double *x, const int64_t *triangles, const int64_t *rows, int64_t k,
                                 const double *reach, double travel, const double *vertices, const int64_t *corners,
                                 const double *grid, const int64_t *dims, const int64_t *cell_start,
