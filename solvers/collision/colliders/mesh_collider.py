@@ -112,6 +112,12 @@ def pose_normals(vertices: np.ndarray, triangles: np.ndarray, side_edge: np.ndar
             np.ascontiguousarray(edge.reshape(P, e, 3)[:, side_edge]))
 
 
+POSE_ROWS = 4096
+"""Triangles times poses that ``FramePoses.normals`` derives in one pass of ``pose_normals``: all the poses of a small
+collider at once (its cost is NumPy's per-call overhead), a large one's a pose or a few at a time (beyond the
+caches, one pass over every pose is slower than the poses one by one)."""
+
+
 class FramePoses:
     """The poses at fractions k / K (k = 0 .. K) of a collider's motion from ``start`` to ``end`` (both (m, 3) [m]),
     built in one pass: ``vertices`` (K + 1, m, 3), pose k bit for bit ``Collider.over``'s interpolation
@@ -139,7 +145,13 @@ class FramePoses:
         """(face normals (K + 1, t, 3), vertex pseudo-normals (K + 1, m, 3), side pseudo-normals (K + 1, t, 3, 3)) of
         every pose (``pose_normals``), built on first use; each pose's ``values`` then holds its rows."""
         if self._normals is None:
-            self._normals = face, vertex, side = pose_normals(self.vertices, triangles, side_edge)
+            count, (m, t) = len(self.views), (self.vertices.shape[1], len(triangles))
+            face, vertex, side = np.empty((count, t, 3)), np.empty((count, m, 3)), np.empty((count, t, 3, 3))
+            step = max(1, POSE_ROWS // max(t, 1))
+            for a in range(0, count, step):  # a few poses a pass: their temporaries stay in cache
+                face[a:a + step], vertex[a:a + step], side[a:a + step] = pose_normals(self.vertices[a:a + step],
+                                                                                      triangles, side_edge)
+            self._normals = face, vertex, side
             for k, known in enumerate(self.values):
                 known.setdefault("face_normals", face[k])
                 known.setdefault("_pseudo", (vertex[k], side[k]))
