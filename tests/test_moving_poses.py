@@ -162,3 +162,83 @@ def test_the_whole_frame_binding_reads_the_frames_poses(monkeypatch):
     moving.shared.frame_poses.vertices[2, 0, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
         frame.prepare(posed[0], x, body, posed)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # 1e150: squares overflow, NaN cosines (equal bits too)
+def test_native_pose_normals_equal_pose_normals():
+    """``pose_kernels.PoseNormals`` (src/pose_normals.c around NumPy's arccos) equals ``pose_normals`` bit for bit:
+    random soups with degenerate triangles, tiny and large coordinates, and the jittered ico sphere's poses."""
+    from solvers.native.pose_kernels import PoseNormals
+
+    native = PoseNormals(native_library())
+    rng = np.random.default_rng(11)
+    cases = []
+    for trial in range(40):
+        m, t, count = int(rng.integers(3, 50)), int(rng.integers(1, 70)), int(rng.integers(1, 8))
+        triangles = rng.integers(0, m, (t, 3))
+        poses = rng.normal(size=(count, m, 3)) * (1e-150, 1.0, 1e150)[trial % 3]
+        poses[:, triangles[0, 1]] = poses[:, triangles[0, 0]]
+        cases.append((poses, triangles))
+    triangles, pairs = _pairs(5)
+    for start, end in pairs:
+        s = np.linspace(0.0, 1.0, 9)
+        cases.append((start[None] + s[:, None, None] * (end - start)[None], triangles))
+    for poses, triangles in cases:
+        first = _alone(poses[0], triangles)
+        side_edge = np.ascontiguousarray(first.shared.side_edge, np.int64)
+        want = pose_normals(poses, first.triangles, side_edge)
+        got = native(np.ascontiguousarray(poses), first.triangles, side_edge)
+        for a, b in zip(got, want):
+            assert _same(a, b)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the infinite pose's normals
+def test_frame_poses_with_native_normals(monkeypatch):
+    """A collider with the native queries builds its frame's normals in C (NATIVE_NORMALS), the same bits as without;
+    a non-finite pose falls back to NumPy."""
+    from solvers.native.mesh_kernels import MeshClosest
+
+    library = native_library()
+    triangles, pairs = _pairs(6)
+    for start, end in pairs:
+        got = []
+        for native in (True, False):
+            monkeypatch.setattr(mesh_collider, "NATIVE_NORMALS", native)
+            moving = MeshCollider(end.copy(), triangles, 0.01).moving_from(MeshCollider(start.copy(), triangles, 0.01))
+            moving.shared.native = MeshClosest(library, moving.triangles, len(moving.vertices))
+            posed = [moving.over((k - 1) / 30, k / 30) for k in range(1, 31)]
+            got.append([posed[k].start._normals_at_pose() for k in range(30)] + [posed[-1]._normals_at_pose()])
+        for a, b in zip(*got):
+            assert all(_same(x, y) for x, y in zip(a, b))
+    monkeypatch.setattr(mesh_collider, "NATIVE_NORMALS", True)
+    moving = MeshCollider(end.copy(), triangles, 0.01).moving_from(MeshCollider(start.copy(), triangles, 0.01))
+    moving.shared.native = MeshClosest(library, moving.triangles, len(moving.vertices))
+    posed = moving.over(0.0, 0.5)
+    moving.shared.frame_poses.vertices[1, 0, 0] = np.inf
+    alone = _alone(moving.shared.frame_poses.vertices[0], triangles)
+    assert _same(posed.start.face_normals, alone.face_normals)
+
+
+def test_native_pose_normals_refuse_bad_inputs():
+    """``PoseNormals`` raises ValueError for each kind of bad input: not a (P, m, 3) float64 C-contiguous array,
+    non-finite vertices, triangles of another dtype or shape or out of range, side ids out of range or misshapen."""
+    from solvers.native.pose_kernels import PoseNormals
+
+    native = PoseNormals(native_library())
+    triangles, pairs = _pairs(7)
+    poses = np.ascontiguousarray(np.stack(pairs[0]))
+    first = _alone(poses[0], triangles)
+    tri, side_edge = first.triangles, np.ascontiguousarray(first.shared.side_edge, np.int64)
+    native(poses, tri, side_edge)  # the good call
+    bad_poses = [poses[0], poses.astype(np.float32), poses[:, :, :2].copy(), np.asfortranarray(poses), poses.tolist()]
+    infinite = poses.copy()
+    infinite[1, 3, 2] = np.nan
+    for bad in bad_poses + [infinite]:
+        with pytest.raises(ValueError):
+            native(bad, tri, side_edge)
+    for bad in (tri.astype(np.int32), tri[:, :2].copy(), np.where(tri == 0, poses.shape[1], tri), tri - 1):
+        with pytest.raises(ValueError):
+            native(poses, bad, side_edge)
+    for bad in (side_edge[:-1].copy(), side_edge.astype(np.float64), side_edge - 1, side_edge + 3 * len(tri)):
+        with pytest.raises(ValueError):
+            native(poses, tri, bad)

@@ -459,7 +459,7 @@ class MeshFrame:
         vertices = checked("pose vertices", frame.vertices, F64, (p, m, 3))
         if not np.isfinite(vertices).all():
             raise ValueError(f"mesh collider {collider.name!r}: its poses must be finite")
-        face, vertex, side = frame.normals(collider.triangles, collider.shared.side_edge)
+        face, vertex, side = frame.normals(collider.triangles, collider.shared.side_edge, collider.shared.native)
         checked("face normals", face, F64, (p, t, 3))
         checked("vertex normals", vertex, F64, (p, m, 3))
         checked("side normals", side, F64, (p, t, 3, 3))

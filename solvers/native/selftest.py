@@ -471,7 +471,24 @@ def mesh_closest(library, subdivisions: int = 1, seed: int = 5) -> str:
             return "mesh face pairs differ from NumPy"
     problem = (_differs("mesh corner pairs", got.corner_distance, want.corner_distance, 1.0)
                or _differs("mesh edge pairs", got.edge_distance, want.edge_distance, 1.0))
-    return problem or mesh_moving(library, vertices, triangles, x)
+    return problem or mesh_moving(library, vertices, triangles, x) or pose_normals(library, vertices, triangles)
+
+
+def pose_normals(library, vertices, triangles) -> str:
+    """A moving collider's pose normals (src/pose_normals.c, ``pose_kernels.PoseNormals``) against their twin
+    (``mesh_collider.pose_normals``) over a few poses of the collider (vertices, triangles) deforming: the same bits."""
+    from ..collision.colliders.mesh_collider import MeshCollider, pose_normals as twin
+    from .pose_kernels import PoseNormals
+
+    collider = MeshCollider(vertices, triangles)
+    side_edge = np.ascontiguousarray(collider.shared.side_edge, np.int64)
+    bend = np.random.default_rng(2).normal(scale=0.05, size=vertices.shape)
+    poses = collider.vertices[None] + np.linspace(0.0, 1.0, 4)[:, None, None] * bend[None]
+    for name, got, want in zip(("face", "vertex", "side"), PoseNormals(library)(poses, collider.triangles, side_edge),
+                               twin(poses, collider.triangles, side_edge)):
+        if not np.array_equal(got.view(np.int64), want.view(np.int64)):
+            return f"pose normals: the {name} normals differ from NumPy"
+    return ""
 
 
 def mesh_moving(library, vertices, triangles, x) -> str:
@@ -711,7 +728,7 @@ FAMILIES = {
     # The scenes are the smallest that still reach every branch each test checks (its "found no pairs" guards).
     "contacts": (_contacts,),  # kernels.AnalyticContacts, KeepOut (position-based and projective solvers)
     "substeps": (_substeps,),  # kernels.BendingJacobi, AirLoads, ClothFrame
-    "mesh": (mesh_closest,),  # mesh_kernels.MeshClosest, mesh_frame
+    "mesh": (mesh_closest,),  # mesh_kernels.MeshClosest, mesh_frame, pose_kernels.PoseNormals
     "solids": (partial(run_solids, cells=2),),  # kernels.TetStrainSweep
     # self_kernels.SelfPairQuery, SelfCallKernels, SelfPass (the skin growth of self_pass needs the 8 x 8 fold)
     "self": (partial(self_pairs, n=7), partial(self_response, n=7), partial(self_pass, n=8),

@@ -31,7 +31,7 @@ CCD (``time_of_impact``) tests every point against the triangles its swept segme
 (``ccd.point_triangle_ccd`` on the relative motion).
 """
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -141,22 +141,35 @@ class FramePoses:
         k = self._index.get(id(vertices), -1)
         return k if k >= 0 and self.views[k] is vertices else -1
 
-    def normals(self, triangles, side_edge):
+    def normals(self, triangles, side_edge, native=None):
         """(face normals (K + 1, t, 3), vertex pseudo-normals (K + 1, m, 3), side pseudo-normals (K + 1, t, 3, 3)) of
-        every pose (``pose_normals``), built on first use; each pose's ``values`` then holds its rows."""
+        every pose (``pose_normals``), built on first use; each pose's ``values`` then holds its rows. native: the
+        collider's native queries (``_Shared.native``, or None): with NATIVE_NORMALS, its library computes them
+        (``native.pose_kernels.PoseNormals``, the same bits) when the poses are finite."""
         if self._normals is None:
+            library = getattr(native, "library", None) if NATIVE_NORMALS else None
+            if library is not None and np.isfinite(self.vertices).all():
+                from ...native.pose_kernels import PoseNormals
+
+                compute = partial(PoseNormals(library), triangles=np.ascontiguousarray(triangles, np.int64),
+                                  side_edge=np.ascontiguousarray(side_edge, np.int64))
+            else:
+                compute = partial(pose_normals, triangles=triangles, side_edge=side_edge)
             count, (m, t) = len(self.views), (self.vertices.shape[1], len(triangles))
             face, vertex, side = np.empty((count, t, 3)), np.empty((count, m, 3)), np.empty((count, t, 3, 3))
             step = max(1, POSE_ROWS // max(t, 1))
             for a in range(0, count, step):  # a few poses a pass: their temporaries stay in cache
-                face[a:a + step], vertex[a:a + step], side[a:a + step] = pose_normals(self.vertices[a:a + step],
-                                                                                      triangles, side_edge)
+                face[a:a + step], vertex[a:a + step], side[a:a + step] = compute(self.vertices[a:a + step])
             self._normals = face, vertex, side
             for k, known in enumerate(self.values):
                 known.setdefault("face_normals", face[k])
                 known.setdefault("_pseudo", (vertex[k], side[k]))
         return self._normals
 
+
+NATIVE_NORMALS = True
+"""Whether ``FramePoses.normals`` of a collider with the native queries computes them in C (src/pose_normals.c around
+NumPy's arccos), the same bits as ``pose_normals`` (tests/test_moving_poses.py)."""
 
 FRAME_POSES = True
 """Whether a moving mesh collider poses its substeps from one ``FramePoses`` per frame (``MeshCollider.over``: every
@@ -225,7 +238,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
             if k >= 0:
                 known = poses.values[k]
                 if "face_normals" not in known:  # every pose's normals at once, the same bits as one by one
-                    poses.normals(self.triangles, self.shared.side_edge)
+                    poses.normals(self.triangles, self.shared.side_edge, self.shared.native)
                 return known
         entries = self.shared.pose_values
         for vertices, values in entries:

@@ -308,6 +308,18 @@ SOFTSIM_API void softsim_mesh_motion(const double *x, const int64_t *points, int
                                      double limit, double drift, int64_t *stamp, double *out, int64_t *work_i,
                                      double *work_d);
 
+/* The normals of P poses of one mesh (pose_normals.c; pose_kernels.PoseNormals), the twin of mesh_collider.py
+ * pose_normals, in two calls around NumPy's arccos: vertices (poses, m, 3), triangles (t, 3) within [0, m) ->
+ * face normals face (poses, t, 3) and the clipped cosines of the corners' angles cosines (3, poses, t) (corner k of
+ * triangle i at pose p: k poses t + p t + i); then from the angles (arccos of the cosines, the same layout) and the
+ * side ids side_edge (t, 3) within [0, e): the vertex pseudo-normals vertex (poses, m, 3), the edge pseudo-normals
+ * edge (poses, e, 3) and the side pseudo-normals side (poses, t, 3, 3). */
+SOFTSIM_API void softsim_pose_cosines(const double *vertices, int64_t poses, int64_t m, const int64_t *triangles,
+                                      int64_t t, double *face, double *cosines);
+SOFTSIM_API void softsim_pose_sums(int64_t poses, int64_t m, int64_t t, const int64_t *triangles,
+                                   const int64_t *side_edge, int64_t e, const double *face, const double *angle,
+                                   double *vertex, double *edge, double *side);
+
 /* A mesh collider's face pairs (mesh_collider.c): its corners within reach of body triangles and its sharp edges
  * within reach of body edges, with exact distances, sorted by body element then feature; grids of the corners (as
  * triangles (c, c, c)) and sharp edges (as (a, b, b)) from softsim_mesh_grid_build. Return the pair count (only

@@ -1,0 +1,45 @@
+"""Python binding of a moving mesh collider's pose normals (``src/pose_normals.c``): ``PoseNormals`` <->
+``mesh_collider.pose_normals``, bit for bit (NumPy's arccos between the two C calls: C cannot reproduce the bits of
+NumPy's vectorised float64 arccos). ``mesh_collider.FramePoses.normals`` takes it for a collider with the native
+queries (``_Shared.native``). Validation: every array the C code reads is checked here (dtype, contiguity, shapes,
+indices within range, finite vertices)."""
+import numpy as np
+
+from .kernels import F64, checked, checked_indices
+from .library import pointer
+
+
+class PoseNormals:
+    """The normals of P poses of one mesh in two native calls around ``np.arccos``."""
+
+    def __init__(self, library):
+        self.library = library
+
+    def __call__(self, vertices: np.ndarray, triangles: np.ndarray, side_edge: np.ndarray):
+        """vertices (P, m, 3) [m] float64 C-contiguous, finite; triangles (t, 3) int64 within [0, m); side_edge (t, 3)
+        int64 within [0, e) (``_Shared.side_edge``, e its largest id + 1). Returns (face normals (P, t, 3), vertex
+        pseudo-normals (P, m, 3), side pseudo-normals (P, t, 3, 3)), ``pose_normals``' bits. ValueError for anything
+        else."""
+        if not isinstance(vertices, np.ndarray) or vertices.ndim != 3:
+            raise ValueError("pose vertices: expected a (poses, m, 3) array")
+        poses, m = vertices.shape[:2]
+        checked("pose vertices", vertices, F64, (poses, m, 3))
+        if not np.isfinite(vertices).all():
+            raise ValueError("pose vertices: must be finite")
+        triangles = checked_indices("triangles", triangles, m, (None, 3))
+        t = len(triangles)
+        side_edge = checked_indices("side edges", side_edge, max(3 * t, 1), (t, 3))
+        if t == 0:
+            return np.zeros((poses, 0, 3)), np.zeros((poses, m, 3)), np.zeros((poses, 0, 3, 3))
+        e = int(side_edge.max()) + 1
+        face, cosines = np.empty((poses, t, 3)), np.empty((3, poses, t))
+        self.library.softsim_pose_cosines(pointer(vertices), poses, m, pointer(triangles), t, pointer(face),
+                                          pointer(cosines))
+        angle = np.arccos(cosines)  # NumPy's bits (one elementwise call: the same whatever the array's length)
+        vertex, edge, side = np.empty((poses, m, 3)), np.empty((poses, e, 3)), np.empty((poses, t, 3, 3))
+        self.library.softsim_pose_sums(poses, m, t, pointer(triangles), pointer(side_edge), e, pointer(face),
+                                       pointer(angle), pointer(vertex), pointer(edge), pointer(side))
+        return face, vertex, side
+
+
+__all__ = ["PoseNormals"]
