@@ -97,7 +97,7 @@ def test_over_takes_the_frames_poses(monkeypatch, substeps):
         moving = MeshCollider(end.copy(), triangles, 0.01, 0.2, "M").moving_from(
             MeshCollider(start.copy(), triangles, 0.01, 0.2, "M"))
         posed = [moving.over((k - 1) / substeps, k / substeps) for k in range(1, substeps + 1)]
-        frame = moving.shared.frame_poses
+        frame = moving.shared.frame_poses[-1]
         assert isinstance(frame, FramePoses) and frame.substeps == substeps
         for k, pose in enumerate(posed, 1):
             reference = Collider.over(moving, (k - 1) / substeps, k / substeps)
@@ -108,6 +108,9 @@ def test_over_takes_the_frames_poses(monkeypatch, substeps):
                 alone = _alone(theirs.vertices, triangles)
                 for a, b in zip(mine._normals_at_pose(), alone._normals_at_pose()):
                     assert _same(a, b)
+        swept = posed[-1].over(0.0, 0.5)  # a substep walked in sweeps: its own poses, the frame's kept
+        assert _same(swept.vertices, Collider.over(posed[-1], 0.0, 0.5).vertices)
+        assert moving.over(0.0, 1.0 / substeps).vertices is frame.views[1]
         other = moving.over(0.25, 0.6)  # not a substep of K: interpolated alone
         assert frame.index(other.vertices) < 0
         assert _same(other.vertices, Collider.over(moving, 0.25, 0.6).vertices)
@@ -154,12 +157,12 @@ def test_the_whole_frame_binding_reads_the_frames_poses(monkeypatch):
     frame = MeshFrame(library, len(x), body, moving._body_edges(body))
     frame.prepare(posed[0], x, body, posed)
     table = frame.active[0][1].keep[3]  # the addresses per substep (mesh_frame.h SOFTSIM_POSE_FIELDS)
-    arrays = moving.shared.frame_poses.vertices, *moving.shared.frame_poses.normals(moving.triangles,
-                                                                                      moving.shared.side_edge)
+    frame_poses = moving.shared.frame_poses[-1]
+    arrays = frame_poses.vertices, *frame_poses.normals(moving.triangles, moving.shared.side_edge)
     for k in range(substeps):
         for j, a in enumerate(arrays):
             assert table[k, j] == a[k + 1].ctypes.data and table[k, 4 + j] == a[k].ctypes.data
-    moving.shared.frame_poses.vertices[2, 0, 0] = np.nan
+    moving.shared.frame_poses[-1].vertices[2, 0, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
         frame.prepare(posed[0], x, body, posed)
 
@@ -214,8 +217,8 @@ def test_frame_poses_with_native_normals(monkeypatch):
     moving = MeshCollider(end.copy(), triangles, 0.01).moving_from(MeshCollider(start.copy(), triangles, 0.01))
     moving.shared.native = MeshClosest(library, moving.triangles, len(moving.vertices))
     posed = moving.over(0.0, 0.5)
-    moving.shared.frame_poses.vertices[1, 0, 0] = np.inf
-    alone = _alone(moving.shared.frame_poses.vertices[0], triangles)
+    moving.shared.frame_poses[-1].vertices[1, 0, 0] = np.inf
+    alone = _alone(moving.shared.frame_poses[-1].vertices[0], triangles)
     assert _same(posed.start.face_normals, alone.face_normals)
 
 

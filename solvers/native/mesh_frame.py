@@ -445,7 +445,8 @@ class MeshFrame:
         contiguity, finite vertices); else None (the poses are read one by one)."""
         from ..collision.colliders.mesh_collider import MeshCollider
 
-        frame = collider.shared.__dict__.get("frame_poses")
+        first = posed[0][row].vertices
+        frame = next((f for f in collider.shared.__dict__.get("frame_poses", ()) if f.index(first) == 1), None)
         if frame is None or frame.substeps != len(posed):
             return None
         views = frame.views

@@ -176,6 +176,9 @@ FRAME_POSES = True
 pose of the frame interpolated and, on first use, its normals computed in one vectorised pass); False interpolates
 each pose when asked and derives its normals alone, the same numbers bit for bit (tests/test_moving_poses.py)."""
 
+FRAME_POSES_KEPT = 3
+"""``FramePoses`` a collider's ``_Shared`` keeps (the frame's, and those of a substep posed again in sweeps)."""
+
 _FIELDS = ("vertices", "triangles", "thickness", "friction", "name", "start", "shared")
 """``MeshCollider``'s dataclass fields (a posed collider is made with them, without ``replace``'s checks)."""
 
@@ -232,8 +235,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         """What has been derived from this pose's vertices (normals), shared with the other poses of the same
         vertices, bit for bit (``_Shared.pose_values``): the start pose of a moving collider's substep is the end pose
         of the substep before, computed anew by the same interpolation."""
-        poses = self.shared.__dict__.get("frame_poses")
-        if poses is not None:
+        for poses in reversed(self.shared.__dict__.get("frame_poses", ())):
             k = poses.index(self.vertices)
             if k >= 0:
                 known = poses.values[k]
@@ -342,21 +344,24 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
 
     def frame_poses(self, t0: float, t1: float):
         """The ``FramePoses`` of this frame's motion if (t0, t1) is substep k of K (t0 = (k - 1) / K, t1 = k / K
-        exactly, as the solvers pose their substeps), else None. Kept on ``shared`` (``frame_poses``: a moving
-        collider has its own ``_Shared`` each frame) for this start and end pose and K."""
+        exactly, as the solvers pose their substeps), else None. Kept on ``shared`` (``frame_poses``, a list of the
+        last FRAME_POSES_KEPT: a moving collider has its own ``_Shared`` each frame, and a substep walked in sweeps
+        poses its substep's collider over again) for this start and end pose and K."""
         if not FRAME_POSES or type(self) is not MeshCollider or self.start is None or not t1 > t0:
             return None
         substeps = round(1.0 / (t1 - t0))
         k = round(t1 * substeps)
         if not (1 <= k <= substeps and (k - 1) / substeps == t0 and k / substeps == t1):
             return None
-        poses = self.shared.__dict__.get("frame_poses")
-        if (poses is None or poses.substeps != substeps or poses.start is not self.start.vertices
-                or poses.end is not self.vertices):
-            if self.start.vertices.shape != self.vertices.shape:
-                return None
-            poses = self.shared.frame_poses = FramePoses(self.start.vertices, self.vertices, substeps)
-        return poses
+        kept = self.shared.__dict__.setdefault("frame_poses", [])
+        for poses in reversed(kept):
+            if poses.substeps == substeps and poses.start is self.start.vertices and poses.end is self.vertices:
+                return poses
+        if self.start.vertices.shape != self.vertices.shape:
+            return None
+        kept.append(FramePoses(self.start.vertices, self.vertices, substeps))
+        del kept[:-FRAME_POSES_KEPT]
+        return kept[-1]
 
     def _posed(self, vertices, start):
         """This collider at the pose ``vertices`` moving from ``start`` (``interpolate``'s collider, without
