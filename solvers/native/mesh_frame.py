@@ -66,6 +66,8 @@ _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
     ("mark", _P), ("beyond", _P), ("tri_rows", _P), ("edge_rows", _P), ("tri_reach", _P), ("edge_reach", _P),
     ("all_points", _P), ("m_row", _P), ("m_d", _P), ("m_normal", _P), ("m_dist", _P), ("m_work_i", _P),
     ("m_work_d", _P), ("motion", _P), ("m_hint", _P),
+    ("memo_x", _P), ("memo_d", _P), ("memo_n", _P), ("memo_dist", _P), ("memo_limit", _P), ("memo_state", _P),
+    ("memo_rows", _P),
 ]
 
 
@@ -217,6 +219,9 @@ class MeshFrame:
         self.m_d, self.m_normal, self.m_dist = np.zeros(n), np.zeros((n, 3)), np.zeros(n)
         self.m_work_i, self.m_work_d, self.motion = np.zeros(6 * n, np.int64), np.zeros(14 * n), np.zeros((n, 3))
         self.m_hint = np.full(n, -1, np.int64)  # each point's last nearest triangle: a first guess (C-side only)
+        # a moving collider's planes of a step's first resolve, reused by its second (C-side only)
+        self.memo_x, self.memo_d, self.memo_n, self.memo_dist = np.zeros((n, 3)), np.zeros(n), np.zeros((n, 3)), np.zeros(n)
+        self.memo_limit, self.memo_state, self.memo_rows = np.zeros(1), np.zeros(4, np.int64), np.zeros(n, np.int64)
         self.tri_rows, self.tri_reach = np.zeros(t, np.int64), np.zeros(t)
         self.edge_rows, self.edge_reach = np.zeros(e, np.int64), np.zeros(e)
         self.struct = _FrameStruct()

@@ -75,29 +75,78 @@ static void pose_of(const SoftsimClothPlan *plan, const double *table, SoftsimSt
 
 /* MeshCollider.contact of a moving collider (no kept planes: every point measured, its side read at the start pose
  * where it may have crossed; _contact_rows with the travel): f->plane_d (n,) (inf beyond thickness + margin) and
- * f->plane_n (n, 3) ((0, 0, 1) there). */
+ * f->plane_n (n, 3) ((0, 0, 1) there).
+ *
+ * memo (the twin's contact_memo: the end of a step asks again after the face push has moved a few points, and only
+ * those are looked up again): 1 records this call's answers (x, planes, each point's distance to the surface, or inf
+ * where none was found, and the limit thickness + margin), 2 reuses them for a point whose x has the same bits, of
+ * the same collider and poses, when the recorded answer holds at the new limit: a point's plane depends on its own
+ * x, x_prev (the same within the substep) and on the limit only through whether its nearest triangle lies within it
+ * (found within the old limit and within the new one; or not found, and the new limit is no larger). 0: neither. */
 static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c,
-                              const double *x, const double *x_prev, double margin)
+                              const double *x, const double *x_prev, double margin, int memo)
 {
     int64_t n = plan->n;
     double limits[5] = {c->thickness, margin, c->thickness + f->settings[1], c->travel, c->drift};
-    int64_t found = mesh_contact_rows_hinted(
-        x, x_prev, f->all_points, n, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
+    double limit = c->thickness + margin;
+    const int64_t *points = f->all_points;
+    int64_t k = n;
+    int64_t *state = f->memo_state;
+    int reuse = memo == 2 && state[0] && state[1] == c - f->meshes && state[2] == (int64_t)(intptr_t)c->vertices &&
+                state[3] == (int64_t)(intptr_t)c->start_vertices;
+    if (reuse) {
+        double old = f->memo_limit[0];
+        k = 0;
+        for (int64_t p = 0; p < n; ++p) {
+            double dist = f->memo_dist[p];
+            if (memcmp(x + 3 * p, f->memo_x + 3 * p, 3 * sizeof(double)) == 0 &&
+                (dist <= limit || (!(dist <= old) && limit <= old))) {
+                int found = dist <= limit; /* found within the old limit and within this one */
+                f->plane_d[p] = found ? f->memo_d[p] : INFINITY;
+                for (int a = 0; a < 3; ++a)
+                    f->plane_n[3 * p + a] = found ? f->memo_n[3 * p + a] : (a == 2 ? 1.0 : 0.0);
+                continue;
+            }
+            f->memo_rows[k++] = p;
+            f->plane_d[p] = INFINITY;
+            f->plane_n[3 * p] = 0.0;
+            f->plane_n[3 * p + 1] = 0.0;
+            f->plane_n[3 * p + 2] = 1.0;
+        }
+        points = f->memo_rows;
+    } else
+        for (int64_t p = 0; p < n; ++p) {
+            f->plane_d[p] = INFINITY;
+            f->plane_n[3 * p] = 0.0;
+            f->plane_n[3 * p + 1] = 0.0;
+            f->plane_n[3 * p + 2] = 1.0;
+        }
+    state[0] = 0;
+    int64_t found = k ? mesh_contact_rows_hinted(
+        x, x_prev, points, k, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
         c->face_entry, c->face_normals, c->vertex_normals, c->side_normals, c->start_vertices, c->start_face_grid,
         c->start_face_dims, c->start_face_cell_start, c->start_face_entry, c->start_face_normals,
         c->start_vertex_normals, c->start_side_normals, c->face_stamp, limits, f->m_row, f->m_d, f->m_normal,
-        f->m_dist, f->m_work_i, f->m_work_d, c->t, f->m_hint);
-    for (int64_t p = 0; p < n; ++p) {
-        f->plane_d[p] = INFINITY;
-        f->plane_n[3 * p] = 0.0;
-        f->plane_n[3 * p + 1] = 0.0;
-        f->plane_n[3 * p + 2] = 1.0;
-    }
+        f->m_dist, f->m_work_i, f->m_work_d, c->t, f->m_hint) : 0;
     for (int64_t j = 0; j < found; ++j) {
         int64_t p = f->m_row[j];
         f->plane_d[p] = f->m_d[j];
         for (int a = 0; a < 3; ++a)
             f->plane_n[3 * p + a] = f->m_normal[3 * j + a];
+    }
+    if (memo == 1) {
+        memcpy(f->memo_x, x, 3 * (size_t)n * sizeof(double));
+        memcpy(f->memo_d, f->plane_d, (size_t)n * sizeof(double));
+        memcpy(f->memo_n, f->plane_n, 3 * (size_t)n * sizeof(double));
+        for (int64_t p = 0; p < n; ++p)
+            f->memo_dist[p] = INFINITY;
+        for (int64_t j = 0; j < found; ++j)
+            f->memo_dist[f->m_row[j]] = f->m_dist[j];
+        f->memo_limit[0] = limit;
+        state[0] = 1;
+        state[1] = c - f->meshes;
+        state[2] = (int64_t)(intptr_t)c->vertices;
+        state[3] = (int64_t)(intptr_t)c->start_vertices;
     }
     return found;
 }
@@ -612,7 +661,7 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
  * find_contacts asks for it), mode 0 resolve_contacts' (a particle inside, offset = d). Returns the count, or -1. */
 static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, const double *x, const double *x_prev,
                            int64_t mode, int64_t *particle, int64_t *owner, double *normal, double *offset,
-                           double *pushed)
+                           double *pushed, int memo)
 {
     const SoftsimMeshFrame *f = plan->mesh;
     int64_t n = plan->n;
@@ -637,7 +686,8 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
             /* its own margin: the largest motion plus its travel; step_margin adds the surface's motion under x */
             double own = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) + c->travel : 0.0;
             int64_t found = moving_contact(plan, f, c, x, x_prev,
-                                           own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN]);
+                                           own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN],
+                                           mode ? 0 : memo);
             if (mode)
                 motion_from_contact(plan, f, c, found);
         } else
@@ -676,7 +726,7 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
 int64_t softsim_mesh_frame_find(const SoftsimClothPlan *plan, const double *table)
 {
     return contacts_at(plan, table, plan->x, plan->x_prev, 1, plan->c_particle, plan->c_owner, plan->c_normal,
-                       plan->c_offset, plan->c_pushed);
+                       plan->c_offset, plan->c_pushed, 0);
 }
 
 
@@ -715,11 +765,11 @@ void softsim_mesh_frame_friction(const SoftsimClothPlan *plan, const double *tab
 
 /* resolve_contacts: every collider's particles inside (found from the same x) projected onto its plane, then, per
  * collider in order, slipping up to friction * depth. */
-static int64_t resolve_vertices(const SoftsimClothPlan *plan, const double *table)
+static int64_t resolve_vertices(const SoftsimClothPlan *plan, const double *table, int memo)
 {
     double *x = plan->x;
     int64_t count = contacts_at(plan, table, x, plan->x_prev, 0, plan->r_particle, plan->r_owner, plan->r_normal,
-                                plan->r_distance, plan->r_scratch);
+                                plan->r_distance, plan->r_scratch, memo);
     for (int64_t i = 0; i < count;) {
         int64_t j = i;
         for (; j < count && plan->r_owner[j] == plan->r_owner[i]; ++j) {
@@ -749,7 +799,8 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
     if (t > 0 && contact_sweeps(plan->x, plan->x_prev, n, plan->inv_mass, plan->finish_settings[1],
                                 plan->finish_settings[2], &sweeps))
         return sweeps; /* f->count > 0: a mesh collider reaches between corners */
-    if (resolve_vertices(plan, table) < 0)
+    /* the moving colliders' planes recorded for the second resolve (moving_contact's memo) */
+    if (resolve_vertices(plan, table, 1) < 0)
         return -1;
     if (t == 0)
         return 1;
@@ -772,11 +823,11 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
             return -1;
         faces += got;
     }
-    if (faces && resolve_vertices(plan, table) < 0)
+    if (faces && resolve_vertices(plan, table, 2) < 0)
         return -1;
     return 1;
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
 _Static_assert(sizeof(SoftsimStillMesh) == 82 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
-_Static_assert(sizeof(SoftsimMeshFrame) == 41 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");
+_Static_assert(sizeof(SoftsimMeshFrame) == 48 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

@@ -106,6 +106,11 @@ typedef struct SoftsimMeshFrame {
     /* per point, the triangle its last nearest-triangle query of a moving collider found (or anything: an index out
      * of the collider's range is no guess), tested first by the next (mesh_closest_drift's hint) */
     int64_t *m_hint; /* (n,) */
+    /* a moving collider's planes of the step's first resolve, for its second (mesh_frame.c moving_contact): x (n, 3),
+     * plane d (n,), normal (n, 3), distance to the surface (n,) (inf: none within the limit), the limit (1,), state
+     * (4,): [recorded, collider index, vertices and start vertices addresses], and the rows asked again (n,) */
+    double *memo_x, *memo_d, *memo_n, *memo_dist, *memo_limit;
+    int64_t *memo_state, *memo_rows;
 } SoftsimMeshFrame;
 
 #define SOFTSIM_KIND_MESH 2.0
