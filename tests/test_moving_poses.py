@@ -245,3 +245,27 @@ def test_native_pose_normals_refuse_bad_inputs():
     for bad in (side_edge[:-1].copy(), side_edge.astype(np.float64), side_edge - 1, side_edge + 3 * len(tri)):
         with pytest.raises(ValueError):
             native(poses, tri, bad)
+
+
+@pytest.mark.parametrize("level", [0, 2, 4])
+def test_a_finer_grid_gives_the_same_answers(level):
+    """A moving collider's finer triangle grid (``mesh_kernels.MOVING_FINER``): finer cells or as fine, never coarser,
+    and the native nearest-triangle query through it answers bit for bit as through the default grid."""
+    from solvers.native.mesh_kernels import MOVING_FINER, MeshClosest, grid_shape
+    from test_native_mesh_collider import subdivided_box
+
+    library = native_library()
+    vertices, triangles = (np.ascontiguousarray(a) for a in subdivided_box(level))
+    coarse, fine = grid_shape(vertices[triangles]), grid_shape(vertices[triangles], MOVING_FINER)
+    assert fine[0][3] <= coarse[0][3] and np.array_equal(coarse[0][:3], fine[0][:3])
+    if level == 0:
+        assert fine[0][3] < coarse[0][3]
+    x = np.random.default_rng(level).uniform([-1.3, -1.3, -0.2], [1.3, 1.3, 0.8], size=(2000, 3))
+    answers = []
+    for finer in (1.0, MOVING_FINER):
+        native = MeshClosest(library, triangles, len(vertices))
+        native.faces.grid_for(vertices, finer)
+        answers.append(native.closest(vertices, x, np.arange(len(x)), 0.3))
+    assert len(answers[0][0]) > 100
+    for a, b in zip(*answers):
+        assert _same(np.asarray(a, np.float64), np.asarray(b, np.float64))

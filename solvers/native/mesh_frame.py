@@ -25,7 +25,7 @@ import numpy as np
 
 from .kernels import F64, checked, checked_indices
 from .library import pointer
-from .mesh_kernels import attach
+from .mesh_kernels import MOVING_FINER, attach
 
 CAPACITY = 4096
 """Pairs of each kind a collider's list holds at first (grown on demand)."""
@@ -415,7 +415,7 @@ class MeshFrame:
         # Every pose of the frame interpolates the frame's start and end (``Collider.over``): a vertex lies within
         # the travel of its place at the end, to round-off (DRIFT's margins).
         vertices = collider.vertices
-        grids = [native.faces.grid_for(vertices)]  # checks vertices (float64, (m, 3), finite)
+        grids = [native.faces.grid_for(vertices, MOVING_FINER)]  # checks vertices (float64, (m, 3), finite)
         for kind in (native.corners, native.sharp):
             grids.append(kind.grid_for(vertices) if len(kind.elements) else None)
         if getattr(mine, "planes", None) is None:  # a moving collider keeps no planes: zeros the C code never reads

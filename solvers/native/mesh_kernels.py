@@ -26,17 +26,30 @@ CELLS_PER_ELEMENT = 8
 cells, not the finest grid the extent allows, which every query would walk cell by cell."""
 CELLS_PER_AXIS = 128
 """A grid's cells are at least the collider's longest extent over this."""
+MOVING_FINER = 4.0
+"""A moving collider's triangle grid (built once per frame on its end pose, ``mesh_frame.MeshFrame._fill_moving``)
+has cells up to this many times finer than the median triangle, not finer than its longest extent over
+FINE_CELLS_PER_AXIS (and within the CELLS_PER_ELEMENT and MAX_CELLS bounds): a few large triangles (a 12-triangle
+box: 4 cells) would each be tested by every point that asks, every substep; finer cells keep a point over the box's
+top from testing its sides (4% of the sliding box drape's frame call). A finely cut collider keeps its cells (they
+are already about a triangle across: finer made a 12k-triangle one slower). The answers do not depend on the grid."""
+FINE_CELLS_PER_AXIS = 32
+"""A finer grid's (``grid_shape``'s finer > 1) cells are at least the longest extent over this."""
 
 
-def grid_shape(corners: np.ndarray):
+def grid_shape(corners: np.ndarray, finer: float = 1.0):
     """The grid over triangles with corners (t, 3, 3) [m]: ((origin x, y, z, cell size h, upper x, y, z) (7,), dims
-    (3,) int64). h is the median largest box side of the triangles (a triangle then spans a few cells), at least the
+    (3,) int64). h is the median largest box side of the triangles (a triangle then spans a few cells), with finer > 1
+    that over finer but at least the longest extent / FINE_CELLS_PER_AXIS (never coarser), at least the
     longest extent / CELLS_PER_AXIS, doubled until the grid has at most MAX_CELLS cells and CELLS_PER_ELEMENT per
     triangle (plus 64)."""
     low, high = corners.min(axis=(0, 1)), corners.max(axis=(0, 1))
     extent = high - low
     sides = (corners.max(axis=1) - corners.min(axis=1)).max(axis=1)
-    h = max(float(np.median(sides)), float(extent.max()) / CELLS_PER_AXIS, 1e-9)
+    h = float(np.median(sides))
+    if finer > 1.0:
+        h = min(h, max(h / finer, float(extent.max()) / FINE_CELLS_PER_AXIS))
+    h = max(h, float(extent.max()) / CELLS_PER_AXIS, 1e-9)
     while True:
         dims = np.floor(extent / h).astype(np.int64) + 1
         if int(np.prod(dims)) <= min(MAX_CELLS, CELLS_PER_ELEMENT * len(corners) + 64):
@@ -71,9 +84,9 @@ KNOWN = 64
 class _Grid:
     """The grid of one pose: its vertices (kept alive: their address is the kernel's), shape and CSR buffers."""
 
-    def __init__(self, library, vertices, elements):
+    def __init__(self, library, vertices, elements, finer: float = 1.0):
         self.vertices = vertices
-        self.grid, self.dims = grid_shape(vertices[elements])
+        self.grid, self.dims = grid_shape(vertices[elements], finer)
         cells = int(np.prod(self.dims))
         self.cell_start = np.zeros(cells + 1, np.int64)
         capacity = 4 * len(elements) + 16
@@ -103,8 +116,9 @@ class _Gridded:
         self.pointer, self.stamp_pointer = pointer(self.elements), pointer(self.stamp)
         self.grids = []
 
-    def grid_for(self, vertices) -> _Grid:
-        """The grid of the pose ``vertices`` (m, 3) float64 C-contiguous, built on its first ask."""
+    def grid_for(self, vertices, finer: float = 1.0) -> _Grid:
+        """The grid of the pose ``vertices`` (m, 3) float64 C-contiguous, built on its first ask (``grid_shape``'s
+        finer: the first ask's)."""
         for grid in self.grids:
             if grid.vertices is vertices:
                 return grid
@@ -113,7 +127,7 @@ class _Gridded:
             raise ValueError("vertices: must be finite")
         if len(self.grids) >= POSES:
             self.grids.pop(0)
-        self.grids.append(_Grid(self.library, vertices, self.elements))
+        self.grids.append(_Grid(self.library, vertices, self.elements, finer))
         return self.grids[-1]
 
 
@@ -388,4 +402,4 @@ def attach(library, colliders) -> None:
             shared.native = MeshClosest(library, collider.triangles, len(collider.vertices))
 
 
-__all__ = ["MeshClosest", "attach", "grid_shape"]
+__all__ = ["MOVING_FINER", "MeshClosest", "attach", "grid_shape"]
