@@ -230,8 +230,10 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
             stamp[1 + guess] = query;
             consider(P, vertices, triangles, guess, &best);
         }
-        cell_range(P, P, grid, dims, lo, hi); /* its own cell (or the nearest one) first: a bound on the distance */
-        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
+        if (best.tri < 0) { /* no first guess: its own cell (or the nearest one) first, a bound on the distance */
+            cell_range(P, P, grid, dims, lo, hi);
+            visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
+        }
         /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance may
          * lie a rounding farther), and never beyond limit. */
         double reach = min2(limit, best.d * (1.0 + 1e-9) + 1e-12) + drift;
