@@ -269,3 +269,23 @@ def test_a_finer_grid_gives_the_same_answers(level):
     assert len(answers[0][0]) > 100
     for a, b in zip(*answers):
         assert _same(np.asarray(a, np.float64), np.asarray(b, np.float64))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sharp_edges_from_the_adopted_topology(seed):
+    """A moving collider read anew each frame takes over the previous frame's edge topology (``_Shared.adopt_topology``,
+    ``edge_topology``): its sharp edges and corners are those found from scratch at its pose, for rigid and deforming
+    motions of a mesh with degenerate and non-manifold triangles."""
+    from solvers.collision.broad_phase.mesh_broad_phase import sharp_edges
+
+    triangles, pairs = _pairs(seed)
+    triangles = np.concatenate([triangles, [[0, 1, 7]]])  # an edge of three triangles
+    for start, end in pairs:
+        first = MeshCollider(start, triangles, 0.01)
+        assert len(first.shared.edges)
+        second = MeshCollider(end, triangles, 0.01).moving_from(first)
+        assert second.shared.__dict__["edge_topology"] is first.shared.__dict__["edge_topology"]
+        fresh = MeshCollider(end, triangles, 0.01).shared
+        assert np.array_equal(second.shared.edges, sharp_edges(end, triangles))
+        assert np.array_equal(second.shared.edges, fresh.edges)
+        assert np.array_equal(second.shared.corners, fresh.corners)

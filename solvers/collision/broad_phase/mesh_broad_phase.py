@@ -32,24 +32,33 @@ enough to use it up (``_Shared.pair_caches``, ``_Shared.face_cache``): the k-d t
 were most of the mesh collider's cost (a 31 x 31 XPBD cloth on a box asks ~8 times per substep)."""
 
 
-def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE) -> np.ndarray:
+def edge_topology(vertex_count: int, triangles) -> tuple:
+    """What ``sharp_edges`` reads from the triangles (t, 3) alone: (the edges (e, 2) in ``_unique_pairs``' order, the
+    edges with exactly two triangles (e,) bool, the first and second of those triangles (p,) (p edges with two))."""
+    triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
+    half = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
+    owner = np.tile(np.arange(len(triangles)), 3)
+    edges, inverse, count = _unique_pairs(half, vertex_count, counts=True)
+    order = np.argsort(inverse, kind="stable")
+    first = np.searchsorted(inverse[order], np.arange(len(edges)))
+    pair = count == 2
+    return edges, pair, owner[order[first[pair]]], owner[order[first[pair] + 1]]
+
+
+def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE, topology=None) -> np.ndarray:
     """The edges (e, 2) of a triangle mesh that can press into a body's face: borders (one triangle), non-manifold
     edges (more than two), and edges whose two triangles' normals differ by more than min_angle [degrees]. An edge
     between two nearly coplanar triangles stays within thickness of both (a 20 cm face of a body bent over a 10 degree
-    edge sags 9 mm into it), so the vertex-face contacts cover it; a subdivided box keeps only its 12 edges' pieces."""
+    edge sags 9 mm into it), so the vertex-face contacts cover it; a subdivided box keeps only its 12 edges' pieces.
+    topology: ``edge_topology`` of these triangles, if known (a moving collider's, found once)."""
     triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
     if len(triangles) == 0:
         return np.zeros((0, 2), np.int64)
     corners = vertices[triangles]
     normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
     normal /= np.maximum(np.sqrt(_dot(normal, normal)), 1e-300)[:, None]
-    half = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
-    owner = np.tile(np.arange(len(triangles)), 3)
-    edges, inverse, count = _unique_pairs(half, len(vertices), counts=True)
-    order = np.argsort(inverse, kind="stable")
-    first = np.searchsorted(inverse[order], np.arange(len(edges)))
-    pair = count == 2
-    n1, n2 = normal[owner[order[first[pair]]]], normal[owner[order[first[pair] + 1]]]
+    edges, pair, one, other = edge_topology(len(vertices), triangles) if topology is None else topology
+    n1, n2 = normal[one], normal[other]
     flat = np.zeros(len(edges), bool)
     flat[pair] = _dot(n1, n2) >= np.cos(np.radians(min_angle))  # a knife edge (opposite normals) is the sharpest
     return edges[~flat]
@@ -195,10 +204,12 @@ class _Shared:
 
     def adopt_topology(self, other) -> None:
         """Take over what ``other`` (the same collider's triangles, read at another frame) derived from the triangles
-        alone: the bodies' edges and the side ids, which a collider that moves would otherwise rebuild every frame."""
+        alone: the bodies' edges, the side ids and the edges' topology (``edge_topology``), which a collider that
+        moves would otherwise rebuild every frame."""
         self.body_edges = other.body_edges
-        if "side_edge" in other.__dict__:
-            self.__dict__.setdefault("side_edge", other.__dict__["side_edge"])
+        for name in ("side_edge", "edge_topology"):
+            if name in other.__dict__:
+                self.__dict__.setdefault(name, other.__dict__[name])
 
     @cached_property
     def side_edge(self):
@@ -208,9 +219,16 @@ class _Shared:
         return _unique_pairs(sides.reshape(-1, 2), len(self.vertices))[1].reshape(-1, 3)
 
     @cached_property
+    def edge_topology(self):
+        """``edge_topology`` of the triangles (kept across frames by ``adopt_topology``)."""
+        return edge_topology(len(self.vertices), self.triangles)
+
+    @cached_property
     def edges(self):
         """(e, 2): the sharp edges (``sharp_edges``)."""
-        return sharp_edges(self.vertices, self.triangles)
+        if len(self.triangles) == 0:
+            return sharp_edges(self.vertices, self.triangles)
+        return sharp_edges(self.vertices, self.triangles, topology=self.edge_topology)
 
     @cached_property
     def triangle_pieces(self):

@@ -9,6 +9,8 @@ r + (piece radius) of some piece's centre, so a query widened by the largest pie
 Pieces are fixed by the topology and the sizes of the pose the samples are built on (barycentric weights); their
 centres follow any later pose of the same mesh, as convex combinations of its vertices.
 """
+from functools import lru_cache
+
 import numpy as np
 
 SPACING = 0.25
@@ -61,17 +63,25 @@ class Samples:
         return float((radius / self.divisions).max())
 
 
+@lru_cache(maxsize=64)
 def _edge_template(d: int) -> np.ndarray:
-    """Weights (d, 2) of the midpoints of an edge's d equal segments."""
+    """Weights (d, 2) of the midpoints of an edge's d equal segments (read-only: kept for the next collider cut
+    alike, a moving one's every frame)."""
     u = (np.arange(d) + 0.5) / d
-    return np.stack([1.0 - u, u], axis=1)
+    weights = np.stack([1.0 - u, u], axis=1)
+    weights.flags.writeable = False
+    return weights
 
 
+@lru_cache(maxsize=64)
 def _triangle_template(d: int) -> np.ndarray:
-    """Weights (d^2, 3) of the centroids of the d^2 similar triangles a triangle is cut into (d per side)."""
+    """Weights (d^2, 3) of the centroids of the d^2 similar triangles a triangle is cut into (d per side; read-only,
+    kept as ``_edge_template``'s)."""
     i, j = np.meshgrid(np.arange(d), np.arange(d), indexing="ij")
     up = (i + j) <= d - 1
     down = (i + j) <= d - 2
     u = np.concatenate([i[up] + 1.0 / 3.0, i[down] + 2.0 / 3.0]) / d
     v = np.concatenate([j[up] + 1.0 / 3.0, j[down] + 2.0 / 3.0]) / d
-    return np.stack([1.0 - u - v, u, v], axis=1)
+    weights = np.stack([1.0 - u - v, u, v], axis=1)
+    weights.flags.writeable = False
+    return weights
