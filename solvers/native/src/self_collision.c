@@ -11,7 +11,10 @@
  * grown boxes are a necessary condition of the exact distance test (|p - q| <= R needs |p - q| <= R on every axis),
  * so the pairs kept by the exact test are the twin's, as a set; the distances repeat the twin's arithmetic
  * (primitives.closest_weights / point_triangle_closest / closest_points_segments, self_pairs._vt_distance /
- * _ee_distance) operation for operation.
+ * _ee_distance) operation for operation. Between the boxes and the exact distances, cheaper necessary conditions with
+ * round-off slack (ee_may_pair's bounding spheres and projection on the line through the midpoints, vt_apart_along's
+ * projection) pass over candidates that cannot be within reach: they decide which distances are computed, not which
+ * pairs are kept (tests/test_native_self_prefilter.py puts pairs at the limit).
  *
  * Buffers are the caller's: a bucket table (table_size + 1, table_size a power of two), the grid entries up to
  * entry_capacity (entry_element (capacity,) and entry_cell (capacity,) int64: each entry's element and its key, the
@@ -111,11 +114,11 @@ typedef struct {
     int corners;
     const double *skin;
     double extra; /* margin = extra + skin[element] */
-    const double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint and half length
-                          * (the last three doubles unused); written by fill_boxes only, read-only afterwards */
+    const double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint, half length and
+                          * half vector (q - p) / 2; written by fill_boxes only, read-only afterwards */
 } Boxes;
 
-#define BOX_STRIDE 13
+#define BOX_STRIDE 13 /* lo 3, hi 3, then for edges midpoint 3, half length, half vector 3 */
 
 
 /* Fill the box cache (`cache`, the same array as boxes->cache, writable) of elements 0 .. count - 1. */
@@ -130,6 +133,7 @@ static void fill_boxes(const Boxes *boxes, double *cache, int64_t count) {
             for (int i = 0; i < 3; i++) {
                 box[6 + i] = 0.5 * (p[i] + q[i]);
                 d[i] = q[i] - p[i];
+                box[10 + i] = 0.5 * d[i];
             }
             box[9] = 0.5 * sqrt(dot3_in_order(d, d));
         }
@@ -363,6 +367,32 @@ SOFTSIM_API int64_t softsim_self_vt_prepare(const double *x, int64_t n, const in
     return entries > entry_capacity ? -1 : entries;
 }
 
+/* Whether point p is more than `limit` from triangle (A, B, C) along the line through the triangle's centroid c and
+ * p, with round-off slack (then the exact distance would be too: ee_may_pair's projection test, for a point). The
+ * triangle's projection on u = g / |g| (g = p - c) reaches at most max_i (corner_i - c) . g / |g| past c's, p's lies
+ * |g| past it: the gap g . g - max_i (corner_i - c) . g, over |g|, is at most the distance. Compared squared, without
+ * the root; the slack is 1e-9 of limit + the extents of the triangle's grown box (box: its lo, hi) + 1e-12, a million
+ * times the round-off of these few operations. It drops the sheet's own near vertices that a box keeps. */
+static inline int vt_apart_along(const double *p, const double *A, const double *B, const double *C,
+                                 const double *box, double limit) {
+    double c[3], g[3], a[3], b[3], e[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = (A[i] + B[i] + C[i]) / 3.0;
+        g[i] = p[i] - c[i];
+        a[i] = A[i] - c[i];
+        b[i] = B[i] - c[i];
+        e[i] = C[i] - c[i];
+    }
+    double gg = dot3_in_order(g, g);
+    double reach_a = dot3_in_order(a, g), reach_b = dot3_in_order(b, g), reach_c = dot3_in_order(e, g);
+    double most = reach_a > reach_b ? reach_a : reach_b;
+    most = most > reach_c ? most : reach_c;
+    double gap = gg - most;
+    double extent = (box[3] - box[0]) + (box[4] - box[1]) + (box[5] - box[2]);
+    double slack = limit + 1e-9 * (limit + extent) + 1e-12;
+    return (gap > 0.0) & (gap * gap > slack * slack * gg);
+}
+
 SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
                                           const double *skin_v, const double *skin_t, double reach,
                                           const int64_t *excluded, int64_t excluded_count, int64_t table_size,
@@ -391,10 +421,15 @@ SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int6
             FOR_EACH_OVERLAP(&tris, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, -1, 0,
                              (triangles[3 * t] != v) & (triangles[3 * t + 1] != v) & (triangles[3 * t + 2] != v), {
                 const int64_t *tri = triangles + 3 * t;
-                double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);
-                if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
                 /* v's excluded triangles: the short run of keys found once for v */
                 if (listed_in(excluded, ex_first, ex_last, v * t_count + t)) continue;
+                double limit = reach + skin_v[v] + skin_t[t];
+                const double *A = x + 3 * tri[0];
+                const double *B = x + 3 * tri[1];
+                const double *C = x + 3 * tri[2];
+                if (vt_apart_along(p, A, B, C, tris.cache + BOX_STRIDE * t, limit)) continue;
+                double d = vt_distance(p, A, B, C, 0);
+                if (!(d <= limit)) continue;
                 count = record_pair(out_v, out_t, out_d, count, pair_capacity, v, t, d);
             });
             if (count <= pair_capacity) sort_group(out_t, out_d, group, count);
@@ -419,8 +454,17 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
 }
 
 /* Whether edges a and b may be an edge-edge pair of softsim_self_ee_pairs before the exact distance, without branches:
- * no shared vertex, and their bounding spheres (midpoint, half length; cache as fill_boxes leaves it) within reach +
- * the two skins, with round-off slack (a necessary condition of the exact test, cheaper). */
+ * no shared vertex, their bounding spheres (midpoint, half length; cache as fill_boxes leaves it) within reach + the
+ * two skins, and the segments' projections on the line through the two midpoints too, each with round-off slack
+ * (necessary conditions of the exact test, cheaper).
+ *
+ * The projection test: projecting on a unit vector u moves no two points farther apart, so the gap between the two
+ * segments' intervals along u = g / |g| (g from b's midpoint to a's), |g| - (|h_a . g| + |h_b . g|) / |g| with h the
+ * half vectors, is at most their distance. Compared squared, without the root: the gap exceeds L when
+ * G = g . g - (|h_a . g| + |h_b . g|) > 0 and G^2 > L^2 g . g. L is the limit plus 1e-9 of limit + the two half
+ * lengths (a bound on |g| wherever the test can matter) + 1e-12, a million times the round-off of these few
+ * operations, so no pair within the limit is dropped. It drops the sheet's own side-by-side neighbours, which the
+ * spheres keep (on the folded 64 x 64 lab cloth, most of the exact distances the spheres let through). */
 static inline int ee_may_pair(const int64_t *edges, const double *cache, const double *skin_e, double reach, int64_t a,
                               int64_t b) {
     const int64_t *A = edges + 2 * a, *B = edges + 2 * b;
@@ -430,8 +474,12 @@ static inline int ee_may_pair(const int64_t *edges, const double *cache, const d
     const double *sb = cache + BOX_STRIDE * b + 6;
     double g[3];
     for (int i = 0; i < 3; i++) g[i] = sa[i] - sb[i];
+    double gg = dot3_in_order(g, g);
     double r = (limit + sa[3] + sb[3]) * (1.0 + 1e-9) + 1e-12;
-    return apart & !(dot3_in_order(g, g) > r * r);
+    double gap = gg - (fabs(dot3_in_order(sa + 4, g)) + fabs(dot3_in_order(sb + 4, g)));
+    double slack = limit + 1e-9 * (limit + sa[3] + sb[3]) + 1e-12;
+    int apart_along = (gap > 0.0) & (gap * gap > slack * slack * gg);
+    return apart & !(gg > r * r) & !apart_along;
 }
 
 SOFTSIM_API int64_t softsim_self_ee_prepare(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
@@ -477,11 +525,13 @@ SOFTSIM_API int64_t softsim_self_ee_query(const double *x, int64_t n, const int6
             int64_t ex_last = first_above(excluded, excluded_count, a * e_count + e_count - 1);
             FOR_EACH_OVERLAP(&boxes, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, a, 0,
                              ee_may_pair(edges, boxes.cache, skin_e, reach, a, b), {
+                /* a's excluded partners first: a rest-close pair (the two diagonals of a quad) is within reach, its
+                 * distance would be spent for nothing */
+                if (listed_in(excluded, ex_first, ex_last, a * e_count + b)) continue;
                 const int64_t *B = edges + 2 * b;
                 double limit = reach + skin_e[a] + skin_e[b];
                 double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
                 if (!(d <= limit)) continue;
-                if (listed_in(excluded, ex_first, ex_last, a * e_count + b)) continue;
                 count = record_pair(out_a, out_b, out_d, count, pair_capacity, a, b, d);
             });
             if (count <= pair_capacity) sort_group(out_b, out_d, group, count);
