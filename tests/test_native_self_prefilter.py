@@ -9,6 +9,9 @@ Axis-aligned sheets on a binary grid have exact distances: the reach is set at t
 Rotated ones have distances a few ulps off, differently in the twin's batches and here, so a reach exactly at them
 would compare round-off: there it is one part in 1e9 either side (still a thousandth of the tests' slack, and a
 million times the round-off).
+
+Also the query's runs of excluded keys (a cursor that moves up with the ascending queries): with many rest-close pairs,
+over interleaved slices of every thread count, the pairs are the twin's and one thread's, bit for bit.
 """
 import numpy as np
 import pytest
@@ -96,3 +99,30 @@ def test_two_sheets_at_the_reach_of_each_other_keep_their_pairs(library, seed, r
         _same(ee, query.edge_edge(x, reach, skins[2], sc.excluded_ee), len(sc.edges))
         found += len(vt[0]) + len(ee[0])
     assert found > 100  # pairs across the two sheets, at the limit for the elements with skins
+
+
+@pytest.mark.parametrize("threads, block", [(2, 3), (3, 5), (4, 1)])
+def test_excluded_runs_over_interleaved_slices(library, threads, block):
+    # A thickness above an edge makes many pairs rest-close: each query element's run of excluded keys is found by a
+    # cursor that moves up with the queries (src/self_collision.c excluded_run_span), over slices that skip blocks.
+    from solvers.native.selftest import self_pair_scene
+
+    _, x, _ = self_pair_scene()
+    _, _, sc = self_pair_scene(thickness=0.3)
+    assert len(sc.excluded_vt) > 100 and len(sc.excluded_ee) > 100
+    tri, edges = np.ascontiguousarray(sc.triangles), np.ascontiguousarray(sc.edges)
+    one = SelfPairQuery(library, tri, edges, len(x), threads=1)
+    many = SelfPairQuery(library, tri, edges, len(x), threads=threads, block=block, minimum=0)
+    skin = np.random.default_rng(threads).uniform(0.0, 0.05, len(x))
+    skins = (skin, _row_max(skin, sc.triangles), _row_max(skin, sc.edges))
+    vt, ee = sc._query(x, sc.thickness, skins)
+    vt_one = one.vertex_triangle(x, sc.thickness, *skins[:2], sc.excluded_vt)
+    ee_one = one.edge_edge(x, sc.thickness, skins[2], sc.excluded_ee)
+    _same(vt, vt_one, len(sc.triangles))
+    _same(ee, ee_one, len(sc.edges))
+    both = many.pairs(x, sc.thickness, *skins[:2], sc.excluded_vt, skins[2], sc.excluded_ee)
+    separate = (many.vertex_triangle(x, sc.thickness, *skins[:2], sc.excluded_vt),
+                many.edge_edge(x, sc.thickness, skins[2], sc.excluded_ee))
+    for got in (both, separate):
+        for mine, theirs in zip(got[0] + got[1], vt_one + ee_one):
+            np.testing.assert_array_equal(mine, theirs)

@@ -87,6 +87,20 @@ static inline int listed_in(const int64_t *keys, int64_t first, int64_t last, in
     return 0;
 }
 
+/* The run of sorted keys[0 .. count) within [base, base + span) of a query element whose keys start at base, for
+ * queries in ascending order: *cursor (0 before the first query) is moved up to the first key >= base (its first
+ * position is returned), then past the run (where it is left: the next query's run starts there or later). The moves
+ * add up to count over a query call, where a binary search per element would cost two searches an element. */
+static inline int64_t excluded_run_span(const int64_t *keys, int64_t count, int64_t *cursor, int64_t base,
+                                        int64_t span) {
+    int64_t at = *cursor;
+    while (at < count && keys[at] < base) at++;
+    int64_t run = at;
+    while (at < count && keys[at] < base + span) at++;
+    *cursor = at;
+    return run;
+}
+
 static int excluded_key(const int64_t *keys, int64_t count, int64_t key) {
     int64_t at = first_above(keys, count, key - 1); /* the first key >= key */
     return at < count && keys[at] == key;
@@ -405,6 +419,7 @@ SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int6
     int64_t count = 0;
     if (n == 0 || t_count == 0) return 0;
     const Scale scale = load_scale(scale_in);
+    int64_t cursor = 0;
     for (int64_t begin = first; begin < last; begin += stride) {
         int64_t end = last - begin > block ? begin + block : last;
         for (int64_t v = begin; v < end; v++) {
@@ -416,8 +431,9 @@ SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int6
                 qhi[i] = p[i] + margin;
             }
             int64_t group = count;
-            int64_t ex_first = first_above(excluded, excluded_count, v * t_count - 1); /* v's excluded triangles */
-            int64_t ex_last = first_above(excluded, excluded_count, v * t_count + t_count - 1);
+            /* v's excluded triangles: the run of keys v * t_count + t (excluded_run_span: the queries ascend) */
+            int64_t ex_first = excluded_run_span(excluded, excluded_count, &cursor, v * t_count, t_count);
+            int64_t ex_last = cursor;
             FOR_EACH_OVERLAP(&tris, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, -1, 0,
                              (triangles[3 * t] != v) & (triangles[3 * t + 1] != v) & (triangles[3 * t + 2] != v), {
                 const int64_t *tri = triangles + 3 * t;
@@ -512,6 +528,7 @@ SOFTSIM_API int64_t softsim_self_ee_query(const double *x, int64_t n, const int6
     int64_t count = 0;
     if (e_count < 2) return 0;
     const Scale scale = load_scale(scale_in);
+    int64_t cursor = 0;
     for (int64_t begin = first; begin < last; begin += stride) {
         int64_t end = last - begin > block ? begin + block : last;
         for (int64_t a = begin; a < end; a++) {
@@ -520,9 +537,9 @@ SOFTSIM_API int64_t softsim_self_ee_query(const double *x, int64_t n, const int6
             const int64_t *A = edges + 2 * a;
             int64_t group = count;
             /* a's excluded partners: the run of keys a * e_count + b, found once (few: searched per pair they cost
-             * more than the distance) */
-            int64_t ex_first = first_above(excluded, excluded_count, a * e_count - 1);
-            int64_t ex_last = first_above(excluded, excluded_count, a * e_count + e_count - 1);
+             * more than the distance; excluded_run_span: the queries ascend) */
+            int64_t ex_first = excluded_run_span(excluded, excluded_count, &cursor, a * e_count, e_count);
+            int64_t ex_last = cursor;
             FOR_EACH_OVERLAP(&boxes, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, a, 0,
                              ee_may_pair(edges, boxes.cache, skin_e, reach, a, b), {
                 /* a's excluded partners first: a rest-close pair (the two diagonals of a quad) is within reach, its
