@@ -609,6 +609,34 @@ static int64_t chunk_boxes(const double *cache, const int64_t *ids, int64_t coun
     return chunk_count;
 }
 
+#define GROW_SUPER 8 /* ... and first against the union box of each run of this many of those runs */
+
+/* Union boxes of the runs of GROW_SUPER of chunk_count chunk boxes (chunk_boxes' rule: NaN overlaps); their count. */
+static int64_t super_boxes(const double *chunks, int64_t chunk_count, double *supers) {
+    int64_t super_count = (chunk_count + GROW_SUPER - 1) / GROW_SUPER;
+    for (int64_t s = 0; s < super_count; s++) {
+        double *box = supers + 6 * s;
+        for (int i = 0; i < 3; i++) {
+            box[i] = INFINITY;
+            box[3 + i] = -INFINITY;
+        }
+        for (int64_t c = s * GROW_SUPER; c < chunk_count && c < (s + 1) * GROW_SUPER; c++)
+            for (int i = 0; i < 3; i++) {
+                double lo = chunks[6 * c + i], hi = chunks[6 * c + 3 + i];
+                box[i] = lo < box[i] || lo != lo ? lo : box[i];
+                box[3 + i] = hi > box[3 + i] || hi != hi ? hi : box[3 + i];
+            }
+    }
+    return super_count;
+}
+
+/* The chunks c of the runs whose union box overlaps `box`: a loop header (supers, super_count, chunk_count of the
+ * caller's). */
+#define FOR_EACH_NEAR_CHUNK(c, box)                                                                                     \
+    for (int64_t s_ = 0; s_ < super_count; s_++)                                                                        \
+        if (box_overlap(supers + 6 * s_, box))                                                                          \
+            for (int64_t c = s_ * GROW_SUPER; c < chunk_count && c < (s_ + 1) * GROW_SUPER; c++)
+
 /* Whether boxes (lo, hi) a and b overlap: FOR_EACH_OVERLAP's test (NaN: overlapping). */
 static inline int box_overlap(const double *a, const double *b) {
     for (int i = 0; i < 3; i++)
@@ -660,16 +688,16 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
     needs[0] = 0;
     if (n == 0 || t_count == 0 || (grown_v_count == 0 && grown_t_count == 0)) return 0;
     fill_boxes(&tris, box_scratch, t_count);
-    Scale scale = vertex_triangle_scale(&tris, t_count, skin_v, n);
     if (grown_v_count <= GROW_SCAN && grown_t_count <= GROW_SCAN) {
-        /* Grown elements few enough: every box against theirs (runs of them first, by their union box), no grid (its
-         * fill costs more than these tests). */
-        double chunks[6 * (GROW_SCAN / GROW_CHUNK)];
+        /* Grown elements few enough: every box against theirs (runs of them first, by their union box, and runs of
+         * those by theirs), no grid (its fill costs more than these tests). */
+        double chunks[6 * (GROW_SCAN / GROW_CHUNK)], supers[6 * (GROW_SCAN / GROW_CHUNK)];
         int64_t chunk_count = chunk_boxes(NULL, grown_v, grown_v_count, x, skin_v, chunks);
+        int64_t super_count = super_boxes(chunks, chunk_count, supers);
         for (int64_t t = 0; t < t_count && chunk_count; t++) {
             const double *tbox = tris.cache + BOX_STRIDE * t;
             const int64_t *tri = triangles + 3 * t;
-            for (int64_t c = 0; c < chunk_count; c++) {
+            FOR_EACH_NEAR_CHUNK(c, tbox) {
                 if (!box_overlap(chunks + 6 * c, tbox)) continue;
                 for (int64_t q = c * GROW_CHUNK; q < grown_v_count && q < (c + 1) * GROW_CHUNK; q++) {
                     int64_t v = grown_v[q];
@@ -679,6 +707,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
             }
         }
         chunk_count = chunk_boxes(tris.cache, grown_t, grown_t_count, NULL, NULL, chunks);
+        super_count = super_boxes(chunks, chunk_count, supers);
         for (int64_t v = 0; v < n && chunk_count; v++) {
             if (grown_v_mask[v]) continue;
             double margin = skin_v[v] * (1.0 + 1e-9) + 1e-12, vbox[6];
@@ -686,7 +715,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
                 vbox[i] = x[3 * v + i] - margin;
                 vbox[3 + i] = x[3 * v + i] + margin;
             }
-            for (int64_t c = 0; c < chunk_count; c++) {
+            FOR_EACH_NEAR_CHUNK(c, vbox) {
                 if (!box_overlap(chunks + 6 * c, vbox)) continue;
                 for (int64_t q = c * GROW_CHUNK; q < grown_t_count && q < (c + 1) * GROW_CHUNK; q++) {
                     int64_t t = grown_t[q];
@@ -698,6 +727,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
         }
         return count;
     }
+    Scale scale = vertex_triangle_scale(&tris, t_count, skin_v, n); /* the grid's only (the scan above has none) */
     for (int part = 0; part < 2; part++) {
         int64_t queries = part == 0 ? grown_v_count : n;
         if (queries == 0 || (part == 1 && grown_t_count == 0)) continue;
@@ -768,12 +798,14 @@ SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64
     if (e_count < 2 || grown_e_count == 0) return 0;
     fill_boxes(&boxes, box_scratch, e_count);
     if (grown_e_count <= GROW_SCAN) {
-        /* Grown edges few enough: every box against theirs (runs of them first, by their union box), no grid. */
-        double chunks[6 * (GROW_SCAN / GROW_CHUNK)];
+        /* Grown edges few enough: every box against theirs (runs of them first, by their union box, and runs of those
+         * by theirs), no grid. */
+        double chunks[6 * (GROW_SCAN / GROW_CHUNK)], supers[6 * (GROW_SCAN / GROW_CHUNK)];
         int64_t chunk_count = chunk_boxes(boxes.cache, grown_e, grown_e_count, NULL, NULL, chunks);
+        int64_t super_count = super_boxes(chunks, chunk_count, supers);
         for (int64_t b = 0; b < e_count; b++) {
             const double *bbox = boxes.cache + BOX_STRIDE * b;
-            for (int64_t c = 0; c < chunk_count; c++) {
+            FOR_EACH_NEAR_CHUNK(c, bbox) {
                 if (!box_overlap(chunks + 6 * c, bbox)) continue;
                 for (int64_t q = c * GROW_CHUNK; q < grown_e_count && q < (c + 1) * GROW_CHUNK; q++) {
                     int64_t a = grown_e[q];
