@@ -634,6 +634,7 @@ class SelfSelect(_BodyBinding):
         self.lo, self.hi, self.bound = np.zeros((3, self.n)), np.zeros((3, self.n)), np.zeros(self.n)
         self._scratch = np.zeros(2 * (t + e))
         self._split = np.zeros(1, np.int64)
+        self._needs_valid = False  # whether the scratch holds a select's element needs (``needs``)
         self._bound = None
         self._capacity = -1
         self.last, self.last_arguments = None, None
@@ -684,10 +685,26 @@ class SelfSelect(_BodyBinding):
 
     def _run(self, x, x_prev, lst, thickness: float, what: int) -> int:
         self.last = self.last_arguments = None  # the buffers are rewritten (or reallocated by _bind)
+        self._needs_valid = False
         x0, list_args = self._bind(lst)
         x_prev_p = self._x_prev(x_prev) if what & self.MOTION else 0
-        return int(self.library.softsim_self_select(self._x(x), x_prev_p, x0, *self._fixed, *list_args,
-                                                    float(thickness), what, *self._buffers, *self._out_p))
+        count = int(self.library.softsim_self_select(self._x(x), x_prev_p, x0, *self._fixed, *list_args,
+                                                     float(thickness), what, *self._buffers, *self._out_p))
+        # softsim_self_select leaves each element's largest motion and that plus its largest moved in the scratch
+        # (src/self_select.c), whatever it returns.
+        self._needs_valid = True
+        return count
+
+    def needs(self):
+        """After a ``select``: each element's largest motion since the build (``moved``) plus its largest motion in the
+        step (``motion``), (vertices (n,), triangles (t,), edges (e,)) [m], as ``SelfBroadPhase._grow`` computes them
+        (``moved + motion`` and the row maxima of both, summed: the same bits, as addition commutes; the element
+        ones are views of this object's scratch, valid until its next call). None when the last call was not a
+        select (``witnesses`` uses the scratch otherwise)."""
+        if not self._needs_valid:
+            return None
+        t, e = len(self.triangles), len(self.edges)
+        return self.moved + self.motion, self._scratch[t:2 * t], self._scratch[2 * t + e:2 * (t + e)]
 
     def motion_holds(self, x, x_prev, lst) -> bool:
         """Fill ``motion`` (|step - mean step| of the step x_prev -> x, both (n, 3) [m]) and ``moved`` (the same since
@@ -717,6 +734,7 @@ class SelfSelect(_BodyBinding):
         with ``motion_given``, after putting the particles' motion since the new build in ``moved``). Also fills
         ``lo``, ``hi`` (3, n) [m], the particles' boxes over the step, and ``bound`` = moved + motion (n,) [m]."""
         self.last = self.last_arguments = None  # _bind may reallocate the buffers
+        self._needs_valid = False  # the witnesses' scratch is another
         x0, list_args = self._bind(lst)
         count = int(self.library.softsim_self_fail_safe_witnesses(
             self._x(x), self._x_prev(x_start), x0, *self._fixed, *list_args, 0 if motion_given else self.MOTION,
