@@ -46,9 +46,11 @@ typedef struct {
 /* The cell coordinate of `value` on `axis`: monotone in value (a subtraction, a product by a positive number and a
  * floor all are), which is all FOR_EACH_OVERLAP's test of the pair's cell needs. */
 static inline int64_t cell_of(double value, const Scale *scale, int axis) {
-    double c = floor((value - scale->origin[axis]) * scale->inv_h);
-    if (!(c > 0.0)) c = 0.0; /* also NaN */
-    if (c > CELL_MAX) c = CELL_MAX;
+    /* floor, then the clamp to [0, CELL_MAX], without libm's floor (a call on the baseline x86-64 target): at most 0
+     * (or NaN) gives 0, CELL_MAX + 1 or more gives CELL_MAX, and in between the truncation is the floor. */
+    double c = (value - scale->origin[axis]) * scale->inv_h;
+    if (!(c > 0.0)) return 0; /* also NaN */
+    if (c >= CELL_MAX + 1.0) return (int64_t)CELL_MAX;
     return (int64_t)c;
 }
 
