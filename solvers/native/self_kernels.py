@@ -240,10 +240,7 @@ class SelfPairQuery(_BodyBinding):
         if max(len(ranges_vt), len(ranges_ee)) == 1:
             return self.vertex_triangle(x, reach, skin_v, skin_t, excluded_vt), self.edge_edge(x, reach, skin_e,
                                                                                                  excluded_ee)
-        side = self.edge_side
-        if side is None:
-            side = self.edge_side = SelfPairQuery(self.library, self.triangles, self.edges, self.n, threads=1,
-                                                  block=self.block, minimum=self.minimum)
+        side = self._edge_side()
         library = self.library
         shared_vt, shared_ee = run_parts([lambda: self._prepare(library.softsim_self_vt_prepare, head_vt),
                                           lambda: side._prepare(library.softsim_self_ee_prepare, head_ee)])
@@ -297,6 +294,34 @@ class SelfPairQuery(_BodyBinding):
             pointer(mask), pointer(grown_t), len(grown_t)))
         order = np.argsort(v * t + tt, kind="stable")
         return v[order], tt[order], d[order]
+
+    def grow(self, x, reach: float, skins, excluded_vt, excluded_ee, listed_vt, listed_ee, grown_v, grown_t, grown_e):
+        """``vertex_triangle_grow`` and ``edge_edge_grow`` of one skin growth at once: ((v, t, d), (e1, e2, d)), the same
+        bits (skins: (skin_v (n,), skin_t (t,), skin_e (e,)) [m]; no edge-edge call without grown edges). On several
+        threads the two run side by side, the edge-edge one on a pool thread into the buffers of ``edge_side`` (the
+        second set ``pairs`` keeps)."""
+        skin_v, skin_t, skin_e = skins
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+
+        def vertex_triangle():
+            return self.vertex_triangle_grow(x, reach, skin_v, skin_t, excluded_vt, listed_vt, grown_v, grown_t)
+
+        if len(grown_e) == 0:
+            return vertex_triangle(), empty
+        parts = self.threads if self.threads is not None else thread_count()
+        if parts < 2 or len(self.edges) < 2:
+            return vertex_triangle(), self.edge_edge_grow(x, reach, skin_e, excluded_ee, listed_ee, grown_e)
+        side = self._edge_side()
+        return tuple(run_parts([vertex_triangle, lambda: side.edge_edge_grow(x, reach, skin_e, excluded_ee, listed_ee,
+                                                                              grown_e)]))
+
+    def _edge_side(self):
+        """The second set of buffers (a SelfPairQuery of the same body on one thread) for the edge-edge side of
+        ``pairs`` and ``grow``."""
+        if self.edge_side is None:
+            self.edge_side = SelfPairQuery(self.library, self.triangles, self.edges, self.n, threads=1,
+                                           block=self.block, minimum=self.minimum)
+        return self.edge_side
 
     def edge_edge_grow(self, x, reach: float, skin_e, excluded, listed, grown_e):
         """The edge-edge pairs a skin growth adds: (e1, e2, d), e1 < e2, sorted by e1 * e_count + e2, every pair with a

@@ -245,11 +245,11 @@ class SelfBroadPhase:
         x0 = self._list["x"]
         if self.native_pairs is not None and self.body is None:
             # The native twin (src/self_collision.c): the same pair sets from the hash grid of the lists' build.
-            native, thick, keys = self.native_pairs, self.thickness, self._list["keys"]
-            v, t, d_vt = native.vertex_triangle_grow(x0, thick, s_v2, s_t2, self.excluded_vt, keys[0], vo, to)
-            e1, e2, d_ee = (native.edge_edge_grow(x0, thick, s_e2, self.excluded_ee, keys[1], eo) if len(eo) else
-                            (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)))
-            self._add_grown(x0, (v, t, d_vt), (e1, e2, d_ee), new)
+            # Both kinds at once (side by side on several threads).
+            native, keys = self.native_pairs, self._list["keys"]
+            vt, ee = native.grow(x0, self.thickness, new, self.excluded_vt, self.excluded_ee, keys[0], keys[1], vo, to,
+                                 eo)
+            self._add_grown(x0, vt, ee, new)
             return True
         # The spheres and k-d trees at the build's positions serve every growth until the next build.
         cache = self._list.setdefault("cache", {})
