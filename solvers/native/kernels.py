@@ -586,6 +586,7 @@ class KeepOut:
         self._pad2 = None if self.pad2 is None else pointer(self.pad2)
         self._table = pointer(self.table)
         self._arrays, self._pointers = (None, None), (None, None)
+        self._scratch = None
 
     def pose(self, colliders) -> None:
         """The table of colliders (ground planes and spheres, ``AnalyticContacts.supports``)."""
@@ -619,6 +620,30 @@ class KeepOut:
         if back < 0:
             raise ValueError(f"moved must be strictly increasing indices in [0, {self.n})")
         return back
+
+    def bind_touched(self, x, touched, inv_mass, heavy, slack: float, mass_factor: float):
+        """``run`` on the particles p with touched[p] set, as a call of no arguments returning the particles moved
+        back: everything is checked here once (x (n, 3) float64 [m], touched, inv_mass (n,) float64 [1/kg], heavy
+        (n,) bool, slack [m], mass_factor), so each call is the bare C call (``softsim_keep_out_touched``). touched
+        (n,) bool is read at each call (self-collision's pass mask, ``self_kernels.SelfPass.touched_mask``); the
+        colliders are those posed now. The arrays are held by the call and must keep their buffers meanwhile."""
+        checked("x", x, F64, (self.n, 3))
+        checked("touched", touched, np.dtype(np.bool_), (self.n,))
+        checked("inv_mass", inv_mass, F64, (self.n,))
+        checked("heavy", heavy, np.dtype(np.bool_), (self.n,))
+        if not (slack >= 0.0) or not (mass_factor > 0.0):
+            raise ValueError(f"slack must be >= 0 and mass_factor > 0, got {slack} and {mass_factor}")
+        if self._scratch is None:
+            self._scratch = np.empty(self.n, I64)
+        function = self.library.softsim_keep_out_touched
+        arguments = (pointer(x), self.n, pointer(inv_mass), pointer(heavy), self._pad2, pointer(touched),
+                     pointer(self._scratch), self.collider_count, self._table, float(slack), float(mass_factor))
+
+        def call() -> int:
+            return function(*arguments)
+
+        call.held = (x, touched, inv_mass, heavy, self.pad2, self._scratch, self.table)  # their buffers stay alive
+        return call
 
 
 # ------------------------------------------------------------------------------------------ a cloth's substeps

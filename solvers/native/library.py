@@ -60,6 +60,7 @@ SIGNATURES = {
                                      _P, _P)),
     "softsim_contacts_deep_faces": (_I, (_P, _P, _I, _P, _I, _P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_keep_out": (_I, (_P, _I, _P, _P, _P, _I, _P, _I, _P, _D, _D)),
+    "softsim_keep_out_touched": (_I, (_P, _I, _P, _P, _P, _P, _P, _I, _P, _D, _D)),
     # Cloth self-collision's broad phase (src/self_collision.c, self_kernels.SelfPairQuery).
     "softsim_self_vt_pairs": (_I, (_P, _I, _P, _I, _P, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_self_ee_pairs": (_I, (_P, _I, _P, _I, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),

@@ -240,10 +240,7 @@ class SelfPairQuery(_BodyBinding):
         if max(len(ranges_vt), len(ranges_ee)) == 1:
             return self.vertex_triangle(x, reach, skin_v, skin_t, excluded_vt), self.edge_edge(x, reach, skin_e,
                                                                                                  excluded_ee)
-        side = self.edge_side
-        if side is None:
-            side = self.edge_side = SelfPairQuery(self.library, self.triangles, self.edges, self.n, threads=1,
-                                                  block=self.block, minimum=self.minimum)
+        side = self._edge_side()
         library = self.library
         shared_vt, shared_ee = run_parts([lambda: self._prepare(library.softsim_self_vt_prepare, head_vt),
                                           lambda: side._prepare(library.softsim_self_ee_prepare, head_ee)])
@@ -297,6 +294,34 @@ class SelfPairQuery(_BodyBinding):
             pointer(mask), pointer(grown_t), len(grown_t)))
         order = np.argsort(v * t + tt, kind="stable")
         return v[order], tt[order], d[order]
+
+    def grow(self, x, reach: float, skins, excluded_vt, excluded_ee, listed_vt, listed_ee, grown_v, grown_t, grown_e):
+        """``vertex_triangle_grow`` and ``edge_edge_grow`` of one skin growth at once: ((v, t, d), (e1, e2, d)), the same
+        bits (skins: (skin_v (n,), skin_t (t,), skin_e (e,)) [m]; no edge-edge call without grown edges). On several
+        threads the two run side by side, the edge-edge one on a pool thread into the buffers of ``edge_side`` (the
+        second set ``pairs`` keeps)."""
+        skin_v, skin_t, skin_e = skins
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+
+        def vertex_triangle():
+            return self.vertex_triangle_grow(x, reach, skin_v, skin_t, excluded_vt, listed_vt, grown_v, grown_t)
+
+        if len(grown_e) == 0:
+            return vertex_triangle(), empty
+        parts = self.threads if self.threads is not None else thread_count()
+        if parts < 2 or len(self.edges) < 2:
+            return vertex_triangle(), self.edge_edge_grow(x, reach, skin_e, excluded_ee, listed_ee, grown_e)
+        side = self._edge_side()
+        return tuple(run_parts([vertex_triangle, lambda: side.edge_edge_grow(x, reach, skin_e, excluded_ee, listed_ee,
+                                                                              grown_e)]))
+
+    def _edge_side(self):
+        """The second set of buffers (a SelfPairQuery of the same body on one thread) for the edge-edge side of
+        ``pairs`` and ``grow``."""
+        if self.edge_side is None:
+            self.edge_side = SelfPairQuery(self.library, self.triangles, self.edges, self.n, threads=1,
+                                           block=self.block, minimum=self.minimum)
+        return self.edge_side
 
     def edge_edge_grow(self, x, reach: float, skin_e, excluded, listed, grown_e):
         """The edge-edge pairs a skin growth adds: (e1, e2, d), e1 < e2, sorted by e1 * e_count + e2, every pair with a
@@ -634,6 +659,7 @@ class SelfSelect(_BodyBinding):
         self.lo, self.hi, self.bound = np.zeros((3, self.n)), np.zeros((3, self.n)), np.zeros(self.n)
         self._scratch = np.zeros(2 * (t + e))
         self._split = np.zeros(1, np.int64)
+        self._needs_valid = False  # whether the scratch holds a select's element needs (``needs``)
         self._bound = None
         self._capacity = -1
         self.last, self.last_arguments = None, None
@@ -684,10 +710,26 @@ class SelfSelect(_BodyBinding):
 
     def _run(self, x, x_prev, lst, thickness: float, what: int) -> int:
         self.last = self.last_arguments = None  # the buffers are rewritten (or reallocated by _bind)
+        self._needs_valid = False
         x0, list_args = self._bind(lst)
         x_prev_p = self._x_prev(x_prev) if what & self.MOTION else 0
-        return int(self.library.softsim_self_select(self._x(x), x_prev_p, x0, *self._fixed, *list_args,
-                                                    float(thickness), what, *self._buffers, *self._out_p))
+        count = int(self.library.softsim_self_select(self._x(x), x_prev_p, x0, *self._fixed, *list_args,
+                                                     float(thickness), what, *self._buffers, *self._out_p))
+        # softsim_self_select leaves each element's largest motion and that plus its largest moved in the scratch
+        # (src/self_select.c), whatever it returns.
+        self._needs_valid = True
+        return count
+
+    def needs(self):
+        """After a ``select``: each element's largest motion since the build (``moved``) plus its largest motion in the
+        step (``motion``), (vertices (n,), triangles (t,), edges (e,)) [m], as ``SelfBroadPhase._grow`` computes them
+        (``moved + motion`` and the row maxima of both, summed: the same bits, as addition commutes; the element
+        ones are views of this object's scratch, valid until its next call). None when the last call was not a
+        select (``witnesses`` uses the scratch otherwise)."""
+        if not self._needs_valid:
+            return None
+        t, e = len(self.triangles), len(self.edges)
+        return self.moved + self.motion, self._scratch[t:2 * t], self._scratch[2 * t + e:2 * (t + e)]
 
     def motion_holds(self, x, x_prev, lst) -> bool:
         """Fill ``motion`` (|step - mean step| of the step x_prev -> x, both (n, 3) [m]) and ``moved`` (the same since
@@ -717,6 +759,7 @@ class SelfSelect(_BodyBinding):
         with ``motion_given``, after putting the particles' motion since the new build in ``moved``). Also fills
         ``lo``, ``hi`` (3, n) [m], the particles' boxes over the step, and ``bound`` = moved + motion (n,) [m]."""
         self.last = self.last_arguments = None  # _bind may reallocate the buffers
+        self._needs_valid = False  # the witnesses' scratch is another
         x0, list_args = self._bind(lst)
         count = int(self.library.softsim_self_fail_safe_witnesses(
             self._x(x), self._x_prev(x_start), x0, *self._fixed, *list_args, 0 if motion_given else self.MOTION,

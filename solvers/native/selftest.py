@@ -270,8 +270,8 @@ def _contacts(library) -> str:
 
 def _deep_faces(library) -> str:
     """The face push with the contact radius lowered (``AnalyticContacts.deep_faces``) on faces starting inside the
-    sphere against ``collider_contacts.resolve_deep_faces``, and ``KeepOut`` against
-    ``SelfCollision._keep_out_of_colliders`` on the same particles."""
+    sphere against ``collider_contacts.resolve_deep_faces``, and ``KeepOut`` (``run`` and
+    ``bind_touched``) against ``SelfCollision._keep_out_of_colliders`` on the same particles."""
     from types import SimpleNamespace
 
     from ..collision.response.collider_contacts import resolve_deep_faces
@@ -303,7 +303,17 @@ def _deep_faces(library) -> str:
     SelfCollision._keep_out_of_colliders(twin, z, moved, colliders)
     if not heavy.any() or not np.array_equal(heavy, twin._heavy):
         return "keep out: the heavy particles differ (or none)"
-    return _differs("keep out", y, z, 1.0) or _differs("keep out masses", inv_mass, twin.inv_mass, 1.0)
+    problem = _differs("keep out", y, z, 1.0) or _differs("keep out masses", inv_mass, twin.inv_mass, 1.0)
+    if problem:
+        return problem
+    touched = np.zeros(len(x), bool)
+    touched[moved] = True
+    inv_mass, heavy, w = model.inv_mass.copy(), np.zeros(len(x), bool), x.copy()
+    keep_out.bind_touched(w, touched, inv_mass, heavy, COLLIDER_SLACK * 0.002, CONTACT_MASS_FACTOR)()
+    if not np.array_equal(heavy, twin._heavy):
+        return "keep out on the touched mask: the heavy particles differ"
+    return _differs("keep out on the touched mask", w, z, 1.0) or _differs(
+        "keep out masses on the touched mask", inv_mass, twin.inv_mass, 1.0)
 
 
 def self_pair_scene(n: int = 9, seed: int = 3, thickness: float = 0.05, fold: float = 0.6):

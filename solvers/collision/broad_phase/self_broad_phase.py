@@ -221,33 +221,35 @@ class SelfBroadPhase:
         a thousand or more."""
         s_v, s_t, s_e = self._list["skins"]
         tri, edges = self.triangles, self.edges
-        fresh = self._skin_for(motion)
-        need = [moved + motion, _row_max(moved, tri) + _row_max(motion, tri)]
-        grow = [fresh, _row_max(fresh, tri)]
-        if len(edges):
-            need.append(_row_max(moved, edges) + _row_max(motion, edges))
-            grow.append(_row_max(fresh, edges))
-        else:
-            need.append(np.zeros(0))
-            grow.append(np.zeros(0))
+        # Each element's largest moved plus its largest motion: what the native select just computed for its hold
+        # test when these are its motions (self_kernels.SelfSelect.needs, the same bits), else computed here.
+        select = self.native_select
+        need = select.needs() if select is not None and moved is select.moved and motion is select.motion else None
+        if need is None:
+            need = [moved + motion, _row_max(moved, tri) + _row_max(motion, tri),
+                    _row_max(moved, edges) + _row_max(motion, edges) if len(edges) else np.zeros(0)]
         out = [np.nonzero(n > s)[0] for n, s in zip(need, (s_v, s_t, s_e))]
         if sum(len(o) for o in out) > GROW_LIMIT * (len(s_v) + len(s_t) + len(s_e)):
             return False
+        # The skin a build would give: per particle, then the largest over each element that ran out (elementwise,
+        # so only those elements' rows are read).
+        fresh = self._skin_for(motion)
+        vo, to, eo = out
+        grow = [fresh[vo], _row_max(fresh, tri[to]), _row_max(fresh, edges[eo]) if len(edges) else np.zeros(0)]
         new = [s.copy() for s in (s_v, s_t, s_e)]
         for skin, o, n, g in zip(new, out, need, grow):
-            skin[o] = n[o] + g[o]
+            skin[o] = n[o] + g
             if len(o) and skin[o].max() > MAX_GROWN_SKIN * 0.5 * self.max_skin:
                 return False
         s_v2, s_t2, s_e2 = new
         x0 = self._list["x"]
         if self.native_pairs is not None and self.body is None:
             # The native twin (src/self_collision.c): the same pair sets from the hash grid of the lists' build.
-            native, thick, keys = self.native_pairs, self.thickness, self._list["keys"]
-            vo, to, eo = out
-            v, t, d_vt = native.vertex_triangle_grow(x0, thick, s_v2, s_t2, self.excluded_vt, keys[0], vo, to)
-            e1, e2, d_ee = (native.edge_edge_grow(x0, thick, s_e2, self.excluded_ee, keys[1], eo) if len(eo) else
-                            (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)))
-            self._add_grown(x0, (v, t, d_vt), (e1, e2, d_ee), new)
+            # Both kinds at once (side by side on several threads).
+            native, keys = self.native_pairs, self._list["keys"]
+            vt, ee = native.grow(x0, self.thickness, new, self.excluded_vt, self.excluded_ee, keys[0], keys[1], vo, to,
+                                 eo)
+            self._add_grown(x0, vt, ee, new)
             return True
         # The spheres and k-d trees at the build's positions serve every growth until the next build.
         cache = self._list.setdefault("cache", {})
@@ -261,7 +263,6 @@ class SelfBroadPhase:
             return cache[name]
 
         thick = self.thickness
-        vo, to, eo = out
         # Vertex-triangle pairs of a grown vertex or a grown triangle, edge-edge pairs of a grown edge, from k-d
         # trees at the build's positions (each query within the largest reach its element can have).
         pairs_v, pairs_t = [], []

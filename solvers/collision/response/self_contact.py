@@ -156,6 +156,10 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     """``solvers.native.self_kernels.SelfPass`` of the body when the native library loaded (the response's passes then
     run in C, bit for bit), else None."""
 
+    _keep_out_touched = None
+    """During a native ``_respond`` beside ground planes and spheres: ``KeepOut.bind_touched`` on the native pass's
+    touched particles (a bare C call, checked once a call of ``_respond``), else None."""
+
     def __init__(self, model, thickness: float, friction: float = DEFAULT_FRICTION, passes: int = PASSES,
                  skin: float = None, edges: bool = True, compute: str = "AUTO"):
         if thickness < 0.0 or friction < 0.0:
@@ -293,17 +297,21 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         more (``self.inv_mass`` is the call's own copy), so the next passes move the layer above them instead. The
         collider contacts of the next step take them the rest of the way out.
 
-        With the native library (``native_pass``) and only ground planes and spheres, in C
-        (``native.kernels.KeepOut``, bit for bit); mesh colliders take the loop below."""
+        moved None: the particles the native pass touched last (``SelfPass.touched``). With the native library
+        (``native_pass``) and only ground planes and spheres, in C (``native.kernels.KeepOut``, bit for bit; on the
+        native pass's touched particles the call bound by ``_bind_keep_out``); mesh colliders take the loop below."""
+        if moved is None:
+            if self._keep_out_touched is not None:
+                self._keep_out_touched()
+                return
+            moved = self.native_pass.touched()
         slack = COLLIDER_SLACK * self.thickness
-        from ...native.kernels import AnalyticContacts, KeepOut
+        from ...native.kernels import AnalyticContacts
 
         if self.native_pass is not None and len(moved) and colliders and AnalyticContacts.supports(colliders):
-            keep_out = self.__dict__.get("_native_keep_out")
-            if keep_out is None or keep_out[0] is not self.pad2:
-                keep_out = self._native_keep_out = (self.pad2, KeepOut(self.native_pass.library, len(x), self.pad2))
-            keep_out[1].pose(colliders)
-            keep_out[1].run(x, moved, self.inv_mass, self._heavy, slack, CONTACT_MASS_FACTOR)
+            keep_out = self._native_keep_out(len(x))
+            keep_out.pose(colliders)
+            keep_out.run(x, moved, self.inv_mass, self._heavy, slack, CONTACT_MASS_FACTOR)
             return
         moved = moved[self.inv_mass[moved] > 0.0]
         for collider in colliders:
@@ -318,19 +326,46 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                 self.inv_mass[which] /= CONTACT_MASS_FACTOR
                 self._heavy[which] = True
 
+    def _native_keep_out(self, particle_count: int):
+        """The body's ``native.kernels.KeepOut`` for the current pads (made on first use)."""
+        from ...native.kernels import KeepOut
+
+        keep_out = self.__dict__.get("_native_keep_out_of")
+        if keep_out is None or keep_out[0] is not self.pad2:
+            keep_out = self._native_keep_out_of = (self.pad2, KeepOut(self.native_pass.library, particle_count,
+                                                                       self.pad2))
+        return keep_out[1]
+
+    def _bind_keep_out(self, x, colliders):
+        """``KeepOut.bind_touched`` on the native pass's touched particles at x (n, 3) [m] with this call's inverse
+        masses and heavy flags, or None when the colliders are not all ground planes and spheres (or none)."""
+        from ...native.kernels import AnalyticContacts
+
+        if not colliders or not AnalyticContacts.supports(colliders):
+            return None
+        keep_out = self._native_keep_out(len(x))
+        keep_out.pose(colliders)
+        return keep_out.bind_touched(x, self.native_pass.touched_mask, self.inv_mass, self._heavy,
+                                     COLLIDER_SLACK * self.thickness, CONTACT_MASS_FACTOR)
+
     def _respond(self, x, x_prev, colliders=()):
         vt, ee, reach = self._candidates(x, x_prev)
         native = self.native_pass
         if native is not None:
             # ``_watched``, the passes and the friction step in C (src/self_select.c, src/self_pass.c: bit for bit),
-            # the collider check between the two halves of each pass in Python.
+            # the collider check between the two halves of each pass a bare C call bound once here (~190 checks a
+            # frame on the folded 64 x 64 lab cloth).
             self.last_candidates = native.setup(x, x_prev, vt, ee, reach, self.inv_mass, self.thickness,
                                                 RECOVERY * self.thickness, self.native_select)
             if self.last_candidates == 0:
                 return 0
-            _, ever = self._native_passes(x, x_prev, colliders)
-            if self.friction > 0.0 and native.friction(x, x_prev, self.friction) and colliders:
-                self._keep_out_of_colliders(x, native.touched(), colliders)
+            self._keep_out_touched = self._bind_keep_out(x, colliders)
+            try:
+                _, ever = self._native_passes(x, x_prev, colliders)
+                if self.friction > 0.0 and native.friction(x, x_prev, self.friction) and colliders:
+                    self._keep_out_of_colliders(x, None, colliders)
+            finally:
+                self._keep_out_touched = None
             return int(np.count_nonzero(ever))
         vt, ee, side, target, approach_target, first = self._watched(x, x_prev, vt, ee, reach)
         self.last_candidates = count = len(side)
@@ -407,7 +442,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             if native.run(x, self.thickness, PASS_TOLERANCE, k >= self.passes) == 0:
                 break
             if colliders:
-                self._keep_out_of_colliders(x, native.touched(), colliders)
+                self._keep_out_of_colliders(x, None, colliders)
             native.finish(x_prev, k + 1 >= self.passes)
         return native.depth, native.ever
 

@@ -11,7 +11,10 @@
  * grown boxes are a necessary condition of the exact distance test (|p - q| <= R needs |p - q| <= R on every axis),
  * so the pairs kept by the exact test are the twin's, as a set; the distances repeat the twin's arithmetic
  * (primitives.closest_weights / point_triangle_closest / closest_points_segments, self_pairs._vt_distance /
- * _ee_distance) operation for operation.
+ * _ee_distance) operation for operation. Between the boxes and the exact distances, cheaper necessary conditions with
+ * round-off slack (ee_may_pair's bounding spheres and projection on the line through the midpoints, vt_apart_along's
+ * projection) pass over candidates that cannot be within reach: they decide which distances are computed, not which
+ * pairs are kept (tests/test_native_self_prefilter.py puts pairs at the limit).
  *
  * Buffers are the caller's: a bucket table (table_size + 1, table_size a power of two), the grid entries up to
  * entry_capacity (entry_element (capacity,) and entry_cell (capacity,) int64: each entry's element and its key, the
@@ -43,9 +46,11 @@ typedef struct {
 /* The cell coordinate of `value` on `axis`: monotone in value (a subtraction, a product by a positive number and a
  * floor all are), which is all FOR_EACH_OVERLAP's test of the pair's cell needs. */
 static inline int64_t cell_of(double value, const Scale *scale, int axis) {
-    double c = floor((value - scale->origin[axis]) * scale->inv_h);
-    if (!(c > 0.0)) c = 0.0; /* also NaN */
-    if (c > CELL_MAX) c = CELL_MAX;
+    /* floor, then the clamp to [0, CELL_MAX], without libm's floor (a call on the baseline x86-64 target): at most 0
+     * (or NaN) gives 0, CELL_MAX + 1 or more gives CELL_MAX, and in between the truncation is the floor. */
+    double c = (value - scale->origin[axis]) * scale->inv_h;
+    if (!(c > 0.0)) return 0; /* also NaN */
+    if (c >= CELL_MAX + 1.0) return (int64_t)CELL_MAX;
     return (int64_t)c;
 }
 
@@ -84,6 +89,20 @@ static inline int listed_in(const int64_t *keys, int64_t first, int64_t last, in
     return 0;
 }
 
+/* The run of sorted keys[0 .. count) within [base, base + span) of a query element whose keys start at base, for
+ * queries in ascending order: *cursor (0 before the first query) is moved up to the first key >= base (its first
+ * position is returned), then past the run (where it is left: the next query's run starts there or later). The moves
+ * add up to count over a query call, where a binary search per element would cost two searches an element. */
+static inline int64_t excluded_run_span(const int64_t *keys, int64_t count, int64_t *cursor, int64_t base,
+                                        int64_t span) {
+    int64_t at = *cursor;
+    while (at < count && keys[at] < base) at++;
+    int64_t run = at;
+    while (at < count && keys[at] < base + span) at++;
+    *cursor = at;
+    return run;
+}
+
 static int excluded_key(const int64_t *keys, int64_t count, int64_t key) {
     int64_t at = first_above(keys, count, key - 1); /* the first key >= key */
     return at < count && keys[at] == key;
@@ -111,11 +130,11 @@ typedef struct {
     int corners;
     const double *skin;
     double extra; /* margin = extra + skin[element] */
-    const double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint and half length
-                          * (the last three doubles unused); written by fill_boxes only, read-only afterwards */
+    const double *cache; /* (count, BOX_STRIDE): lo, hi of every element, for edges their midpoint, half length and
+                          * half vector (q - p) / 2; written by fill_boxes only, read-only afterwards */
 } Boxes;
 
-#define BOX_STRIDE 13
+#define BOX_STRIDE 13 /* lo 3, hi 3, then for edges midpoint 3, half length, half vector 3 */
 
 
 /* Fill the box cache (`cache`, the same array as boxes->cache, writable) of elements 0 .. count - 1. */
@@ -130,6 +149,7 @@ static void fill_boxes(const Boxes *boxes, double *cache, int64_t count) {
             for (int i = 0; i < 3; i++) {
                 box[6 + i] = 0.5 * (p[i] + q[i]);
                 d[i] = q[i] - p[i];
+                box[10 + i] = 0.5 * d[i];
             }
             box[9] = 0.5 * sqrt(dot3_in_order(d, d));
         }
@@ -363,6 +383,33 @@ SOFTSIM_API int64_t softsim_self_vt_prepare(const double *x, int64_t n, const in
     return entries > entry_capacity ? -1 : entries;
 }
 
+/* Whether point p is more than `limit` from triangle (A, B, C) along the line through the triangle's centroid c and
+ * p, with round-off slack (then the exact distance would be too: ee_may_pair's projection test, for a point). The
+ * triangle's projection on u = g / |g| (g = p - c) reaches at most max_i (corner_i - c) . g / |g| past c's, p's lies
+ * |g| past it: the gap g . g - max_i (corner_i - c) . g, over |g|, is at most the distance. Compared squared, without
+ * the root; the slack is 1e-9 of limit + the extents of the triangle's grown box (box: its lo, hi) + 1e-12, a million
+ * times the round-off of these few operations. It drops the sheet's own near vertices that a box keeps (on the
+ * folded 64 x 64 lab cloth, 60% of the vertex-triangle distances). */
+static inline int vt_apart_along(const double *p, const double *A, const double *B, const double *C,
+                                 const double *box, double limit) {
+    double c[3], g[3], a[3], b[3], e[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = (A[i] + B[i] + C[i]) / 3.0;
+        g[i] = p[i] - c[i];
+        a[i] = A[i] - c[i];
+        b[i] = B[i] - c[i];
+        e[i] = C[i] - c[i];
+    }
+    double gg = dot3_in_order(g, g);
+    double reach_a = dot3_in_order(a, g), reach_b = dot3_in_order(b, g), reach_c = dot3_in_order(e, g);
+    double most = reach_a > reach_b ? reach_a : reach_b;
+    most = most > reach_c ? most : reach_c;
+    double gap = gg - most;
+    double extent = (box[3] - box[0]) + (box[4] - box[1]) + (box[5] - box[2]);
+    double slack = limit + 1e-9 * (limit + extent) + 1e-12;
+    return (gap > 0.0) & (gap * gap > slack * slack * gg);
+}
+
 SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int64_t *triangles, int64_t t_count,
                                           const double *skin_v, const double *skin_t, double reach,
                                           const int64_t *excluded, int64_t excluded_count, int64_t table_size,
@@ -375,6 +422,7 @@ SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int6
     int64_t count = 0;
     if (n == 0 || t_count == 0) return 0;
     const Scale scale = load_scale(scale_in);
+    int64_t cursor = 0;
     for (int64_t begin = first; begin < last; begin += stride) {
         int64_t end = last - begin > block ? begin + block : last;
         for (int64_t v = begin; v < end; v++) {
@@ -386,15 +434,21 @@ SOFTSIM_API int64_t softsim_self_vt_query(const double *x, int64_t n, const int6
                 qhi[i] = p[i] + margin;
             }
             int64_t group = count;
-            int64_t ex_first = first_above(excluded, excluded_count, v * t_count - 1); /* v's excluded triangles */
-            int64_t ex_last = first_above(excluded, excluded_count, v * t_count + t_count - 1);
+            /* v's excluded triangles: the run of keys v * t_count + t (excluded_run_span: the queries ascend) */
+            int64_t ex_first = excluded_run_span(excluded, excluded_count, &cursor, v * t_count, t_count);
+            int64_t ex_last = cursor;
             FOR_EACH_OVERLAP(&tris, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, t, -1, 0,
                              (triangles[3 * t] != v) & (triangles[3 * t + 1] != v) & (triangles[3 * t + 2] != v), {
                 const int64_t *tri = triangles + 3 * t;
-                double d = vt_distance(p, x + 3 * tri[0], x + 3 * tri[1], x + 3 * tri[2], 0);
-                if (!(d <= reach + skin_v[v] + skin_t[t])) continue;
                 /* v's excluded triangles: the short run of keys found once for v */
                 if (listed_in(excluded, ex_first, ex_last, v * t_count + t)) continue;
+                double limit = reach + skin_v[v] + skin_t[t];
+                const double *A = x + 3 * tri[0];
+                const double *B = x + 3 * tri[1];
+                const double *C = x + 3 * tri[2];
+                if (vt_apart_along(p, A, B, C, tris.cache + BOX_STRIDE * t, limit)) continue;
+                double d = vt_distance(p, A, B, C, 0);
+                if (!(d <= limit)) continue;
                 count = record_pair(out_v, out_t, out_d, count, pair_capacity, v, t, d);
             });
             if (count <= pair_capacity) sort_group(out_t, out_d, group, count);
@@ -419,8 +473,17 @@ SOFTSIM_API int64_t softsim_self_vt_pairs(const double *x, int64_t n, const int6
 }
 
 /* Whether edges a and b may be an edge-edge pair of softsim_self_ee_pairs before the exact distance, without branches:
- * no shared vertex, and their bounding spheres (midpoint, half length; cache as fill_boxes leaves it) within reach +
- * the two skins, with round-off slack (a necessary condition of the exact test, cheaper). */
+ * no shared vertex, their bounding spheres (midpoint, half length; cache as fill_boxes leaves it) within reach + the
+ * two skins, and the segments' projections on the line through the two midpoints too, each with round-off slack
+ * (necessary conditions of the exact test, cheaper).
+ *
+ * The projection test: projecting on a unit vector u moves no two points farther apart, so the gap between the two
+ * segments' intervals along u = g / |g| (g from b's midpoint to a's), |g| - (|h_a . g| + |h_b . g|) / |g| with h the
+ * half vectors, is at most their distance. Compared squared, without the root: the gap exceeds L when
+ * G = g . g - (|h_a . g| + |h_b . g|) > 0 and G^2 > L^2 g . g. L is the limit plus 1e-9 of limit + the two half
+ * lengths (a bound on |g| wherever the test can matter) + 1e-12, a million times the round-off of these few
+ * operations, so no pair within the limit is dropped. It drops the sheet's own side-by-side neighbours, which the
+ * spheres keep (on the folded 64 x 64 lab cloth, 42% of the exact distances the spheres let through). */
 static inline int ee_may_pair(const int64_t *edges, const double *cache, const double *skin_e, double reach, int64_t a,
                               int64_t b) {
     const int64_t *A = edges + 2 * a, *B = edges + 2 * b;
@@ -430,8 +493,12 @@ static inline int ee_may_pair(const int64_t *edges, const double *cache, const d
     const double *sb = cache + BOX_STRIDE * b + 6;
     double g[3];
     for (int i = 0; i < 3; i++) g[i] = sa[i] - sb[i];
+    double gg = dot3_in_order(g, g);
     double r = (limit + sa[3] + sb[3]) * (1.0 + 1e-9) + 1e-12;
-    return apart & !(dot3_in_order(g, g) > r * r);
+    double gap = gg - (fabs(dot3_in_order(sa + 4, g)) + fabs(dot3_in_order(sb + 4, g)));
+    double slack = limit + 1e-9 * (limit + sa[3] + sb[3]) + 1e-12;
+    int apart_along = (gap > 0.0) & (gap * gap > slack * slack * gg);
+    return apart & !(gg > r * r) & !apart_along;
 }
 
 SOFTSIM_API int64_t softsim_self_ee_prepare(const double *x, int64_t n, const int64_t *edges, int64_t e_count,
@@ -464,6 +531,7 @@ SOFTSIM_API int64_t softsim_self_ee_query(const double *x, int64_t n, const int6
     int64_t count = 0;
     if (e_count < 2) return 0;
     const Scale scale = load_scale(scale_in);
+    int64_t cursor = 0;
     for (int64_t begin = first; begin < last; begin += stride) {
         int64_t end = last - begin > block ? begin + block : last;
         for (int64_t a = begin; a < end; a++) {
@@ -472,16 +540,18 @@ SOFTSIM_API int64_t softsim_self_ee_query(const double *x, int64_t n, const int6
             const int64_t *A = edges + 2 * a;
             int64_t group = count;
             /* a's excluded partners: the run of keys a * e_count + b, found once (few: searched per pair they cost
-             * more than the distance) */
-            int64_t ex_first = first_above(excluded, excluded_count, a * e_count - 1);
-            int64_t ex_last = first_above(excluded, excluded_count, a * e_count + e_count - 1);
+             * more than the distance; excluded_run_span: the queries ascend) */
+            int64_t ex_first = excluded_run_span(excluded, excluded_count, &cursor, a * e_count, e_count);
+            int64_t ex_last = cursor;
             FOR_EACH_OVERLAP(&boxes, &scale, table_size, table_start, entry_element, entry_cell, qlo, qhi, b, a, 0,
                              ee_may_pair(edges, boxes.cache, skin_e, reach, a, b), {
+                /* a's excluded partners first: a rest-close pair (the two diagonals of a quad) is within reach, its
+                 * distance would be spent for nothing */
+                if (listed_in(excluded, ex_first, ex_last, a * e_count + b)) continue;
                 const int64_t *B = edges + 2 * b;
                 double limit = reach + skin_e[a] + skin_e[b];
                 double d = ee_distance(x + 3 * A[0], x + 3 * A[1], x + 3 * B[0], x + 3 * B[1]);
                 if (!(d <= limit)) continue;
-                if (listed_in(excluded, ex_first, ex_last, a * e_count + b)) continue;
                 count = record_pair(out_a, out_b, out_d, count, pair_capacity, a, b, d);
             });
             if (count <= pair_capacity) sort_group(out_b, out_d, group, count);
@@ -542,6 +612,34 @@ static int64_t chunk_boxes(const double *cache, const int64_t *ids, int64_t coun
     return chunk_count;
 }
 
+#define GROW_SUPER 8 /* ... and first against the union box of each run of this many of those runs */
+
+/* Union boxes of the runs of GROW_SUPER of chunk_count chunk boxes (chunk_boxes' rule: NaN overlaps); their count. */
+static int64_t super_boxes(const double *chunks, int64_t chunk_count, double *supers) {
+    int64_t super_count = (chunk_count + GROW_SUPER - 1) / GROW_SUPER;
+    for (int64_t s = 0; s < super_count; s++) {
+        double *box = supers + 6 * s;
+        for (int i = 0; i < 3; i++) {
+            box[i] = INFINITY;
+            box[3 + i] = -INFINITY;
+        }
+        for (int64_t c = s * GROW_SUPER; c < chunk_count && c < (s + 1) * GROW_SUPER; c++)
+            for (int i = 0; i < 3; i++) {
+                double lo = chunks[6 * c + i], hi = chunks[6 * c + 3 + i];
+                box[i] = lo < box[i] || lo != lo ? lo : box[i];
+                box[3 + i] = hi > box[3 + i] || hi != hi ? hi : box[3 + i];
+            }
+    }
+    return super_count;
+}
+
+/* The chunks c of the runs whose union box overlaps `box`: a loop header (supers, super_count, chunk_count of the
+ * caller's). */
+#define FOR_EACH_NEAR_CHUNK(c, box)                                                                                     \
+    for (int64_t s_ = 0; s_ < super_count; s_++)                                                                        \
+        if (box_overlap(supers + 6 * s_, box))                                                                          \
+            for (int64_t c = s_ * GROW_SUPER; c < chunk_count && c < (s_ + 1) * GROW_SUPER; c++)
+
 /* Whether boxes (lo, hi) a and b overlap: FOR_EACH_OVERLAP's test (NaN: overlapping). */
 static inline int box_overlap(const double *a, const double *b) {
     for (int i = 0; i < 3; i++)
@@ -593,16 +691,16 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
     needs[0] = 0;
     if (n == 0 || t_count == 0 || (grown_v_count == 0 && grown_t_count == 0)) return 0;
     fill_boxes(&tris, box_scratch, t_count);
-    Scale scale = vertex_triangle_scale(&tris, t_count, skin_v, n);
     if (grown_v_count <= GROW_SCAN && grown_t_count <= GROW_SCAN) {
-        /* Grown elements few enough: every box against theirs (runs of them first, by their union box), no grid (its
-         * fill costs more than these tests). */
-        double chunks[6 * (GROW_SCAN / GROW_CHUNK)];
+        /* Grown elements few enough: every box against theirs (runs of them first, by their union box, and runs of
+         * those by theirs), no grid (its fill costs more than these tests). */
+        double chunks[6 * (GROW_SCAN / GROW_CHUNK)], supers[6 * (GROW_SCAN / GROW_CHUNK)];
         int64_t chunk_count = chunk_boxes(NULL, grown_v, grown_v_count, x, skin_v, chunks);
+        int64_t super_count = super_boxes(chunks, chunk_count, supers);
         for (int64_t t = 0; t < t_count && chunk_count; t++) {
             const double *tbox = tris.cache + BOX_STRIDE * t;
             const int64_t *tri = triangles + 3 * t;
-            for (int64_t c = 0; c < chunk_count; c++) {
+            FOR_EACH_NEAR_CHUNK(c, tbox) {
                 if (!box_overlap(chunks + 6 * c, tbox)) continue;
                 for (int64_t q = c * GROW_CHUNK; q < grown_v_count && q < (c + 1) * GROW_CHUNK; q++) {
                     int64_t v = grown_v[q];
@@ -612,6 +710,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
             }
         }
         chunk_count = chunk_boxes(tris.cache, grown_t, grown_t_count, NULL, NULL, chunks);
+        super_count = super_boxes(chunks, chunk_count, supers);
         for (int64_t v = 0; v < n && chunk_count; v++) {
             if (grown_v_mask[v]) continue;
             double margin = skin_v[v] * (1.0 + 1e-9) + 1e-12, vbox[6];
@@ -619,7 +718,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
                 vbox[i] = x[3 * v + i] - margin;
                 vbox[3 + i] = x[3 * v + i] + margin;
             }
-            for (int64_t c = 0; c < chunk_count; c++) {
+            FOR_EACH_NEAR_CHUNK(c, vbox) {
                 if (!box_overlap(chunks + 6 * c, vbox)) continue;
                 for (int64_t q = c * GROW_CHUNK; q < grown_t_count && q < (c + 1) * GROW_CHUNK; q++) {
                     int64_t t = grown_t[q];
@@ -631,6 +730,7 @@ SOFTSIM_API int64_t softsim_self_vt_grow(const double *x, int64_t n, const int64
         }
         return count;
     }
+    Scale scale = vertex_triangle_scale(&tris, t_count, skin_v, n); /* the grid's only (the scan above has none) */
     for (int part = 0; part < 2; part++) {
         int64_t queries = part == 0 ? grown_v_count : n;
         if (queries == 0 || (part == 1 && grown_t_count == 0)) continue;
@@ -701,12 +801,14 @@ SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64
     if (e_count < 2 || grown_e_count == 0) return 0;
     fill_boxes(&boxes, box_scratch, e_count);
     if (grown_e_count <= GROW_SCAN) {
-        /* Grown edges few enough: every box against theirs (runs of them first, by their union box), no grid. */
-        double chunks[6 * (GROW_SCAN / GROW_CHUNK)];
+        /* Grown edges few enough: every box against theirs (runs of them first, by their union box, and runs of those
+         * by theirs), no grid. */
+        double chunks[6 * (GROW_SCAN / GROW_CHUNK)], supers[6 * (GROW_SCAN / GROW_CHUNK)];
         int64_t chunk_count = chunk_boxes(boxes.cache, grown_e, grown_e_count, NULL, NULL, chunks);
+        int64_t super_count = super_boxes(chunks, chunk_count, supers);
         for (int64_t b = 0; b < e_count; b++) {
             const double *bbox = boxes.cache + BOX_STRIDE * b;
-            for (int64_t c = 0; c < chunk_count; c++) {
+            FOR_EACH_NEAR_CHUNK(c, bbox) {
                 if (!box_overlap(chunks + 6 * c, bbox)) continue;
                 for (int64_t q = c * GROW_CHUNK; q < grown_e_count && q < (c + 1) * GROW_CHUNK; q++) {
                     int64_t a = grown_e[q];

@@ -189,6 +189,12 @@ SOFTSIM_API int64_t softsim_contacts_deep_faces(double *x, const double *x_prev,
 SOFTSIM_API int64_t softsim_keep_out(double *x, int64_t n, double *inv_mass, uint8_t *heavy, const double *pad2,
                                      int64_t count, const int64_t *moved, int64_t collider_count,
                                      const double *colliders, double slack, double mass_factor);
+/* The same on the particles with touched[p] != 0 (touched (n,), self-collision's pass mask), scratch (n,) int64
+ * (keep_out_touched.c). */
+SOFTSIM_API int64_t softsim_keep_out_touched(double *x, int64_t n, double *inv_mass, uint8_t *heavy,
+                                             const double *pad2, const uint8_t *touched, int64_t *scratch,
+                                             int64_t collider_count, const double *colliders, double slack,
+                                             double mass_factor);
 
 /* Cloth self-collision's broad phase (self_collision.c): the vertex-triangle and edge-edge pairs within reach + the
  * two elements' skins (exact distances), from a hash grid of boxes in caller-owned buffers. Returns the pair count
