@@ -53,3 +53,25 @@ def jittered_cloth(n=9, curved=True, seed=3):
     rng = np.random.default_rng(seed)
     x = np.ascontiguousarray(vertices + rng.normal(scale=0.05, size=vertices.shape))
     return model, x, rng
+
+
+def keep_out_scene(rng, seed, pads):
+    """The keep-out kernels' scene: the particles of ``selftest.contact_scene`` around its sphere and on its ground,
+    some pinned (inverse mass 0), some already heavy; colliders in either order by seed. Draws from ``rng``.
+    Returns (model, x (n, 3), colliders, pad2 or None, inv_mass (n,), heavy (n,) bool)."""
+    from solvers.collision.response import faces
+    from solvers.collision.response.self_contact import CONTACT_MASS_FACTOR
+    from solvers.native.selftest import contact_scene
+
+    model, x, _, colliders = contact_scene(n=9, seed=seed, moving=seed % 2 == 1, thickness=0.01)
+    n = len(x)
+    sphere, ground = colliders
+    rel = x - sphere.center
+    x = np.ascontiguousarray(sphere.center + rel / np.linalg.norm(rel, axis=1)[:, None]
+                             * rng.uniform(sphere.radius - 0.05, sphere.radius + 0.05, n)[:, None])
+    x[rng.random(n) < 0.3, 2] = ground.point[2] + rng.uniform(-0.05, 0.02, 1)[0]
+    pad2 = faces.sphere_pads(model.rest_positions, model.triangle_indices) if pads else None
+    inv_mass = np.where(rng.random(n) < 0.1, 0.0, model.inv_mass)
+    heavy = rng.random(n) < 0.2
+    inv_mass[heavy] /= CONTACT_MASS_FACTOR
+    return model, x, (colliders[::-1] if seed % 3 == 0 else colliders), pad2, inv_mass, heavy

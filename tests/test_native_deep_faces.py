@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from native_helpers import assert_same, native_library
+from native_helpers import assert_same, keep_out_scene, native_library
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.builder import grid_quads
 from solvers.collision.colliders.mesh_collider import MeshCollider
@@ -150,20 +150,10 @@ def test_keep_out_equals_its_numpy_twin(library, seed, pads):
     """Particles around the sphere and on the ground, some pinned, some already heavy, several passes of random
     moved sets (each particle may be pushed back by both colliders)."""
     rng = np.random.default_rng(seed)
-    model, x, _, colliders = contact_scene(n=9, seed=seed, moving=seed % 2 == 1, thickness=0.01)
+    _, x, order, pad2, inv_mass, heavy = keep_out_scene(rng, seed, pads)
     n = len(x)
-    sphere, ground = colliders
-    rel = x - sphere.center
-    x = np.ascontiguousarray(sphere.center + rel / np.linalg.norm(rel, axis=1)[:, None]
-                             * rng.uniform(sphere.radius - 0.05, sphere.radius + 0.05, n)[:, None])
-    x[rng.random(n) < 0.3, 2] = ground.point[2] + rng.uniform(-0.05, 0.02, 1)[0]
-    pad2 = faces.sphere_pads(model.rest_positions, model.triangle_indices) if pads else None
-    inv_mass = np.where(rng.random(n) < 0.1, 0.0, model.inv_mass)
-    heavy = rng.random(n) < 0.2
-    inv_mass[heavy] /= CONTACT_MASS_FACTOR
     native = KeepOut(library, n, pad2)
-    native.pose(colliders[::-1] if seed % 3 == 0 else colliders)
-    order = colliders[::-1] if seed % 3 == 0 else colliders
+    native.pose(order)
     y, z = x.copy(), x.copy()
     im_c, im_n, heavy_c, heavy_n = inv_mass.copy(), inv_mass.copy(), heavy.copy(), heavy.copy()
     for _ in range(3):

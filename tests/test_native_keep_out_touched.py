@@ -7,9 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from native_helpers import assert_same, native_library
+from native_helpers import assert_same, keep_out_scene, native_library
 from solvers.collision.colliders.mesh_collider import MeshCollider
-from solvers.collision.response import faces
 from solvers.collision.response.impact_zones import COLLIDER_SLACK
 from solvers.collision.response.self_contact import CONTACT_MASS_FACTOR, SelfCollision
 from solvers.native.kernels import KeepOut
@@ -21,31 +20,13 @@ def library():
     return native_library()
 
 
-def _scene(seed, pads):
-    """Particles around the sphere and on the ground of ``contact_scene``, some pinned, some already heavy:
-    (x, colliders, pad2, inv_mass, heavy)."""
-    rng = np.random.default_rng(seed)
-    model, x, _, colliders = contact_scene(n=9, seed=seed, moving=seed % 2 == 1, thickness=0.01)
-    n = len(x)
-    sphere, ground = colliders
-    rel = x - sphere.center
-    x = np.ascontiguousarray(sphere.center + rel / np.linalg.norm(rel, axis=1)[:, None]
-                             * rng.uniform(sphere.radius - 0.05, sphere.radius + 0.05, n)[:, None])
-    x[rng.random(n) < 0.3, 2] = ground.point[2] + rng.uniform(-0.05, 0.02, 1)[0]
-    pad2 = faces.sphere_pads(model.rest_positions, model.triangle_indices) if pads else None
-    inv_mass = np.where(rng.random(n) < 0.1, 0.0, model.inv_mass)
-    heavy = rng.random(n) < 0.2
-    inv_mass[heavy] /= CONTACT_MASS_FACTOR
-    return x, (colliders[::-1] if seed % 3 == 0 else colliders), pad2, inv_mass, heavy
-
-
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("pads", [False, True])
 def test_bound_keep_out_equals_run_and_its_numpy_twin(library, seed, pads):
     """Several calls of one bound call with the mask changed in place between them (as the passes do), against
     ``run`` on np.flatnonzero(mask) and the NumPy loop on the same indices: the same positions, masses and flags."""
     rng = np.random.default_rng(100 + seed)
-    x, colliders, pad2, inv_mass, heavy = _scene(seed, pads)
+    _, x, colliders, pad2, inv_mass, heavy = keep_out_scene(np.random.default_rng(seed), seed, pads)
     n = len(x)
     slack = COLLIDER_SLACK * 0.01
     bound_keep_out, run_keep_out = KeepOut(library, n, pad2), KeepOut(library, n, pad2)
