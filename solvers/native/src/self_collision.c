@@ -577,6 +577,23 @@ SOFTSIM_API int64_t softsim_self_ee_pairs(const double *x, int64_t n, const int6
 #define GROW_SCAN 256 /* at most this many grown elements: scan every box instead of filling a grid */
 #define GROW_CHUNK 8 /* the scan tests an element's box against the union box of each run of this many grown ones */
 
+/* A union box (lo, hi: 6 doubles) that holds nothing yet. */
+static inline void empty_box(double *box) {
+    for (int i = 0; i < 3; i++) {
+        box[i] = INFINITY;
+        box[3 + i] = -INFINITY;
+    }
+}
+
+/* The union box `box` grown to hold the box (lo, hi). NaN boxes: the union takes every axis as overlapping (a NaN
+ * compares false both ways, so it is taken where it comes). */
+static inline void widen_box(double *box, const double *lo, const double *hi) {
+    for (int i = 0; i < 3; i++) {
+        box[i] = lo[i] < box[i] || lo[i] != lo[i] ? lo[i] : box[i];
+        box[3 + i] = hi[i] > box[3 + i] || hi[i] != hi[i] ? hi[i] : box[3 + i];
+    }
+}
+
 /* Union boxes (lo, hi: 6 doubles each) of the runs of GROW_CHUNK of `count` boxes, box k at cache + stride * id(k)
  * (id(k) = ids[k]), or, for points (ids of vertices, stride 0 unused), of the points grown by their skins. */
 static int64_t chunk_boxes(const double *cache, const int64_t *ids, int64_t count, const double *points,
@@ -584,10 +601,7 @@ static int64_t chunk_boxes(const double *cache, const int64_t *ids, int64_t coun
     int64_t chunk_count = (count + GROW_CHUNK - 1) / GROW_CHUNK;
     for (int64_t c = 0; c < chunk_count; c++) {
         double *box = chunks + 6 * c;
-        for (int i = 0; i < 3; i++) {
-            box[i] = INFINITY;
-            box[3 + i] = -INFINITY;
-        }
+        empty_box(box);
         for (int64_t k = c * GROW_CHUNK; k < count && k < (c + 1) * GROW_CHUNK; k++) {
             double lo[3], hi[3];
             if (points != NULL) {
@@ -602,11 +616,7 @@ static int64_t chunk_boxes(const double *cache, const int64_t *ids, int64_t coun
                     hi[i] = cache[BOX_STRIDE * ids[k] + 3 + i];
                 }
             }
-            for (int i = 0; i < 3; i++) {
-                /* NaN boxes: the union takes every axis as overlapping (a NaN compares false both ways below). */
-                box[i] = lo[i] < box[i] || lo[i] != lo[i] ? lo[i] : box[i];
-                box[3 + i] = hi[i] > box[3 + i] || hi[i] != hi[i] ? hi[i] : box[3 + i];
-            }
+            widen_box(box, lo, hi);
         }
     }
     return chunk_count;
@@ -614,21 +624,14 @@ static int64_t chunk_boxes(const double *cache, const int64_t *ids, int64_t coun
 
 #define GROW_SUPER 8 /* ... and first against the union box of each run of this many of those runs */
 
-/* Union boxes of the runs of GROW_SUPER of chunk_count chunk boxes (chunk_boxes' rule: NaN overlaps); their count. */
+/* Union boxes of the runs of GROW_SUPER of chunk_count chunk boxes (widen_box), their count. */
 static int64_t super_boxes(const double *chunks, int64_t chunk_count, double *supers) {
     int64_t super_count = (chunk_count + GROW_SUPER - 1) / GROW_SUPER;
     for (int64_t s = 0; s < super_count; s++) {
         double *box = supers + 6 * s;
-        for (int i = 0; i < 3; i++) {
-            box[i] = INFINITY;
-            box[3 + i] = -INFINITY;
-        }
+        empty_box(box);
         for (int64_t c = s * GROW_SUPER; c < chunk_count && c < (s + 1) * GROW_SUPER; c++)
-            for (int i = 0; i < 3; i++) {
-                double lo = chunks[6 * c + i], hi = chunks[6 * c + 3 + i];
-                box[i] = lo < box[i] || lo != lo ? lo : box[i];
-                box[3 + i] = hi > box[3 + i] || hi != hi ? hi : box[3 + i];
-            }
+            widen_box(box, chunks + 6 * c, chunks + 6 * c + 3);
     }
     return super_count;
 }
