@@ -169,12 +169,12 @@ class FramePoses:
 
 NATIVE_NORMALS = True
 """Whether ``FramePoses.normals`` of a collider with the native queries computes them in C (src/pose_normals.c around
-NumPy's arccos), the same bits as ``pose_normals`` (tests/test_moving_poses.py)."""
+NumPy's arccos), the same bits as ``pose_normals`` (tests/test_native_moving_poses.py)."""
 
 FRAME_POSES = True
 """Whether a moving mesh collider poses its substeps from one ``FramePoses`` per frame (``MeshCollider.over``: every
 pose of the frame interpolated and, on first use, its normals computed in one vectorised pass); False interpolates
-each pose when asked and derives its normals alone, the same numbers bit for bit (tests/test_moving_poses.py)."""
+each pose when asked and derives its normals alone, the same numbers bit for bit (tests/test_native_moving_poses.py)."""
 
 FRAME_POSES_KEPT = 3
 """``FramePoses`` a collider's ``_Shared`` keeps (the frame's, and those of a substep posed again in sweeps)."""
