@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
 from .collision.response.contact_set import find_contacts
-from .collision.response.collider_contacts import ContactConstraints, resolve_collider_contacts
+from .collision.response.collider_contacts import ContactConstraints, contact_sweeps, resolve_collider_contacts
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
 from .constraints.sewing import SewingConstraints
@@ -273,14 +273,30 @@ class PositionBasedSolver(ProjectedContactSolver):
         self._iterate(x, dt, multipliers, iterations, symmetric, native.project if contacts else None)
         if contacts:
             native.friction(x, x_prev)
-        # A step walked in sweeps takes the NumPy twin.
-        if colliders and native.finish(x, x_prev) > 1:
-            resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
+        if colliders:
+            sweeps = native.finish(x, x_prev)
+            if sweeps > 1:  # the step walked in sweeps (collider_contacts.resolve_collider_contacts)
+                native.finish_sweeps(x, x_prev, [[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders]
+                                                 for k in range(sweeps)])
         self.resolve_self_collision(x, x_prev, colliders)  # may move x_prev (the buffer velocity reads) too
         native.velocity(x, v, dt, np.exp(-self.config.damping * dt) if self.config.damping > 0.0 else None)
         if not measure:
             return StepStats(iterations=self.config.iterations)
         return measure_stats(self.model, x, iterations=self.config.iterations)
+
+    def _finish_in_sweeps(self, x, colliders) -> None:
+        """``resolve_collider_contacts`` of a substep of ``native_frame`` that is walked in sweeps, in place on x from
+        the substep's start (``native_contacts.x_prev``): in C for ground planes and spheres
+        (``AnalyticContacts.finish_sweeps``, the same operations in the same order), else in NumPy (mesh colliders)."""
+        native = self.native_contacts
+        if native.supports(colliders):
+            native.pose(colliders)
+            sweeps = contact_sweeps(x, native.x_prev, self.model.inv_mass, self.model.triangle_indices, colliders)
+            native.finish_sweeps(x, native.x_prev, [[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders]
+                                                    for k in range(sweeps)])
+            return
+        resolve_collider_contacts(x, native.x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
+                                  self.pad2)
 
     def native_frame(self, run, dt: float, colliders=()) -> bool:
         """A whole frame of ``run`` (a ``frame.FrameRun`` at its start) in one C call (``native.kernels.ClothFrame``):
@@ -293,8 +309,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         ``softsim_fields_apply``). With mesh colliders the frame is the per-substep path with the mesh's queries in C
         (``step`` after ``attach_mesh_queries``) bit for bit, and their kept planes and face-pair lists are the
         colliders' own. A
-        substep whose end-of-step push must be walked in sweeps is finished in NumPy
-        (``resolve_collider_contacts``) and the call goes on with the next."""
+        substep whose end-of-step push must be walked in sweeps is finished between two calls
+        (``_finish_in_sweeps``) and the call goes on with the next."""
         frame = self._cloth_frame()
         if frame is None or not frame_supports(colliders, self.native):
             return False
@@ -314,11 +330,10 @@ class PositionBasedSolver(ProjectedContactSolver):
         while first <= K:
             done, status, _ = frame.run(first, K)
             self._steps += done
-            if status == 1:  # substep first + done: its end-of-step push walked in sweeps, in NumPy
+            if status == 1:  # substep first + done: its end-of-step push walked in sweeps
                 k = first + done
                 self._steps += 1
-                resolve_collider_contacts(state.x, self.native_contacts.x_prev, self.model.inv_mass,
-                                          self.model.triangle_indices, posed[k - 1], self.pad2)
+                self._finish_in_sweeps(state.x, posed[k - 1])
                 self.native_contacts.velocity(state.x, state.v, dt, damping)
                 state.x[run.pinned] = frame.pin_to
                 check_finite(state, config.max_speed)

@@ -83,7 +83,7 @@ def test_contacts_found_match_the_contact_set(library):
     assert_same(binding.offset[:count], np.concatenate([c.offset for c in found.points]))
 
 
-def test_a_step_of_several_sweeps_is_left_to_numpy(library):
+def test_finish_leaves_a_step_of_several_sweeps_untouched(library):
     model, x, v, colliders = contact_scene()
     binding, _ = _binding(library, model)
     binding.pose(colliders)
@@ -91,6 +91,47 @@ def test_a_step_of_several_sweeps_is_left_to_numpy(library):
     before = x.copy()
     assert binding.finish(x, x_prev) == 5
     assert np.array_equal(x, before)
+
+
+@pytest.mark.parametrize("moving", [False, True])
+@pytest.mark.parametrize("friction", [0.0, 0.4])
+@pytest.mark.parametrize("pads", [True, False])
+@pytest.mark.parametrize("drop", [0.05, 0.13])
+def test_steps_walked_in_sweeps_equal_their_numpy_twin(library, moving, friction, pads, drop):
+    """A step of several centimetres into the sphere (3 and 7 sweeps of at most 2 cm, still or moving sphere, ground
+    too): ``finish_sweeps`` against ``resolve_collider_contacts``, which walks it in the same sweeps. Without the pads
+    the faces dip in and the face push acts (FACE_TOLERANCE, as above)."""
+    from solvers.collision.response.collider_contacts import contact_sweeps, resolve_collider_contacts
+
+    model, x, v, colliders = contact_scene(seed=3, moving=moving, friction=friction)
+    binding, pad2 = _binding(library, model)
+    if not pads:
+        pad2 = None
+        binding = AnalyticContacts(library, model.inv_mass, None, model.triangle_indices)
+    binding.pose(colliders)
+    x_prev = np.ascontiguousarray(x + np.array([0.0, 0.01, drop]))  # the step moves down, into the sphere
+    sweeps = contact_sweeps(x, x_prev, model.inv_mass, model.triangle_indices, colliders)
+    assert sweeps == int(np.ceil(np.hypot(0.01, drop) / 0.02)) and sweeps > 1
+    ours, theirs = x.copy(), x.copy()
+    assert binding.finish(ours, x_prev) == sweeps
+    binding.finish_sweeps(ours, x_prev, [[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders]
+                                         for k in range(sweeps)])
+    resolve_collider_contacts(theirs, x_prev, model.inv_mass, model.triangle_indices, colliders, pad2)
+    assert not np.array_equal(theirs, x)  # the sweeps moved particles back out
+    if pads:
+        assert_same(ours, theirs)
+    else:
+        assert_close(ours, theirs)
+
+
+def test_finish_sweeps_refuses_uneven_poses(library):
+    model, x, v, colliders = contact_scene()
+    binding, _ = _binding(library, model)
+    binding.pose(colliders)
+    with pytest.raises(ValueError, match="one list of colliders per sweep"):
+        binding.finish_sweeps(x, x - 0.1, [colliders, colliders[:1]])
+    with pytest.raises(ValueError, match="one list of colliders per sweep"):
+        binding.finish_sweeps(x, x - 0.1, [])
 
 
 def test_a_particle_swept_past_by_a_fast_sphere_goes_back_out_where_it_came_from(library):

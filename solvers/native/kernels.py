@@ -399,7 +399,8 @@ class AnalyticContacts:
         self.library = library
         self.functions = [getattr(library, name) for name in (
             "softsim_predict", "softsim_velocity", "softsim_contacts_find", "softsim_contacts_project",
-            "softsim_contacts_friction", "softsim_contacts_finish", "softsim_contacts_deep_faces")]
+            "softsim_contacts_friction", "softsim_contacts_finish", "softsim_contacts_deep_faces",
+            "softsim_contacts_finish_sweeps")]
         triangles = np.ascontiguousarray(np.asarray(triangles, np.int64).reshape(-1, 3))
         pairs = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
         edges = np.ascontiguousarray(np.unique(pairs, axis=0)) if len(pairs) else np.zeros((0, 2), np.int64)
@@ -422,6 +423,7 @@ class AnalyticContacts:
         self.face_passes = int(faces.FACE_PASSES)
         t = len(self.triangles)
         self.x_prev = np.zeros((n, 3))
+        self.sweep_start, self.sweep_end = np.zeros((n, 3)), np.zeros((n, 3))
         self.topology_state, self.x0 = np.zeros(2), np.zeros((n, 3))
         self.work_i, self.work_d = np.zeros(t + 2 * n, np.int64), np.zeros(8 * t + 5 * n)
         self.positions = _PositionsCheck(n)
@@ -446,7 +448,7 @@ class AnalyticContacts:
         self._p = {name: pointer(getattr(self, name)) for name in (
             "inv_mass", "triangles", "edges", "settings", "x_prev", "topology_state", "x0", "work_i", "work_d", "table",
             "rho", "particle", "owner", "normal", "offset", "pushed", "r_particle", "r_owner", "r_normal", "r_distance",
-            "r_scratch")}
+            "r_scratch", "sweep_start", "sweep_end")}
         self._p["pad2"] = None if self.pad2 is None else pointer(self.pad2)
 
     @staticmethod
@@ -518,6 +520,26 @@ class AnalyticContacts:
                                  p["edges"], self.face_passes, p["settings"], p["r_particle"], p["r_owner"],
                                  p["r_normal"], p["r_distance"], p["r_scratch"], p["topology_state"], p["x0"],
                                  p["work_i"], p["work_d"])
+
+    def finish_sweeps(self, x, x_prev, posed) -> None:
+        """``resolve_collider_contacts`` walked in sweeps, in place on x (n, 3) [m] from x_prev (n, 3): ``posed`` holds
+        per sweep k (as many as ``finish`` returned) the ground planes and spheres posed over it (the twin's
+        ``[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders]``, the same count and kinds in every sweep)."""
+        sweeps = len(posed)
+        count = len(posed[0]) if sweeps else 0
+        if sweeps < 1 or any(len(colliders) != count for colliders in posed):
+            raise ValueError(f"finish_sweeps: one list of colliders per sweep, all of one length, got {posed!r}")
+        if count > len(self.table):
+            self._capacity(count)
+        tables = np.zeros((sweeps, count, self.ROW))
+        for table, colliders in zip(tables, posed):
+            collider_rows(table, colliders)
+        p = self._p
+        self.functions[7](self.positions(x), self._previous(x_prev), self.n, p["inv_mass"], p["pad2"], count,
+                          pointer(tables), sweeps, len(self.triangles), p["triangles"], len(self.edges), p["edges"],
+                          self.face_passes, p["settings"], p["r_particle"], p["r_owner"], p["r_normal"],
+                          p["r_distance"], p["r_scratch"], p["topology_state"], p["x0"], p["work_i"], p["work_d"],
+                          p["sweep_start"], p["sweep_end"])
 
     def deep_faces(self, x, x_prev, allowance: float) -> int:
         """``collider_contacts.resolve_deep_faces`` of the posed colliders in place on x (n, 3) [m] from x_prev (n, 3):

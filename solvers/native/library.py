@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 12
+ABI_VERSION = 13
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -58,6 +58,8 @@ SIGNATURES = {
     "softsim_contacts_friction": (None, (_P, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_contacts_finish": (_I, (_P, _P, _I, _P, _P, _I, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P,
                                      _P, _P)),
+    "softsim_contacts_finish_sweeps": (_I, (_P, _P, _I, _P, _P, _I, _P, _I, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P,
+                                            _P, _P, _P, _P, _P, _P, _P)),
     "softsim_contacts_deep_faces": (_I, (_P, _P, _I, _P, _I, _P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_keep_out": (_I, (_P, _I, _P, _P, _P, _I, _P, _I, _P, _D, _D)),
     "softsim_keep_out_touched": (_I, (_P, _I, _P, _P, _P, _P, _P, _I, _P, _D, _D)),

@@ -238,31 +238,18 @@ static int64_t resolve_vertices(double *x, const double *x_prev, int64_t n, cons
     return count;
 }
 
-/* response.resolve_collider_contacts for analytic colliders, when it takes one sweep (response.contact_sweeps):
- * resolve_contacts, the face push of every sphere (with triangles), and resolve_contacts again when a face was
- * pushed. Returns the sweeps the step needs: 1 when done here; more, with x untouched, when the caller must walk the
- * step in sweeps (the NumPy path).
- * settings: FACE_TOLERANCE, SWEEP_LENGTH [m], MAX_SWEEPS, REFIT_GROWTH (the twins' constants, read by the binding).
- * Buffers: particle, owner (n * collider_count,) int64; normal (n * collider_count, 3), distance and scratch
- * (n * collider_count,); topology_state (2,), x0 (n, 3) (kept between calls); work_i (t + 2 n,) int64, zeroed once;
- * work_d (8 t + 5 n,). */
-int64_t softsim_contacts_finish(double *x, const double *x_prev, int64_t n, const double *inv_mass, const double *pad2,
-                                int64_t collider_count, const double *colliders, int64_t t, const int64_t *triangles,
-                                int64_t edge_count, const int64_t *edges, int64_t face_passes, const double *settings,
-                                int64_t *particle,
-                                int64_t *owner, double *normal, double *distance, double *scratch,
-                                double *topology_state, double *x0, int64_t *work_i, double *work_d)
+/* collider_contacts._resolve_once for analytic colliders: resolve_contacts, the face push of every sphere (with
+ * triangles), and resolve_contacts again when a face was pushed. */
+static void resolve_once(double *x, const double *x_prev, int64_t n, const double *inv_mass, const double *pad2,
+                         int64_t collider_count, const double *colliders, int64_t spheres, int64_t t,
+                         const int64_t *triangles, int64_t edge_count, const int64_t *edges, int64_t face_passes,
+                         const double *settings, int64_t *particle, int64_t *owner, double *normal, double *distance,
+                         double *scratch, double *topology_state, double *x0, int64_t *work_i, double *work_d)
 {
-    int64_t spheres = 0;
-    for (int64_t k = 0; k < collider_count; ++k)
-        spheres += colliders[SOFTSIM_COLLIDER_ROW * k] == KIND_SPHERE;
-    int64_t sweeps;
-    if (t > 0 && spheres > 0 && contact_sweeps(x, x_prev, n, inv_mass, settings[1], settings[2], &sweeps))
-        return sweeps; /* SWEEP_LENGTH, MAX_SWEEPS */
     resolve_vertices(x, x_prev, n, inv_mass, pad2, collider_count, colliders, particle, owner, normal, distance,
                      scratch);
     if (t == 0 || spheres == 0)
-        return 1;
+        return;
     FaceWork w = face_work(work_i, work_d, n, t);
     int64_t faces = 0;
     for (int64_t k = 0; k < collider_count; ++k) {
@@ -274,7 +261,72 @@ int64_t softsim_contacts_finish(double *x, const double *x_prev, int64_t n, cons
     if (faces)
         resolve_vertices(x, x_prev, n, inv_mass, pad2, collider_count, colliders, particle, owner, normal, distance,
                          scratch);
+}
+
+static int64_t sphere_count(int64_t collider_count, const double *colliders)
+{
+    int64_t spheres = 0;
+    for (int64_t k = 0; k < collider_count; ++k)
+        spheres += colliders[SOFTSIM_COLLIDER_ROW * k] == KIND_SPHERE;
+    return spheres;
+}
+
+/* response.resolve_collider_contacts for analytic colliders, when it takes one sweep (response.contact_sweeps):
+ * resolve_once. Returns the sweeps the step needs: 1 when done here; more, with x untouched, when the caller must
+ * walk the step in sweeps (softsim_contacts_finish_sweeps).
+ * settings: FACE_TOLERANCE, SWEEP_LENGTH [m], MAX_SWEEPS, REFIT_GROWTH (the twins' constants, read by the binding).
+ * Buffers: particle, owner (n * collider_count,) int64; normal (n * collider_count, 3), distance and scratch
+ * (n * collider_count,); topology_state (2,), x0 (n, 3) (kept between calls); work_i (t + 2 n,) int64, zeroed once;
+ * work_d (8 t + 5 n,). */
+int64_t softsim_contacts_finish(double *x, const double *x_prev, int64_t n, const double *inv_mass, const double *pad2,
+                                int64_t collider_count, const double *colliders, int64_t t, const int64_t *triangles,
+                                int64_t edge_count, const int64_t *edges, int64_t face_passes, const double *settings,
+                                int64_t *particle,
+                                int64_t *owner, double *normal, double *distance, double *scratch,
+                                double *topology_state, double *x0, int64_t *work_i, double *work_d)
+{
+    int64_t spheres = sphere_count(collider_count, colliders);
+    int64_t sweeps;
+    if (t > 0 && spheres > 0 && contact_sweeps(x, x_prev, n, inv_mass, settings[1], settings[2], &sweeps))
+        return sweeps; /* SWEEP_LENGTH, MAX_SWEEPS */
+    resolve_once(x, x_prev, n, inv_mass, pad2, collider_count, colliders, spheres, t, triangles, edge_count, edges,
+                 face_passes, settings, particle, owner, normal, distance, scratch, topology_state, x0, work_i,
+                 work_d);
     return 1;
+}
+
+/* response.resolve_collider_contacts for analytic colliders walked in `sweeps` sweeps (the count softsim_contacts_finish
+ * returned): from start = x_prev, sweep k resolves end = start + (x - x_prev) / sweeps against the colliders posed
+ * over that sweep (posed + k * collider_count * SOFTSIM_COLLIDER_ROW: the twin's Collider.over(k / sweeps,
+ * (k + 1) / sweeps)) with x_prev = start (resolve_once), then start = end; x = start at the end. Buffers as
+ * softsim_contacts_finish's, plus start and end (n, 3). Returns 0, or -1 with nothing done when sweeps < 1. */
+int64_t softsim_contacts_finish_sweeps(double *x, const double *x_prev, int64_t n, const double *inv_mass,
+                                       const double *pad2, int64_t collider_count, const double *posed,
+                                       int64_t sweeps, int64_t t, const int64_t *triangles, int64_t edge_count,
+                                       const int64_t *edges, int64_t face_passes, const double *settings,
+                                       int64_t *particle, int64_t *owner, double *normal, double *distance,
+                                       double *scratch, double *topology_state, double *x0, int64_t *work_i,
+                                       double *work_d, double *start, double *end)
+{
+    if (sweeps < 1)
+        return -1;
+    double count = (double)sweeps;
+    for (int64_t i = 0; i < 3 * n; ++i)
+        start[i] = x_prev[i];
+    for (int64_t k = 0; k < sweeps; ++k) {
+        const double *colliders = posed + k * collider_count * SOFTSIM_COLLIDER_ROW;
+        for (int64_t i = 0; i < 3 * n; ++i)
+            end[i] = start[i] + (x[i] - x_prev[i]) / count; /* the twin's motion = (x - x_prev) / sweeps */
+        resolve_once(end, start, n, inv_mass, pad2, collider_count, colliders, sphere_count(collider_count, colliders),
+                     t, triangles, edge_count, edges, face_passes, settings, particle, owner, normal, distance,
+                     scratch, topology_state, x0, work_i, work_d);
+        double *swap = start;
+        start = end;
+        end = swap;
+    }
+    for (int64_t i = 0; i < 3 * n; ++i)
+        x[i] = start[i];
+    return 0;
 }
 
 /* collider_contacts.resolve_deep_faces over analytic colliders: the face push of every sphere row k (faces.

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 12
+#define SOFTSIM_ABI_VERSION 13
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -176,6 +176,16 @@ SOFTSIM_API int64_t softsim_contacts_finish(double *x, const double *x_prev, int
                                             int64_t *particle, int64_t *owner, double *normal, double *distance,
                                             double *scratch, double *topology_state, double *x0, int64_t *work_i,
                                             double *work_d);
+
+/* The same, walked in sweeps against the colliders posed over each sweep (contact.c). */
+SOFTSIM_API int64_t softsim_contacts_finish_sweeps(double *x, const double *x_prev, int64_t n, const double *inv_mass,
+                                                   const double *pad2, int64_t collider_count, const double *posed,
+                                                   int64_t sweeps, int64_t t, const int64_t *triangles,
+                                                   int64_t edge_count, const int64_t *edges, int64_t face_passes,
+                                                   const double *settings, int64_t *particle, int64_t *owner,
+                                                   double *normal, double *distance, double *scratch,
+                                                   double *topology_state, double *x0, int64_t *work_i,
+                                                   double *work_d, double *start, double *end);
 
 /* collider_contacts.resolve_deep_faces over analytic colliders: each sphere's face push with its own contact radius
  * (contact.c). */
