@@ -83,12 +83,13 @@ def lab_cloth(n):
 
 def fine_lab_drop(monkeypatch, pads: bool, frames: int = 30) -> float:
     """Deepest face point [m] inside the sphere over a 32 x 32 lab cloth's fall onto it (XPBD defaults), with the
-    face push switched off: only the vertex contacts and, if ``pads``, their sphere pads keep the faces out."""
+    face push switched off: only the vertex contacts and, if ``pads``, their sphere pads keep the faces out. On the
+    NumPy path (Compute NumPy): the switches are its functions (the native path's face push is C)."""
     monkeypatch.setattr(face_contact, "resolve_sphere_faces", lambda *args, **kwargs: 0)
     if not pads:
         monkeypatch.setattr(solver_base, "sphere_pads", lambda x, t: np.zeros(len(x)))
     model, t = lab_cloth(32)
-    cfg = SolverConfig(solver="XPBD")
+    cfg = SolverConfig(solver="XPBD", compute="NUMPY")
     sim, state = make_solver(model, cfg), State.at_rest(model)
     worst = 0.0
     for _ in range(frames):
