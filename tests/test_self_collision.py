@@ -340,3 +340,28 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere(path):
         assert count_self_intersections(state.x, model.collision_triangles) == 0
     assert vertex_depth <= COLLIDER_SLACK * config.thickness + 1e-9, vertex_depth
     assert face_depth < 0.5 * config.thickness, face_depth
+
+
+@pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE"])
+def test_passing_over_the_fail_safe_without_candidates_changes_nothing(solver, monkeypatch):
+    """A substep whose lists give no candidate skips the fail-safe (``SelfCollision._resolve``): the fold scene ends
+    bit for bit where it ends with the fail-safe run on every substep, and both kinds of substep occurred (skipping
+    it at up to 40 candidates instead fails this on both solvers)."""
+    original = SelfCollision._respond
+    skipped, forced = [], [False]
+
+    def responding(self, x, x_prev, colliders=()):
+        corrected = original(self, x, x_prev, colliders)
+        skipped.append(self._found == 0)
+        if forced[0]:
+            self._found = None  # never 0: the fail-safe runs
+        return corrected
+
+    monkeypatch.setattr(SelfCollision, "_respond", responding)
+    ends = []
+    for forced[0] in (False, True):
+        skipped.clear()
+        _, state, _ = fold_scene(solver, True)
+        ends.append(state.x.copy())
+        assert any(skipped) and not all(skipped), (solver, sum(skipped), len(skipped))
+    np.testing.assert_array_equal(ends[0], ends[1])

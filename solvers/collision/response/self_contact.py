@@ -173,6 +173,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         self.passes = int(passes)
         self.last_candidates = 0
         """Pairs the last ``resolve`` watched: within its reach after the exact distance test."""
+        self._found = None  # candidates the lists gave the last ``_respond`` (before the exact test)
         self.rebuilds = 0
         """Broad phases run so far (tree queries); the other calls reused the pair lists."""
         self.grown = 0
@@ -257,6 +258,12 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             return 0
         x_start = x_prev.copy()
         corrected = self._respond(x, x_prev, colliders)
+        if self._found == 0:
+            # The lists gave no candidate: nothing was within thickness + m_A + m_B of anything at x, and the
+            # response moved nothing. A new crossing needs a pair that touched during the step x_start -> x (its
+            # witness), and such a pair is within m_A + m_B at x, so the fail-safe would find none (its witnesses'
+            # list check, on the same x and step, holds as the candidates' did). In a free fall, every substep.
+            return corrected
         self._fail_safe(x, x_prev, x_start, colliders)
         return corrected
 
@@ -350,6 +357,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
     def _respond(self, x, x_prev, colliders=()):
         vt, ee, reach = self._candidates(x, x_prev)
+        self._found = len(vt[0]) + len(ee[0])
         native = self.native_pass
         if native is not None:
             # ``_watched``, the passes and the friction step in C (src/self_select.c, src/self_pass.c: bit for bit),
