@@ -344,20 +344,18 @@ def test_self_collision_does_not_press_the_lab_cloth_into_its_sphere(path):
 
 @pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE"])
 def test_passing_over_the_fail_safe_without_candidates_changes_nothing(solver, monkeypatch):
-    """A substep whose lists give no candidate skips the fail-safe (``SelfCollision._resolve``): the fold scene ends
-    bit for bit where it ends with the fail-safe run on every substep, and both kinds of substep occurred (skipping
-    it at up to 40 candidates instead fails this on both solvers)."""
-    original = SelfCollision._respond
+    """A substep whose candidates hold no pair within its reach skips the fail-safe (``SelfCollision._may_cross``):
+    the fold scene ends bit for bit where it ends with the fail-safe run on every substep, and both kinds of substep
+    occurred."""
+    original = SelfCollision._may_cross
     skipped, forced = [], [False]
 
-    def responding(self, x, x_prev, colliders=()):
-        corrected = original(self, x, x_prev, colliders)
-        skipped.append(self._found == 0)
-        if forced[0]:
-            self._found = None  # never 0: the fail-safe runs
-        return corrected
+    def may_cross(self):
+        answer = original(self)
+        skipped.append(not answer)
+        return answer or forced[0]
 
-    monkeypatch.setattr(SelfCollision, "_respond", responding)
+    monkeypatch.setattr(SelfCollision, "_may_cross", may_cross)
     ends = []
     for forced[0] in (False, True):
         skipped.clear()
@@ -365,3 +363,47 @@ def test_passing_over_the_fail_safe_without_candidates_changes_nothing(solver, m
         ends.append(state.x.copy())
         assert any(skipped) and not all(skipped), (solver, sum(skipped), len(skipped))
     np.testing.assert_array_equal(ends[0], ends[1])
+
+
+def test_the_fail_safe_is_passed_over_only_where_it_finds_no_crossing():
+    """``_may_cross`` is False only where the fail-safe would find no new crossing: a strip of two triangles and a
+    separate triangle thrown at it from random places with random steps (some through the strip); the response's
+    candidates and watched pairs found (``_candidates``, ``_watched``) but nothing moved, so what went through stays
+    through; then the fail-safe's own search. Both answers occur, and every step that went through is kept (passing
+    over it at up to 6 watched pairs instead fails here)."""
+    V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0],
+                  [0.5, 0.3, 0.05], [0.5, 0.7, 0.05], [0.5, 0.5, 0.2]])
+    T = np.array([[0, 1, 2], [0, 2, 3], [4, 5, 6]])
+    model = build_model(V, edges=[[0, 1], [1, 2], [2, 0], [2, 3], [3, 0], [4, 5], [5, 6], [6, 4]], triangles=T,
+                        total_mass=1.0)
+    rng = np.random.default_rng(7)
+    passed_over = through = 0
+    for _ in range(300):
+        x_prev = V.copy()
+        x_prev[4:] += rng.uniform(-0.04, 0.04, 3) + [0.0, 0.0, rng.uniform(0.0, 0.1)]
+        x = x_prev.copy()
+        x[4:] += rng.normal(0.0, 0.01, (3, 3)) + [0.0, 0.0, -rng.uniform(0.0, 0.15)]
+        collision = SelfCollision(model, thickness=0.01, friction=0.0)
+        x_start = x_prev.copy()
+        vt, ee, reach = collision._candidates(x, x_prev)
+        collision._found = (vt, ee)
+        collision.last_candidates = len(collision._watched(x, x_prev, vt, ee, reach)[2])
+        crossings = len(collision._new_crossings(x, x_start))
+        through += crossings > 0
+        if not collision._may_cross():
+            passed_over += 1
+            assert crossings == 0
+    assert passed_over > 50 and through > 20, (passed_over, through)
+
+
+def test_a_candidate_of_pinned_particles_alone_keeps_the_fail_safe():
+    """The response leaves out pairs whose particles are all pinned, the fail-safe does not: such a candidate keeps
+    it running although nothing was watched."""
+    V, E, T = grid_cloth(4, 0.3, 0.0)
+    model = build_model(V, E, T, pinned=np.ones(len(V), bool))
+    sc = SelfCollision(model, 0.01)
+    sc.last_candidates = 0
+    sc._found = ((np.array([0]), np.array([len(sc.triangles) - 1])), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    assert sc._may_cross()
+    sc.inv_mass = np.ones(len(V))
+    assert not sc._may_cross()

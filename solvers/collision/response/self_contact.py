@@ -173,7 +173,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         self.passes = int(passes)
         self.last_candidates = 0
         """Pairs the last ``resolve`` watched: within its reach after the exact distance test."""
-        self._found = None  # candidates the lists gave the last ``_respond`` (before the exact test)
+        self._found = None  # the candidates ((v, t), (e1, e2)) the lists gave the last ``_respond``
         self.rebuilds = 0
         """Broad phases run so far (tree queries); the other calls reused the pair lists."""
         self.grown = 0
@@ -258,14 +258,27 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             return 0
         x_start = x_prev.copy()
         corrected = self._respond(x, x_prev, colliders)
-        if self._found == 0:
-            # The lists gave no candidate: nothing was within thickness + m_A + m_B of anything at x, and the
-            # response moved nothing. A new crossing needs a pair that touched during the step x_start -> x (its
-            # witness), and such a pair is within m_A + m_B at x, so the fail-safe would find none (its witnesses'
-            # list check, on the same x and step, holds as the candidates' did). In a free fall, every substep.
-            return corrected
-        self._fail_safe(x, x_prev, x_start, colliders)
+        if self._may_cross():
+            self._fail_safe(x, x_prev, x_start, colliders)
         return corrected
+
+    def _may_cross(self) -> bool:
+        """After ``_respond``: whether the fail-safe can find a new crossing. Not when no candidate pair with a free
+        particle was within its reach (thickness + m_A + m_B) at x (then the response moved nothing either): a new
+        crossing needs a pair that touched during the step x_start -> x (its witness), and such a pair is within
+        m_A + m_B < its reach at x. The fail-safe's witnesses would be none (their list check, on the same x and
+        step, holds as the candidates' did). In a free fall, nearly every substep. Pairs of pinned particles alone,
+        which the response leaves out and the fail-safe does not, keep it."""
+        if self.last_candidates > 0 or not self.thickness > 0.0:
+            return True
+        (v, t), (a, b) = self._found
+        pinned = self.inv_mass == 0.0
+        if not pinned.any() or (len(v) == 0 and len(a) == 0):
+            return False
+        tri, edges = self.triangles[t], self.edges
+        vt = pinned[v] & pinned[tri[:, 0]] & pinned[tri[:, 1]] & pinned[tri[:, 2]]
+        ee = pinned[edges[a, 0]] & pinned[edges[a, 1]] & pinned[edges[b, 0]] & pinned[edges[b, 1]]
+        return bool(vt.any() or ee.any())
 
     def resolve_beside_colliders(self, x: np.ndarray, x_prev: np.ndarray, colliders) -> int:
         """``resolve`` for a body that the collider contacts have just projected: particles resting on a collider
@@ -357,7 +370,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
     def _respond(self, x, x_prev, colliders=()):
         vt, ee, reach = self._candidates(x, x_prev)
-        self._found = len(vt[0]) + len(ee[0])
+        self._found = (vt, ee)
         native = self.native_pass
         if native is not None:
             # ``_watched``, the passes and the friction step in C (src/self_select.c, src/self_pass.c: bit for bit),
