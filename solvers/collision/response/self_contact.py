@@ -299,8 +299,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             return self.resolve(x, x_prev)
         resting = np.zeros(len(x), bool)
         for collider in colliders:
-            d, _ = collider.distance_and_normal(x, self.pad2)
-            resting |= d < CONTACT_BAND
+            resting |= collider.distance(x, self.pad2) < CONTACT_BAND
         inv_mass = self.inv_mass
         try:
             self.inv_mass = np.where(resting, inv_mass / CONTACT_MASS_FACTOR, inv_mass)
