@@ -123,6 +123,7 @@ SIGNATURES = {
                                  _P, _P, _P, _P, _P, _P, _P)),
     "softsim_self_fail_safe_witnesses": (_I, (_P, _P, _P, _I, _P, _I, _P, _I, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P,
                                               _I, _P, _P, _P, _P, _P, _P, _P)),
+    "softsim_self_new_crossings": (_I, (_P, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _I, _P, _P)),
     "softsim_self_pass_friction": (_I, (_P, _P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _P, _D) + (_P,) * 15),
     # Self-collision's response set-up in one call (src/self_select.c; self_kernels.SelfPass.setup).
     "softsim_self_pass_setup": (_I, (_P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _D) + (_P,) * 19),

@@ -22,7 +22,9 @@ are checked (dtype, contiguity, shape; exclusion keys sorted and within range).
 The Python between those kernels is fused into single calls (``src/self_select.c``; tests/test_native_self_select.py):
 ``SelfSelect.select`` <-> ``SelfBroadPhase._candidates`` (motions, the hold, the filter), ``SelfSelect.witnesses`` <->
 ``ImpactZones._new_crossings`` up to its witnesses, ``SelfPass.setup`` <-> ``SelfCollision._watched`` with ``begin``,
-and ``SelfPass.friction`` (``src/self_pass.c``) <-> ``SelfCollision._friction_of``; bit for bit.
+and ``SelfPass.friction`` (``src/self_pass.c``) <-> ``SelfCollision._friction_of``; bit for bit. The witnesses' exact
+crossing test: ``SelfCallKernels.new_crossings`` (``src/self_crossings.c``) <-> ``ImpactZones._crossings_of``, the same
+pairs in the same order (tests/test_native_self_crossings.py).
 
 The two builds run on several threads (``threads.run_ranges``; tests/test_native_self_threads.py): one prepare step
 (boxes, grid) on the caller's thread, then the queries of interleaved slices of the vertices (edges) at once, each
@@ -444,6 +446,39 @@ class SelfCallKernels(_BodyBinding):
             pointer(self.triangles), pointer(self.edges), *list_args, float(slack), pointer(self._pos), *self._counts,
             pointer(self._scratch))
         return self._pos[:count].copy()
+
+    def bind_adjacency(self, vertex_edge_start, vertex_edges, edge_triangle_start, edge_triangles) -> None:
+        """Check and keep the fail-safe's adjacency (``SelfCollision``'s CSR index of each vertex's edges and each
+        edge's triangles) for ``new_crossings``: rows from 0, non-decreasing, ending at their entries' count, entries
+        in range."""
+        n, t, e = self.n, len(self.triangles), len(self.edges)
+        arrays = []
+        for name, start, entries, rows, limit in (("vertex_edge", vertex_edge_start, vertex_edges, n, e),
+                                                  ("edge_triangle", edge_triangle_start, edge_triangles, e, t)):
+            start = checked(f"{name}_start", start, I64, (rows + 1,))
+            entries = checked_indices(f"{name}s", entries, max(limit, 1), (None,))
+            if start[0] != 0 or start[-1] != len(entries) or np.any(start[1:] < start[:-1]):
+                raise ValueError(f"{name}_start: must run from 0 to {len(entries)}, non-decreasing")
+            arrays += [start, entries]
+        self._adjacency = arrays
+        self._adjacency_p = tuple(pointer(a) for a in arrays)
+        self._crossings = np.zeros((2, 64), np.int64)
+
+    def new_crossings(self, x, x_start, v, t, e1, e2) -> np.ndarray:
+        """``ImpactZones._crossings_of`` (``src/self_crossings.c``): the (edge, triangle) pairs (c, 2) crossing at x
+        that did not at x_start (both (n, 3) [m]) which the witnesses v, t (vertex-triangle) and e1, e2 (edge-edge)
+        can show, in the twin's order (``bind_adjacency`` first)."""
+        x_start = checked("x_start", x_start, F64, (self.n, 3))
+        v, t, a, b = _checked_pairs("witnesses", (v, t), (e1, e2), self.n, len(self.triangles), len(self.edges))
+        while True:
+            out = self._crossings
+            count = int(self.library.softsim_self_new_crossings(
+                self._x(x), pointer(x_start), pointer(self.triangles), pointer(self.edges), *self._adjacency_p,
+                len(v), pointer(v), pointer(t), len(a), pointer(a), pointer(b), out.shape[1], pointer(out[0]),
+                pointer(out[1])))
+            if count <= out.shape[1]:
+                return np.ascontiguousarray(out[:, :count].T)
+            self._crossings = np.zeros((2, int(count * 1.5) + 16), np.int64)
 
     def list_holds(self, moved, motion, skins) -> bool:
         """``SelfBroadPhase._list_holds``: whether every element's largest moved + largest motion (n,) [m] is within its

@@ -57,7 +57,10 @@ class ImpactZones:
             split = int(np.searchsorted(pos, k))
             a, b = pos[:split], pos[split:] - k
             v, t, e1, e2 = lst["vt"][0][a], lst["vt"][1][a], lst["ee"][0][b], lst["ee"][1][b]
-            return self._crossings_of(x, x_start, v, t, e1, e2)
+            if len(v) == 0 and len(e1) == 0:  # no pair of elements came near enough to touch in the step
+                return np.zeros((0, 2), np.int64)
+            # The exact test in C (src/self_crossings.c: the same pairs in the same order).
+            return self.native_check.new_crossings(x, x_start, v, t, e1, e2)
         step = x - x_start
         step -= step.mean(axis=0)
         motion = np.sqrt(np.einsum("ij,ij->i", step, step))
@@ -83,7 +86,7 @@ class ImpactZones:
 
     def _crossings_of(self, x, x_start, v, t, e1, e2):
         """The new crossings (edge, triangle) (c, 2) that the witnesses v, t (vertex-triangle) and e1, e2 (edge-edge)
-        can show (``_new_crossings``)."""
+        can show (``_new_crossings``). Its native twin: ``self_kernels.SelfCallKernels.new_crossings``."""
         if len(v) == 0 and len(e1) == 0:  # no pair of elements came near enough to touch in the step
             return np.zeros((0, 2), np.int64)
         tri, edges = self.triangles, self.edges

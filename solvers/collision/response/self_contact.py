@@ -220,6 +220,9 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                                         np.ascontiguousarray(self.edges), count)
             self.native_select = SelfSelect(library, np.ascontiguousarray(self.triangles),
                                             np.ascontiguousarray(self.edges), count)
+            if len(self.edges):
+                self.native_check.bind_adjacency(self.vertex_edge_start, self.vertex_edges, self.edge_triangle_start,
+                                                 self.edge_triangles)
         x0 = model.rest_positions
         if skin is None:
             e = self.edges if len(self.edges) else triangle_edges(self.triangles)

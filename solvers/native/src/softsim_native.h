@@ -474,6 +474,16 @@ SOFTSIM_API int64_t softsim_self_pass_setup(const double *x, const double *x_pre
                                             unsigned char *ok, unsigned char *interior, double *side, double *target,
                                             double *approach_target, int64_t *live, double *depth,
                                             unsigned char *ever);
+/* The fail-safe's new crossings (edge, triangle) that its witnesses can show (self_crossings.c;
+ * ImpactZones._crossings_of): returns their count, writing the first `capacity`. */
+SOFTSIM_API int64_t softsim_self_new_crossings(const double *x, const double *x_start, const int64_t *triangles,
+                                               const int64_t *edges, const int64_t *vertex_edge_start,
+                                               const int64_t *vertex_edges, const int64_t *edge_triangle_start,
+                                               const int64_t *edge_triangles, int64_t k_vt, const int64_t *witness_v,
+                                               const int64_t *witness_t, int64_t k_ee, const int64_t *witness_a,
+                                               const int64_t *witness_b, int64_t capacity, int64_t *out_edge,
+                                               int64_t *out_triangle);
+
 /* The fail-safe's set-up and witnesses in one call (self_select.c; ImpactZones._new_crossings): the motions and
  * whether the list holds (-1 when not, with SELF_SELECT_MOTION), the particles' boxes over the step, the witnesses'
  * positions in the list (returns their count). */
