@@ -1,5 +1,5 @@
 """The fail-safe's exact crossing test in C (``SelfCallKernels.new_crossings``, src/self_crossings.c) against its NumPy
-twin ``ImpactZones._crossings_of``: the same (edge, triangle) pairs in the same order on a crumpled cloth, for
+twin ``ImpactZones._crossings_in_numpy``: the same (edge, triangle) pairs in the same order on a crumpled cloth, for
 crossings that are all new and for ones mostly there at the step's start; bad adjacency and witnesses refused."""
 import numpy as np
 import pytest
@@ -37,13 +37,13 @@ def test_new_crossings_equal_their_numpy_twin(library, seed, start):
     sc, x0, x, witnesses = _crumpled(seed)
     x_start = x0 if start == "flat" else x + np.random.default_rng(seed + 10).normal(0.0, 0.01, x.shape)
     got = sc.native_check.new_crossings(x, x_start, *witnesses)
-    want = sc._crossings_of(x, x_start, *witnesses)
+    want = sc._crossings_in_numpy(x, x_start, *witnesses)
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.int64 and got.shape[1] == 2
     if start == "flat":
         assert len(got) > 64  # more than the first buffer holds: it grew
     else:  # most of what crosses at x crossed at the start too
-        assert 0 < 2 * len(got) < len(sc._crossings_of(x, x0, *witnesses))
+        assert 0 < 2 * len(got) < len(sc._crossings_in_numpy(x, x0, *witnesses))
 
 
 def test_no_witness_no_crossing(library):

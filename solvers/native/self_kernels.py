@@ -23,7 +23,7 @@ The Python between those kernels is fused into single calls (``src/self_select.c
 ``SelfSelect.select`` <-> ``SelfBroadPhase._candidates`` (motions, the hold, the filter), ``SelfSelect.witnesses`` <->
 ``ImpactZones._new_crossings`` up to its witnesses, ``SelfPass.setup`` <-> ``SelfCollision._watched`` with ``begin``,
 and ``SelfPass.friction`` (``src/self_pass.c``) <-> ``SelfCollision._friction_of``; bit for bit. The witnesses' exact
-crossing test: ``SelfCallKernels.new_crossings`` (``src/self_crossings.c``) <-> ``ImpactZones._crossings_of``, the same
+crossing test: ``SelfCallKernels.new_crossings`` (``src/self_crossings.c``) <-> ``ImpactZones._crossings_in_numpy``, the same
 pairs in the same order (tests/test_native_self_crossings.py).
 
 The two builds run on several threads (``threads.run_ranges``; tests/test_native_self_threads.py): one prepare step
@@ -465,7 +465,7 @@ class SelfCallKernels(_BodyBinding):
         self._crossings = np.zeros((2, 64), np.int64)
 
     def new_crossings(self, x, x_start, v, t, e1, e2) -> np.ndarray:
-        """``ImpactZones._crossings_of`` (``src/self_crossings.c``): the (edge, triangle) pairs (c, 2) crossing at x
+        """``ImpactZones._crossings_in_numpy`` (``src/self_crossings.c``): the (edge, triangle) pairs (c, 2) crossing at x
         that did not at x_start (both (n, 3) [m]) which the witnesses v, t (vertex-triangle) and e1, e2 (edge-edge)
         can show, in the twin's order (``bind_adjacency`` first)."""
         x_start = checked("x_start", x_start, F64, (self.n, 3))

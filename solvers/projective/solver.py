@@ -105,7 +105,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import ProjectedContactSolver
-from ..collision.response.collider_contacts import resolve_collider_contacts
 from ..collision.response.contact_set import find_contacts
 from ..collision.response.held_planes import HeldPlanes
 from ..linalg import factorize_spd, factorize_spd_for_many
@@ -534,8 +533,10 @@ class ProjectiveSolver(ProjectedContactSolver):
             self.finish_step(x, x_start, v, h, colliders)
             return
         native.pose(colliders)
-        if native.finish(x, x_start) > 1:  # a step walked in sweeps: the NumPy twin
-            resolve_collider_contacts(x, x_start, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
+        sweeps = native.finish(x, x_start)
+        if sweeps > 1:  # a step walked in sweeps (collider_contacts.resolve_collider_contacts)
+            native.finish_sweeps(x, x_start, [[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders]
+                                             for k in range(sweeps)])
         self.finish_step(x, x_start, v, h, ())  # the velocity and damping (no self-collision here)
 
     # ------------------------------------------------------------------ the energy check

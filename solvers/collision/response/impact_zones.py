@@ -57,10 +57,7 @@ class ImpactZones:
             split = int(np.searchsorted(pos, k))
             a, b = pos[:split], pos[split:] - k
             v, t, e1, e2 = lst["vt"][0][a], lst["vt"][1][a], lst["ee"][0][b], lst["ee"][1][b]
-            if len(v) == 0 and len(e1) == 0:  # no pair of elements came near enough to touch in the step
-                return np.zeros((0, 2), np.int64)
-            # The exact test in C (src/self_crossings.c: the same pairs in the same order).
-            return self.native_check.new_crossings(x, x_start, v, t, e1, e2)
+            return self._crossings_of(x, x_start, v, t, e1, e2)
         step = x - x_start
         step -= step.mean(axis=0)
         motion = np.sqrt(np.einsum("ij,ij->i", step, step))
@@ -86,9 +83,17 @@ class ImpactZones:
 
     def _crossings_of(self, x, x_start, v, t, e1, e2):
         """The new crossings (edge, triangle) (c, 2) that the witnesses v, t (vertex-triangle) and e1, e2 (edge-edge)
-        can show (``_new_crossings``). Its native twin: ``self_kernels.SelfCallKernels.new_crossings``."""
+        can show (``_new_crossings``): with the native library in C (``self_kernels.SelfCallKernels.new_crossings``,
+        the same pairs in the same order), else ``_crossings_in_numpy``."""
         if len(v) == 0 and len(e1) == 0:  # no pair of elements came near enough to touch in the step
             return np.zeros((0, 2), np.int64)
+        if self.native_check is not None:
+            return self.native_check.new_crossings(x, x_start, v, t, e1, e2)
+        return self._crossings_in_numpy(x, x_start, v, t, e1, e2)
+
+    def _crossings_in_numpy(self, x, x_start, v, t, e1, e2):
+        """``_crossings_of`` in NumPy: the witnesses expanded to edge-triangle pairs, the boxes at x, pairs sharing a
+        vertex dropped, ``segments_cross_triangles`` at x, then at x_start for those that cross at x."""
         tri, edges = self.triangles, self.edges
         # Expand: a vertex's edges against the triangle; each edge against the other's triangles.
         rows, entries = _csr_rows(self.vertex_edge_start, v)

@@ -1,5 +1,5 @@
 /* The fail-safe's exact crossing test of cloth self-collision: the twin of
- * solvers/collision/response/impact_zones.py ImpactZones._crossings_of (its witnesses expanded to edge-triangle pairs,
+ * solvers/collision/response/impact_zones.py ImpactZones._crossings_in_numpy (its witnesses expanded to edge-triangle pairs,
  * the boxes at x, pairs sharing a vertex dropped, crossings.segments_cross_triangles at x and then at x_start),
  * operation for operation, in the twin's order.
  *

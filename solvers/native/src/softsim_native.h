@@ -475,7 +475,7 @@ SOFTSIM_API int64_t softsim_self_pass_setup(const double *x, const double *x_pre
                                             double *approach_target, int64_t *live, double *depth,
                                             unsigned char *ever);
 /* The fail-safe's new crossings (edge, triangle) that its witnesses can show (self_crossings.c;
- * ImpactZones._crossings_of): returns their count, writing the first `capacity`. */
+ * ImpactZones._crossings_in_numpy): returns their count, writing the first `capacity`. */
 SOFTSIM_API int64_t softsim_self_new_crossings(const double *x, const double *x_start, const int64_t *triangles,
                                                const int64_t *edges, const int64_t *vertex_edge_start,
                                                const int64_t *vertex_edges, const int64_t *edge_triangle_start,
