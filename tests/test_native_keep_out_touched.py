@@ -89,3 +89,27 @@ def test_bind_touched_refuses_bad_input(library, change, message):
     with pytest.raises(ValueError, match=message):
         native.bind_touched(args["x"], args["touched"], args["inv_mass"], args["heavy"], args["slack"],
                             args["mass_factor"])
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("pads", [False, True])
+@pytest.mark.parametrize("band", [0.0, 0.004, 0.02, "a particle's distance"])
+def test_resting_particles_equal_their_numpy_twin(library, seed, pads, band):
+    """``KeepOut.resting`` (``softsim_resting``) against the NumPy twin of ``SelfCollision.resolve_beside_colliders``:
+    each collider's ``distance`` below band, or-ed over the colliders; a third of the particles lifted 0.3 m off
+    both colliders, so some rest and some do not; a band equal to a particle's nearest distance leaves it out."""
+    _, x, colliders, pad2, _, _ = keep_out_scene(np.random.default_rng(seed), seed, pads)
+    x[::3, 2] += 0.3
+    distances = [collider.distance(x, pad2) for collider in colliders]
+    nearest = np.minimum(*distances)
+    if band == "a particle's distance":
+        band = float(nearest[np.argsort(nearest)[len(x) // 2]])
+    keep_out = KeepOut(library, len(x), pad2)
+    keep_out.pose(colliders)
+    want = nearest < band
+    got = keep_out.resting(x, band)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, want)
+    assert 0 < want.sum() < len(x)
+    with pytest.raises(ValueError, match="band"):
+        keep_out.resting(x, float("nan"))

@@ -625,6 +625,16 @@ class KeepOut:
         self.collider_count = len(colliders)
         self._posed = colliders
 
+    def resting(self, x, band: float) -> np.ndarray:
+        """Whether each particle at x (n, 3) float64 [m] lies within band [m] of a posed collider's surface (its
+        distance beyond thickness and pads below band), (n,) bool (``softsim_resting``)."""
+        if not (band == band):
+            raise ValueError(f"band must be a number, got {band}")
+        mask = np.zeros(self.n, np.uint8)
+        self.library.softsim_resting(self.positions(x), self.n, self._pad2, self.collider_count, self._table,
+                                     float(band), pointer(mask))
+        return mask.view(np.bool_)
+
     def run(self, x, moved, inv_mass, heavy, slack: float, mass_factor: float) -> int:
         """In place on x (n, 3) float64 [m], inv_mass (n,) float64 [1/kg] and heavy (n,) bool: the particles
         moved (k,) int64 in [0, n), strictly increasing, that are free and deeper than slack [m] inside a posed collider brought

@@ -61,6 +61,7 @@ SIGNATURES = {
     "softsim_contacts_finish_sweeps": (_I, (_P, _P, _I, _P, _P, _I, _P, _I, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P,
                                             _P, _P, _P, _P, _P, _P, _P)),
     "softsim_contacts_deep_faces": (_I, (_P, _P, _I, _P, _I, _P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P)),
+    "softsim_resting": (_I, (_P, _I, _P, _I, _P, _D, _P)),
     "softsim_keep_out": (_I, (_P, _I, _P, _P, _P, _I, _P, _I, _P, _D, _D)),
     "softsim_keep_out_touched": (_I, (_P, _I, _P, _P, _P, _P, _P, _I, _P, _D, _D)),
     # Cloth self-collision's broad phase (src/self_collision.c, self_kernels.SelfPairQuery).

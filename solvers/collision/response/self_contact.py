@@ -300,9 +300,16 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         them (up to 103 crossing pairs a frame on that cloth)."""
         if not colliders or len(self.triangles) == 0:
             return self.resolve(x, x_prev)
-        resting = np.zeros(len(x), bool)
-        for collider in colliders:
-            resting |= collider.distance(x, self.pad2) < CONTACT_BAND
+        from ...native.kernels import AnalyticContacts
+
+        if self.native_pass is not None and AnalyticContacts.supports(colliders):
+            keep_out = self._native_keep_out(len(x))  # the same distances in C (src/contact.c)
+            keep_out.pose(colliders)
+            resting = keep_out.resting(x, CONTACT_BAND)
+        else:
+            resting = np.zeros(len(x), bool)
+            for collider in colliders:
+                resting |= collider.distance(x, self.pad2) < CONTACT_BAND
         inv_mass = self.inv_mass
         try:
             self.inv_mass = np.where(resting, inv_mass / CONTACT_MASS_FACTOR, inv_mass)

@@ -358,6 +358,25 @@ int64_t softsim_contacts_deep_faces(double *x, const double *x_prev, int64_t n, 
     return faces;
 }
 
+/* SelfCollision.resolve_beside_colliders' resting particles over analytic colliders: resting[p] = 1 where particle p
+ * lies within band [m] of a collider's surface (its signed distance beyond thickness and pads, distance_and_normal,
+ * below band) for some collider row, else 0. Returns how many rest. */
+int64_t softsim_resting(const double *x, int64_t n, const double *pad2, int64_t collider_count,
+                        const double *colliders, double band, uint8_t *resting)
+{
+    int64_t count = 0;
+    for (int64_t p = 0; p < n; ++p) {
+        uint8_t rests = 0;
+        for (int64_t k = 0; k < collider_count && !rests; ++k) {
+            double normal[3];
+            rests = distance_normal(colliders + SOFTSIM_COLLIDER_ROW * k, x + 3 * p, pad2, p, normal) < band;
+        }
+        resting[p] = rests;
+        count += rests;
+    }
+    return count;
+}
+
 /* SelfCollision._keep_out_of_colliders over analytic colliders: the particles moved (count,) that are free at
  * inv_mass (the response's own copy, (n,)), each collider row in turn, that lie deeper than slack inside it
  * (distance_and_normal with the pads pad2 (n,) or NULL) brought back to that depth along its normal; the first time

@@ -195,6 +195,10 @@ SOFTSIM_API int64_t softsim_contacts_deep_faces(double *x, const double *x_prev,
                                                 const int64_t *edges, int64_t face_passes, const double *settings,
                                                 double *topology_state, double *x0, int64_t *work_i, double *work_d);
 
+/* SelfCollision.resolve_beside_colliders' resting particles over analytic colliders (contact.c). */
+SOFTSIM_API int64_t softsim_resting(const double *x, int64_t n, const double *pad2, int64_t collider_count,
+                                    const double *colliders, double band, uint8_t *resting);
+
 /* SelfCollision._keep_out_of_colliders over analytic colliders (contact.c). */
 SOFTSIM_API int64_t softsim_keep_out(double *x, int64_t n, double *inv_mass, uint8_t *heavy, const double *pad2,
                                      int64_t count, const int64_t *moved, int64_t collider_count,
