@@ -168,6 +168,21 @@ def test_state_check_matches_check_finite(library):
         check_state(library, x, v.astype(np.float32), 5.0)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.parametrize("where", ["x", "v"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_check_finite_names_non_finite_states_and_passes_huge_finite_ones(where, bad):
+    x, v = np.zeros((5, 3)), np.zeros((5, 3))
+    {"x": x, "v": v}[where][3, 1] = bad
+    with pytest.raises(SimulationDiverged, match="NaN or infinite"):
+        check_finite(State(x, v), 10.0)
+    x, v = np.full((5, 3), 1e308), np.zeros((5, 3))  # finite, though their sum overflows
+    check_finite(State(x, v), 10.0)
+    v[4] = [0.0, 0.0, -10.5]
+    with pytest.raises(SimulationDiverged, match="10.5 m/s"):
+        check_finite(State(x, v), 10.0)
+
+
 # ------------------------------------------------------------------------------------------------ whole frames
 
 
