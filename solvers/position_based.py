@@ -10,7 +10,8 @@ import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
 from .collision.response.contact_set import find_contacts
-from .collision.response.collider_contacts import ContactConstraints, contact_sweeps, resolve_collider_contacts
+from .collision.response.collider_contacts import (ContactConstraints, contact_sweeps, resolve_collider_contacts,
+                                                   sweep_poses)
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
 from .constraints.sewing import SewingConstraints
@@ -276,8 +277,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         if colliders:
             sweeps = native.finish(x, x_prev)
             if sweeps > 1:  # the step walked in sweeps (collider_contacts.resolve_collider_contacts)
-                native.finish_sweeps(x, x_prev, [[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders]
-                                                 for k in range(sweeps)])
+                native.finish_sweeps(x, x_prev, sweep_poses(colliders, sweeps))
         self.resolve_self_collision(x, x_prev, colliders)  # may move x_prev (the buffer velocity reads) too
         native.velocity(x, v, dt, np.exp(-self.config.damping * dt) if self.config.damping > 0.0 else None)
         if not measure:
@@ -292,8 +292,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         if native.supports(colliders):
             native.pose(colliders)
             sweeps = contact_sweeps(x, native.x_prev, self.model.inv_mass, self.model.triangle_indices, colliders)
-            native.finish_sweeps(x, native.x_prev, [[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders]
-                                                    for k in range(sweeps)])
+            native.finish_sweeps(x, native.x_prev, sweep_poses(colliders, sweeps))
             return
         resolve_collider_contacts(x, native.x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
                                   self.pad2)

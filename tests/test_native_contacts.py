@@ -101,7 +101,7 @@ def test_steps_walked_in_sweeps_equal_their_numpy_twin(library, moving, friction
     """A step of several centimetres into the sphere (3 and 7 sweeps of at most 2 cm, still or moving sphere, ground
     too): ``finish_sweeps`` against ``resolve_collider_contacts``, which walks it in the same sweeps. Without the pads
     the faces dip in and the face push acts (FACE_TOLERANCE, as above)."""
-    from solvers.collision.response.collider_contacts import contact_sweeps, resolve_collider_contacts
+    from solvers.collision.response.collider_contacts import contact_sweeps, resolve_collider_contacts, sweep_poses
 
     model, x, v, colliders = contact_scene(seed=3, moving=moving, friction=friction)
     binding, pad2 = _binding(library, model)
@@ -114,8 +114,7 @@ def test_steps_walked_in_sweeps_equal_their_numpy_twin(library, moving, friction
     assert sweeps == int(np.ceil(np.hypot(0.01, drop) / 0.02)) and sweeps > 1
     ours, theirs = x.copy(), x.copy()
     assert binding.finish(ours, x_prev) == sweeps
-    binding.finish_sweeps(ours, x_prev, [[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders]
-                                         for k in range(sweeps)])
+    binding.finish_sweeps(ours, x_prev, sweep_poses(colliders, sweeps))
     resolve_collider_contacts(theirs, x_prev, model.inv_mass, model.triangle_indices, colliders, pad2)
     assert not np.array_equal(theirs, x)  # the sweeps moved particles back out
     if pads:

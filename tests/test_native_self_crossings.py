@@ -8,6 +8,7 @@ from native_helpers import native_library
 from solvers import build_model, grid_cloth
 from solvers.builder import grid_quads
 from solvers.collision.response.self_contact import SelfCollision
+from solvers.native.self_kernels import SelfCallKernels
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +68,9 @@ def test_bad_adjacency_and_witnesses_are_refused(library):
     with pytest.raises(ValueError, match="edge_triangle_start"):
         check.bind_adjacency(adjacency[0], adjacency[1], adjacency[2][:-1], adjacency[3])
     check.bind_adjacency(*adjacency)
+    unbound = SelfCallKernels(library, check.triangles, check.edges, check.n)
+    with pytest.raises(ValueError, match="bind_adjacency first"):
+        unbound.new_crossings(x, x0, v, t, e1, e2)
     with pytest.raises(ValueError, match="t"):
         check.new_crossings(x, x0, v, t + len(sc.triangles), e1, e2)
     with pytest.raises(ValueError, match="e2"):

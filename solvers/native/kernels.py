@@ -523,8 +523,8 @@ class AnalyticContacts:
 
     def finish_sweeps(self, x, x_prev, posed) -> None:
         """``resolve_collider_contacts`` walked in sweeps, in place on x (n, 3) [m] from x_prev (n, 3): ``posed`` holds
-        per sweep k (as many as ``finish`` returned) the ground planes and spheres posed over it (the twin's
-        ``[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders]``, the same count and kinds in every sweep)."""
+        per sweep k (as many as ``finish`` returned) the ground planes and spheres posed over it
+        (``collider_contacts.sweep_poses``, the same count and kinds in every sweep)."""
         sweeps = len(posed)
         count = len(posed[0]) if sweeps else 0
         if sweeps < 1 or any(len(colliders) != count for colliders in posed):

@@ -364,6 +364,7 @@ class SelfCallKernels(_BodyBinding):
         # The per-element maxima of list_check and witnesses (two values per triangle and edge).
         self._counts = (len(self.triangles), len(self.edges))
         self._scratch = np.zeros(2 * (len(self.triangles) + len(self.edges)))
+        self._adjacency_p = None  # the fail-safe's adjacency (``bind_adjacency``)
 
     def boxes(self, lo, hi=None):
         """Boxes per axis of the triangles (lo_t, hi_t (3, t)) and edges (lo_e, hi_e (3, e)) over particle boxes from
@@ -468,6 +469,8 @@ class SelfCallKernels(_BodyBinding):
         """``ImpactZones._crossings_in_numpy`` (``src/self_crossings.c``): the (edge, triangle) pairs (c, 2) crossing at x
         that did not at x_start (both (n, 3) [m]) which the witnesses v, t (vertex-triangle) and e1, e2 (edge-edge)
         can show, in the twin's order (``bind_adjacency`` first)."""
+        if self._adjacency_p is None:
+            raise ValueError("new_crossings: bind_adjacency first")
         x_start = checked("x_start", x_start, F64, (self.n, 3))
         v, t, a, b = _checked_pairs("witnesses", (v, t), (e1, e2), self.n, len(self.triangles), len(self.edges))
         while True:

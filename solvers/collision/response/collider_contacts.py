@@ -129,11 +129,18 @@ def resolve_collider_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.nd
         return
     motion = (x - x_prev) / sweeps
     start = x_prev.copy()
-    for k in range(sweeps):
+    for posed in sweep_poses(colliders, sweeps):
         end = start + motion
-        _resolve_once(end, start, inv_mass, triangles, [c.over(k / sweeps, (k + 1) / sweeps) for c in colliders], pad2)
+        _resolve_once(end, start, inv_mass, triangles, posed, pad2)
         start = end
     x[:] = start
+
+
+def sweep_poses(colliders, sweeps: int) -> list:
+    """The colliders posed over each of ``sweeps`` equal parts of the step: [[c.over(k / sweeps, (k + 1) / sweeps)
+    for c in colliders] for k in range(sweeps)] (``resolve_collider_contacts``' sweeps; the native twin takes them as
+    tables, ``AnalyticContacts.finish_sweeps``)."""
+    return [[c.over(k / sweeps, (k + 1) / sweeps) for c in colliders] for k in range(sweeps)]
 
 
 def _resolve_once(x, x_prev, inv_mass, triangles, colliders, pad2=None) -> None:
