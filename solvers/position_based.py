@@ -10,8 +10,7 @@ import scipy.sparse as sp
 
 from .base import ProjectedContactSolver
 from .collision.response.contact_set import find_contacts
-from .collision.response.collider_contacts import (ContactConstraints, contact_sweeps, resolve_collider_contacts,
-                                                   sweep_poses)
+from .collision.response.collider_contacts import ContactConstraints, resolve_collider_contacts
 from .colouring import colour_constraints
 from .constraints import BendingConstraints, DistanceConstraints, PinTethers, TetStrainConstraints
 from .constraints.sewing import SewingConstraints
@@ -275,9 +274,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         if contacts:
             native.friction(x, x_prev)
         if colliders:
-            sweeps = native.finish(x, x_prev)
-            if sweeps > 1:  # the step walked in sweeps (collider_contacts.resolve_collider_contacts)
-                native.finish_sweeps(x, x_prev, sweep_poses(colliders, sweeps))
+            native.resolve(x, x_prev, colliders)
         self.resolve_self_collision(x, x_prev, colliders)  # may move x_prev (the buffer velocity reads) too
         native.velocity(x, v, dt, np.exp(-self.config.damping * dt) if self.config.damping > 0.0 else None)
         if not measure:
@@ -287,12 +284,10 @@ class PositionBasedSolver(ProjectedContactSolver):
     def _finish_in_sweeps(self, x, colliders) -> None:
         """``resolve_collider_contacts`` of a substep of ``native_frame`` that is walked in sweeps, in place on x from
         the substep's start (``native_contacts.x_prev``): in C for ground planes and spheres
-        (``AnalyticContacts.finish_sweeps``, the same operations in the same order), else in NumPy (mesh colliders)."""
+        (``AnalyticContacts.resolve``, the same operations in the same order), else in NumPy (mesh colliders)."""
         native = self.native_contacts
         if native.supports(colliders):
-            native.pose(colliders)
-            sweeps = contact_sweeps(x, native.x_prev, self.model.inv_mass, self.model.triangle_indices, colliders)
-            native.finish_sweeps(x, native.x_prev, sweep_poses(colliders, sweeps))
+            native.resolve(x, native.x_prev, colliders)
             return
         resolve_collider_contacts(x, native.x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
                                   self.pad2)

@@ -541,6 +541,17 @@ class AnalyticContacts:
                           p["r_distance"], p["r_scratch"], p["topology_state"], p["x0"], p["work_i"], p["work_d"],
                           p["sweep_start"], p["sweep_end"])
 
+    def resolve(self, x, x_prev, colliders) -> None:
+        """``collider_contacts.resolve_collider_contacts`` of ``colliders`` (ground planes and spheres, posed here) in
+        place on x (n, 3) [m] from x_prev (n, 3): ``finish``, and for a step it says takes several sweeps,
+        ``finish_sweeps`` over ``collider_contacts.sweep_poses``."""
+        from ..collision.response.collider_contacts import sweep_poses
+
+        self.pose(colliders)
+        sweeps = self.finish(x, x_prev)
+        if sweeps > 1:
+            self.finish_sweeps(x, x_prev, sweep_poses(colliders, sweeps))
+
     def deep_faces(self, x, x_prev, allowance: float) -> int:
         """``collider_contacts.resolve_deep_faces`` of the posed colliders in place on x (n, 3) [m] from x_prev (n, 3):
         every sphere's face push with its thickness lowered by ``allowance`` [m] (contact radius radius + (thickness

@@ -105,7 +105,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import ProjectedContactSolver
-from ..collision.response.collider_contacts import sweep_poses
 from ..collision.response.contact_set import find_contacts
 from ..collision.response.held_planes import HeldPlanes
 from ..linalg import factorize_spd, factorize_spd_for_many
@@ -533,10 +532,7 @@ class ProjectiveSolver(ProjectedContactSolver):
         if native is None or not colliders or not native.supports(colliders):
             self.finish_step(x, x_start, v, h, colliders)
             return
-        native.pose(colliders)
-        sweeps = native.finish(x, x_start)
-        if sweeps > 1:  # a step walked in sweeps (collider_contacts.resolve_collider_contacts)
-            native.finish_sweeps(x, x_start, sweep_poses(colliders, sweeps))
+        native.resolve(x, x_start, colliders)
         self.finish_step(x, x_start, v, h, ())  # the velocity and damping (no self-collision here)
 
     # ------------------------------------------------------------------ the energy check

@@ -24,9 +24,7 @@ static double orient(const double *a, const double *b, const double *c, const do
         v[i] = c[i] - a[i];
         w[i] = d[i] - a[i];
     }
-    n[0] = u[1] * v[2] - u[2] * v[1];
-    n[1] = u[2] * v[0] - u[0] * v[2];
-    n[2] = u[0] * v[1] - u[1] * v[0];
+    cross3(u, v, n);
     return dot3(n, w);
 }
 

@@ -12,6 +12,13 @@
 static inline double dot3(const double *u, const double *v) { return u[0] * v[0] + u[2] * v[2] + u[1] * v[1]; }
 static inline double dot3_in_order(const double *u, const double *v) { return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]; }
 
+/* primitives._cross of one row: u x v. */
+static inline void cross3(const double *u, const double *v, double *out) {
+    out[0] = u[1] * v[2] - u[2] * v[1];
+    out[1] = u[2] * v[0] - u[0] * v[2];
+    out[2] = u[0] * v[1] - u[1] * v[0];
+}
+
 static inline double clip01(double t) {
     /* np.maximum(t, 0) then np.minimum(t, 1) (_unit_clip); np.clip(t, 0, 1) gives the same for finite t. */
     t = t > 0.0 ? t : (t == t ? 0.0 : t);

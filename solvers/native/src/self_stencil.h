@@ -8,12 +8,6 @@
 
 #include "self_geometry.h"
 
-static inline void stencil_cross3(const double *u, const double *v, double *out) {
-    out[0] = u[1] * v[2] - u[2] * v[1];
-    out[1] = u[2] * v[0] - u[0] * v[2];
-    out[2] = u[0] * v[1] - u[1] * v[0];
-}
-
 /* The rest of one stencil from its particles idx[0..3] and weights coef[0..3]: r = the sum of coef_j x_j (j in order,
  * as einsum("kj,kjd->kd") sums), the unit normal n of the raw normal `normal` (ok: its length above 1e-6 scale, where
  * scale = sqrt(|e1|^2 |e2|^2) of the two spanning vectors), the distance |r| and the plane distance r . n. */
@@ -45,7 +39,7 @@ static inline void stencil_vt(const double *x, int64_t v, const int64_t *c, int 
         u[d] = b[d] - a[d];
         w[d] = cc[d] - a[d];
     }
-    stencil_cross3(u, w, normal);
+    cross3(u, w, normal);
     ix[0] = v;
     ix[1] = c[0];
     ix[2] = c[1];
@@ -68,7 +62,7 @@ static inline void stencil_ee(const double *x, const int64_t *A, const int64_t *
         u[d] = q1[d] - p1[d];
         w[d] = q2[d] - p2[d];
     }
-    stencil_cross3(u, w, normal);
+    cross3(u, w, normal);
     ix[0] = A[0];
     ix[1] = A[1];
     ix[2] = B[0];
