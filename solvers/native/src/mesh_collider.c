@@ -17,7 +17,7 @@
  *
  * Grid layout (the binding's): grid = (origin x, y, z, cell size h, upper bound x, y, z), the origin and the upper
  * bound those of every triangle's box; dims = (nx, ny, nz); cell (i, j, k) is
- * i + nx (j + ny k); a coordinate a falls in cell floor((a - origin) / h) clamped to [0, dim - 1] on each axis, in
+ * i + nx (j + ny k); a coordinate a falls in cell floor((a - origin) * (1 / h)) clamped to [0, dim - 1] on each axis, in
  * the build and in the query alike (clamping only ever adds candidates). cell_start (cells + 1) and entry_tri
  * (entries) hold the cells' triangles in CSR form, ascending within a cell.
  */
@@ -30,13 +30,16 @@
 
 static inline double clip01(double t) { return min2(max2(t, 0.0), 1.0); }
 
-/* The cell coordinate of a along one axis: floor((a - origin) / h) within [0, dim - 1] (NaN to 0). */
-static inline int64_t cell_of(double a, double origin, double h, int64_t dim)
+/* The cell coordinate of a along one axis: floor((a - origin) * inv_h) within [0, dim - 1] (NaN to 0), without a
+ * division or libm's floor (a call on the baseline x86-64 target): at most 0 gives 0, dim or more gives dim - 1, and in
+ * between the truncation is the floor. Monotone in a, which is all the grid needs: the build and the queries map
+ * coordinates to cells alike, so a box covers the cells of every point within it. */
+static inline int64_t cell_of(double a, double origin, double inv_h, int64_t dim)
 {
-    double f = floor((a - origin) / h);
-    if (!(f >= 0.0))
+    double f = (a - origin) * inv_h;
+    if (!(f > 0.0))
         return 0;
-    if (f > (double)(dim - 1))
+    if (f >= (double)dim)
         return dim - 1;
     return (int64_t)f;
 }
@@ -45,9 +48,10 @@ static inline int64_t cell_of(double a, double origin, double h, int64_t dim)
 static void cell_range(const double *low, const double *high, const double *grid, const int64_t *dims, int64_t *lo,
                        int64_t *hi)
 {
+    double inv_h = 1.0 / grid[3];
     for (int a = 0; a < 3; ++a) {
-        lo[a] = cell_of(low[a], grid[a], grid[3], dims[a]);
-        hi[a] = cell_of(high[a], grid[a], grid[3], dims[a]);
+        lo[a] = cell_of(low[a], grid[a], inv_h, dims[a]);
+        hi[a] = cell_of(high[a], grid[a], inv_h, dims[a]);
     }
 }
 
