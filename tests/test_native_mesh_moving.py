@@ -208,6 +208,32 @@ def test_moving_boxes_in_whole_frames_equal_the_per_substep_paths_and_numpy(libr
     assert middle[2] < box(14)[:, 2].max() + 0.05
 
 
+def test_certificates_answer_most_nearest_queries_of_a_sliding_box(library):
+    """The whole-frame call keeps, per particle, a certificate of its nearest triangle on a moving collider (the other
+    triangles' least distance, less how far the particle and the poses moved since: src/mesh_collider.c
+    mesh_closest_drift): with the cloth lying on the translating box, most answers come from a certificate, and the
+    bake stays bit for bit the per-substep path's, which queries every point (the equality test above, and here on
+    the frames where the certificates serve)."""
+    from solvers.native.mesh_frame import MeshFrame
+
+    read, _ = _scene("translating")
+    v, e, t = grid_cloth(17, 2.2, height=0.8)
+    body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD"))
+    state, previous = State.at_rest(body.model), None
+    for frame in range(1, 15):
+        current = read(frame)
+        advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(previous, current))
+        previous = current
+    frames = [m for m in vars(body._frame_kernel).values() if isinstance(m, MeshFrame)]
+    assert len(frames) == 1
+    counts = [mine.cert_counts for mine in frames[0].kept.values() if getattr(mine, "cert_counts", None) is not None]
+    assert len(counts) == 1
+    certified, queried = counts[0]
+    assert certified > 2 * queried > 0
+    per_substep, _ = _bake(read, 17, 2.2, 0.8, 14, whole=False)
+    assert np.array_equal(state.x.view(np.int64), per_substep.x.view(np.int64))
+
+
 def test_a_subdivided_box_turning_and_sliding_in_whole_frames(library, monkeypatch):
     """The box cut by a level-2 Simple Subdivision (192 triangles, 48 sharp edges, finer grids: the frame's one grid
     of each kind queried drift wider serves many cells) turning 0.04 rad and sliding 2 cm a frame under a cloth,

@@ -54,6 +54,8 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("moving", _I), ("travel", _D), ("poses", _P), ("start_vertices", _P), ("start_face_normals", _P),
     ("start_vertex_normals", _P), ("start_side_normals", _P), ("start_face_grid", _P), ("start_face_dims", _P),
     ("start_face_cell_start", _P), ("start_face_entry", _P), ("drift", _D),
+    ("pose_index", _I), ("cert_tri", _P), ("cert_pose", _P), ("cert_x", _P), ("cert_lower", _P), ("side_tri", _P),
+    ("side_pose", _P), ("side_x", _P), ("side_lower", _P), ("pose_shift", _P), ("cert_counts", _P),
 ]
 
 _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
@@ -439,8 +441,33 @@ class MeshFrame:
         s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, mine.planes)
         s.moving, s.travel, s.poses = 1, travel, pointer(poses)
         s.drift = travel * (1.0 + DRIFT[0]) + DRIFT[1] * (1.0 + float(np.abs(vertices).max(initial=0.0)))
+        self._certificates(s, mine, len(posed))
         mine.struct = s
         self._buffers(mine)
+
+    def _certificates(self, s, mine, substeps: int) -> None:
+        """A moving collider's certificates of its nearest triangles (mesh_frame.h), none holding yet: they are of
+        this frame's poses. The buffers are kept with the collider's (``mine``); ``mine.cert_counts`` adds up the
+        answers certified and queried."""
+        n = self.n
+        if getattr(mine, "cert_tri", None) is None or len(mine.pose_shift) != substeps + 1:
+            mine.cert_tri, mine.cert_pose = np.empty(n, np.int64), np.zeros(n, np.int64)
+            mine.cert_x, mine.cert_lower = np.zeros((n, 3)), np.zeros(n)
+            mine.side_tri, mine.side_pose = np.empty(n, np.int64), np.zeros(n, np.int64)
+            mine.side_x, mine.side_lower = np.zeros((n, 3)), np.zeros(n)
+            mine.pose_shift = np.empty(substeps + 1)
+            if getattr(mine, "cert_counts", None) is None:
+                mine.cert_counts = np.zeros(2, np.int64)
+            mine.cert_pointers = tuple(map(pointer, (
+                mine.cert_tri, mine.cert_pose, mine.cert_x, mine.cert_lower, mine.side_tri, mine.side_pose,
+                mine.side_x, mine.side_lower, mine.pose_shift, mine.cert_counts)))
+        mine.cert_tri.fill(-2)
+        mine.side_tri.fill(-2)
+        mine.pose_shift.fill(np.nan)
+        mine.pose_shift[0] = 0.0
+        s.pose_index = 0
+        (s.cert_tri, s.cert_pose, s.cert_x, s.cert_lower, s.side_tri, s.side_pose, s.side_x, s.side_lower,
+         s.pose_shift, s.cert_counts) = mine.cert_pointers
 
     @staticmethod
     def _frame_poses(row, collider, posed, m, t):

@@ -148,9 +148,9 @@ static inline double box_distance2(const double *P, const double *vertices, cons
     return s;
 }
 
-/* Test triangle f for P: the nearest so far if its (distance, index) is the least. */
-static inline void consider(const double *P, const double *vertices, const int64_t *triangles, int64_t f,
-                            Nearest *best)
+/* Test triangle f for P: the nearest so far if its (distance, index) is the least. Returns its distance. */
+static inline double consider(const double *P, const double *vertices, const int64_t *triangles, int64_t f,
+                              Nearest *best)
 {
     double bary[3], q[3];
     const int64_t *tri = triangles + 3 * f;
@@ -167,6 +167,7 @@ static inline void consider(const double *P, const double *vertices, const int64
             best->q[a] = q[a];
         }
     }
+    return d;
 }
 
 /* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). A triangle whose box lies
@@ -177,7 +178,7 @@ static inline void consider(const double *P, const double *vertices, const int64
  * too (its rounding and the square's are ~1e-16), so no triangle is passed over that the bound would keep. */
 static void visit(const double *P, const double *vertices, const int64_t *triangles, const int64_t *dims,
                   const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo, const int64_t *hi,
-                  int64_t *stamp, int64_t query, double limit, Nearest *best)
+                  int64_t *stamp, int64_t query, double limit, Nearest *best, double *lower)
 {
     double far = limit * (1.0 + 1e-9) + 1e-12;
     for (int64_t k = lo[2]; k <= hi[2]; ++k)
@@ -190,11 +191,65 @@ static void visit(const double *P, const double *vertices, const int64_t *triang
                         continue;
                     stamp[f] = query;
                     double bound = min2(far, best->d * (1.0 + 1e-9) + 1e-12);
-                    if (box_distance2(P, vertices, triangles + 3 * f) > bound * bound * (1.0 + 1e-12))
+                    double box2 = box_distance2(P, vertices, triangles + 3 * f);
+                    if (box2 > bound * bound * (1.0 + 1e-12)) {
+                        if (lower) /* its box's distance bounds its own (computed, to round-off) */
+                            *lower = min2(*lower, sqrt(box2));
                         continue;
-                    consider(P, vertices, triangles, f, best);
+                    }
+                    double was = best->d;
+                    double d = consider(P, vertices, triangles, f, best);
+                    if (lower) /* the nearest so far it replaced, or itself, is another triangle from now on */
+                        *lower = min2(*lower, best->tri == f ? was : d);
                 }
             }
+}
+
+/* The distance from P to the triangles' bounds grid[0..2], grid[4..6] grown by drift on each axis: every triangle
+ * of a pose within drift of the grid's lies in them, so none is nearer (0 for P inside, NaN for NaN input). */
+static double outside(const double *P, double drift, const double *grid)
+{
+    double s = 0.0;
+    for (int a = 0; a < 3; ++a) {
+        double gap = max2(max2(grid[a] - drift - P[a], P[a] - grid[4 + a] - drift), 0.0);
+        s += gap * gap;
+    }
+    return sqrt(s);
+}
+
+/* Leave point p (at P) a certificate at the asking pose: its nearest tri (-1: none) and `lower`, a bound from below on
+ * the computed distances of every other triangle, made one on their true distances (less round-off). */
+static void certify(const double *P, int64_t p, const MeshCertificates *cert, int64_t tri, double lower)
+{
+    cert->tri[p] = tri;
+    cert->pose[p] = cert->current;
+    cert->lower[p] = lower * (1.0 - 1e-9) - 1e-12;
+    for (int a = 0; a < 3; ++a)
+        cert->x[3 * p + a] = P[a];
+}
+
+/* Whether point p's certificate proves its answer at P (mesh_closest_drift says how); then *best holds it (tri -1:
+ * nothing within limit). */
+static int certified(const double *P, int64_t p, const MeshCertificates *cert, const double *vertices,
+                     const int64_t *triangles, double limit, Nearest *best)
+{
+    const double *at = cert->x + 3 * p;
+    double r[3] = {P[0] - at[0], P[1] - at[1], P[2] - at[2]};
+    double s0 = cert->shift[cert->pose[p]], s1 = cert->shift[cert->current];
+    double poses = s1 > s0 ? s1 - s0 : s0 - s1; /* NaN when a pose's moves are unknown: no proof */
+    double others = (cert->lower[p] - (sqrt(dot_rows(r, r)) + poses) * (1.0 + 1e-9) - 1e-12) * (1.0 - 1e-9) - 1e-12;
+    int beyond = others > limit * (1.0 + 1e-9) + 1e-12; /* every other triangle beyond limit */
+    int64_t tri = cert->tri[p];
+    if (tri < 0)
+        return beyond;
+    double d = consider(P, vertices, triangles, tri, best);
+    if (d < others)
+        return 1; /* tri is the strict least */
+    if (beyond && !(d <= limit)) {
+        best->tri = -1; /* nothing within limit */
+        return 1;
+    }
+    return 0;
 }
 
 SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points, int64_t k, const double *vertices,
@@ -204,7 +259,7 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
                              int64_t *out_interior)
 {
     return mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry_tri, limit, 0.0, stamp,
-                              out_row, out_tri, out_bary, out_q, out_d, out_interior, 0, 0);
+                              out_row, out_tri, out_bary, out_q, out_d, out_interior, 0, 0, 0);
 }
 
 /* softsim_mesh_closest through a grid built on another pose of the same triangles, whose every vertex lies within
@@ -214,41 +269,73 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
  * hint (null, or one triangle index per point of x, t triangles): point p tests triangle hint[p] first (when within
  * [0, t)) and gets its nearest written back. The answer is the least (distance, index) over the triangles within
  * reach whatever is tested first; a near first guess (the point's nearest at the substep before) bounds the search at
- * once, so the cells' other triangles are passed over on their boxes. */
+ * once, so the cells' other triangles are passed over on their boxes.
+ *
+ * cert (null, or the asking collider's certificates, mesh_query.h): a point whose certificate still proves its
+ * nearest gets that answer from one distance; any other is queried as above, cert->margin [m] farther, and leaves a
+ * certificate. A query's certificate bounds the true distance of every triangle but its nearest from below: the
+ * least of the other triangles' computed distances, of the boxes passed over, and of the reach not visited (a
+ * triangle in no visited cell lies farther than that, by the drift argument above), less round-off. Later, at a pose
+ * whose vertices moved at most D from the certificate's and a point that moved at most m, every other triangle lies
+ * at least lower - m - D away: when the certified nearest's computed distance is below the least computed distance
+ * that leaves (round-off again), it is the strict least, which the query would return; when no nearest was found and
+ * that exceeds limit, nothing is within limit. Either way the answer is the query's, bit for bit (the distance is the
+ * same computation). */
 int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, const double *vertices,
                            const int64_t *triangles, const double *grid, const int64_t *dims, const int64_t *cell_start,
                            const int64_t *entry_tri, double limit, double drift, int64_t *stamp, int64_t *out_row,
                            int64_t *out_tri, double *out_bary, double *out_q, double *out_d, int64_t *out_interior,
-                           int64_t t, int64_t *hint)
+                           int64_t t, int64_t *hint, const MeshCertificates *cert)
 {
     int64_t found = 0, query = stamp[0];
     int64_t lo[3], hi[3];
+    double margin = cert ? cert->margin : 0.0;
     for (int64_t i = 0; i < k; ++i) {
-        const double *P = x + 3 * points[i];
+        int64_t p = points[i];
+        const double *P = x + 3 * p;
         Nearest best = {INFINITY, -1, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
-        if (beside(P, limit + drift, grid))
-            continue; /* nothing within limit (negative or NaN limit too) */
-        ++query;
-        int64_t guess = hint ? hint[points[i]] : -1;
-        if (guess >= 0 && guess < t) {
-            stamp[1 + guess] = query;
-            consider(P, vertices, triangles, guess, &best);
+        if (cert && cert->tri[p] >= -1 && certified(P, p, cert, vertices, triangles, limit, &best)) {
+            ++cert->counts[0];
+            if (hint && best.tri >= 0)
+                hint[p] = best.tri;
+        } else {
+            double lower = INFINITY; /* certificates: the least distance of any other triangle so far */
+            best = (Nearest){INFINITY, -1, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+            if (cert)
+                ++cert->counts[1];
+            if (beside(P, limit + drift, grid)) { /* nothing within limit (negative or NaN limit too) */
+                if (cert)
+                    certify(P, p, cert, -1, outside(P, drift, grid));
+                continue;
+            }
+            ++query;
+            int64_t guess = hint ? hint[p] : -1;
+            if (guess >= 0 && guess < t) {
+                stamp[1 + guess] = query;
+                consider(P, vertices, triangles, guess, &best);
+            }
+            if (best.tri < 0) { /* no first guess: its own cell (or the nearest one) first, a bound on the distance */
+                cell_range(P, P, grid, dims, lo, hi);
+                visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best,
+                      cert ? &lower : 0);
+            }
+            /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance
+             * may lie a rounding farther), and never beyond limit (plus the certificate's margin). */
+            double within = min2(limit, best.d * (1.0 + 1e-9) + 1e-12);
+            double reach = within + margin + drift;
+            double low[3] = {P[0] - reach, P[1] - reach, P[2] - reach};
+            double high[3] = {P[0] + reach, P[1] + reach, P[2] + reach};
+            cell_range(low, high, grid, dims, lo, hi);
+            visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best,
+                  cert ? &lower : 0);
+            if (cert)
+                certify(P, p, cert, best.tri, min2(lower, within + margin));
+            if (hint && best.tri >= 0)
+                hint[p] = best.tri;
         }
-        if (best.tri < 0) { /* no first guess: its own cell (or the nearest one) first, a bound on the distance */
-            cell_range(P, P, grid, dims, lo, hi);
-            visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
-        }
-        /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance may
-         * lie a rounding farther), and never beyond limit. */
-        double reach = min2(limit, best.d * (1.0 + 1e-9) + 1e-12) + drift;
-        double low[3] = {P[0] - reach, P[1] - reach, P[2] - reach}, high[3] = {P[0] + reach, P[1] + reach, P[2] + reach};
-        cell_range(low, high, grid, dims, lo, hi);
-        visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best);
-        if (hint && best.tri >= 0)
-            hint[points[i]] = best.tri;
         if (best.tri < 0 || !(best.d <= limit))
             continue;
-        out_row[found] = points[i];
+        out_row[found] = p;
         out_tri[found] = best.tri;
         out_d[found] = best.d;
         out_interior[found] = best.interior;

@@ -63,6 +63,7 @@ static void pose_of(const SoftsimClothPlan *plan, const double *table, SoftsimSt
                     ? (int64_t)((table - plan->collider_table) / (plan->collider_count * SOFTSIM_COLLIDER_ROW))
                     : 0;
     const int64_t *a = c->poses + SOFTSIM_POSE_FIELDS * k;
+    c->pose_index = k;
     c->vertices = (const double *)(intptr_t)a[0];
     c->face_normals = (const double *)(intptr_t)a[1];
     c->vertex_normals = (const double *)(intptr_t)a[2];
@@ -71,6 +72,51 @@ static void pose_of(const SoftsimClothPlan *plan, const double *table, SoftsimSt
     c->start_face_normals = (const double *)(intptr_t)a[5];
     c->start_vertex_normals = (const double *)(intptr_t)a[6];
     c->start_side_normals = (const double *)(intptr_t)a[7];
+}
+
+/* The vertices of moving collider c at pose i of its frame: the first substep's start pose (i = 0), else the end
+ * pose of substep i - 1. */
+static const double *pose_vertices(const SoftsimStillMesh *c, int64_t i)
+{
+    const int64_t *a = c->poses + SOFTSIM_POSE_FIELDS * (i ? i - 1 : 0);
+    return (const double *)(intptr_t)a[i ? 0 : 4];
+}
+
+/* pose_shift measured up to pose k: shift[i] = shift[i - 1] + the largest move of a vertex from pose i - 1 to pose i,
+ * grown past round-off, so shift[k] - shift[j] bounds every vertex's move between poses j and k (the triangle
+ * inequality along the poses between). */
+static void measure_shift(const SoftsimStillMesh *c, int64_t k)
+{
+    double *shift = c->pose_shift;
+    for (int64_t i = 1; i <= k; ++i) {
+        if (shift[i] >= 0.0)
+            continue;
+        const double *now = pose_vertices(c, i), *before = pose_vertices(c, i - 1);
+        double most = 0.0;
+        for (int64_t v = 0; v < 3 * c->m; v += 3) {
+            double r[3] = {now[v] - before[v], now[v + 1] - before[v + 1], now[v + 2] - before[v + 2]};
+            most = max2(most, dot_rows(r, r));
+        }
+        shift[i] = shift[i - 1] + sqrt(most) * (1.0 + 1e-9) + 1e-12;
+    }
+}
+
+/* The certificates of moving collider c for its asking substep k (mesh_query.h): of the nearest triangles at its end
+ * pose (pose k + 1), and in *side those of its start pose (pose k) when that is the very pose array of pose k (else
+ * side->tri is null: the side queries go without). */
+static MeshCertificates certificates(const SoftsimMeshFrame *f, const SoftsimStillMesh *c, MeshCertificates *side)
+{
+    int64_t k = c->pose_index;
+    measure_shift(c, k + 1);
+    MeshCertificates cert = {c->cert_tri, c->cert_pose, c->cert_x, c->cert_lower, c->pose_shift, k + 1,
+                             f->settings[SEARCH_MARGIN], c->cert_counts};
+    *side = cert;
+    side->tri = c->start_vertices == pose_vertices(c, k) ? c->side_tri : 0;
+    side->pose = c->side_pose;
+    side->x = c->side_x;
+    side->lower = c->side_lower;
+    side->current = k;
+    return cert;
 }
 
 /* MeshCollider.contact of a moving collider (no kept planes: every point measured, its side read at the start pose
@@ -122,12 +168,13 @@ static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFra
             f->plane_n[3 * p + 2] = 1.0;
         }
     state[0] = 0;
+    MeshCertificates side = {0}, cert = c->cert_tri ? certificates(f, c, &side) : side;
     int64_t found = k ? mesh_contact_rows_hinted(
         x, x_prev, points, k, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
         c->face_entry, c->face_normals, c->vertex_normals, c->side_normals, c->start_vertices, c->start_face_grid,
         c->start_face_dims, c->start_face_cell_start, c->start_face_entry, c->start_face_normals,
         c->start_vertex_normals, c->start_side_normals, c->face_stamp, limits, f->m_row, f->m_d, f->m_normal,
-        f->m_dist, f->m_work_i, f->m_work_d, c->t, f->m_hint) : 0;
+        f->m_dist, f->m_work_i, f->m_work_d, c->t, f->m_hint, c->cert_tri ? &cert : 0, side.tri ? &side : 0) : 0;
     for (int64_t j = 0; j < found; ++j) {
         int64_t p = f->m_row[j];
         f->plane_d[p] = f->m_d[j];
@@ -829,5 +876,5 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
-_Static_assert(sizeof(SoftsimStillMesh) == 82 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimStillMesh) == 93 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
 _Static_assert(sizeof(SoftsimMeshFrame) == 48 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

@@ -76,6 +76,18 @@ typedef struct {
     const double *start_face_grid;
     const int64_t *start_face_dims, *start_face_cell_start, *start_face_entry;
     double drift;
+    /* A moving collider's certificates of its nearest triangles (mesh_query.h MeshCertificates), kept through the
+     * frame: per particle cert_tri, cert_pose (n,), cert_x (n, 3), cert_lower (n,) of the points' nearest at x and
+     * the end pose, side_tri .. side_lower the same of their x_prev at the start pose (the side of a point that may
+     * have crossed); pose_shift (substeps + 1,) the running sum of the poses' largest vertex moves, pose 0 the first
+     * substep's start and pose k + 1 substep k's end (NaN until mesh_frame.c measures it; [0] = 0); cert_counts (2,)
+     * answers certified and queried. Null for a still collider. pose_index: the asking substep (pose_of). */
+    int64_t pose_index;
+    int64_t *cert_tri, *cert_pose;
+    double *cert_x, *cert_lower;
+    int64_t *side_tri, *side_pose;
+    double *side_x, *side_lower, *pose_shift;
+    int64_t *cert_counts;
 } SoftsimStillMesh;
 
 #define SOFTSIM_POSE_FIELDS 8

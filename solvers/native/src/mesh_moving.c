@@ -26,11 +26,12 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
                                     face_normals, vertex_normals, side_normals, start_vertices, start_grid, start_dims,
                                     start_cell_start, start_entry, start_face_normals, start_vertex_normals,
                                     start_side_normals, stamp, limits, out_row, out_d, out_normal, out_dist, work_i,
-                                    work_d, 0, 0);
+                                    work_d, 0, 0, 0, 0);
 }
 
 /* softsim_mesh_contact_rows with the first guesses hint (null, or one triangle index per point of x, t triangles) of
- * both its nearest-triangle queries (mesh_closest_drift): the same answers, sooner. */
+ * both its nearest-triangle queries (mesh_closest_drift) and the collider's certificates (null, or mesh_query.h's) of
+ * the nearest triangles at x (cert) and at x_prev on the start pose (side_cert): the same answers, sooner. */
 int64_t mesh_contact_rows_hinted(
     const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
     const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
@@ -38,7 +39,8 @@ int64_t mesh_contact_rows_hinted(
     const double *start_grid, const int64_t *start_dims, const int64_t *start_cell_start, const int64_t *start_entry,
     const double *start_face_normals, const double *start_vertex_normals, const double *start_side_normals,
     int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
-    int64_t *work_i, double *work_d, int64_t t, int64_t *hint)
+    int64_t *work_i, double *work_d, int64_t t, int64_t *hint, const MeshCertificates *cert,
+    const MeshCertificates *side_cert)
 {
     double thickness = limits[0], margin = limits[1], side_limit = limits[2], travel = limits[3], drift = limits[4];
     /* scratch (work_i (6 k), work_d (14 k)): the found points' triangles and interior flags, the crossing points,
@@ -50,7 +52,7 @@ int64_t mesh_contact_rows_hinted(
     double *s_bary = work_d + 8 * k, *s_q = work_d + 11 * k;
     int64_t found = mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry,
                                        thickness + margin, drift, stamp, out_row, tri, bary, q, out_dist, interior,
-                                       t, hint);
+                                       t, hint, cert);
     int64_t crossings = 0;
     for (int64_t j = 0; j < found; ++j) {
         int64_t p = out_row[j];
@@ -71,7 +73,7 @@ int64_t mesh_contact_rows_hinted(
     if (crossings) {
         int64_t got = mesh_closest_drift(x_prev, crossing, crossings, start_vertices, triangles, start_grid,
                                          start_dims, start_cell_start, start_entry, side_limit, drift, stamp,
-                                         side_row, s_tri, s_bary, s_q, side_d, s_interior, t, hint);
+                                         side_row, s_tri, s_bary, s_q, side_d, s_interior, t, hint, side_cert);
         /* the found rows are a subsequence of the crossing ones, which are a subsequence of the found rows */
         int64_t j = 0;
         for (int64_t s = 0; s < got; ++s) {
@@ -128,7 +130,7 @@ void mesh_motion_hinted(const double *x, const int64_t *points, int64_t k, const
         for (int a = 0; a < 3; ++a)
             out[3 * points[i] + a] = 0.0;
     int64_t found = mesh_closest_drift(x, points, k, vertices, triangles, grid, dims, cell_start, entry, limit, drift,
-                                       stamp, row, tri, bary, q, d, interior, t, hint);
+                                       stamp, row, tri, bary, q, d, interior, t, hint, 0);
     for (int64_t j = 0; j < found; ++j)
         mesh_surface_motion(triangles, vertices, start_vertices, tri[j], bary + 3 * j, out + 3 * row[j]);
 }

@@ -8,11 +8,25 @@
 
 #include <stdint.h>
 
+/* Certificates of a moving collider's nearest triangles (mesh_closest_drift, mesh_frame.c keeps them per collider
+ * for a frame): point p's says that at pose pose[p] and position x[p] (3,) every triangle but tri[p] (every one when
+ * tri[p] is -1; -2: no certificate) lay at least lower[p] [m] away. shift (poses,): shift[k] - shift[j] bounds every
+ * vertex's move between poses j and k from above (NaN: not known); current: the asking pose; margin [m]: how far past
+ * its nearest a query certifies; counts (2,): answers certified and answers queried, added to. */
+typedef struct {
+    int64_t *tri, *pose;
+    double *x, *lower;
+    const double *shift;
+    int64_t current;
+    double margin;
+    int64_t *counts;
+} MeshCertificates;
+
 int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, const double *vertices,
                            const int64_t *triangles, const double *grid, const int64_t *dims, const int64_t *cell_start,
                            const int64_t *entry_tri, double limit, double drift, int64_t *stamp, int64_t *out_row,
                            int64_t *out_tri, double *out_bary, double *out_q, double *out_d, int64_t *out_interior,
-                           int64_t t, int64_t *hint);
+                           int64_t t, int64_t *hint, const MeshCertificates *cert);
 /* softsim_mesh_contact_rows and softsim_mesh_motion with first guesses per point (mesh_moving.c). */
 int64_t mesh_contact_rows_hinted(
     const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
@@ -21,7 +35,8 @@ int64_t mesh_contact_rows_hinted(
     const double *start_grid, const int64_t *start_dims, const int64_t *start_cell_start, const int64_t *start_entry,
     const double *start_face_normals, const double *start_vertex_normals, const double *start_side_normals,
     int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
-    int64_t *work_i, double *work_d, int64_t t, int64_t *hint);
+    int64_t *work_i, double *work_d, int64_t t, int64_t *hint, const MeshCertificates *cert,
+    const MeshCertificates *side_cert);
 void mesh_motion_hinted(const double *x, const int64_t *points, int64_t k, const int64_t *triangles,
                         const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start,
                         const int64_t *entry, const double *start_vertices, double limit, double drift, int64_t *stamp,
