@@ -254,3 +254,49 @@ def test_the_binding_refuses_bad_inputs(library):
     with pytest.raises(ValueError, match="face normals"):
         binding.prepare([collider], x, model.triangle_indices)
 
+
+
+def test_allowances_equal_the_twins_beside_many_sharp_edges(library):
+    """The face-pair list's allowances (``softsim_mesh_allowances``: each point's nearest sharp-edge piece centre found
+    block by block, the nearest block by its box first, blocks whose box lies farther than the nearest so far passed
+    over) against ``MeshFacePairs._allowances`` (a k-d tree query): bit for bit, for cloths over a box cut at level 4
+    (192 sharp edges, several blocks of pieces) lying on its top, draped over an edge, far above it, and crumpled
+    around a corner, each point alone and all at once."""
+    from solvers.collision.broad_phase.mesh_broad_phase import SKIN
+    from solvers.collision.broad_phase.mesh_face_pairs import MAX_ALLOWANCE
+
+    vertices, triangles = box_mesh(4)
+    collider = MeshCollider(vertices, triangles, 0.01, 0.2, "Box")
+    tree, radius = collider.shared.edge_tree_for(collider.vertices)
+    centres = np.asarray(tree.data, np.float64)
+    assert len(centres) >= 4 * 32
+    v, e, _ = grid_cloth(17, 2.4, height=0.0)
+    rng = np.random.default_rng(11)
+    between = 0
+    for offset, scale in (((0.0, 0.0, 0.52), 0.0), ((1.0, 0.3, 0.45), 0.02), ((0.0, 0.0, 3.0), 0.0),
+                          ((0.9, 0.9, 0.4), 0.3)):
+        x = v + np.asarray(offset) + rng.normal(scale=scale, size=v.shape) if scale else v + np.asarray(offset)
+        x = np.ascontiguousarray(x)
+        points = np.arange(len(x), dtype=np.int64)
+        ours = mesh_frame.allowances(library, x, e, points, centres, radius, 0.0, 0.01)
+        twin = collider._allowances(x, e, 0.01, points)
+        assert np.array_equal(ours.view(np.int64), twin.view(np.int64))
+        some = rng.choice(len(x), 40, replace=False).astype(np.int64)
+        assert np.array_equal(mesh_frame.allowances(library, x, e, some, centres, radius, 0.0, 0.01), twin[some])
+        between += int(np.count_nonzero((twin > SKIN / 3.0) & (twin < MAX_ALLOWANCE)))
+    assert between > 100  # most allowances come from the nearest centre, not from a bound
+
+
+def test_allowances_refuse_bad_input(library):
+    x = np.zeros((4, 3))
+    edges = np.array([[0, 1], [2, 3]], np.int64)
+    points = np.arange(4, dtype=np.int64)
+    centres = np.zeros((2, 3))
+    with pytest.raises(ValueError):
+        mesh_frame.allowances(library, x, np.array([[0, 4]], np.int64), points, centres, 0.1, 0.0, 0.01)
+    with pytest.raises(ValueError):
+        mesh_frame.allowances(library, x, edges, np.array([5], np.int64), centres, 0.1, 0.0, 0.01)
+    with pytest.raises(ValueError):
+        mesh_frame.allowances(library, x, edges, points, np.full((2, 3), np.nan), 0.1, 0.0, 0.01)
+    with pytest.raises(ValueError):
+        mesh_frame.allowances(library, x, edges, points, centres, -1.0, 0.0, 0.01)

@@ -97,6 +97,7 @@ SIGNATURES = {
     "softsim_mesh_push_apply": (_I, (_P, _I, _P, _I, _I, _P, _P, _P, _P, _P, _D, _P, _P)),
     "softsim_kept_stale": (_I, (_P, _P, _I, _P, _P, _P, _D, _D, _P)),
     "softsim_kept_planes": (None, (_P, _I, _P, _P, _P, _D, _P, _P)),
+    "softsim_mesh_allowances": (None, (_P, _I, _P, _I, _P, _I, _D, _D, _D, _P, _P, _P, _I, _P)),
     # A moving mesh collider's contact planes (src/mesh_moving.c, mesh_kernels.MeshClosest.contact_rows).
     "softsim_mesh_contact_rows": (_I, (_P, _P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P,
                                        _P, _P, _P, _P, _P, _P, _P, _P, _P)),

@@ -56,6 +56,7 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("start_face_cell_start", _P), ("start_face_entry", _P), ("drift", _D),
     ("pose_index", _I), ("cert_tri", _P), ("cert_pose", _P), ("cert_x", _P), ("cert_lower", _P), ("side_tri", _P),
     ("side_pose", _P), ("side_x", _P), ("side_lower", _P), ("pose_shift", _P), ("cert_counts", _P),
+    ("piece_boxes", _P),
 ]
 
 _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
@@ -149,6 +150,30 @@ def frame_supports(colliders, library=None) -> bool:
 def _same(a, b) -> bool:
     """The same object, or equal numbers."""
     return a is b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
+
+
+def allowances(library, x, edges, points, centres, radius: float, travel: float, thickness: float) -> np.ndarray:
+    """``MeshFacePairs._allowances`` of the points (k,) of a body at x (n, 3) float64 with edges (e, 2) int64, beside a
+    collider's sharp-edge pieces with centres (p, 3) [m] (``_Shared.edge_tree_for``'s tree data), their largest radius,
+    the collider's travel and thickness [m]: (k,) [m], in the order of points (``softsim_mesh_allowances``, the face-pair
+    list's own in the whole-frame call)."""
+    from ..collision.broad_phase.mesh_broad_phase import SKIN
+    from ..collision.broad_phase.mesh_face_pairs import MAX_ALLOWANCE
+
+    x = checked("x", x, F64, (None, 3))
+    edges = checked_indices("edges", edges, len(x), (None, 2))
+    points = checked_indices("points", points, len(x), (None,))
+    by_axis = np.ascontiguousarray(checked("centres", centres, F64, (None, 3)).T)
+    numbers = (radius, travel, thickness)
+    if not (np.all(np.isfinite(by_axis)) and np.all(np.isfinite(numbers)) and min(numbers) >= 0.0):
+        raise ValueError("centres, radius, travel and thickness: finite, and the last three >= 0")
+    settings = np.zeros(8)
+    settings[2], settings[6] = SKIN, MAX_ALLOWANCE  # the SKIN and MAX_ALLOWANCE slots (mesh_frame.c)
+    boxes, out = np.zeros(6 * max(len(centres), 1)), np.zeros(len(x))
+    library.softsim_mesh_allowances(pointer(x), len(x), pointer(edges), len(edges), pointer(by_axis), len(centres),
+                                    float(radius), float(travel), float(thickness), pointer(settings), pointer(boxes),
+                                    pointer(points), len(points), pointer(out))
+    return out[points]
 
 
 class _Still:
@@ -358,8 +383,10 @@ class MeshFrame:
             grids.append(native.sharp.grid_for(vertices))
             s.sharp_grid, s.sharp_dims, s.sharp_cell_start, s.sharp_entry = grids[-1].pointers
             s.sharp_stamp = native.sharp.stamp_pointer
-        mine.keep = mine.keep + (grids, native.faces, native.corners, native.sharp)
+        piece_boxes = np.zeros(6 * centres.shape[1])  # the allowances' scratch (mesh_frame.h)
+        mine.keep = mine.keep + (piece_boxes, grids, native.faces, native.corners, native.sharp)
         s.piece_count, s.piece_centres, s.piece_radius = centres.shape[1], pointer(centres), float(radius)
+        s.piece_boxes = pointer(piece_boxes)
         s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, (planes.x0, planes.normal, planes.d0,
                                                                               planes.clear))
         mine.struct = s
@@ -392,7 +419,8 @@ class MeshFrame:
         if not (np.isfinite(travel) and travel >= 0.0):
             raise ValueError(f"mesh collider {collider.name!r}: travel must be finite")
         poses = np.zeros((len(posed), POSE_FIELDS), np.int64)
-        keep = [corners, sharp, centres, poses]
+        piece_boxes = np.zeros(6 * centres.shape[1])  # the allowances' scratch (mesh_frame.h)
+        keep = [corners, sharp, centres, poses, piece_boxes]
         batch = self._frame_poses(row, collider, posed, m, t)
         if batch is not None:  # addresses into the frame's pose arrays, checked once
             keep += list(batch)
@@ -438,6 +466,7 @@ class MeshFrame:
             s.sharp_grid, s.sharp_dims, s.sharp_cell_start, s.sharp_entry = grids[2].pointers
         s.corner_stamp, s.sharp_stamp = native.corners.stamp_pointer, native.sharp.stamp_pointer
         s.piece_count, s.piece_centres, s.piece_radius = centres.shape[1], pointer(centres), float(radius)
+        s.piece_boxes = pointer(piece_boxes)
         s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, mine.planes)
         s.moving, s.travel, s.poses = 1, travel, pointer(poses)
         s.drift = travel * (1.0 + DRIFT[0]) + DRIFT[1] * (1.0 + float(np.abs(vertices).max(initial=0.0)))
@@ -561,4 +590,4 @@ class MeshFrame:
         self._buffers(mine)
 
 
-__all__ = ["CAPACITY", "MOVING_IN_FRAME", "MeshFrame", "frame_supports", "framed", "moving", "still"]
+__all__ = ["CAPACITY", "MOVING_IN_FRAME", "MeshFrame", "allowances", "frame_supports", "framed", "moving", "still"]

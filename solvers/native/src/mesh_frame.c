@@ -426,6 +426,70 @@ static void kept_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f
 
 /* ------------------------------------------------------------------------------------------ face-pair list */
 
+#define PIECE_BLOCK 32 /* pieces per box of the nearest-centre search (consecutive pieces lie along one edge) */
+
+/* The boxes (lo x, y, z, hi x, y, z) of c's piece centres in blocks of PIECE_BLOCK, into c->piece_boxes; returns the
+ * block count. */
+static int64_t piece_blocks(const SoftsimStillMesh *c)
+{
+    const double *axis[3] = {c->piece_centres, c->piece_centres + c->piece_count, c->piece_centres + 2 * c->piece_count};
+    int64_t blocks = (c->piece_count + PIECE_BLOCK - 1) / PIECE_BLOCK;
+    for (int64_t b = 0; b < blocks; ++b) {
+        int64_t first = b * PIECE_BLOCK, last = first + PIECE_BLOCK < c->piece_count ? first + PIECE_BLOCK : c->piece_count;
+        double *box = c->piece_boxes + 6 * b;
+        for (int a = 0; a < 3; ++a) {
+            box[a] = box[3 + a] = axis[a][first];
+            for (int64_t j = first + 1; j < last; ++j) {
+                box[a] = min2(box[a], axis[a][j]);
+                box[3 + a] = max2(box[3 + a], axis[a][j]);
+            }
+        }
+    }
+    return blocks;
+}
+
+/* The squared distance from P to block b's box: no centre of the block lies nearer (to round-off). */
+static inline double block_distance2(const double *P, const double *box)
+{
+    double s = 0.0;
+    for (int a = 0; a < 3; ++a) {
+        double gap = max2(max2(box[a] - P[a], P[a] - box[3 + a]), 0.0);
+        s += gap * gap;
+    }
+    return s;
+}
+
+/* The least squared distance (dx * dx + dy * dy) + dz * dz from P to a piece centre of c: the block nearest by its box
+ * first, then every block whose box may hold a nearer centre. A block passed over has its box's squared distance above
+ * the least so far by more than round-off, so each of its centres' computed distances is too: the minimum, and its
+ * bits, are those of testing every centre (the twin's k-d tree query). */
+static double nearest_piece2(const SoftsimStillMesh *c, int64_t blocks, const double *P)
+{
+    const double *cx = c->piece_centres, *cy = cx + c->piece_count, *cz = cy + c->piece_count;
+    int64_t first = 0;
+    double first_d2 = INFINITY;
+    for (int64_t b = 0; b < blocks; ++b) {
+        double d2 = block_distance2(P, c->piece_boxes + 6 * b);
+        if (d2 < first_d2) {
+            first_d2 = d2;
+            first = b;
+        }
+    }
+    double nearest = INFINITY;
+    for (int64_t k = -1; k < blocks; ++k) {
+        int64_t b = k < 0 ? first : k;
+        if (k == first || block_distance2(P, c->piece_boxes + 6 * b) * (1.0 - 1e-9) > nearest)
+            continue;
+        int64_t end = (b + 1) * PIECE_BLOCK < c->piece_count ? (b + 1) * PIECE_BLOCK : c->piece_count;
+        for (int64_t j = b * PIECE_BLOCK; j < end; ++j) {
+            double dx = P[0] - cx[j], dy = P[1] - cy[j], dz = P[2] - cz[j];
+            double s = (dx * dx + dy * dy) + dz * dz;
+            nearest = s < nearest ? s : nearest;
+        }
+    }
+    return nearest;
+}
+
 /* _allowances of the points (all when points is 0) at x, written to out[p]. */
 static void allowances(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c,
                        const double *x, const int64_t *points, int64_t k, double *out)
@@ -439,23 +503,39 @@ static void allowances(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, 
         return;
     }
     double longest = sqrt(largest_edge2(x, plan->edges, plan->edge_count)), reach = c->thickness;
+    int64_t blocks = piece_blocks(c);
     for (int64_t i = 0; i < count; ++i) {
         int64_t p = points ? points[i] : i;
-        const double *xp = x + 3 * p;
-        /* the nearest centre by brute force over the centres stored by axis (the minimum is the same in any
-         * order, so the loop may be vectorized) */
-        const double *cx = c->piece_centres, *cy = cx + c->piece_count, *cz = cy + c->piece_count;
-        double nearest = INFINITY;
-        for (int64_t j = 0; j < c->piece_count; ++j) {
-            double dx = xp[0] - cx[j], dy = xp[1] - cy[j], dz = xp[2] - cz[j];
-            double s = (dx * dx + dy * dy) + dz * dz;
-            nearest = s < nearest ? s : nearest;
-        }
-        double lower = sqrt(nearest) - c->piece_radius - 3.0 * c->travel;
+        double lower = sqrt(nearest_piece2(c, blocks, x + 3 * p)) - c->piece_radius - 3.0 * c->travel;
         double a = (((lower - longest) - reach) - 2.0 * S[SKIN] / 3.0) * (1.0 - 1e-12);
         a = a < tight ? tight : a;
         out[p] = a > S[MAX_ALLOWANCE] ? S[MAX_ALLOWANCE] : a;
     }
+}
+
+/* allowances of the points (k,) of a body at x (n, 3) with edges (e, 2), against a collider's sharp-edge pieces:
+ * centres (3, p) by axis, their largest radius, its travel and thickness [m]; settings as SoftsimMeshFrame's;
+ * piece_boxes (6 p,) scratch; out (n,) [m] at the points' rows (mesh_frame.allowances, the tests' door to them). */
+SOFTSIM_API void softsim_mesh_allowances(const double *x, int64_t n, const int64_t *edges, int64_t e,
+                                         const double *centres, int64_t p, double piece_radius, double travel,
+                                         double thickness, const double *settings, double *piece_boxes,
+                                         const int64_t *points, int64_t k, double *out)
+{
+    SoftsimClothPlan plan = {0};
+    plan.n = n;
+    plan.edges = edges;
+    plan.edge_count = e;
+    SoftsimMeshFrame f = {0};
+    f.settings = settings;
+    SoftsimStillMesh c = {0};
+    c.sharp_count = p;
+    c.piece_count = p;
+    c.piece_centres = centres;
+    c.piece_radius = piece_radius;
+    c.travel = travel;
+    c.thickness = thickness;
+    c.piece_boxes = piece_boxes;
+    allowances(&plan, &f, &c, x, points, k, out);
 }
 
 /* The corner and edge pairs of the body triangles tri_rows (k,) and edges edge_rows (m,) within their reaches at
@@ -876,5 +956,5 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
-_Static_assert(sizeof(SoftsimStillMesh) == 93 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimStillMesh) == 94 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
 _Static_assert(sizeof(SoftsimMeshFrame) == 48 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

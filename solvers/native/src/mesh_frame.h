@@ -88,6 +88,8 @@ typedef struct {
     int64_t *side_tri, *side_pose;
     double *side_x, *side_lower, *pose_shift;
     int64_t *cert_counts;
+    /* scratch of the allowances (mesh_frame.c): the boxes of the sharp edges' pieces in blocks, (6 * piece_count,) */
+    double *piece_boxes;
 } SoftsimStillMesh;
 
 #define SOFTSIM_POSE_FIELDS 8

@@ -302,6 +302,15 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
                                          int64_t *stamp, int64_t *out_row, int64_t *out_tri, double *out_bary,
                                          double *out_q, double *out_d, int64_t *out_interior);
 
+/* The face-pair list's allowances of the points (k,) of a body at x (n, 3) with edges (e, 2) beside a mesh collider's
+ * sharp edges (mesh_frame.c; MeshFacePairs._allowances): their pieces' centres (3, p) by axis and largest radius,
+ * the collider's travel and thickness [m], settings (SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT,
+ * REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES), piece_boxes (6 p,) scratch; out (n,) [m] written at the points. */
+SOFTSIM_API void softsim_mesh_allowances(const double *x, int64_t n, const int64_t *edges, int64_t e,
+                                         const double *centres, int64_t p, double piece_radius, double travel,
+                                         double thickness, const double *settings, double *piece_boxes,
+                                         const int64_t *points, int64_t k, double *out);
+
 /* A moving or deforming mesh collider's contact planes (mesh_moving.c, mesh_kernels.MeshClosest.contact_rows, twin
  * of MeshCollider._contact_rows): the asked points within thickness + margin of the pose (vertices, its grid and
  * normals), their sides read at the start pose (start_*) where they lie within their step's motion plus the travel.
