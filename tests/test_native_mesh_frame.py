@@ -109,6 +109,26 @@ def test_a_subdivided_box_in_whole_frames_equals_the_per_substep_path(library):
     assert_same(whole.x, numpy.x)
 
 
+def test_a_cloth_sliding_off_a_finely_cut_box_in_whole_frames(library):
+    """A cloth dropped over one edge of the box cut at level 3 (768 triangles of 25 cm) slides off it, 24 frames: the
+    points measured anew keep crossing onto other triangles, each query trying first the triangle the point found
+    last (``SoftsimStillMesh.nearest_hint``). Bit for bit with the per-substep path, nothing inside the box; Compute
+    NUMPY to 1e-9 m (its nearest triangles' distances in an all-border batch differ by a few ulps, src/mesh_collider.c:
+    here 1e-10 m after 24 frames, with or without first guesses)."""
+    vertices, triangles = box_mesh(3)
+    vertices = vertices + [1.1, 0.0, 0.0]
+    ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, friction=0.2, name="Ground")
+
+    def read():
+        return [MeshCollider(vertices.copy(), triangles.copy(), 0.01, 0.1, "Box"), ground]
+
+    whole, per_substep, numpy = _three_ways(read, 17, 2.0, 0.8, 24, check_box=vertices)
+    assert np.array_equal(whole.x.view(np.int64), per_substep.x.view(np.int64))
+    assert np.array_equal(whole.v.view(np.int64), per_substep.v.view(np.int64))
+    np.testing.assert_allclose(whole.x, numpy.x, rtol=0.0, atol=1e-9)
+    assert whole.x[:, 0].min() < 0.0  # part of it hangs off the box's edge at x = 0.1
+
+
 def test_substeps_walked_in_sweeps_and_grown_pair_buffers_keep_the_whole_frame_equal(library, monkeypatch):
     """6 substeps a frame: the landing cloth moves more than 2 cm a substep, so the end-of-step push of those substeps
     is walked in sweeps by the NumPy code between C calls (status 1), reading the face-pair lists the C code kept; pair

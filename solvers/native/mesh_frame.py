@@ -56,7 +56,7 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("start_face_cell_start", _P), ("start_face_entry", _P), ("drift", _D),
     ("pose_index", _I), ("cert_tri", _P), ("cert_pose", _P), ("cert_x", _P), ("cert_lower", _P), ("side_tri", _P),
     ("side_pose", _P), ("side_x", _P), ("side_lower", _P), ("pose_shift", _P), ("cert_counts", _P),
-    ("piece_boxes", _P),
+    ("piece_boxes", _P), ("nearest_hint", _P),
 ]
 
 _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
@@ -186,6 +186,7 @@ class _Still:
         self.reference, self.allowance = np.zeros((n, 3)), np.zeros(n)
         self.save_reference, self.save_allowance = np.zeros((n, 3)), np.zeros(n)
         self.save_planes = np.zeros(8 * n)
+        self.nearest_hint = np.full(n, -1, np.int64)  # each point's last nearest triangle (C-side only)
         self._pairs(CAPACITY)
 
     def _pairs(self, capacity: int) -> None:
@@ -386,7 +387,7 @@ class MeshFrame:
         piece_boxes = np.zeros(6 * centres.shape[1])  # the allowances' scratch (mesh_frame.h)
         mine.keep = mine.keep + (piece_boxes, grids, native.faces, native.corners, native.sharp)
         s.piece_count, s.piece_centres, s.piece_radius = centres.shape[1], pointer(centres), float(radius)
-        s.piece_boxes = pointer(piece_boxes)
+        s.piece_boxes, s.nearest_hint = pointer(piece_boxes), pointer(mine.nearest_hint)
         s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, (planes.x0, planes.normal, planes.d0,
                                                                               planes.clear))
         mine.struct = s

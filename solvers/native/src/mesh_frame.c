@@ -322,15 +322,16 @@ static const double *pseudo_normal(const SoftsimStillMesh *c, int64_t tri, const
 }
 
 /* MeshCollider._closest through the native grid (MeshClosest.closest): the found points' rows, triangles, weights,
- * closest points, distances and interior flags, in the order of points. */
+ * closest points, distances and interior flags, in the order of points. Each point tries first the triangle it found
+ * nearest last (c->nearest_hint, when the binding gave one): the same answer, found sooner. */
 static int64_t closest(const SoftsimStillMesh *c, const double *x, const int64_t *points, int64_t k, double limit,
                        int64_t *row, int64_t *tri, double *bary, double *q, double *d, int64_t *interior)
 {
     if (c->t == 0 || k == 0)
         return 0;
-    return softsim_mesh_closest(x, points, k, c->vertices, c->triangles, c->face_grid, c->face_dims,
-                                c->face_cell_start, c->face_entry, limit, c->face_stamp, row, tri, bary, q, d,
-                                interior);
+    return mesh_closest_drift(x, points, k, c->vertices, c->triangles, c->face_grid, c->face_dims,
+                              c->face_cell_start, c->face_entry, limit, 0.0, c->face_stamp, row, tri, bary, q, d,
+                              interior, c->t, c->nearest_hint, 0);
 }
 
 /* MeshCollider._contact_rows of a still collider for the points (k,) within thickness + margin: the found points'
@@ -956,5 +957,5 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
-_Static_assert(sizeof(SoftsimStillMesh) == 94 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimStillMesh) == 95 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
 _Static_assert(sizeof(SoftsimMeshFrame) == 48 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

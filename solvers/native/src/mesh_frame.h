@@ -90,6 +90,9 @@ typedef struct {
     int64_t *cert_counts;
     /* scratch of the allowances (mesh_frame.c): the boxes of the sharp edges' pieces in blocks, (6 * piece_count,) */
     double *piece_boxes;
+    /* a still collider's first guesses (n,): each point's nearest triangle when last measured, tested first by the
+     * next query of the point (mesh_closest_drift's hint; -1: none) */
+    int64_t *nearest_hint;
 } SoftsimStillMesh;
 
 #define SOFTSIM_POSE_FIELDS 8
