@@ -234,6 +234,26 @@ def test_certificates_answer_most_nearest_queries_of_a_sliding_box(library):
     assert np.array_equal(state.x.view(np.int64), per_substep.x.view(np.int64))
 
 
+def test_a_moving_collider_keeps_its_native_queries_across_frames(library):
+    """A moving collider read anew each frame takes over the previous frame's native queries of its triangles
+    (``_Shared.adopt_topology``: ``native``, one ``MeshClosest`` for the bake) and, its corners and sharp edges being
+    equal, their grids' elements (``MeshClosest.gridded``)."""
+    read, _ = _scene("translating")
+    v, e, t = grid_cloth(9, 2.2, height=0.8)
+    body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD"))
+    state, previous, natives, sharp = State.at_rest(body.model), None, [], []
+    for frame in range(1, 5):
+        current = read(frame)
+        colliders = frame_colliders(previous, current)
+        advance_frame(body, state, 1.0 / FPS, body.config.substeps, colliders)
+        natives.append(colliders[0].shared.native)
+        sharp.append(natives[-1].sharp)
+        previous = current
+    assert natives[0] is not None
+    assert all(native is natives[0] for native in natives)
+    assert all(grids is sharp[0] for grids in sharp)
+
+
 def test_a_subdivided_box_turning_and_sliding_in_whole_frames(library, monkeypatch):
     """The box cut by a level-2 Simple Subdivision (192 triangles, 48 sharp edges, finer grids: the frame's one grid
     of each kind queried drift wider serves many cells) turning 0.04 rad and sliding 2 cm a frame under a cloth,

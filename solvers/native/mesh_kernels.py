@@ -271,7 +271,11 @@ class MeshClosest:
 
     def gridded(self, corners, sharp) -> None:
         """The collider's corners (c,) and sharp edges (s, 2) int64 (the same arrays every call: ``_Shared.corners``,
-        ``.edges``) checked and gridded (``self.corners``, ``self.sharp``), once per pair of arrays."""
+        ``.edges``) checked and gridded (``self.corners``, ``self.sharp``), once per pair of arrays; arrays equal to
+        the last ones (a moving collider's, found anew each frame) keep those."""
+        if self.corners is not None and (corners is not self._corner_ids or sharp is not self._sharp_ids) and \
+                _equal(corners, self._corner_ids) and _equal(sharp, self._sharp_ids):
+            return
         if self.corners is None or corners is not self._corner_ids or sharp is not self._sharp_ids:
             as_corners = np.ascontiguousarray(np.repeat(checked("corners", corners, I64, (None,))[:, None], 3, axis=1))
             as_edges = np.ascontiguousarray(checked("sharp edges", sharp, I64, (None, 2))[:, [0, 1, 1]])
@@ -388,6 +392,11 @@ class MeshClosest:
         return self.library.softsim_mesh_push_apply(
             x_at, n, inv_mass_at, k, width, pointer(stencil), pointer(weights), pointer(direction),
             pointer(depth), pointer(slip), float(friction), pointer(self._sums), pointer(self._count))
+
+
+def _equal(a, b) -> bool:
+    """Whether the index arrays a and b hold the same values in the same shape and dtype."""
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
 
 
 def attach(library, colliders) -> None:

@@ -204,12 +204,14 @@ class _Shared:
 
     def adopt_topology(self, other) -> None:
         """Take over what ``other`` (the same collider's triangles, read at another frame) derived from the triangles
-        alone: the bodies' edges, the side ids and the edges' topology (``edge_topology``), which a collider that
-        moves would otherwise rebuild every frame."""
+        alone: the bodies' edges, the side ids, the edges' topology (``edge_topology``) and the native queries of
+        these triangles (``native``), which a collider that moves would otherwise rebuild every frame."""
         self.body_edges = other.body_edges
         for name in ("side_edge", "edge_topology"):
             if name in other.__dict__:
                 self.__dict__.setdefault(name, other.__dict__[name])
+        if self.native is None:
+            self.native = other.native
 
     @cached_property
     def side_edge(self):
