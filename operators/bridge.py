@@ -199,10 +199,37 @@ def transform_points(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 def read_mesh_positions(mesh) -> np.ndarray:
-    """Vertex positions of a mesh datablock in object space, (n, 3) float64 (float32 buffer read)."""
+    """Vertex positions of a mesh datablock in object space, (n, 3) float64 (float32 buffer read): its ``position``
+    attribute read as one block (MeshVertex.co, read vertex by vertex, takes ~100x as long on a large mesh)."""
     buf = np.empty(len(mesh.vertices) * 3, np.float32)
-    mesh.vertices.foreach_get("co", buf)
+    attribute = mesh.attributes.get("position")
+    if attribute is not None and attribute.domain == "POINT" and attribute.data_type == "FLOAT_VECTOR":
+        attribute.data.foreach_get("vector", buf)
+    else:
+        mesh.vertices.foreach_get("co", buf)
     return buf.reshape(-1, 3).astype(np.float64)
+
+
+def read_corner_vertices(mesh) -> np.ndarray:
+    """The vertex of each face corner (loop) of a mesh datablock, (l,) int64: its ``.corner_vert`` attribute read as one
+    block, else MeshLoop.vertex_index (read loop by loop, ~100x as long on a large mesh)."""
+    out = np.empty(len(mesh.loops), np.int32)
+    attribute = mesh.attributes.get(".corner_vert")
+    if attribute is not None and attribute.domain == "CORNER" and attribute.data_type == "INT":
+        attribute.data.foreach_get("value", out)
+    else:
+        mesh.loops.foreach_get("vertex_index", out)
+    return out.astype(np.int64)
+
+
+def read_loop_triangles(mesh) -> np.ndarray:
+    """Blender's loop triangles of a mesh datablock, (t, 3) int64 vertex indices: each triangle's corners (stored
+    unsigned, so a uint32 buffer reads them as one block; MeshLoopTriangle.vertices is read triangle by triangle)
+    mapped to their vertices (``read_corner_vertices``)."""
+    mesh.calc_loop_triangles()
+    corners = np.empty(len(mesh.loop_triangles) * 3, np.uint32)
+    mesh.loop_triangles.foreach_get("loops", corners)
+    return read_corner_vertices(mesh)[corners.astype(np.int64)].reshape(-1, 3)
 
 
 def _group_mask(mesh, index: int) -> np.ndarray:
@@ -254,9 +281,7 @@ def read_quads(mesh) -> np.ndarray:
         return np.zeros((0, 4), np.int64)
     starts = np.empty(len(mesh.polygons), np.int32)
     mesh.polygons.foreach_get("loop_start", starts)
-    loop_vertices = np.empty(len(mesh.loops), np.int32)
-    mesh.loops.foreach_get("vertex_index", loop_vertices)
-    return loop_vertices[starts[sizes == 4][:, None] + np.arange(4)].astype(np.int64)
+    return read_corner_vertices(mesh)[starts[sizes == 4][:, None] + np.arange(4)]
 
 
 def read_triangles(mesh, world_positions, quads=None) -> np.ndarray:
@@ -264,10 +289,7 @@ def read_triangles(mesh, world_positions, quads=None) -> np.ndarray:
     its shorter diagonal in world space (Blender splits along a fixed one): the hinges of bending then cross the
     quad the short way, as a cloth mesh is usually meant to fold. ``quads``: the mesh's ``read_quads``, if read
     already."""
-    mesh.calc_loop_triangles()
-    tris = np.empty(len(mesh.loop_triangles) * 3, np.int32)
-    mesh.loop_triangles.foreach_get("vertices", tris)
-    tris = tris.reshape(-1, 3).astype(np.int64)
+    tris = read_loop_triangles(mesh)
     quads = read_quads(mesh) if quads is None else quads
     if len(quads) == 0:
         return tris
@@ -497,15 +519,13 @@ def read_collider_mesh(obj_eval):
     mesh = obj_eval.to_mesh()
     try:
         vertices = read_mesh_positions(mesh)
-        mesh.calc_loop_triangles()
-        triangles = np.empty(3 * len(mesh.loop_triangles), np.int32)
-        mesh.loop_triangles.foreach_get("vertices", triangles)
+        triangles = read_loop_triangles(mesh)
     finally:
         obj_eval.to_mesh_clear()
     if len(triangles) == 0:
         raise InputError(f"'{obj_eval.name}' has no faces, so it cannot be a Mesh Collider: give it faces or use a "
                          f"Ground or Sphere collider")
-    return vertices.astype(float), triangles.reshape(-1, 3).astype(np.int64)
+    return vertices, triangles
 
 
 def scene_colliders(scene, depsgraph) -> list:

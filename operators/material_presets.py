@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from .bridge import ROLE_BY_NAME, InputError, matrix_to_numpy, read_mesh_positions
+from .bridge import ROLE_BY_NAME, InputError, matrix_to_numpy, read_loop_triangles, read_mesh_positions
 
 SHEET_SPRING = np.sqrt(3.0) / 2.0
 """Edge stiffness k [N/m] per unit of the sheet's 2D Young's modulus Y [N/m] (equilateral triangle springs)."""
@@ -84,13 +84,11 @@ def evaluated_triangles(obj, depsgraph):
     mesh = evaluated.to_mesh()
     try:
         local = read_mesh_positions(mesh)
-        mesh.calc_loop_triangles()
-        tris = np.empty(len(mesh.loop_triangles) * 3, np.int32)
-        mesh.loop_triangles.foreach_get("vertices", tris)
+        tris = read_loop_triangles(mesh)
     finally:
         evaluated.to_mesh_clear()
     m = matrix_to_numpy(evaluated.matrix_world)
-    return local @ m[:3, :3].T + m[:3, 3], tris.reshape(-1, 3).astype(np.int64)
+    return local @ m[:3, :3].T + m[:3, 3], tris
 
 
 def preset_for(obj, preset: str):
