@@ -152,14 +152,24 @@ def _same(a, b) -> bool:
     return a is b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
 
 
+def _settings() -> np.ndarray:
+    """The pipeline's constants in mesh_frame.c's order (SoftsimMeshFrame.settings): SEARCH_MARGIN, SIDE_MARGIN, SKIN,
+    KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES."""
+    from ..collision.broad_phase.mesh_broad_phase import SKIN
+    from ..collision.broad_phase.mesh_face_pairs import MAX_ALLOWANCE, REFRESH_SHARE
+    from ..collision.colliders.kept_planes import KEPT_DRIFT
+    from ..collision.colliders.mesh_collider import FACE_PASSES, SEARCH_MARGIN, SIDE_MARGIN
+    from ..collision.response.mesh_pushes import LINEAR_DRIFT
+
+    return np.array([SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE,
+                     FACE_PASSES], np.float64)
+
+
 def allowances(library, x, edges, points, centres, radius: float, travel: float, thickness: float) -> np.ndarray:
     """``MeshFacePairs._allowances`` of the points (k,) of a body at x (n, 3) float64 with edges (e, 2) int64, beside a
     collider's sharp-edge pieces with centres (p, 3) [m] (``_Shared.edge_tree_for``'s tree data), their largest radius,
     the collider's travel and thickness [m]: (k,) [m], in the order of points (``softsim_mesh_allowances``, the face-pair
     list's own in the whole-frame call)."""
-    from ..collision.broad_phase.mesh_broad_phase import SKIN
-    from ..collision.broad_phase.mesh_face_pairs import MAX_ALLOWANCE
-
     x = checked("x", x, F64, (None, 3))
     edges = checked_indices("edges", edges, len(x), (None, 2))
     points = checked_indices("points", points, len(x), (None,))
@@ -167,8 +177,7 @@ def allowances(library, x, edges, points, centres, radius: float, travel: float,
     numbers = (radius, travel, thickness)
     if not (np.all(np.isfinite(by_axis)) and np.all(np.isfinite(numbers)) and min(numbers) >= 0.0):
         raise ValueError("centres, radius, travel and thickness: finite, and the last three >= 0")
-    settings = np.zeros(8)
-    settings[2], settings[6] = SKIN, MAX_ALLOWANCE  # the SKIN and MAX_ALLOWANCE slots (mesh_frame.c)
+    settings = _settings()
     boxes, out = np.zeros(6 * max(len(centres), 1)), np.zeros(len(x))
     library.softsim_mesh_allowances(pointer(x), len(x), pointer(edges), len(edges), pointer(by_axis), len(centres),
                                     float(radius), float(travel), float(thickness), pointer(settings), pointer(boxes),
@@ -221,17 +230,10 @@ class MeshFrame:
     poses, grids, normals, planes and lists), ``load`` / ``store`` around every C call, ``grow`` on status 3."""
 
     def __init__(self, library, n: int, triangles, edges):
-        from ..collision.broad_phase.mesh_broad_phase import SKIN
-        from ..collision.broad_phase.mesh_face_pairs import MAX_ALLOWANCE, REFRESH_SHARE
-        from ..collision.colliders.kept_planes import KEPT_DRIFT
-        from ..collision.colliders.mesh_collider import FACE_PASSES, SEARCH_MARGIN, SIDE_MARGIN
-        from ..collision.response.mesh_pushes import LINEAR_DRIFT
-
         self.library = library
         self.n = n
         self.triangles, self.edges = triangles, edges
-        self.settings = np.array([SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE,
-                                  MAX_ALLOWANCE, FACE_PASSES], np.float64)
+        self.settings = _settings()
         self.needs = np.zeros(2, np.int64)
         t, e = len(triangles), len(edges)
         ints = ("stale", "out_row", "out_tri", "out_interior", "crossing", "side_row", "side_tri", "side_interior",

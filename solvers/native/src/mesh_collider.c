@@ -209,12 +209,12 @@ static void visit(const double *P, const double *vertices, const int64_t *triang
  * of a pose within drift of the grid's lies in them, so none is nearer (0 for P inside, NaN for NaN input). */
 static double outside(const double *P, double drift, const double *grid)
 {
-    double s = 0.0;
+    double lo[3], hi[3];
     for (int a = 0; a < 3; ++a) {
-        double gap = max2(max2(grid[a] - drift - P[a], P[a] - grid[4 + a] - drift), 0.0);
-        s += gap * gap;
+        lo[a] = grid[a] - drift;
+        hi[a] = grid[4 + a] + drift;
     }
-    return sqrt(s);
+    return sqrt(mesh_box_distance2(P, lo, hi));
 }
 
 /* Leave point p (at P) a certificate at the asking pose: its nearest tri (-1: none) and `lower`, a bound from below on

@@ -449,17 +449,6 @@ static int64_t piece_blocks(const SoftsimStillMesh *c)
     return blocks;
 }
 
-/* The squared distance from P to block b's box: no centre of the block lies nearer (to round-off). */
-static inline double block_distance2(const double *P, const double *box)
-{
-    double s = 0.0;
-    for (int a = 0; a < 3; ++a) {
-        double gap = max2(max2(box[a] - P[a], P[a] - box[3 + a]), 0.0);
-        s += gap * gap;
-    }
-    return s;
-}
-
 /* The least squared distance (dx * dx + dy * dy) + dz * dz from P to a piece centre of c: the block nearest by its box
  * first, then every block whose box may hold a nearer centre. A block passed over has its box's squared distance above
  * the least so far by more than round-off, so each of its centres' computed distances is too: the minimum, and its
@@ -470,7 +459,8 @@ static double nearest_piece2(const SoftsimStillMesh *c, int64_t blocks, const do
     int64_t first = 0;
     double first_d2 = INFINITY;
     for (int64_t b = 0; b < blocks; ++b) {
-        double d2 = block_distance2(P, c->piece_boxes + 6 * b);
+        const double *box = c->piece_boxes + 6 * b;
+        double d2 = mesh_box_distance2(P, box, box + 3);
         if (d2 < first_d2) {
             first_d2 = d2;
             first = b;
@@ -479,7 +469,8 @@ static double nearest_piece2(const SoftsimStillMesh *c, int64_t blocks, const do
     double nearest = INFINITY;
     for (int64_t k = -1; k < blocks; ++k) {
         int64_t b = k < 0 ? first : k;
-        if (k == first || block_distance2(P, c->piece_boxes + 6 * b) * (1.0 - 1e-9) > nearest)
+        const double *box = c->piece_boxes + 6 * b;
+        if (k == first || mesh_box_distance2(P, box, box + 3) * (1.0 - 1e-9) > nearest)
             continue;
         int64_t end = (b + 1) * PIECE_BLOCK < c->piece_count ? (b + 1) * PIECE_BLOCK : c->piece_count;
         for (int64_t j = b * PIECE_BLOCK; j < end; ++j) {

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "contact_common.h"
+
 /* Certificates of a moving collider's nearest triangles (mesh_closest_drift, mesh_frame.c keeps them per collider
  * for a frame): point p's says that at pose pose[p] and position x[p] (3,) every triangle but tri[p] (every one when
  * tri[p] is -1; -2: no certificate) lay at least lower[p] [m] away. shift (poses,): shift[k] - shift[j] bounds every
@@ -51,6 +53,17 @@ int64_t mesh_edge_pairs_drift(const double *x, const int64_t *edges, const int64
                               const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
                               double drift, int64_t *stamp, int64_t capacity, int64_t *out_edge, int64_t *out_row,
                               double *out_d);
+
+/* The squared distance from P to the axis-aligned box lo .. hi (0 inside; no point of the box lies nearer). */
+static inline double mesh_box_distance2(const double *P, const double *lo, const double *hi)
+{
+    double s = 0.0;
+    for (int a = 0; a < 3; ++a) {
+        double gap = max2(max2(lo[a] - P[a], P[a] - hi[a]), 0.0);
+        s += gap * gap;
+    }
+    return s;
+}
 
 /* MeshCollider.pseudo_normals for one point: the face's normal inside, an edge's pseudo-normal when one weight is
  * 0 (to 1e-12; the first such side), a vertex's when two are (the corner of the largest weight, the first of equals). */
