@@ -11,7 +11,8 @@ Scenes (built by tools/compare.py, the same ones `make demo` renders; both simul
   almost still (its strain 0.3%). A timing of a frame with a field, not a match of looks.
 
 Figures per simulator: wall time of the bake (Soft Sim: ``bpy.ops.softsim.bake()``, model build and PC2 writing
-included; built-in: ``bpy.ops.ptcache.bake``), ms per frame, speed ratio (built-in seconds / Soft Sim seconds, > 1:
+included; built-in: ``bpy.ops.ptcache.bake``; each bakes with the other's cloth and colliders hidden, so the depsgraph
+skips them, as if alone in the scene), ms per frame, speed ratio (built-in seconds / Soft Sim seconds, > 1:
 Soft Sim is faster), max and p99 edge strain |l/l0 - 1| over all frames and edges, the deepest cloth vertex inside
 the box and the most (box edge, cloth triangle) crossing pairs in any frame (a box edge showing through the cloth),
 the largest distance between a pinned vertex and where the rig alone puts it, and the most self-crossing
