@@ -611,3 +611,44 @@ def test_pseudo_normals_equal_the_plain_formula_bit_for_bit():
         a /= np.maximum(np.sqrt(_dot(a, a)), 1e-300)[:, None]
     assert np.array_equal(vertex.view(np.int64), plain_vertex.view(np.int64))
     assert np.array_equal(side.view(np.int64), plain_edge[collider.shared.side_edge].view(np.int64))
+
+
+def _topology_by_unique(vertex_count, triangles):
+    """The edges' topology and side ids written with ``np.unique`` (rows, inverse, counts) and a stable argsort."""
+    half = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
+    edges, inverse, count = np.unique(half, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    order = np.argsort(inverse, kind="stable")
+    first = np.searchsorted(inverse[order], np.arange(len(edges)))
+    owner = np.tile(np.arange(len(triangles)), 3)
+    pair = count == 2
+    sides = np.sort(np.stack([triangles[:, [1, 2]], triangles[:, [2, 0]], triangles[:, [0, 1]]], axis=1), axis=2)
+    _, side_ids = np.unique(sides.reshape(-1, 2), axis=0, return_inverse=True)
+    return (edges, pair, owner[order[first[pair]]], owner[order[first[pair] + 1]]), side_ids.reshape(-1, 3)
+
+
+def _grid_mesh(n):
+    v, _, t = grid_cloth(n, 1.0)
+    return v, np.asarray(t, np.int64)
+
+
+@pytest.mark.parametrize("mesh", ["box", "grid", "non-manifold", "empty"])
+def test_edge_topology_and_side_ids_are_uniques(mesh):
+    """``half_edges`` (one stable sort) gives the edges, the triangle pairs of two-triangle edges and the side ids that
+    np.unique over the rows gives: a closed box, an open grid (border edges), a fan of four triangles on one edge
+    (non-manifold) and no triangles."""
+    from solvers.collision.broad_phase.mesh_broad_phase import _Shared, edge_topology
+
+    if mesh == "box":
+        vertices, triangles = box()
+    elif mesh == "grid":
+        vertices, triangles = _grid_mesh(6)
+    elif mesh == "non-manifold":
+        vertices = np.random.default_rng(2).normal(size=(6, 3))
+        triangles = np.array([[0, 1, 2], [1, 0, 3], [0, 1, 4], [5, 1, 0]])
+    else:
+        vertices, triangles = np.zeros((3, 3)), np.zeros((0, 3), np.int64)
+    expected, side_ids = _topology_by_unique(len(vertices), triangles)
+    for got, want in zip(edge_topology(len(vertices), triangles), expected):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert np.array_equal(_Shared(vertices, triangles).side_edge, side_ids)

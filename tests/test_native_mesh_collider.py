@@ -113,6 +113,21 @@ def test_grid_grows_its_entries_and_bounds_its_cells(library):
     assert np.prod(dims) <= MAX_CELLS
 
 
+def test_grid_shape_is_the_triangles_boxes_median_side():
+    """grid_shape's cell size is the median of the triangles' largest box sides and its bounds the corners' extremes:
+    the same values as the reductions over the corners array written out."""
+    rng = np.random.default_rng(5)
+    corners = rng.normal(size=(301, 3, 3)) * rng.uniform(0.01, 2.0, size=(301, 1, 1))
+    grid, dims = grid_shape(corners)
+    low, high = corners.min(axis=(0, 1)), corners.max(axis=(0, 1))
+    h = float(np.median((corners.max(axis=1) - corners.min(axis=1)).max(axis=1)))
+    h = max(h, float((high - low).max()) / 128, 1e-9)
+    while np.prod(np.floor((high - low) / h) + 1) > min(MAX_CELLS, 8 * len(corners) + 64):
+        h *= 2.0
+    assert np.array_equal(grid, np.concatenate([low, [h], high]))
+    assert np.array_equal(dims, np.floor((high - low) / h).astype(np.int64) + 1)
+
+
 def test_library_self_test_runs_the_query(library):
     assert mesh_closest(library) == ""
 

@@ -43,9 +43,15 @@ def grid_shape(corners: np.ndarray, finer: float = 1.0):
     that over finer but at least the longest extent / FINE_CELLS_PER_AXIS (never coarser), at least the
     longest extent / CELLS_PER_AXIS, doubled until the grid has at most MAX_CELLS cells and CELLS_PER_ELEMENT per
     triangle (plus 64)."""
-    low, high = corners.min(axis=(0, 1)), corners.max(axis=(0, 1))
+    # Each triangle's box from its three corners elementwise, then its largest side: NumPy's reductions over the
+    # short middle axis of (t, 3, 3) took ~4x as long (a 49k-triangle collider: 11 against 2.7 ms). Min and max are
+    # exact, so these are the same values.
+    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
+    lower, upper = np.minimum(np.minimum(a, b), c), np.maximum(np.maximum(a, b), c)
+    low, high = lower.min(axis=0), upper.max(axis=0)
     extent = high - low
-    sides = (corners.max(axis=1) - corners.min(axis=1)).max(axis=1)
+    box = upper - lower
+    sides = np.maximum(np.maximum(box[:, 0], box[:, 1]), box[:, 2])
     h = float(np.median(sides))
     if finer > 1.0:
         h = min(h, max(h / finer, float(extent.max()) / FINE_CELLS_PER_AXIS))

@@ -32,15 +32,36 @@ enough to use it up (``_Shared.pair_caches``, ``_Shared.face_cache``): the k-d t
 were most of the mesh collider's cost (a 31 x 31 XPBD cloth on a box asks ~8 times per substep)."""
 
 
-def edge_topology(vertex_count: int, triangles) -> tuple:
-    """What ``sharp_edges`` reads from the triangles (t, 3) alone: (the edges (e, 2) in ``_unique_pairs``' order, the
-    edges with exactly two triangles (e,) bool, the first and second of those triangles (p,) (p edges with two))."""
+def half_edges(vertex_count: int, triangles) -> tuple:
+    """The edges of triangles (t, 3) over vertex_count vertices from their half-edges (0, 1), (1, 2) and (2, 0) of every
+    triangle, taken side by side (half-edge j * t + i: side j of triangle i). Returns (the edges (e, 2), low vertex
+    first, by ascending key low * vertex_count + high (``np.unique``'s rows), the edge of each half-edge (3t,), the
+    half-edges of each edge (e,), the half-edges in edge order (3t,) (within an edge by index), where each edge's run
+    starts in that order (e,)). One stable sort of the keys gives them all (``np.unique`` with its inverse sorts, and
+    the edges' topology sorted that inverse again: a 49k-triangle collider's first frame spent ~30 ms there)."""
     triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
     half = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
+    scale = max(int(vertex_count), 1)
+    key = half[:, 0] * scale + half[:, 1]
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts_run = np.ones(len(key), bool)
+    starts_run[1:] = ordered[1:] != ordered[:-1]
+    first = np.flatnonzero(starts_run)
+    edge = np.empty(len(key), np.int64)
+    edge[order] = np.cumsum(starts_run) - 1
+    keys = ordered[first]
+    edges = np.stack([keys // scale, keys % scale], axis=1)
+    return edges, edge, np.diff(np.append(first, len(key))), order, first
+
+
+def edge_topology(vertex_count: int, triangles, halves=None) -> tuple:
+    """What ``sharp_edges`` reads from the triangles (t, 3) alone: (the edges (e, 2) in ``half_edges``' order, the
+    edges with exactly two triangles (e,) bool, the first and second of those triangles (p,) (p edges with two)).
+    halves: ``half_edges`` of these triangles, if known."""
+    triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
+    edges, _, count, order, first = half_edges(vertex_count, triangles) if halves is None else halves
     owner = np.tile(np.arange(len(triangles)), 3)
-    edges, inverse, count = _unique_pairs(half, vertex_count, counts=True)
-    order = np.argsort(inverse, kind="stable")
-    first = np.searchsorted(inverse[order], np.arange(len(edges)))
     pair = count == 2
     return edges, pair, owner[order[first[pair]]], owner[order[first[pair] + 1]]
 
@@ -155,15 +176,6 @@ class _Slots:
         return [len(self.reference(cache)) for cache in self.items]
 
 
-def _unique_pairs(pairs, count: int, counts: bool = False):
-    """``np.unique(pairs, axis=0, return_inverse=True[, return_counts=True])`` of index pairs (k, 2) in [0, count),
-    as one integer key per pair (the same rows in the same order, several times faster than unique over rows)."""
-    key = pairs[:, 0].astype(np.int64) * max(int(count), 1) + pairs[:, 1]
-    found = np.unique(key, return_inverse=True, return_counts=counts)
-    rows = np.stack([found[0] // max(int(count), 1), found[0] % max(int(count), 1)], axis=1)
-    return (rows, found[1].ravel()) + tuple(found[2:])
-
-
 class _Shared:
     """What every pose of one collider shares: its topology, the broad phase's pieces (``samples.Samples``) and the
     k-d tree of the pose it was built on. The topology and the pieces are built on first use: a collider read anew
@@ -214,16 +226,21 @@ class _Shared:
             self.native = other.native
 
     @cached_property
+    def half_edges(self):
+        """``half_edges`` of the triangles (what ``side_edge`` and ``edge_topology`` are read from)."""
+        return half_edges(len(self.vertices), self.triangles)
+
+    @cached_property
     def side_edge(self):
-        """(t, 3): an id of the edge opposite each triangle's corner k, shared by the triangles on that edge."""
-        t = self.triangles
-        sides = np.sort(np.stack([t[:, [1, 2]], t[:, [2, 0]], t[:, [0, 1]]], axis=1), axis=2)
-        return _unique_pairs(sides.reshape(-1, 2), len(self.vertices))[1].reshape(-1, 3)
+        """(t, 3): an id of the edge opposite each triangle's corner k, shared by the triangles on that edge (the edge's
+        index in ``half_edges``' order). The side opposite corner k is the triangle's half-edge (k + 1) % 3."""
+        edge = self.half_edges[1].reshape(3, -1)
+        return np.ascontiguousarray(edge[[1, 2, 0]].T)
 
     @cached_property
     def edge_topology(self):
         """``edge_topology`` of the triangles (kept across frames by ``adopt_topology``)."""
-        return edge_topology(len(self.vertices), self.triangles)
+        return edge_topology(len(self.vertices), self.triangles, self.half_edges)
 
     @cached_property
     def edges(self):
