@@ -44,8 +44,8 @@ def grid_shape(corners: np.ndarray, finer: float = 1.0):
     longest extent / CELLS_PER_AXIS, doubled until the grid has at most MAX_CELLS cells and CELLS_PER_ELEMENT per
     triangle (plus 64)."""
     # Each triangle's box from its three corners elementwise, then its largest side: NumPy's reductions over the
-    # short middle axis of (t, 3, 3) took ~4x as long (a 49k-triangle collider: 11 against 2.7 ms). Min and max are
-    # exact, so these are the same values.
+    # short middle axis of (t, 3, 3) take ~4x as long (a 49k-triangle collider: 11 against 2.7 ms). Min and max are
+    # exact, so these are the values those reductions give.
     a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
     lower, upper = np.minimum(np.minimum(a, b), c), np.maximum(np.maximum(a, b), c)
     low, high = lower.min(axis=0), upper.max(axis=0)

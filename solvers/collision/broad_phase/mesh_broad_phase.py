@@ -37,8 +37,8 @@ def half_edges(vertex_count: int, triangles) -> tuple:
     triangle, taken side by side (half-edge j * t + i: side j of triangle i). Returns (the edges (e, 2), low vertex
     first, by ascending key low * vertex_count + high (``np.unique``'s rows), the edge of each half-edge (3t,), the
     half-edges of each edge (e,), the half-edges in edge order (3t,) (within an edge by index), where each edge's run
-    starts in that order (e,)). One stable sort of the keys gives them all (``np.unique`` with its inverse sorts, and
-    the edges' topology sorted that inverse again: a 49k-triangle collider's first frame spent ~30 ms there)."""
+    starts in that order (e,)). One stable sort of the keys gives them all, where ``np.unique`` with its inverse and a
+    stable sort of that inverse take two (of 147k keys for a 49k-triangle collider)."""
     triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
     half = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
     scale = max(int(vertex_count), 1)
