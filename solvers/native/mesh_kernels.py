@@ -279,16 +279,14 @@ class MeshClosest:
         """The collider's corners (c,) and sharp edges (s, 2) int64 (the same arrays every call: ``_Shared.corners``,
         ``.edges``) checked and gridded (``self.corners``, ``self.sharp``), once per pair of arrays; arrays equal to
         the last ones (a moving collider's, found anew each frame) keep those."""
-        if self.corners is not None and (corners is not self._corner_ids or sharp is not self._sharp_ids) and \
-                _equal(corners, self._corner_ids) and _equal(sharp, self._sharp_ids):
+        if self.corners is not None and _equal(corners, self._corner_ids) and _equal(sharp, self._sharp_ids):
             return
-        if self.corners is None or corners is not self._corner_ids or sharp is not self._sharp_ids:
-            as_corners = np.ascontiguousarray(np.repeat(checked("corners", corners, I64, (None,))[:, None], 3, axis=1))
-            as_edges = np.ascontiguousarray(checked("sharp edges", sharp, I64, (None, 2))[:, [0, 1, 1]])
-            self.corners = _Gridded(self.library, "corners", as_corners, self.m)
-            self.sharp = _Gridded(self.library, "sharp edges", as_edges, self.m)
-            self._corner_ids, self._sharp_ids = corners, sharp
-            self._corner_at, self._sharp_at = pointer(corners), pointer(sharp)
+        as_corners = np.ascontiguousarray(np.repeat(checked("corners", corners, I64, (None,))[:, None], 3, axis=1))
+        as_edges = np.ascontiguousarray(checked("sharp edges", sharp, I64, (None, 2))[:, [0, 1, 1]])
+        self.corners = _Gridded(self.library, "corners", as_corners, self.m)
+        self.sharp = _Gridded(self.library, "sharp edges", as_edges, self.m)
+        self._corner_ids, self._sharp_ids = corners, sharp
+        self._corner_at, self._sharp_at = pointer(corners), pointer(sharp)
 
     def face_pairs(self, vertices, corners, sharp, travel: float, x, triangles, tri_rows, tri_reach, edges,
                    edge_rows, edge_reach):
@@ -401,8 +399,8 @@ class MeshClosest:
 
 
 def _equal(a, b) -> bool:
-    """Whether the index arrays a and b hold the same values in the same shape and dtype."""
-    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    """Whether the index arrays a and b are one array, or hold the same values in the same shape and dtype."""
+    return a is b or (a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b))
 
 
 def attach(library, colliders) -> None:
