@@ -126,13 +126,14 @@ def test_a_cloth_dropped_on_a_box_rests_on_it_with_no_corner_or_edge_through_it(
 
 
 def test_a_subdivided_box_tests_only_its_true_corners_and_keeps_every_edge_outside():
-    """A box whose triangles were split twice: its 12 edges are straight runs of 4 sharp edges each, whose inner
-    vertices take no part in the corner tests (the edge tests cover them); a cloth dropped on it still has nothing
-    inside the box and no box edge through it at any frame."""
+    """A box whose triangles were split twice: its 12 edges are straight runs of 4 sharp edges each, met by the edge
+    tests as 12 segments, whose inner vertices take no part in the corner tests (the edge tests cover them); a cloth
+    dropped on it still has nothing inside the box and no box edge through it at any frame."""
     vertices, triangles = split_triangles(*box(), 2)
     vertices += np.random.default_rng(0).normal(0.0, 5e-8, vertices.shape)  # float32 round-off, as Blender's are
     collider = MeshCollider(vertices, triangles, thickness=0.01)
-    assert len(collider.shared.edges) == 48 and len(collider.shared.corners) == 8
+    assert len(collider.shared.sharp) == 48 and len(collider.shared.corners) == 8
+    assert {tuple(sorted(e)) for e in collider.shared.edges} == {tuple(sorted(e)) for e in BOX_EDGES}
     np.testing.assert_allclose(np.abs(collider.vertices[collider.shared.corners] - [0.0, 0.0, 0.25]),
                                np.tile([1.0, 1.0, 0.25], (8, 1)), atol=1e-6)
     x = drop_on_box("XPBD", 21, 2.6, 0.9, 30, splits=2).x
@@ -314,6 +315,29 @@ def test_only_sharp_edges_and_borders_take_part_in_the_edge_tests():
     assert len(border) == 4 * 4  # the 16 border edges of a 4 x 4-quad sheet
     on_border = (np.abs(np.abs(v[:, :2]) - 0.5) < 1e-9).any(axis=1)
     assert on_border[border].all()
+
+
+def test_straight_runs_of_sharp_edges_become_one_segment_each():
+    """``straight_runs``: an L of two straight runs (8 and 5 pieces, listed out of order) and a spur at a T become three
+    segments between the runs' ends, each in the place of its run's first piece; an arc whose pieces bend by 5e-6 rad
+    at each vertex (straight to the corner test) but 1e-3 rad over the run (its middle 0.13 mm off the chord of 1 m)
+    keeps its pieces; a lone edge and an empty list stay as they are."""
+    from solvers.collision.broad_phase.mesh_broad_phase import straight_runs
+
+    along = np.stack([np.linspace(0.0, 1.0, 9), np.zeros(9), np.zeros(9)], axis=1)  # vertices 0..8 on x
+    up = np.stack([np.ones(5), np.zeros(5), np.linspace(0.2, 1.0, 5)], axis=1)  # vertices 9..13 above vertex 8
+    spur = np.array([[0.5, 0.3, 0.0]])  # vertex 14, off vertex 4
+    vertices = np.concatenate([along, up, spur])
+    x_run = [[k, k + 1] for k in range(8)]
+    z_run = [[8, 9]] + [[k, k + 1] for k in range(9, 13)]
+    edges = np.array(z_run[::-1] + x_run[4:] + [[4, 14]] + x_run[:4])
+    assert straight_runs(vertices, edges).tolist() == [[8, 13], [4, 8], [4, 14], [0, 4]]
+    turn = 5e-6 * np.arange(201)
+    arc = np.stack([np.cumsum(np.cos(turn)), np.cumsum(np.sin(turn)), np.zeros(201)], axis=1) / 200.0
+    pieces = np.stack([np.arange(200), np.arange(1, 201)], axis=1)
+    assert np.array_equal(straight_runs(arc, pieces), pieces)
+    for lone in (np.array([[0, 1]]), np.zeros((0, 2), np.int64)):
+        assert np.array_equal(straight_runs(vertices, lone), lone)
 
 
 def test_points_that_cannot_have_crossed_a_closed_mesh_keep_the_side_read_at_the_step_start():

@@ -231,7 +231,7 @@ def test_face_pair_buffers_grow(library):
     """A reach wide enough for thousands of pairs: the pair buffers grow until they hold them."""
     x, t = _cloth_over_box(0.0)
     reference, native = _pair(library, *subdivided_box(2))
-    want, got = reference.face_pairs(x, t, reach=0.3), native.face_pairs(x, t, reach=0.3)
+    want, got = reference.face_pairs(x, t, reach=0.4), native.face_pairs(x, t, reach=0.4)
     assert len(got.edge_distance) > 3000
     np.testing.assert_array_equal(got.edge_edge[1], want.edge_edge[1])
     np.testing.assert_allclose(got.edge_distance, want.edge_distance, rtol=RTOL, atol=1e-15)

@@ -17,6 +17,8 @@ that has not moved since the previous frame keeps that frame's trees and candida
 from functools import cached_property
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from ..narrow_phase.crossings import triangle_edges
@@ -83,6 +85,73 @@ def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE, topology=No
     flat = np.zeros(len(edges), bool)
     flat[pair] = _dot(n1, n2) >= np.cos(np.radians(min_angle))  # a knife edge (opposite normals) is the sharpest
     return edges[~flat]
+
+
+STRAIGHT_RUN = 1e-5
+"""A run of sharp edges is merged into one segment (``straight_runs``) when each inner vertex lies within this fraction
+of the run's length of the segment joining the run's ends."""
+
+
+def _straight_inner(vertices, edges):
+    """The vertices in the middle of a straight run of the edges (k, 2): exactly two of the edges meet there, in a
+    straight line to 1e-5 rad (Blender's meshes are float32: a subdivided edge's midpoints are off the line by ~1e-7
+    of its length). Returns (those vertices (i,), the two edges meeting at each (i,), (i,)), vertices ascending."""
+    ends = np.concatenate([edges[:, 0], edges[:, 1]])
+    count = np.bincount(ends, minlength=len(vertices))
+    inner = np.flatnonzero(count == 2)
+    # The two edges of each such vertex, and their other ends, in order of vertex.
+    order = np.argsort(ends, kind="stable")
+    first = np.searchsorted(ends[order], inner)
+    other = np.concatenate([edges[:, 1], edges[:, 0]])[order]
+    edge = np.tile(np.arange(len(edges)), 2)[order]
+    u = vertices[other[first]] - vertices[inner]
+    w = vertices[other[first + 1]] - vertices[inner]
+    cross = _cross(u, w)
+    straight = (_dot(cross, cross) <= 1e-10 * _dot(u, u) * _dot(w, w)) & (_dot(u, w) < 0.0)
+    return inner[straight], edge[first[straight]], edge[first[straight] + 1]
+
+
+def straight_runs(vertices, edges) -> np.ndarray:
+    """The sharp edges (k, 2) with each straight run of them (a subdivided box's edge: 2**L pieces in a line) merged into
+    the one segment between its ends (sorted), in the place of the run's first edge; a run with an inner vertex
+    farther than STRAIGHT_RUN of its length from that segment keeps its pieces.
+
+    The edge tests then meet one segment where they met every piece of it: fewer pairs, and no joint where a body
+    edge's closest point sits on the end of two pieces at once (neither piece's interior). The corner tests are
+    unchanged: ``_Shared.corners`` leaves out a run's inner vertices already."""
+    edges = np.asarray(edges, np.int64).reshape(-1, 2)
+    if len(edges) < 2:
+        return edges
+    inner, a, b = _straight_inner(vertices, edges)
+    if len(inner) == 0:
+        return edges
+    k = len(edges)
+    _, run = connected_components(coo_matrix((np.ones(len(a)), (a, b)), shape=(k, k)), directed=False)
+    # A run's ends: the incidences of its edges at vertices that are not inner (two per chain of edges).
+    is_inner = np.zeros(len(vertices), bool)
+    is_inner[inner] = True
+    ends = np.concatenate([edges[:, 0], edges[:, 1]])
+    at_end = np.flatnonzero(~is_inner[ends])
+    end_run = np.tile(run, 2)[at_end]
+    runs = int(run.max()) + 1
+    chain = np.bincount(end_run, minlength=runs) == 2
+    # A chain's two ends are neighbours once the incidences are grouped by run.
+    order = np.argsort(end_run, kind="stable")
+    grouped = ends[at_end[order]]
+    segment = np.zeros((runs, 2), np.int64)
+    segment[chain] = np.sort(grouped[chain[end_run[order]]].reshape(-1, 2), axis=1)
+    # Merged only where every inner vertex lies on the segment to STRAIGHT_RUN of its length.
+    r = run[a]
+    p, q = vertices[segment[r, 0]], vertices[segment[r, 1]]
+    along = q - p
+    off = _cross(vertices[inner] - p, along)
+    length2 = _dot(along, along)
+    loose = ~chain[r] | (_dot(off, off) > STRAIGHT_RUN**2 * length2 * length2)
+    merged = chain.copy()
+    merged[r[loose]] = False
+    _, first = np.unique(run, return_index=True)
+    keep = ~merged[run] | (np.arange(k) == first[run])
+    return np.where(merged[run][:, None], segment[run], edges)[keep]
 
 
 def lower_bounds(p, bounds):
@@ -243,11 +312,17 @@ class _Shared:
         return edge_topology(len(self.vertices), self.triangles, self.half_edges)
 
     @cached_property
-    def edges(self):
-        """(e, 2): the sharp edges (``sharp_edges``)."""
+    def sharp(self):
+        """(s, 2): the sharp edges (``sharp_edges``), as the mesh has them."""
         if len(self.triangles) == 0:
             return sharp_edges(self.vertices, self.triangles)
         return sharp_edges(self.vertices, self.triangles, topology=self.edge_topology)
+
+    @cached_property
+    def edges(self):
+        """(e, 2): the sharp edges the edge tests meet: ``sharp`` with each straight run one segment
+        (``straight_runs``)."""
+        return straight_runs(self.vertices, self.sharp)
 
     @cached_property
     def triangle_pieces(self):
@@ -263,25 +338,13 @@ class _Shared:
         and no other, meeting there in a straight line, as along a subdivided box's edge). The distance between a
         segment and a triangle that it does not cross is reached at an end of the segment or on an edge of the
         triangle, so a straight run's inner vertices are neither: the corner tests need its ends, the edge tests do
-        the rest. (A box under a level-6 Simple Subdivision keeps its 8 corners of 764.)"""
-        edges = self.edges
+        the rest. (A box under a level-6 Simple Subdivision keeps its 8 corners of 764.) Found on the mesh's own sharp
+        edges (``sharp``): each vertex is tested between its two neighbouring pieces."""
+        edges = self.sharp
         if len(edges) == 0:
             return np.zeros(0, np.int64)
-        ends = np.concatenate([edges[:, 0], edges[:, 1]])
-        count = np.bincount(ends, minlength=len(self.vertices))
-        inner = np.flatnonzero(count == 2)
-        if len(inner):
-            # The two sharp edges of each such vertex: the other ends of its two incidences, in order of vertex.
-            order = np.argsort(ends, kind="stable")
-            first = np.searchsorted(ends[order], inner)
-            other = np.concatenate([edges[:, 1], edges[:, 0]])[order]
-            u = self.vertices[other[first]] - self.vertices[inner]
-            w = self.vertices[other[first + 1]] - self.vertices[inner]
-            cross = _cross(u, w)
-            # Straight to 1e-5 rad: Blender's meshes are float32 (a subdivided edge's midpoints are off the line by
-            # ~1e-7 of its length); such a vertex lies within 1e-5 of an edge's length of the run's line.
-            straight = (_dot(cross, cross) <= 1e-10 * _dot(u, u) * _dot(w, w)) & (_dot(u, w) < 0.0)
-            count[inner[straight]] = 0
+        count = np.bincount(edges.ravel(), minlength=len(self.vertices))
+        count[_straight_inner(self.vertices, edges)[0]] = 0
         return np.flatnonzero(count > 0)
 
     def tree_for(self, vertices):
