@@ -170,7 +170,9 @@ def test_the_whole_frame_binding_reads_the_frames_poses(monkeypatch):
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # 1e150: squares overflow, NaN cosines (equal bits too)
 def test_native_pose_normals_equal_pose_normals():
     """``pose_kernels.PoseNormals`` (src/pose_normals.c around NumPy's arccos) equals ``pose_normals`` bit for bit:
-    random soups with degenerate triangles, tiny and large coordinates, and the jittered ico sphere's poses."""
+    random soups with degenerate triangles, tiny and large coordinates, and the jittered ico sphere's poses; its
+    answers returned, and written into the middle rows of larger arrays (``out``) by the same instance, whose scratch
+    serves calls of every size in turn."""
     from solvers.native.pose_kernels import PoseNormals
 
     native = PoseNormals(native_library())
@@ -193,6 +195,10 @@ def test_native_pose_normals_equal_pose_normals():
         got = native(np.ascontiguousarray(poses), first.triangles, side_edge)
         for a, b in zip(got, want):
             assert _same(a, b)
+        larger = [np.full((len(a) + 2,) + a.shape[1:], np.nan) for a in want]
+        native(np.ascontiguousarray(poses), first.triangles, side_edge, out=[a[1:-1] for a in larger])
+        for a, b in zip(larger, want):
+            assert _same(a[1:-1], b) and np.isnan(a[[0, -1]]).all()
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the infinite pose's normals
@@ -245,6 +251,12 @@ def test_native_pose_normals_refuse_bad_inputs():
     for bad in (side_edge[:-1].copy(), side_edge.astype(np.float64), side_edge - 1, side_edge + 3 * len(tri)):
         with pytest.raises(ValueError):
             native(poses, tri, bad)
+    out = [np.empty((len(poses), len(tri), 3)), np.empty(poses.shape), np.empty((len(poses), len(tri), 3, 3))]
+    native(poses, tri, side_edge, out=out)  # the good call
+    for k in range(3):
+        for bad in (out[k][:-1], out[k].astype(np.float32), np.asfortranarray(out[k])):
+            with pytest.raises(ValueError):
+                native(poses, tri, side_edge, out=out[:k] + [bad] + out[k + 1:])
 
 
 @pytest.mark.parametrize("level", [0, 2, 4])

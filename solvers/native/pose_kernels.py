@@ -10,15 +10,24 @@ from .library import pointer
 
 
 class PoseNormals:
-    """The normals of P poses of one mesh in two native calls around ``np.arccos``."""
+    """The normals of P poses of one mesh in two native calls around ``np.arccos``. The scratch of the calls (cosines
+    and angles, the edges' sums) is kept for the next call of the same sizes."""
 
     def __init__(self, library):
         self.library = library
+        self._scratch = {}
 
-    def __call__(self, vertices: np.ndarray, triangles: np.ndarray, side_edge: np.ndarray):
+    def _buffer(self, name, shape):
+        kept = self._scratch.get(name)
+        if kept is None or kept.shape != shape:
+            kept = self._scratch[name] = np.empty(shape)
+        return kept
+
+    def __call__(self, vertices: np.ndarray, triangles: np.ndarray, side_edge: np.ndarray, out=None):
         """vertices (P, m, 3) [m] float64 C-contiguous, finite; triangles (t, 3) int64 within [0, m); side_edge (t, 3)
         int64 within [0, e) (``_Shared.side_edge``, e its largest id + 1). Returns (face normals (P, t, 3), vertex
-        pseudo-normals (P, m, 3), side pseudo-normals (P, t, 3, 3)), ``pose_normals``' bits. ValueError for anything
+        pseudo-normals (P, m, 3), side pseudo-normals (P, t, 3, 3)), ``pose_normals``' bits, written into ``out``
+        (those three arrays, float64 C-contiguous, e.g. rows of a larger array) when given. ValueError for anything
         else."""
         if not isinstance(vertices, np.ndarray) or vertices.ndim != 3:
             raise ValueError("pose vertices: expected a (poses, m, 3) array")
@@ -29,14 +38,22 @@ class PoseNormals:
         triangles = checked_indices("triangles", triangles, m, (None, 3))
         t = len(triangles)
         side_edge = checked_indices("side edges", side_edge, max(3 * t, 1), (t, 3))
+        if out is None:
+            face, vertex, side = np.empty((poses, t, 3)), np.empty((poses, m, 3)), np.empty((poses, t, 3, 3))
+        else:
+            face, vertex, side = out
+            for name, array, shape in (("face normals", face, (poses, t, 3)), ("vertex normals", vertex, (poses, m, 3)),
+                                       ("side normals", side, (poses, t, 3, 3))):
+                checked(name, array, F64, shape)
         if t == 0:
-            return np.zeros((poses, 0, 3)), np.zeros((poses, m, 3)), np.zeros((poses, 0, 3, 3))
+            vertex.fill(0.0)
+            return face, vertex, side
         e = int(side_edge.max()) + 1
-        face, cosines = np.empty((poses, t, 3)), np.empty((3, poses, t))
+        cosines = self._buffer("cosines", (3, poses, t))
         self.library.softsim_pose_cosines(pointer(vertices), poses, m, pointer(triangles), t, pointer(face),
                                           pointer(cosines))
-        angle = np.arccos(cosines)  # NumPy's bits (one elementwise call: the same whatever the array's length)
-        vertex, edge, side = np.empty((poses, m, 3)), np.empty((poses, e, 3)), np.empty((poses, t, 3, 3))
+        angle = np.arccos(cosines, out=cosines)  # NumPy's bits (elementwise: the same whatever the array's length)
+        edge = self._buffer("edge", (poses, e, 3))
         self.library.softsim_pose_sums(poses, m, t, pointer(triangles), pointer(side_edge), e, pointer(face),
                                        pointer(angle), pointer(vertex), pointer(edge), pointer(side))
         return face, vertex, side

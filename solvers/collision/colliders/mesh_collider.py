@@ -148,18 +148,21 @@ class FramePoses:
         (``native.pose_kernels.PoseNormals``, the same bits) when the poses are finite."""
         if self._normals is None:
             library = getattr(native, "library", None) if NATIVE_NORMALS else None
+            count, (m, t) = len(self.views), (self.vertices.shape[1], len(triangles))
+            face, vertex, side = np.empty((count, t, 3)), np.empty((count, m, 3)), np.empty((count, t, 3, 3))
+            step = max(1, POSE_ROWS // max(t, 1))
             if library is not None and np.isfinite(self.vertices).all():
                 from ...native.pose_kernels import PoseNormals
 
                 compute = partial(PoseNormals(library), triangles=np.ascontiguousarray(triangles, np.int64),
                                   side_edge=np.ascontiguousarray(side_edge, np.int64))
+                for a in range(0, count, step):  # a few poses a pass, written in place
+                    rows = slice(a, a + step)
+                    compute(self.vertices[rows], out=(face[rows], vertex[rows], side[rows]))
             else:
                 compute = partial(pose_normals, triangles=triangles, side_edge=side_edge)
-            count, (m, t) = len(self.views), (self.vertices.shape[1], len(triangles))
-            face, vertex, side = np.empty((count, t, 3)), np.empty((count, m, 3)), np.empty((count, t, 3, 3))
-            step = max(1, POSE_ROWS // max(t, 1))
-            for a in range(0, count, step):  # a few poses a pass: their temporaries stay in cache
-                face[a:a + step], vertex[a:a + step], side[a:a + step] = compute(self.vertices[a:a + step])
+                for a in range(0, count, step):  # a few poses a pass: their temporaries stay in cache
+                    face[a:a + step], vertex[a:a + step], side[a:a + step] = compute(self.vertices[a:a + step])
             self._normals = face, vertex, side
             for k, known in enumerate(self.values):
                 known.setdefault("face_normals", face[k])
