@@ -578,7 +578,7 @@ class MeshFrame:
             if not mine.list_state[0]:
                 continue
             nc, ne = int(mine.list_state[1]), int(mine.list_state[2])
-            pairs = FacePairs(collider, (mine.pair_corner[:nc].copy(), mine.pair_triangle[:nc].copy()),
+            pairs = FacePairs(None, (mine.pair_corner[:nc].copy(), mine.pair_triangle[:nc].copy()),
                               (mine.pair_edge[:ne].copy(), mine.pair_body_edge[:ne].copy()),
                               mine.pair_corner_d[:nc].copy(), mine.pair_edge_d[:ne].copy())
             cache, key = collider.shared.face_cache, self._key(collider)

@@ -14,6 +14,7 @@ finely cut collider asks for the two or three triangles under each point, not fo
 margin; the candidates are culled by each triangle's bounding sphere, plane and box (``lower_bounds``). A collider
 that has not moved since the previous frame keeps that frame's trees and candidates (``MeshCollider.moving_from``).
 """
+import sys
 from functools import cached_property
 
 import numpy as np
@@ -245,6 +246,35 @@ class _Slots:
         return [len(self.reference(cache)) for cache in self.items]
 
 
+class PoseBuffers:
+    """Arrays for a moving collider's ``mesh_collider.FramePoses`` (its poses and their normals, ~150 MB a frame for 49k triangles and
+    30 substeps), handed on from frame to frame (``_Shared.adopt_topology``): a new frame writes into the arrays of a
+    frame nobody holds any more, where fresh ones cost their memory's first touch every frame (a third of the
+    normals' time on a level-6 box).
+
+    An array is free when nothing but this pool refers to it: no view of it (a posed collider's vertices, a pose's
+    normals), no ``FramePoses`` and no native frame (``native.mesh_frame`` keeps what its C code points into) holds it.
+    Every element of a taken array is written before it is read."""
+
+    KEEP = 4
+    """Arrays kept per name and shape: the frame's, the frame before (still held by the bake's colliders) and one to
+    take."""
+
+    def __init__(self):
+        self._arrays = {}
+
+    def take(self, name: str, shape) -> np.ndarray:
+        """A float64 array of ``shape`` that nothing else refers to (its values are stale)."""
+        kept = self._arrays.setdefault((name, tuple(shape)), [])
+        for array in kept:
+            if sys.getrefcount(array) <= 3:  # this list, ``array`` and getrefcount's argument
+                return array
+        array = np.empty(shape)
+        kept.append(array)
+        del kept[:-self.KEEP]
+        return array
+
+
 class _Shared:
     """What every pose of one collider shares: its topology, the broad phase's pieces (``samples.Samples``) and the
     k-d tree of the pose it was built on. The topology and the pieces are built on first use: a collider read anew
@@ -273,6 +303,9 @@ class _Shared:
         """{thickness [m]: ``_Slots`` of ``kept_planes.KeptPlanes``}: the contact planes of a collider standing still."""
         self.poses = []
         """The vertex arrays of the last few interpolated poses (``MeshCollider.over``)."""
+        self.pose_buffers = PoseBuffers()
+        """Arrays for the frame's poses and their normals (``mesh_collider.FramePoses``), handed on to the same
+        collider's next frames (``adopt_topology``)."""
         self.pose_values = []
         """[(a pose's vertex array, {name: value})]: what ``MeshCollider._pose_values`` derived from the last few
         poses (POSE_VALUES), found by the vertices' bits."""
@@ -288,6 +321,7 @@ class _Shared:
         alone: the bodies' edges, the side ids, the edges' topology (``edge_topology``) and the native queries of
         these triangles (``native``), which a collider that moves would otherwise rebuild every frame."""
         self.body_edges = other.body_edges
+        self.pose_buffers = other.pose_buffers
         for name in ("side_edge", "edge_topology"):
             if name in other.__dict__:
                 self.__dict__.setdefault(name, other.__dict__[name])

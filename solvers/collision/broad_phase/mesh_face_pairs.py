@@ -41,6 +41,7 @@ class _FaceList:
     allowance: np.ndarray
     """(n,) [m] how far each point may move from its reference."""
     pairs: FacePairs
+    """The pairs, with collider None: each answer is these with the collider that asks."""
 
 
 class MeshFacePairs:
@@ -73,7 +74,10 @@ class MeshFacePairs:
         pairs = FacePairs(self, (ci, ti), (ei, bi), d_pt, d_ee)
         if len(self.shared.face_cache) >= 4 * SLOTS:  # a few reaches (thickness, NEWTON's d_hat, half of it) a body
             self.shared.face_cache.clear()
-        self.shared.face_cache[key] = _FaceList(triangles, x.copy(), self._allowances(x, edges, reach), pairs)
+        # The kept list names no collider (each answer names its asker): a collider in its own shared's cache would
+        # keep every frame's poses alive until Python's cycle collector ran.
+        self.shared.face_cache[key] = _FaceList(triangles, x.copy(), self._allowances(x, edges, reach),
+                                                replace(pairs, collider=None))
         return pairs
 
     def _pairs_within(self, x, triangles, tri_rows, edges, edge_rows, tri_reach, edge_reach):
@@ -125,7 +129,7 @@ class MeshFacePairs:
         def joined(before, keep, new):  # the untouched elements' pairs, then the touched ones' found again
             return np.concatenate([before[keep], new])
 
-        kept.pairs = FacePairs(self, (joined(old.corner_triangle[0], keep_pt, ci), joined(old.corner_triangle[1], keep_pt, ti)),
+        kept.pairs = FacePairs(None, (joined(old.corner_triangle[0], keep_pt, ci), joined(old.corner_triangle[1], keep_pt, ti)),
                                (joined(old.edge_edge[0], keep_ee, ei), joined(old.edge_edge[1], keep_ee, bi)),
                                joined(old.corner_distance, keep_pt, d_pt), joined(old.edge_distance, keep_ee, d_ee))
 

@@ -36,7 +36,7 @@ from functools import cached_property, partial
 import numpy as np
 
 from ..barriers.mesh_barrier import MeshContactBarrier
-from ..broad_phase.mesh_broad_phase import SHARP_ANGLE, SKIN, MeshBroadPhase, _Shared, sharp_edges
+from ..broad_phase.mesh_broad_phase import SHARP_ANGLE, SKIN, MeshBroadPhase, PoseBuffers, _Shared, sharp_edges
 from ..broad_phase.mesh_face_pairs import MeshFacePairs
 from ..narrow_phase.ccd import point_triangle_ccd
 from ..narrow_phase.primitives import _cross, _dot, point_triangle_closest
@@ -126,10 +126,14 @@ class FramePoses:
     built on first use for every pose at once, read by the per-pose ``_pose_values`` and by the whole-frame call
     (``native.mesh_frame``), which hands the C code addresses into them."""
 
-    def __init__(self, start: np.ndarray, end: np.ndarray, substeps: int):
+    def __init__(self, start: np.ndarray, end: np.ndarray, substeps: int, buffers: PoseBuffers = None):
         self.start, self.end, self.substeps = start, end, substeps
+        self.buffers = PoseBuffers() if buffers is None else buffers
         fraction = np.array([k / substeps for k in range(substeps + 1)])  # Python's k / K, as ``over`` is handed
-        self.vertices = start[None] + fraction[:, None, None] * (end - start)[None]
+        # start + fraction * (end - start), written into a kept array
+        self.vertices = np.multiply(fraction[:, None, None], (end - start)[None],
+                                    out=self.buffers.take("vertices", (substeps + 1,) + start.shape))
+        np.add(start[None], self.vertices, out=self.vertices)
         self.views = list(self.vertices)
         self._index = {id(v): k for k, v in enumerate(self.views)}
         self.values = [{} for _ in self.views]
@@ -149,7 +153,8 @@ class FramePoses:
         if self._normals is None:
             library = getattr(native, "library", None) if NATIVE_NORMALS else None
             count, (m, t) = len(self.views), (self.vertices.shape[1], len(triangles))
-            face, vertex, side = np.empty((count, t, 3)), np.empty((count, m, 3)), np.empty((count, t, 3, 3))
+            take = self.buffers.take
+            face, vertex, side = take("face", (count, t, 3)), take("vertex", (count, m, 3)), take("side", (count, t, 3, 3))
             step = max(1, POSE_ROWS // max(t, 1))
             if library is not None and np.isfinite(self.vertices).all():
                 from ...native.pose_kernels import PoseNormals
@@ -362,7 +367,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
                 return poses
         if self.start.vertices.shape != self.vertices.shape:
             return None
-        kept.append(FramePoses(self.start.vertices, self.vertices, substeps))
+        kept.append(FramePoses(self.start.vertices, self.vertices, substeps, self.shared.pose_buffers))
         del kept[:-FRAME_POSES_KEPT]
         return kept[-1]
 
