@@ -24,7 +24,7 @@ height of the cloth's centre vertex at the last frame (resting on the 0.5 m top 
 
 Mesh collider cost: the box drape's cloth over the ground alone, over the box, over the box sliding 0.6 m sideways
 under it (keyframed, frames 1-24: a moving collider) and over the box with a Simple Subdivision modifier of level 6
-(49 152 triangles), 24 frames (it lands at frame 11): ms per frame of each simulator.
+(49 152 triangles), standing and sliding, 24 frames (it lands at frame 11): ms per frame of each simulator.
 
 Run: ``python bench/bench_shots.py`` (``bench/run.py --only shots`` calls ``run()``).
 """
@@ -114,7 +114,9 @@ def run(frames: int = FRAMES, cost_frames: int = COST_FRAMES, heavy_level: int =
                          ("box (12 triangles) on the ground", compare.build_box),
                          ("box (12 triangles) sliding 0.6 m under the cloth", partial(compare.build_box, moving=True)),
                          (f"box subdivided (Simple, level {heavy_level}) on the ground",
-                          partial(compare.build_box, subdivisions=heavy_level))):
+                          partial(compare.build_box, subdivisions=heavy_level)),
+                         (f"box subdivided (Simple, level {heavy_level}) sliding 0.6 m under the cloth",
+                          partial(compare.build_box, subdivisions=heavy_level, moving=True))):
         colliders.append(dict(collider=label, frames=cost_frames, **_pair(build, cost_frames, cache_dir)))
         if verbose:
             print(f"  {colliders[-1]}", file=sys.stderr, flush=True)
