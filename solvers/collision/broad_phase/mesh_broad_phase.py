@@ -247,18 +247,19 @@ class _Slots:
 
 
 class PoseBuffers:
-    """Arrays for a moving collider's ``mesh_collider.FramePoses`` (its poses and their normals, ~150 MB a frame for 49k triangles and
-    30 substeps), handed on from frame to frame (``_Shared.adopt_topology``): a new frame writes into the arrays of a
-    frame nobody holds any more, where fresh ones cost their memory's first touch every frame (a third of the
-    normals' time on a level-6 box).
+    """Arrays for a moving collider's ``mesh_collider.FramePoses`` (its poses and their normals, ~150 MB a frame for 49k
+    triangles and 30 substeps), handed on from frame to frame (``_Shared.adopt_topology``): a new frame writes into the
+    arrays of a frame nobody holds any more, where fresh ones cost their memory's first touch (the kernel clearing
+    every page) every frame.
 
     An array is free when nothing but this pool refers to it: no view of it (a posed collider's vertices, a pose's
     normals), no ``FramePoses`` and no native frame (``native.mesh_frame`` keeps what its C code points into) holds it.
     Every element of a taken array is written before it is read."""
 
-    KEEP = 4
-    """Arrays kept per name and shape: the frame's, the frame before (still held by the bake's colliders) and one to
-    take."""
+    KEEP = 2
+    """Arrays kept per name and shape: the frame's and one to take (in a bake, the frame before is let go before the
+    next frame's poses are taken: one array in use at every take of the bench's sliding box). More in use at once get
+    fresh arrays, which are freed when let go."""
 
     def __init__(self):
         self._arrays = {}
