@@ -266,6 +266,27 @@ def test_frame_poses_with_native_normals(monkeypatch):
     assert _same(posed.start.face_normals, alone.face_normals)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_frame_normals_on_several_threads_equal_pose_normals(monkeypatch, threads):
+    """``FramePoses.normals`` with the native kernels, its passes shared by 1, 2 or 3 threads (``SOFTSIM_THREADS``, a
+    thread from the first pass on): every pose's normals bit for bit ``pose_normals``', rigid and deforming."""
+    from solvers.native.mesh_kernels import MeshClosest
+
+    monkeypatch.setenv("SOFTSIM_THREADS", str(threads))
+    monkeypatch.setattr(mesh_collider, "POSES_PER_THREAD", 1)
+    monkeypatch.setattr(mesh_collider, "POSE_ROWS", 1)  # one pose a pass: 31 passes to share
+    library = native_library()
+    triangles, pairs = _pairs(8)
+    for start, end in pairs:
+        collider = MeshCollider(end, triangles, 0.01)
+        native = MeshClosest(library, collider.triangles, len(collider.vertices))
+        poses = FramePoses(start, end, 30)
+        side_edge = collider.shared.side_edge
+        got = poses.normals(collider.triangles, side_edge, native)
+        want = pose_normals(poses.vertices, collider.triangles, side_edge)
+        assert all(_same(a, b) for a, b in zip(got, want))
+
+
 def test_native_pose_normals_refuse_bad_inputs():
     """``PoseNormals`` raises ValueError for each kind of bad input: not a (P, m, 3) float64 C-contiguous array,
     non-finite vertices, triangles of another dtype or shape or out of range, side ids out of range or misshapen."""

@@ -158,12 +158,24 @@ class FramePoses:
             step = max(1, POSE_ROWS // max(t, 1))
             if library is not None and np.isfinite(self.vertices).all():
                 from ...native.pose_kernels import PoseNormals
+                from ...native.threads import run_parts, thread_count
 
-                compute = partial(PoseNormals(library), triangles=np.ascontiguousarray(triangles, np.int64),
-                                  side_edge=np.ascontiguousarray(side_edge, np.int64))
-                for a in range(0, count, step):  # a few poses a pass, written in place
-                    rows = slice(a, a + step)
-                    compute(self.vertices[rows], out=(face[rows], vertex[rows], side[rows]))
+                triangles = np.ascontiguousarray(triangles, np.int64)
+                side_edge = np.ascontiguousarray(side_edge, np.int64)
+
+                def poses(first, last):
+                    """Poses [first, last), a few a pass, written in place (a kernel, so its scratch, per thread)."""
+                    compute = PoseNormals(library)
+                    for a in range(first, last, step):
+                        rows = slice(a, min(a + step, last))
+                        compute(self.vertices[rows], triangles, side_edge, out=(face[rows], vertex[rows], side[rows]))
+
+                # The poses are independent, and the C calls and NumPy's arccos release the GIL: the user's cores
+                # share them, each pose the same bits whichever thread computes it.
+                passes = -(-count // step)
+                parts = max(1, min(thread_count(), passes // POSES_PER_THREAD))
+                bounds = [step * (passes * k // parts) for k in range(parts)] + [count]
+                run_parts([partial(poses, bounds[k], bounds[k + 1]) for k in range(parts)])
             else:
                 compute = partial(pose_normals, triangles=triangles, side_edge=side_edge)
                 for a in range(0, count, step):  # a few poses a pass: their temporaries stay in cache
@@ -174,6 +186,10 @@ class FramePoses:
                 known.setdefault("_pseudo", (vertex[k], side[k]))
         return self._normals
 
+
+POSES_PER_THREAD = 4
+"""``FramePoses.normals`` gives each thread at least this many passes of ``pose_normals`` (a thread's start-up is worth
+it only beyond a few: a small collider's poses all go in one pass, on the caller's thread)."""
 
 NATIVE_NORMALS = True
 """Whether ``FramePoses.normals`` of a collider with the native queries computes them in C (src/pose_normals.c around
