@@ -171,7 +171,8 @@ class FramePoses:
                         compute(self.vertices[rows], triangles, side_edge, out=(face[rows], vertex[rows], side[rows]))
 
                 # The poses are independent, and the C calls and NumPy's arccos release the GIL: the user's cores
-                # share them, each pose the same bits whichever thread computes it.
+                # share them, each pose the same bits whichever thread computes it. Each thread takes one contiguous
+                # range: ``threads.run_ranges``' interleaved poses took 42-72 ms a frame against 32-37 (level-6 box).
                 passes = -(-count // step)
                 parts = max(1, min(thread_count(), passes // POSES_PER_THREAD))
                 bounds = [step * (passes * k // parts) for k in range(parts)] + [count]
