@@ -424,6 +424,9 @@ class MeshFrame:
         poses = np.zeros((len(posed), POSE_FIELDS), np.int64)
         piece_boxes = np.zeros(6 * centres.shape[1])  # the allowances' scratch (mesh_frame.h)
         keep = [corners, sharp, centres, poses, piece_boxes]
+        # The frame before is done with its poses: let go of them, so that the pool (``PoseBuffers``) hands their
+        # arrays to this frame's instead of new ones (the struct pointing into them is replaced by this prepare).
+        mine.keep = None
         batch = self._frame_poses(row, collider, posed, m, t)
         if batch is not None:  # addresses into the frame's pose arrays, checked once
             keep += list(batch)

@@ -358,6 +358,9 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
             moving.__dict__.update({k: v for k, v in kept.__dict__.items() if k in _POSE_DERIVED})
         elif same_topology and previous.shared is not moving.shared:
             moving.shared.adopt_topology(previous.shared)  # a moving collider read anew: the same triangles
+            # The previous frame's poses served their frame: dropped, their arrays go back to the pool this frame
+            # takes from (``PoseBuffers``); asked again, that collider derives its poses anew.
+            previous.shared.__dict__.pop("frame_poses", None)
         if moving.start is None:
             moving.shared.still = moving
         if moving.start is not None:
