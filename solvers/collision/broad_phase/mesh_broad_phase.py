@@ -257,9 +257,10 @@ class PoseBuffers:
     Every element of a taken array is written before it is read."""
 
     KEEP = 2
-    """Arrays kept per name and shape, at most (a take makes a new one only when every kept one is in use). Measured on
-    the bench's level-6 box sliding for 24 frames: the normals (~150 MB a frame) were taken again from the fifth frame
-    on; the poses' vertices (18 MB) were new every frame, still held by the frames before when the next took them."""
+    """Arrays kept per name and shape, at most (a take makes a new one only when every kept one is in use). The frame
+    before lets go of its normals (~150 MB a frame for the bench's level-6 box) before the next takes them
+    (``MeshCollider.moving_from``, ``native.mesh_frame``): one set serves every frame. The poses' vertices (18 MB) are
+    interpolated while the native frame still holds the frame before's: two of those."""
 
     def __init__(self):
         self._arrays = {}
