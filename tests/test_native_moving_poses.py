@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from native_helpers import native_library
-from solvers import MeshCollider
+from solvers import GroundPlane, MeshCollider
 from solvers.builder import ico_sphere
 from solvers.collision.colliders import mesh_collider
 from solvers.collision.colliders.mesh_collider import FramePoses, pose_normals
@@ -191,15 +191,19 @@ def test_a_moving_collider_lets_go_of_the_frame_before_when_it_takes_its_poses(k
     assert len(pools) == 1  # one pool, handed on from frame to frame
     (pool,) = pools.values()
     kept = {name: len(arrays) for (name, _), arrays in pool._arrays.items()}
-    assert kept == {"vertices": 2, "face": 1, "vertex": 1, "side": 1}
+    assert kept == {"vertices": 2, "lazy face": 1, "lazy edge": 1, "lazy vertex": 1, "lazy ready": 1}
 
 
-def test_the_whole_frame_binding_reads_the_frames_poses(monkeypatch):
+@pytest.mark.parametrize("lazy", [True, False])
+def test_the_whole_frame_binding_reads_the_frames_poses(monkeypatch, lazy):
     """``MeshFrame._fill_moving`` hands the C code addresses into the frame's arrays (pose k of substep k's end, k - 1
-    of its start) and refuses non-finite poses with ValueError."""
+    of its start): the poses' vertices and either the lazy normals' arrays (LAZY_NORMALS: face, vertex and edge
+    normals) or every pose's normals (face, vertex and side normals); it refuses non-finite poses with ValueError."""
+    from solvers.native import mesh_frame
     from solvers.native.mesh_frame import MeshFrame
     from solvers.native.mesh_kernels import MeshClosest
 
+    monkeypatch.setattr(mesh_frame, "LAZY_NORMALS", lazy)
     library = native_library()
     triangles, pairs = _pairs(4)
     start, end = pairs[0]
@@ -214,13 +218,91 @@ def test_the_whole_frame_binding_reads_the_frames_poses(monkeypatch):
     frame.prepare(posed[0], x, body, posed)
     table = frame.active[0][1].keep[3]  # the addresses per substep (mesh_frame.h SOFTSIM_POSE_FIELDS)
     frame_poses = moving.shared.frame_poses[-1]
-    arrays = frame_poses.vertices, *frame_poses.normals(moving.triangles, moving.shared.side_edge)
+    normals = frame.active[0][1].lazy
+    if lazy:
+        arrays = frame_poses.vertices, normals.face, normals.vertex, normals.edge
+    else:
+        assert normals is None
+        arrays = frame_poses.vertices, *frame_poses.normals(moving.triangles, moving.shared.side_edge)
     for k in range(substeps):
         for j, a in enumerate(arrays):
             assert table[k, j] == a[k + 1].ctypes.data and table[k, 4 + j] == a[k].ctypes.data
     moving.shared.frame_poses[-1].vertices[2, 0, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
         frame.prepare(posed[0], x, body, posed)
+
+
+def _moving_scene(kind):
+    """read(frame) of tests/test_native_mesh_moving.py's moving boxes, or ("ball") a coarse ico sphere (80 faces,
+    radius 0.4 m) on the ground sliding 3 cm a frame under the falling cloth, whose points meet its corners too."""
+    if kind != "ball":
+        return _scene(kind)[0]
+    vertices, triangles = ico_sphere(1, 0.4)
+    ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, friction=0.2, name="Ground")
+    return lambda frame: [MeshCollider(vertices + [0.03 * frame, 0.0, 0.4], triangles.copy(), 0.01, 0.3, "Ball"),
+                          ground]
+
+
+def _recording_lazy_normals(monkeypatch):
+    """Every ``_LazyNormals`` made from now on, and how often each had to compute the vertex normals its C code asked
+    for (a substep run again)."""
+    from solvers.native import mesh_frame
+
+    made, restarts = [], []
+    original, missing = mesh_frame._LazyNormals.__init__, mesh_frame._LazyNormals.compute_missing
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    def compute_missing(self):
+        restarts.append(int(self.missing_count[0]))
+        missing(self)
+
+    monkeypatch.setattr(mesh_frame._LazyNormals, "__init__", init)
+    monkeypatch.setattr(mesh_frame._LazyNormals, "compute_missing", compute_missing)
+    return made, restarts
+
+
+@pytest.mark.parametrize("kind", ["translating", "rotating", "deforming", "ball"])
+def test_lazy_normals_are_every_poses_normals_where_ready(monkeypatch, kind):
+    """The moving colliders of ``_moving_scene`` baked in whole frames with the normals derived where the C code reads
+    them (``mesh_frame._LazyNormals``): at the last frame every face, edge and vertex normal marked ready holds
+    ``pose_normals``' bits at its pose; faces and edges were read, and on the ball vertices too."""
+    native_library()
+    made, _ = _recording_lazy_normals(monkeypatch)
+    _bake(_moving_scene(kind), 13, 2.2, 1.0, 8)
+    lazy = made[-1]  # the last frame's (the pool hands earlier frames' arrays on)
+    t = len(lazy.triangles)
+    face, vertex, side = pose_normals(lazy.frame.vertices, lazy.triangles, lazy.side_edge)
+    edge = np.zeros_like(lazy.edge)
+    edge[:, lazy.side_edge] = side  # every edge is some triangle's side
+    faces, edges = lazy.ready[:, :t].astype(bool), lazy.ready[:, t:].astype(bool)
+    vertices = np.broadcast_to(lazy.vertex_ready.astype(bool), vertex.shape[:2])
+    assert faces.any() and edges.any() and (vertices.any() or kind != "ball")
+    for got, want, ready in ((lazy.face, face, faces), (lazy.edge, edge, edges), (lazy.vertex, vertex, vertices)):
+        assert _same(np.ascontiguousarray(got[ready]), np.ascontiguousarray(want[ready]))
+    assert lazy.computed == int(lazy.vertex_ready.sum())
+
+
+def test_lazy_normals_bake_as_every_normal_up_front(monkeypatch):
+    """The moving colliders of ``_moving_scene`` baked in whole frames with lazy normals and with every pose's normals
+    up front (LAZY_NORMALS False): positions and velocities bit for bit. On the ball the lazy bake ran substeps again
+    for vertex normals the C code found missing, in fewer frames than it baked (the vertices a frame read are
+    computed up front for the next)."""
+    from solvers.native import mesh_frame
+
+    native_library()
+    for kind in ("translating", "rotating", "deforming", "ball"):
+        read = _moving_scene(kind)
+        made, restarts = _recording_lazy_normals(monkeypatch)
+        lazy, _ = _bake(read, 13, 2.2, 1.0, 8)
+        if kind == "ball":
+            assert restarts and len(restarts) < len(made)
+        monkeypatch.setattr(mesh_frame, "LAZY_NORMALS", False)
+        upfront, _ = _bake(read, 13, 2.2, 1.0, 8)
+        monkeypatch.setattr(mesh_frame, "LAZY_NORMALS", True)
+        assert _same(lazy.x, upfront.x) and _same(lazy.v, upfront.v), kind
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # 1e150: squares overflow, NaN cosines (equal bits too)

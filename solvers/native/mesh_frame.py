@@ -57,6 +57,8 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("pose_index", _I), ("cert_tri", _P), ("cert_pose", _P), ("cert_x", _P), ("cert_lower", _P), ("side_tri", _P),
     ("side_pose", _P), ("side_x", _P), ("side_lower", _P), ("pose_shift", _P), ("cert_counts", _P),
     ("piece_boxes", _P), ("nearest_hint", _P),
+    ("lazy", _I), ("edge_count", _I), ("ready", _P), ("vertex_ready", _P), ("asked", _P), ("missing", _P),
+    ("missing_count", _P), ("side_edge", _P), ("edge_start", _P), ("edge_faces", _P),
 ]
 
 _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
@@ -196,6 +198,8 @@ class _Still:
         self.save_reference, self.save_allowance = np.zeros((n, 3)), np.zeros(n)
         self.save_planes = np.zeros(8 * n)
         self.nearest_hint = np.full(n, -1, np.int64)  # each point's last nearest triangle (C-side only)
+        self.lazy = None  # a moving collider's ``_LazyNormals`` of the frame
+        self.lazy_m = -1  # the vertex count they were for
         self._pairs(CAPACITY)
 
     def _pairs(self, capacity: int) -> None:
@@ -222,6 +226,87 @@ class _Still:
         self._pairs(max(int(pairs * 1.5) + 16, 2 * self.capacity))
         for name, old in kept:
             getattr(self, name)[:len(old)] = old
+
+
+LAZY_NORMALS = True
+"""Whether the whole-frame call derives a moving collider's normals on first use (``_LazyNormals``) rather than
+every pose's normals up front (``FramePoses.normals``): it reads those of the triangles nearest the cloth's points
+only, a few per cent of a large collider's."""
+
+
+class _LazyNormals:
+    """A moving collider's normals in the whole-frame call, derived where the C code reads them (mesh_query.h
+    MeshLazyPose): each pose's face and edge normals by the C code itself; the vertices' angle-weighted pseudo-normals,
+    whose arccos is NumPy's, here (``compute``), for every pose of the frame at once, when the C code asks for them
+    (status 3 with ``needs`` [row, -1]: the substep runs again) and up front for the vertices the collider's frame
+    before asked for. Every normal has ``mesh_collider.pose_normals``' bits. The normals arrays are the collider's
+    pool's (``PoseBuffers``); ready flags say which rows hold a normal of this frame."""
+
+    def __init__(self, collider, frame, wanted=None):
+        """collider: a moving ``MeshCollider``; frame: its ``FramePoses`` of this frame (vertices checked by the
+        caller); wanted: vertex ids whose normals to compute now, or None."""
+        shared = collider.shared
+        self.frame = frame
+        poses, m = frame.vertices.shape[:2]
+        self.triangles = checked_indices("triangles", np.ascontiguousarray(collider.triangles, np.int64), m, (None, 3))
+        t = len(self.triangles)
+        edge_start, edge_faces = shared.edge_faces
+        e = len(edge_start) - 1
+        self.side_edge = checked_indices("side edges", np.ascontiguousarray(shared.side_edge, np.int64), max(e, 1),
+                                         (t, 3))
+        self.edge_faces = checked_indices("edge faces", edge_faces, max(t, 1), (3 * t,))
+        self.edge_start = checked("edge starts", edge_start, np.dtype(np.int64), (e + 1,))
+        if e and (edge_start[0] != 0 or edge_start[-1] != 3 * t or np.any(np.diff(edge_start) < 0)):
+            raise ValueError("edge starts: must rise from 0 to 3 t")
+        self.ring = shared.vertex_triangles
+        take = shared.pose_buffers.take
+        self.face, self.edge = take("lazy face", (poses, t, 3)), take("lazy edge", (poses, e, 3))
+        self.vertex = take("lazy vertex", (poses, m, 3))
+        self.ready = take("lazy ready", (poses, t + e), np.uint8)
+        self.ready.fill(0)
+        self.vertex_ready, self.asked = np.zeros(m, np.uint8), np.zeros(m, np.uint8)
+        self.missing, self.missing_count = np.zeros(m, np.int64), np.zeros(1, np.int64)
+        self.edge_count = e
+        self.computed = 0
+        """Vertices whose normals ``compute`` derived this frame (for tests and profiles)."""
+        if wanted is not None and len(wanted):
+            self.compute(wanted)
+
+    def attach(self, s) -> None:
+        """Point the collider's struct (mesh_frame.h) at these arrays."""
+        s.lazy, s.edge_count = 1, self.edge_count
+        for name in ("ready", "vertex_ready", "asked", "missing", "missing_count", "side_edge", "edge_start",
+                     "edge_faces"):
+            setattr(s, name, pointer(getattr(self, name)))
+
+    def compute(self, vertices) -> None:
+        """The pseudo-normals of ``vertices`` (ids) at every pose of the frame, marked ready: ``pose_normals`` of the
+        triangles around them, numbered anew (each vertex's terms are summed in the same order, so the same bits)."""
+        from ..collision.colliders.mesh_collider import pose_normals
+
+        wanted = np.unique(np.asarray(vertices, np.int64))
+        if not len(wanted):
+            return
+        start, triangles = self.ring
+        counts = start[wanted + 1] - start[wanted]
+        first = np.repeat(start[wanted] - (np.cumsum(counts) - counts), counts)
+        around = np.unique(triangles[first + np.arange(int(counts.sum()))])
+        used, local = np.unique(self.triangles[around], return_inverse=True)
+        local = local.reshape(-1, 3)
+        _, normals, _ = pose_normals(self.frame.vertices[:, used], local, np.arange(local.size).reshape(-1, 3))
+        self.vertex[:, wanted] = normals[:, np.searchsorted(used, wanted)]
+        self.vertex_ready[wanted] = 1
+        self.computed += len(wanted)
+
+    def compute_missing(self) -> None:
+        """``compute`` the vertices the C code asked for and found missing."""
+        count = int(self.missing_count[0])
+        self.compute(self.missing[:count])
+        self.missing_count[0] = 0
+
+    def asked_vertices(self) -> np.ndarray:
+        """The vertices whose normals the C code read (or asked for) this frame."""
+        return np.flatnonzero(self.asked)
 
 
 class MeshFrame:
@@ -426,8 +511,19 @@ class MeshFrame:
         keep = [corners, sharp, centres, poses, piece_boxes]
         # The frame before is done with its poses: let go of them, so that the pool (``PoseBuffers``) hands their
         # arrays to this frame's instead of new ones (the struct pointing into them is replaced by this prepare).
-        mine.keep = None
-        batch = self._frame_poses(row, collider, posed, m, t)
+        wanted = mine.lazy.asked_vertices() if mine.lazy is not None else None
+        mine.keep = mine.lazy = None
+        s.lazy = 0
+        frame = self._frame_of(row, collider, posed, m)
+        batch = None
+        if frame is not None and LAZY_NORMALS:
+            mine.lazy = _LazyNormals(collider, frame, wanted if wanted is not None and mine.lazy_m == m else None)
+            mine.lazy.attach(s)
+            keep.append(mine.lazy)
+            batch = (frame.vertices, mine.lazy.face, mine.lazy.vertex, mine.lazy.edge)
+        elif frame is not None:
+            batch = (frame.vertices,) + self._frame_normals(frame, collider, m, t)
+        mine.lazy_m = m
         if batch is not None:  # addresses into the frame's pose arrays, checked once
             keep += list(batch)
             stride = np.arange(len(posed) + 1, dtype=np.int64)
@@ -505,11 +601,10 @@ class MeshFrame:
          s.pose_shift, s.cert_counts) = mine.cert_pointers
 
     @staticmethod
-    def _frame_poses(row, collider, posed, m, t):
-        """(vertices (K + 1, m, 3), face normals (K + 1, t, 3), vertex normals (K + 1, m, 3), side normals
-        (K + 1, t, 3, 3)) of the frame's poses when every substep k's posed collider (``posed[k - 1][row]``) is
-        pose k of the collider's ``FramePoses`` (its start pose k - 1), the arrays checked (dtype, shape,
-        contiguity, finite vertices); else None (the poses are read one by one)."""
+    def _frame_of(row, collider, posed, m):
+        """The collider's ``FramePoses`` when every substep k's posed collider (``posed[k - 1][row]``) is pose k of it
+        (its start pose k - 1), its vertices (K + 1, m, 3) checked (dtype, shape, contiguity, finite); else None (the
+        poses are read one by one)."""
         from ..collision.colliders.mesh_collider import MeshCollider
 
         first = posed[0][row].vertices
@@ -523,15 +618,21 @@ class MeshFrame:
                     or end.start.vertices is not views[k - 1] or end.shared is not collider.shared
                     or end.triangles is not collider.triangles):
                 return None
-        p = len(views)
-        vertices = checked("pose vertices", frame.vertices, F64, (p, m, 3))
+        vertices = checked("pose vertices", frame.vertices, F64, (len(views), m, 3))
         if not np.isfinite(vertices).all():
             raise ValueError(f"mesh collider {collider.name!r}: its poses must be finite")
+        return frame
+
+    @staticmethod
+    def _frame_normals(frame, collider, m, t):
+        """(face normals (K + 1, t, 3), vertex normals (K + 1, m, 3), side normals (K + 1, t, 3, 3)) of every pose of
+        ``frame`` (``FramePoses.normals``), checked."""
+        p = len(frame.views)
         face, vertex, side = frame.normals(collider.triangles, collider.shared.side_edge, collider.shared.native)
         checked("face normals", face, F64, (p, t, 3))
         checked("vertex normals", vertex, F64, (p, m, 3))
         checked("side normals", side, F64, (p, t, 3, 3))
-        return vertices, face, vertex, side
+        return face, vertex, side
 
     @staticmethod
     def _grids_current(native, vertices, mine) -> bool:
@@ -590,8 +691,12 @@ class MeshFrame:
             cache[key] = _FaceList(self.body_triangles, mine.reference.copy(), mine.allowance.copy(), pairs)
 
     def grow(self) -> None:
-        """After status 3: room for the pairs ``needs`` asks (the list is back in the cache: ``store``)."""
+        """After status 3: room for the pairs ``needs`` asks (the list is back in the cache: ``store``), or the vertex
+        normals a lazy collider's C code asked for (``needs[1]`` -1)."""
         _, mine, _ = self.active[int(self.needs[0])]
+        if self.needs[1] < 0:
+            mine.lazy.compute_missing()
+            return
         mine.grow(int(self.needs[1]))
         self._buffers(mine)
 

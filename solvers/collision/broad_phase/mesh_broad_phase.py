@@ -265,13 +265,13 @@ class PoseBuffers:
     def __init__(self):
         self._arrays = {}
 
-    def take(self, name: str, shape) -> np.ndarray:
-        """A float64 array of ``shape`` that nothing else refers to (its values are stale)."""
+    def take(self, name: str, shape, dtype=np.float64) -> np.ndarray:
+        """An array of ``shape`` and ``dtype`` that nothing else refers to (its values are stale)."""
         kept = self._arrays.setdefault((name, tuple(shape)), [])
         for array in kept:
-            if sys.getrefcount(array) <= 3:  # this list, ``array`` and getrefcount's argument
+            if sys.getrefcount(array) <= 3 and array.dtype == dtype:  # this list, ``array``, getrefcount's argument
                 return array
-        array = np.empty(shape)
+        array = np.empty(shape, dtype)
         kept.append(array)
         del kept[:-self.KEEP]
         return array
@@ -320,11 +320,12 @@ class _Shared:
 
     def adopt_topology(self, other) -> None:
         """Take over what ``other`` (the same collider's triangles, read at another frame) derived from the triangles
-        alone: the bodies' edges, the side ids, the edges' topology (``edge_topology``) and the native queries of
-        these triangles (``native``), which a collider that moves would otherwise rebuild every frame."""
+        alone: the bodies' edges, the side ids, the edges' topology (``edge_topology``), the faces of each edge and
+        the triangles at each vertex (``edge_faces``, ``vertex_triangles``) and the native queries of these triangles
+        (``native``), which a collider that moves would otherwise rebuild every frame."""
         self.body_edges = other.body_edges
         self.pose_buffers = other.pose_buffers
-        for name in ("side_edge", "edge_topology"):
+        for name in ("side_edge", "edge_topology", "edge_faces", "vertex_triangles"):
             if name in other.__dict__:
                 self.__dict__.setdefault(name, other.__dict__[name])
         if self.native is None:
@@ -341,6 +342,27 @@ class _Shared:
         index in ``half_edges``' order). The side opposite corner k is the triangle's half-edge (k + 1) % 3."""
         edge = self.half_edges[1].reshape(3, -1)
         return np.ascontiguousarray(edge[[1, 2, 0]].T)
+
+    @cached_property
+    def edge_faces(self):
+        """(start (e + 1,), faces (3 t,)) int64: the faces of edge k (``side_edge``'s ids) are faces[start[k] :
+        start[k + 1]], in the order ``mesh_collider.pose_normals`` sums their normals (corner-major, then by triangle)."""
+        keys = np.ascontiguousarray(self.side_edge.T).ravel()
+        t = len(self.triangles)
+        counts = np.bincount(keys, minlength=int(keys.max()) + 1 if len(keys) else 0)
+        start = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=start[1:])
+        return start, np.ascontiguousarray(np.argsort(keys, kind="stable") % max(t, 1), dtype=np.int64)
+
+    @cached_property
+    def vertex_triangles(self):
+        """(start (m + 1,), triangles (3 t,)) int64: the triangles with a corner at vertex v are
+        triangles[start[v] : start[v + 1]], ascending (one with two corners there twice)."""
+        corners = np.asarray(self.triangles, np.int64).ravel()
+        counts = np.bincount(corners, minlength=len(self.vertices))
+        start = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=start[1:])
+        return start, np.argsort(corners, kind="stable") // 3
 
     @cached_property
     def edge_topology(self):

@@ -119,6 +119,28 @@ static MeshCertificates certificates(const SoftsimMeshFrame *f, const SoftsimSti
     return cert;
 }
 
+/* Pose `pose` of lazy moving collider c (its substep's end pose, pose_index + 1, or its start pose, pose_index; start
+ * says which fields of the substep's row of the pose table address it). */
+static void lazy_pose_of(const SoftsimStillMesh *c, int64_t pose, int start, MeshLazyPose *p)
+{
+    const int64_t *a = c->poses + SOFTSIM_POSE_FIELDS * c->pose_index + (start ? 4 : 0);
+    uint8_t *flags = c->ready + (c->t + c->edge_count) * pose;
+    p->vertices = (const double *)(intptr_t)a[0];
+    p->face = (double *)(intptr_t)a[1];
+    p->vertex = (double *)(intptr_t)a[2];
+    p->edge = (double *)(intptr_t)a[3];
+    p->triangles = c->triangles;
+    p->side_edge = c->side_edge;
+    p->edge_start = c->edge_start;
+    p->edge_faces = c->edge_faces;
+    p->face_ready = flags;
+    p->edge_ready = flags + c->t;
+    p->vertex_ready = c->vertex_ready;
+    p->asked = c->asked;
+    p->missing = c->missing;
+    p->missing_count = c->missing_count;
+}
+
 /* MeshCollider.contact of a moving collider (no kept planes: every point measured, its side read at the start pose
  * where it may have crossed; _contact_rows with the travel): f->plane_d (n,) (inf beyond thickness + margin) and
  * f->plane_n (n, 3) ((0, 0, 1) there).
@@ -128,7 +150,8 @@ static MeshCertificates certificates(const SoftsimMeshFrame *f, const SoftsimSti
  * where none was found, and the limit thickness + margin), 2 reuses them for a point whose x has the same bits, of
  * the same collider and poses, when the recorded answer holds at the new limit: a point's plane depends on its own
  * x, x_prev (the same within the substep) and on the limit only through whether its nearest triangle lies within it
- * (found within the old limit and within the new one; or not found, and the new limit is no larger). 0: neither. */
+ * (found within the old limit and within the new one; or not found, and the new limit is no larger). 0: neither.
+ * Returns the points found, or -1 when a lazy collider's vertex normal was missing (needs[] = [its index, -1]). */
 static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c,
                               const double *x, const double *x_prev, double margin, int memo)
 {
@@ -169,12 +192,23 @@ static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFra
         }
     state[0] = 0;
     MeshCertificates side = {0}, cert = c->cert_tri ? certificates(f, c, &side) : side;
+    MeshLazyPose end_pose, start_pose;
+    if (c->lazy) {
+        lazy_pose_of(c, c->pose_index + 1, 0, &end_pose);
+        lazy_pose_of(c, c->pose_index, 1, &start_pose);
+    }
     int64_t found = k ? mesh_contact_rows_hinted(
         x, x_prev, points, k, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,
         c->face_entry, c->face_normals, c->vertex_normals, c->side_normals, c->start_vertices, c->start_face_grid,
         c->start_face_dims, c->start_face_cell_start, c->start_face_entry, c->start_face_normals,
         c->start_vertex_normals, c->start_side_normals, c->face_stamp, limits, f->m_row, f->m_d, f->m_normal,
-        f->m_dist, f->m_work_i, f->m_work_d, c->t, f->m_hint, c->cert_tri ? &cert : 0, side.tri ? &side : 0) : 0;
+        f->m_dist, f->m_work_i, f->m_work_d, c->t, f->m_hint, c->cert_tri ? &cert : 0, side.tri ? &side : 0,
+        c->lazy ? &end_pose : 0, c->lazy ? &start_pose : 0) : 0;
+    if (found < 0) { /* a vertex normal the binding computes: the substep runs again (status 3) */
+        f->needs[0] = c - f->meshes;
+        f->needs[1] = -1;
+        return -1;
+    }
     for (int64_t j = 0; j < found; ++j) {
         int64_t p = f->m_row[j];
         f->plane_d[p] = f->m_d[j];
@@ -807,6 +841,8 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
             int64_t found = moving_contact(plan, f, c, x, x_prev,
                                            own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN],
                                            mode ? 0 : memo);
+            if (found < 0)
+                return -1;
             if (mode)
                 motion_from_contact(plan, f, c, found);
         } else
@@ -948,5 +984,5 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
-_Static_assert(sizeof(SoftsimStillMesh) == 95 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimStillMesh) == 105 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
 _Static_assert(sizeof(SoftsimMeshFrame) == 48 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

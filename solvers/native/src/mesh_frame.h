@@ -93,6 +93,16 @@ typedef struct {
     /* a still collider's first guesses (n,): each point's nearest triangle when last measured, tested first by the
      * next query of the point (mesh_closest_drift's hint; -1: none) */
     int64_t *nearest_hint;
+    /* A moving collider whose normals are derived on first use (lazy 1; mesh_query.h MeshLazyPose): its pose table's
+     * face, vertex and side fields address each pose's face (t, 3), vertex (m, 3) and edge (edge_count, 3) normals;
+     * ready (poses + 1, t + edge_count) holds each pose's face and edge flags, vertex_ready (m,) and asked (m,) the
+     * vertices' (every pose's alike), missing (m,) and missing_count (1,) the vertex normals asked for before they were
+     * ready; side_edge (t, 3), edge_start (edge_count + 1,) and edge_faces (3 t,) the edge of each triangle side and
+     * the faces of each edge. lazy 0: the normals are the arrays themselves (the side field per triangle side). */
+    int64_t lazy, edge_count;
+    uint8_t *ready, *vertex_ready, *asked;
+    int64_t *missing, *missing_count;
+    const int64_t *side_edge, *edge_start, *edge_faces;
 } SoftsimStillMesh;
 
 #define SOFTSIM_POSE_FIELDS 8
@@ -104,7 +114,7 @@ typedef struct SoftsimMeshFrame {
     SoftsimStillMesh *meshes;
     /* settings: SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES */
     const double *settings;
-    int64_t *needs; /* (2,): [mesh, pairs] of the last status 3 */
+    int64_t *needs; /* (2,): [mesh, pairs] of the last status 3 (pairs -1: a lazy collider's vertex normals missing) */
     int64_t *stale, *out_row, *out_tri, *out_interior, *crossing; /* (n,) */
     double *out_bary, *out_q, *out_d;                            /* (n, 3), (n, 3), (n,) */
     int64_t *side_row, *side_tri, *side_interior;                /* (n,) */

@@ -26,12 +26,27 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
                                     face_normals, vertex_normals, side_normals, start_vertices, start_grid, start_dims,
                                     start_cell_start, start_entry, start_face_normals, start_vertex_normals,
                                     start_side_normals, stamp, limits, out_row, out_d, out_normal, out_dist, work_i,
-                                    work_d, 0, 0, 0, 0);
+                                    work_d, 0, 0, 0, 0, 0, 0);
+}
+
+/* The pseudo-normal of a point's nearest feature: from the arrays given, or of a lazy pose (a missing vertex normal
+ * reads as zeros: the call then reports it and its answers are not used). */
+static const double *feature_normal(MeshLazyPose *lazy, const int64_t *triangles, const double *face_normals,
+                                    const double *vertex_normals, const double *side_normals, int64_t tri,
+                                    const double *bary)
+{
+    static const double missing[3] = {0.0, 0.0, 0.0};
+    if (!lazy)
+        return mesh_feature_normal(triangles, face_normals, vertex_normals, side_normals, tri, bary);
+    const double *normal = mesh_lazy_feature_normal(lazy, tri, bary);
+    return normal ? normal : missing;
 }
 
 /* softsim_mesh_contact_rows with the first guesses hint (null, or one triangle index per point of x, t triangles) of
  * both its nearest-triangle queries (mesh_closest_drift) and the collider's certificates (null, or mesh_query.h's) of
- * the nearest triangles at x (cert) and at x_prev on the start pose (side_cert): the same answers, sooner. */
+ * the nearest triangles at x (cert) and at x_prev on the start pose (side_cert): the same answers, sooner. With the
+ * lazy poses (mesh_query.h MeshLazyPose; null: the normals arrays given) the normals are read through them, and -1
+ * says a vertex normal was missing. */
 int64_t mesh_contact_rows_hinted(
     const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
     const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
@@ -40,8 +55,9 @@ int64_t mesh_contact_rows_hinted(
     const double *start_face_normals, const double *start_vertex_normals, const double *start_side_normals,
     int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
     int64_t *work_i, double *work_d, int64_t t, int64_t *hint, const MeshCertificates *cert,
-    const MeshCertificates *side_cert)
+    const MeshCertificates *side_cert, MeshLazyPose *lazy_end, MeshLazyPose *lazy_start)
 {
+    int64_t missing_before = lazy_end ? *lazy_end->missing_count : 0;
     double thickness = limits[0], margin = limits[1], side_limit = limits[2], travel = limits[3], drift = limits[4];
     /* scratch (work_i (6 k), work_d (14 k)): the found points' triangles and interior flags, the crossing points,
      * then the start pose's answers for them (rows, triangles, interior flags); the found points' weights, closest
@@ -61,8 +77,8 @@ int64_t mesh_contact_rows_hinted(
         double r[3] = {xp[0] - qj[0], xp[1] - qj[1], xp[2] - qj[2]};
         double div = dist > 0.0 ? dist : 1.0;
         double away[3] = {r[0] / div, r[1] / div, r[2] / div};
-        double outward = dot_rows(away, mesh_feature_normal(triangles, face_normals, vertex_normals, side_normals, tri[j],
-                                                       bary + 3 * j));
+        double outward = dot_rows(away, feature_normal(lazy_end, triangles, face_normals, vertex_normals, side_normals,
+                                                       tri[j], bary + 3 * j));
         double moved[3] = {xp[0] - xq[0], xp[1] - xq[1], xp[2] - xq[2]};
         side[j] = outward < 0.0 ? -1.0 : 1.0;
         if (dist <= sqrt(dot_rows(moved, moved)) + travel) {
@@ -82,7 +98,7 @@ int64_t mesh_contact_rows_hinted(
                 ++j;
             const double *xq = x_prev + 3 * p, *qs = s_q + 3 * s;
             double r[3] = {xq[0] - qs[0], xq[1] - qs[1], xq[2] - qs[2]};
-            side[j] = dot_rows(r, mesh_feature_normal(triangles, start_face_normals, start_vertex_normals,
+            side[j] = dot_rows(r, feature_normal(lazy_start, triangles, start_face_normals, start_vertex_normals,
                                                  start_side_normals, s_tri[s], s_bary + 3 * s)) < 0.0 ? -1.0 : 1.0;
         }
     }
@@ -94,15 +110,17 @@ int64_t mesh_contact_rows_hinted(
         double r[3] = {xp[0] - qj[0], xp[1] - qj[1], xp[2] - qj[2]};
         double div = dist > 0.0 ? dist : 1.0;
         double away[3] = {r[0] / div, r[1] / div, r[2] / div};
-        double outward = dot_rows(away, mesh_feature_normal(triangles, face_normals, vertex_normals, side_normals, t,
-                                                       bary + 3 * j));
-        const double *fn = face_normals + 3 * t;
+        double outward = dot_rows(away, feature_normal(lazy_end, triangles, face_normals, vertex_normals, side_normals,
+                                                       t, bary + 3 * j));
+        const double *fn = lazy_end ? mesh_lazy_face(lazy_end, t) : face_normals + 3 * t;
         int use_face = interior[j] || dist <= 0.0 || outward * side[j] < 0.0;
         double *normal = out_normal + 3 * j;
         for (int a = 0; a < 3; ++a)
             normal[a] = use_face ? side[j] * fn[a] : away[a];
         out_d[j] = dot_rows(r, normal) - thickness;
     }
+    if (lazy_end && *lazy_end->missing_count > missing_before)
+        return -1;
     return found;
 }
 

@@ -29,7 +29,25 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
                            const int64_t *entry_tri, double limit, double drift, int64_t *stamp, int64_t *out_row,
                            int64_t *out_tri, double *out_bary, double *out_q, double *out_d, int64_t *out_interior,
                            int64_t t, int64_t *hint, const MeshCertificates *cert);
-/* softsim_mesh_contact_rows and softsim_mesh_motion with first guesses per point (mesh_moving.c). */
+/* One pose of a moving collider whose normals are derived on first use (mesh_frame.c; binding mesh_frame.py): the
+ * pose's vertices (m, 3) and arrays face (t, 3), edge (e, 3) (the pseudo-normal of each edge, where the per-triangle
+ * side normals hold side_edge's rows) and vertex (m, 3), each row valid where its ready flag (face_ready (t,),
+ * edge_ready (e,), vertex_ready (m,): the vertices' flags are shared by every pose of the frame) is 1. Face and edge normals are computed here when first asked (pose_normals'
+ * arithmetic, the same bits); a vertex's needs an arccos whose bits are NumPy's, so an unready one is listed in
+ * missing (once: asked marks every vertex asked for, ready or not, (m,)) for the binding to compute, and the asking
+ * call reports it. The edges' faces: edge_faces[edge_start[e] .. edge_start[e + 1]) in the order pose_normals sums
+ * them (corner k-major, then triangle). */
+typedef struct {
+    const double *vertices;
+    const int64_t *triangles, *side_edge, *edge_start, *edge_faces;
+    double *face, *edge, *vertex;
+    uint8_t *face_ready, *edge_ready, *vertex_ready, *asked;
+    int64_t *missing, *missing_count;
+} MeshLazyPose;
+
+/* softsim_mesh_contact_rows and softsim_mesh_motion with first guesses per point (mesh_moving.c). With lazy_end and
+ * lazy_start (a moving collider's poses whose normals are derived on first use, or null: the normals are the arrays
+ * given) it returns -1 when a vertex normal was missing (listed in lazy_end->missing). */
 int64_t mesh_contact_rows_hinted(
     const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
     const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
@@ -38,7 +56,7 @@ int64_t mesh_contact_rows_hinted(
     const double *start_face_normals, const double *start_vertex_normals, const double *start_side_normals,
     int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
     int64_t *work_i, double *work_d, int64_t t, int64_t *hint, const MeshCertificates *cert,
-    const MeshCertificates *side_cert);
+    const MeshCertificates *side_cert, MeshLazyPose *lazy_end, MeshLazyPose *lazy_start);
 void mesh_motion_hinted(const double *x, const int64_t *points, int64_t k, const int64_t *triangles,
                         const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start,
                         const int64_t *entry, const double *start_vertices, double limit, double drift, int64_t *stamp,
@@ -86,6 +104,89 @@ static inline const double *mesh_feature_normal(const int64_t *triangles, const 
         return vertex_normals + 3 * triangles[3 * tri + k];
     }
     return face_normals + 3 * tri;
+}
+
+/* MeshCollider.face_normals of triangle tri (its corners' rows of vertices) into f (3,): pose_normals' arithmetic
+ * (_cross's products and differences, the length by dot_rows, 1 where it is 0). */
+static inline void mesh_face_normal_of(const double *vertices, const int64_t *tri, double *f)
+{
+    const double *c0 = vertices + 3 * tri[0], *c1 = vertices + 3 * tri[1], *c2 = vertices + 3 * tri[2];
+    double u[3], w[3];
+    for (int a = 0; a < 3; ++a) {
+        u[a] = c1[a] - c0[a];
+        w[a] = c2[a] - c0[a];
+    }
+    double normal[3] = {u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]};
+    double length = sqrt(dot_rows(normal, normal));
+    double div = length > 0.0 ? length : 1.0;
+    for (int a = 0; a < 3; ++a)
+        f[a] = normal[a] / div;
+}
+
+/* The lazy pose's normal of triangle tri, computed on first use. */
+static inline const double *mesh_lazy_face(MeshLazyPose *p, int64_t tri)
+{
+    double *f = p->face + 3 * tri;
+    if (!p->face_ready[tri]) {
+        mesh_face_normal_of(p->vertices, p->triangles + 3 * tri, f);
+        p->face_ready[tri] = 1;
+    }
+    return f;
+}
+
+/* The lazy pose's pseudo-normal of edge e: its faces' normals summed from 0.0 in pose_normals' order, divided by
+ * max(|sum|, 1e-300). */
+static inline const double *mesh_lazy_edge(MeshLazyPose *p, int64_t e)
+{
+    double *out = p->edge + 3 * e;
+    if (!p->edge_ready[e]) {
+        double sum[3] = {0.0, 0.0, 0.0};
+        for (int64_t j = p->edge_start[e]; j < p->edge_start[e + 1]; ++j) {
+            const double *f = mesh_lazy_face(p, p->edge_faces[j]);
+            for (int a = 0; a < 3; ++a)
+                sum[a] += f[a];
+        }
+        double length = max2(sqrt(dot_rows(sum, sum)), 1e-300);
+        for (int a = 0; a < 3; ++a)
+            out[a] = sum[a] / length;
+        p->edge_ready[e] = 1;
+    }
+    return out;
+}
+
+/* The lazy pose's pseudo-normal of vertex v, or null when the binding has not computed it yet: listed in missing
+ * the first time (the binding computes it for every pose of the frame before the substep runs again). */
+static inline const double *mesh_lazy_vertex(MeshLazyPose *p, int64_t v)
+{
+    if (p->vertex_ready[v]) {
+        p->asked[v] = 1;
+        return p->vertex + 3 * v;
+    }
+    if (!p->asked[v]) {
+        p->asked[v] = 1;
+        p->missing[(*p->missing_count)++] = v;
+    }
+    return 0;
+}
+
+/* mesh_feature_normal of a lazy pose (null where a vertex normal is missing). */
+static inline const double *mesh_lazy_feature_normal(MeshLazyPose *p, int64_t tri, const double *bary)
+{
+    int zero[3] = {bary[0] <= 1e-12, bary[1] <= 1e-12, bary[2] <= 1e-12};
+    int count = zero[0] + zero[1] + zero[2];
+    if (count == 1) {
+        int k = zero[0] ? 0 : (zero[1] ? 1 : 2);
+        return mesh_lazy_edge(p, p->side_edge[3 * tri + k]);
+    }
+    if (count >= 2) {
+        int k = 0;
+        if (bary[1] > bary[k])
+            k = 1;
+        if (bary[2] > bary[k])
+            k = 2;
+        return mesh_lazy_vertex(p, p->triangles[3 * tri + k]);
+    }
+    return mesh_lazy_face(p, tri);
 }
 
 /* MeshCollider.motion at one point: the motion (pose - start) [m] of the point of triangle tri with weights bary,
