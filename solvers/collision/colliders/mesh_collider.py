@@ -123,8 +123,9 @@ class FramePoses:
     built in one pass: ``vertices`` (K + 1, m, 3), pose k bit for bit ``Collider.over``'s interpolation
     start + (k / K) (end - start); ``views`` the K + 1 arrays vertices[k], handed to the posed colliders (the end pose
     of substep k and the start pose of substep k + 1 are one array); their normals (``normals``: ``pose_normals``)
-    built on first use for every pose at once, read by the per-pose ``_pose_values`` and by the whole-frame call
-    (``native.mesh_frame``), which hands the C code addresses into them."""
+    built on first use for every pose at once, read by the per-pose ``_pose_values`` and, with
+    ``native.mesh_frame.LAZY_NORMALS`` False, by the whole-frame call, which hands the C code addresses into them (by
+    default it derives the normals it reads itself: ``mesh_frame._LazyNormals``)."""
 
     def __init__(self, start: np.ndarray, end: np.ndarray, substeps: int, buffers: PoseBuffers = None):
         self.start, self.end, self.substeps = start, end, substeps
