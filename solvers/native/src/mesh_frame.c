@@ -33,7 +33,8 @@
 #include "mesh_query.h"
 #include "sphere_faces.h"
 
-enum { SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES };
+enum { SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES,
+       CERTIFICATE_MARGIN };
 
 static SoftsimStillMesh *mesh_of_row(const SoftsimMeshFrame *f, int64_t row)
 {
@@ -109,7 +110,7 @@ static MeshCertificates certificates(const SoftsimMeshFrame *f, const SoftsimSti
     int64_t k = c->pose_index;
     measure_shift(c, k + 1);
     MeshCertificates cert = {c->cert_tri, c->cert_pose, c->cert_x, c->cert_lower, c->pose_shift, k + 1,
-                             f->settings[SEARCH_MARGIN], c->cert_counts};
+                             f->settings[CERTIFICATE_MARGIN], c->cert_counts};
     *side = cert;
     side->tri = c->start_vertices == pose_vertices(c, k) ? c->side_tri : 0;
     side->pose = c->side_pose;

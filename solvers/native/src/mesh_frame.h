@@ -112,7 +112,8 @@ typedef struct {
 typedef struct SoftsimMeshFrame {
     int64_t count;
     SoftsimStillMesh *meshes;
-    /* settings: SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES */
+    /* settings: SEARCH_MARGIN, SIDE_MARGIN, SKIN, KEPT_DRIFT, LINEAR_DRIFT, REFRESH_SHARE, MAX_ALLOWANCE, FACE_PASSES,
+     * CERTIFICATE_MARGIN */
     const double *settings;
     int64_t *needs; /* (2,): [mesh, pairs] of the last status 3 (pairs -1: a lazy collider's vertex normals missing) */
     int64_t *stale, *out_row, *out_tri, *out_interior, *crossing; /* (n,) */
