@@ -232,10 +232,9 @@ CERTIFICATE_MARGIN = 0.0125
 """[m] How far past a point's nearest triangle a moving collider's query looks, so that its certificate (mesh_query.h
 MeshCertificates) proves the same answer for the point's next queries until it and the collider's pose have moved
 that far together; a wider margin makes every query dearer. On the bench's boxes sliding under the cloth (engine, 24
-frames, two runs each): the level-6 box (49k triangles) 65-74 ms a frame at 0.05 m (``SEARCH_MARGIN``, its value
-before), 55 at 0.025, 46-54 at 0.0125, 51-57 at 0.005, two answers in three certified at 0.05 and 0.0125 alike;
-level 4 (3k) 15.2 at 0.05, 13.1 at 0.0125; the 12-triangle box 8.2-9.1 either way. The answers do not depend on
-it."""
+frames, two runs each): the level-6 box (49k triangles) 65-74 ms a frame at 0.05 m (``SEARCH_MARGIN``), 55 at
+0.025, 46-54 at 0.0125, 51-57 at 0.005, two answers in three certified at 0.05 and 0.0125 alike; level 4 (3k) 15.2
+at 0.05, 13.1 at 0.0125; the 12-triangle box 8.2-9.1 either way. The answers do not depend on it."""
 
 LAZY_NORMALS = True
 """Whether the whole-frame call derives a moving collider's normals on first use (``_LazyNormals``) rather than
