@@ -120,6 +120,15 @@ static MeshCertificates certificates(const SoftsimMeshFrame *f, const SoftsimSti
     return cert;
 }
 
+/* How much wider than its own distances moving collider c's grids (built on the frame's end pose, pose K of K
+ * substeps) are queried from pose j: its poses interpolate its start and end (Collider.over), so a vertex at pose j
+ * lies within (1 - j / K) times the travel of its place at the end, plus the interpolation's rounding that c->drift
+ * holds beyond the travel (mesh_frame.py DRIFT); c->drift at j = 0. */
+static double drift_at(const SoftsimClothPlan *plan, const SoftsimStillMesh *c, int64_t j)
+{
+    return c->drift - c->travel * ((double)j / (double)plan->substeps) * (1.0 - 1e-6);
+}
+
 /* Pose `pose` of lazy moving collider c (its substep's end pose, pose_index + 1, or its start pose, pose_index; start
  * says which fields of the substep's row of the pose table address it). */
 static void lazy_pose_of(const SoftsimStillMesh *c, int64_t pose, int start, MeshLazyPose *p)
@@ -157,7 +166,8 @@ static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFra
                               const double *x, const double *x_prev, double margin, int memo)
 {
     int64_t n = plan->n;
-    double limits[5] = {c->thickness, margin, c->thickness + f->settings[1], c->travel, c->drift};
+    double limits[5] = {c->thickness, margin, c->thickness + f->settings[1], c->travel,
+                        drift_at(plan, c, c->pose_index + 1)};
     double limit = c->thickness + margin;
     const int64_t *points = f->all_points;
     int64_t k = n;
@@ -204,7 +214,7 @@ static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFra
         c->start_face_dims, c->start_face_cell_start, c->start_face_entry, c->start_face_normals,
         c->start_vertex_normals, c->start_side_normals, c->face_stamp, limits, f->m_row, f->m_d, f->m_normal,
         f->m_dist, f->m_work_i, f->m_work_d, c->t, f->m_hint, c->cert_tri ? &cert : 0, side.tri ? &side : 0,
-        c->lazy ? &end_pose : 0, c->lazy ? &start_pose : 0) : 0;
+        c->lazy ? &end_pose : 0, c->lazy ? &start_pose : 0, drift_at(plan, c, c->pose_index)) : 0;
     if (found < 0) { /* a vertex normal the binding computes: the substep runs again (status 3) */
         f->needs[0] = c - f->meshes;
         f->needs[1] = -1;

@@ -26,7 +26,7 @@ SOFTSIM_API int64_t softsim_mesh_contact_rows(
                                     face_normals, vertex_normals, side_normals, start_vertices, start_grid, start_dims,
                                     start_cell_start, start_entry, start_face_normals, start_vertex_normals,
                                     start_side_normals, stamp, limits, out_row, out_d, out_normal, out_dist, work_i,
-                                    work_d, 0, 0, 0, 0, 0, 0);
+                                    work_d, 0, 0, 0, 0, 0, 0, limits[4]);
 }
 
 /* The pseudo-normal of a point's nearest feature: from the arrays given, or of a lazy pose (a missing vertex normal
@@ -46,7 +46,7 @@ static const double *feature_normal(MeshLazyPose *lazy, const int64_t *triangles
  * both its nearest-triangle queries (mesh_closest_drift) and the collider's certificates (null, or mesh_query.h's) of
  * the nearest triangles at x (cert) and at x_prev on the start pose (side_cert): the same answers, sooner. With the
  * lazy poses (mesh_query.h MeshLazyPose; null: the normals arrays given) the normals are read through them, and -1
- * says a vertex normal was missing. */
+ * says a vertex normal was missing. The start pose's query is widened by start_drift (limits[4] the end pose's). */
 int64_t mesh_contact_rows_hinted(
     const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
     const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
@@ -55,7 +55,7 @@ int64_t mesh_contact_rows_hinted(
     const double *start_face_normals, const double *start_vertex_normals, const double *start_side_normals,
     int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
     int64_t *work_i, double *work_d, int64_t t, int64_t *hint, const MeshCertificates *cert,
-    const MeshCertificates *side_cert, MeshLazyPose *lazy_end, MeshLazyPose *lazy_start)
+    const MeshCertificates *side_cert, MeshLazyPose *lazy_end, MeshLazyPose *lazy_start, double start_drift)
 {
     int64_t missing_before = lazy_end ? *lazy_end->missing_count : 0;
     double thickness = limits[0], margin = limits[1], side_limit = limits[2], travel = limits[3], drift = limits[4];
@@ -88,7 +88,7 @@ int64_t mesh_contact_rows_hinted(
     }
     if (crossings) {
         int64_t got = mesh_closest_drift(x_prev, crossing, crossings, start_vertices, triangles, start_grid,
-                                         start_dims, start_cell_start, start_entry, side_limit, drift, stamp,
+                                         start_dims, start_cell_start, start_entry, side_limit, start_drift, stamp,
                                          side_row, s_tri, s_bary, s_q, side_d, s_interior, t, hint, side_cert);
         /* the found rows are a subsequence of the crossing ones, which are a subsequence of the found rows */
         int64_t j = 0;

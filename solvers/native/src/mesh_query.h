@@ -47,7 +47,8 @@ typedef struct {
 
 /* softsim_mesh_contact_rows and softsim_mesh_motion with first guesses per point (mesh_moving.c). With lazy_end and
  * lazy_start (a moving collider's poses whose normals are derived on first use, or null: the normals are the arrays
- * given) it returns -1 when a vertex normal was missing (listed in lazy_end->missing). */
+ * given) it returns -1 when a vertex normal was missing (listed in lazy_end->missing); the start pose's grid is
+ * queried start_drift wider (limits[4]: the end pose's). */
 int64_t mesh_contact_rows_hinted(
     const double *x, const double *x_prev, const int64_t *points, int64_t k, const int64_t *triangles,
     const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start, const int64_t *entry,
@@ -56,7 +57,7 @@ int64_t mesh_contact_rows_hinted(
     const double *start_face_normals, const double *start_vertex_normals, const double *start_side_normals,
     int64_t *stamp, const double *limits, int64_t *out_row, double *out_d, double *out_normal, double *out_dist,
     int64_t *work_i, double *work_d, int64_t t, int64_t *hint, const MeshCertificates *cert,
-    const MeshCertificates *side_cert, MeshLazyPose *lazy_end, MeshLazyPose *lazy_start);
+    const MeshCertificates *side_cert, MeshLazyPose *lazy_end, MeshLazyPose *lazy_start, double start_drift);
 void mesh_motion_hinted(const double *x, const int64_t *points, int64_t k, const int64_t *triangles,
                         const double *vertices, const double *grid, const int64_t *dims, const int64_t *cell_start,
                         const int64_t *entry, const double *start_vertices, double limit, double drift, int64_t *stamp,
