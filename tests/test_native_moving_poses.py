@@ -13,7 +13,7 @@ from solvers.builder import ico_sphere
 from solvers.collision.colliders import mesh_collider
 from solvers.collision.colliders.mesh_collider import FramePoses, pose_normals
 from solvers.collision.colliders.shapes import Collider
-from test_native_mesh_moving import _bake, _rotated, _scene
+from test_native_mesh_moving import _bake, _rotated, _scene, box_mesh
 
 
 def _bits(a):
@@ -303,6 +303,40 @@ def test_lazy_normals_bake_as_every_normal_up_front(monkeypatch):
         upfront, _ = _bake(read, 13, 2.2, 1.0, 8)
         monkeypatch.setattr(mesh_frame, "LAZY_NORMALS", True)
         assert _same(lazy.x, upfront.x) and _same(lazy.v, upfront.v), kind
+
+
+def test_native_sharp_edges_equal_numpys():
+    """``sharp_edges`` with the native library (``pose_kernels.flat_edges``) finds the NumPy test's edges: random soups
+    with degenerate triangles and knife edges, a jittered ico sphere at angle thresholds its own dihedral angles sit on,
+    and the bench's level-6 box; bad input refused with ValueError."""
+    from solvers.collision.broad_phase.mesh_broad_phase import edge_topology, sharp_edges
+    from solvers.native.pose_kernels import flat_edges
+
+    library = native_library()
+    rng = np.random.default_rng(5)
+    meshes = [box_mesh(6)]
+    for seed in range(3):
+        vertices, triangles = _mesh(seed)
+        meshes.append((vertices, triangles))
+        folded = np.concatenate([triangles, triangles[:, ::-1]])  # every edge also a knife edge
+        meshes.append((vertices, folded))
+        flat = vertices.copy()
+        flat[rng.integers(0, len(flat), 5)] = flat[0]  # degenerate triangles (zero normals)
+        meshes.append((flat, triangles))
+    vertices, triangles = ico_sphere(2)
+    meshes.append((vertices + rng.normal(scale=1e-3, size=vertices.shape), triangles))
+    for vertices, triangles in meshes:
+        vertices = np.ascontiguousarray(vertices, np.float64)
+        topology = edge_topology(len(vertices), triangles)
+        for angle in (0.0, 10.0, 20.0, 45.0, 179.0):
+            want = sharp_edges(vertices, triangles, angle, topology=topology)
+            got = sharp_edges(vertices, triangles, angle, topology=topology, library=library)
+            assert np.array_equal(want, got)
+    _, pair, one, other = topology
+    with pytest.raises(ValueError):
+        flat_edges(library, vertices, triangles, one + len(triangles), other, 0.5)
+    with pytest.raises(ValueError):
+        flat_edges(library, vertices.astype(np.float32), triangles, one, other, 0.5)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # 1e150: squares overflow, NaN cosines (equal bits too)

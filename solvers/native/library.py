@@ -105,6 +105,8 @@ SIGNATURES = {
     # A moving mesh collider's pose normals (src/pose_normals.c, pose_kernels.PoseNormals).
     "softsim_pose_cosines": (None, (_P, _I, _I, _P, _I, _P, _P)),
     "softsim_pose_sums": (None, (_I, _I, _I, _P, _P, _I, _P, _P, _P, _P, _P)),
+    # A collider's edges that are not sharp (src/pose_normals.c, pose_kernels.flat_edges).
+    "softsim_flat_edges": (None, (_P, _P, _I, _P, _P, _I, _D, _P, _P)),
     # Cloth self-collision's per-call kernels (src/self_response.c, self_kernels.SelfCallKernels).
     "softsim_self_boxes": (None, (_P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P)),
     "softsim_self_list_check": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _P, _P, _I, _I, _P)),

@@ -59,4 +59,22 @@ class PoseNormals:
         return face, vertex, side
 
 
-__all__ = ["PoseNormals"]
+def flat_edges(library, vertices: np.ndarray, triangles: np.ndarray, one: np.ndarray, other: np.ndarray,
+               cos_min: float) -> np.ndarray:
+    """``mesh_broad_phase.sharp_edges``' test in C (``softsim_flat_edges``, the same bits): for the p edges with two
+    triangles one (p,), other (p,) of triangles (t, 3) over vertices (m, 3) [m] float64 C-contiguous, whether the two
+    unit normals' dot product is at least cos_min; (p,) bool. ValueError for arrays the kernel cannot take."""
+    vertices = checked("vertices", vertices, F64, (None, 3))
+    triangles = checked_indices("triangles", triangles, len(vertices), (None, 3))
+    t = len(triangles)
+    one = checked_indices("first triangles", one, max(t, 1), (None,))
+    other = checked_indices("second triangles", other, max(t, 1), (len(one),))
+    if len(one) and not t:
+        raise ValueError("edges: the mesh has no triangles")
+    flat, normal = np.zeros(len(one), np.uint8), np.empty((t, 3))
+    library.softsim_flat_edges(pointer(vertices), pointer(triangles), t, pointer(one), pointer(other), len(one),
+                               float(cos_min), pointer(normal), pointer(flat))
+    return flat.astype(bool)
+
+
+__all__ = ["PoseNormals", "flat_edges"]

@@ -69,22 +69,31 @@ def edge_topology(vertex_count: int, triangles, halves=None) -> tuple:
     return edges, pair, owner[order[first[pair]]], owner[order[first[pair] + 1]]
 
 
-def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE, topology=None) -> np.ndarray:
+def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE, topology=None, library=None) -> np.ndarray:
     """The edges (e, 2) of a triangle mesh that can press into a body's face: borders (one triangle), non-manifold
     edges (more than two), and edges whose two triangles' normals differ by more than min_angle [degrees]. An edge
     between two nearly coplanar triangles stays within thickness of both (a 20 cm face of a body bent over a 10 degree
     edge sags 9 mm into it), so the vertex-face contacts cover it; a subdivided box keeps only its 12 edges' pieces.
-    topology: ``edge_topology`` of these triangles, if known (a moving collider's, found once)."""
+    topology: ``edge_topology`` of these triangles, if known (a moving collider's, found once); library: the native
+    library, which then tests the edges (``native.pose_kernels.flat_edges``, the same answer; a moving collider's
+    sharp edges are found anew every frame)."""
     triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
     if len(triangles) == 0:
         return np.zeros((0, 2), np.int64)
+    edges, pair, one, other = edge_topology(len(vertices), triangles) if topology is None else topology
+    cos_min = np.cos(np.radians(min_angle))
+    flat = np.zeros(len(edges), bool)
+    if library is not None:
+        from ...native.pose_kernels import flat_edges
+
+        flat[pair] = flat_edges(library, np.ascontiguousarray(vertices, np.float64), np.ascontiguousarray(triangles),
+                                one, other, cos_min)
+        return edges[~flat]
     corners = vertices[triangles]
     normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
     normal /= np.maximum(np.sqrt(_dot(normal, normal)), 1e-300)[:, None]
-    edges, pair, one, other = edge_topology(len(vertices), triangles) if topology is None else topology
     n1, n2 = normal[one], normal[other]
-    flat = np.zeros(len(edges), bool)
-    flat[pair] = _dot(n1, n2) >= np.cos(np.radians(min_angle))  # a knife edge (opposite normals) is the sharpest
+    flat[pair] = _dot(n1, n2) >= cos_min  # a knife edge (opposite normals) is the sharpest
     return edges[~flat]
 
 
@@ -374,7 +383,8 @@ class _Shared:
         """(s, 2): the sharp edges (``sharp_edges``), as the mesh has them."""
         if len(self.triangles) == 0:
             return sharp_edges(self.vertices, self.triangles)
-        return sharp_edges(self.vertices, self.triangles, topology=self.edge_topology)
+        return sharp_edges(self.vertices, self.triangles, topology=self.edge_topology,
+                           library=getattr(self.native, "library", None))
 
     @cached_property
     def edges(self):

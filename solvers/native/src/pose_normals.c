@@ -86,3 +86,28 @@ SOFTSIM_API void softsim_pose_sums(int64_t poses, int64_t m, int64_t t, const in
                     sp[9 * i + 3 * k + d] = ep[3 * side_edge[3 * i + k] + d];
     }
 }
+
+/* sharp_edges' flat test: the normals as its _cross, then the division by max(sqrt(_dot), 1e-300) (dot_rows), and
+ * _dot(n1, n2) >= cos_min (dot_rows; NaN is not flat). */
+SOFTSIM_API void softsim_flat_edges(const double *vertices, const int64_t *triangles, int64_t t, const int64_t *one,
+                                    const int64_t *other, int64_t p, double cos_min, double *normal, uint8_t *flat)
+{
+    for (int64_t i = 0; i < t; ++i) {
+        const int64_t *tri = triangles + 3 * i;
+        const double *c0 = vertices + 3 * tri[0], *c1 = vertices + 3 * tri[1], *c2 = vertices + 3 * tri[2];
+        double u[3], w[3];
+        for (int a = 0; a < 3; ++a) {
+            u[a] = c1[a] - c0[a];
+            w[a] = c2[a] - c0[a];
+        }
+        double *n = normal + 3 * i;
+        n[0] = u[1] * w[2] - u[2] * w[1];
+        n[1] = u[2] * w[0] - u[0] * w[2];
+        n[2] = u[0] * w[1] - u[1] * w[0];
+        double length = max2(sqrt(dot_rows(n, n)), 1e-300);
+        for (int a = 0; a < 3; ++a)
+            n[a] /= length;
+    }
+    for (int64_t k = 0; k < p; ++k)
+        flat[k] = dot_rows(normal + 3 * one[k], normal + 3 * other[k]) >= cos_min;
+}

@@ -349,6 +349,13 @@ SOFTSIM_API void softsim_pose_sums(int64_t poses, int64_t m, int64_t t, const in
                                    const int64_t *side_edge, int64_t e, const double *face, const double *angle,
                                    double *vertex, double *edge, double *side);
 
+/* Which edges of a mesh are not sharp (pose_normals.c; pose_kernels.flat_edges), the twin of mesh_broad_phase.py
+ * sharp_edges' test: the unit normals of the triangles (t, 3) within [0, m) of vertices (m, 3) into normal (t, 3),
+ * then for each of the p edges with two triangles one[k], other[k] (within [0, t)) flat[k] = 1 where the two normals'
+ * dot product is at least cos_min, else 0. */
+SOFTSIM_API void softsim_flat_edges(const double *vertices, const int64_t *triangles, int64_t t, const int64_t *one,
+                                    const int64_t *other, int64_t p, double cos_min, double *normal, uint8_t *flat);
+
 /* A mesh collider's face pairs (mesh_collider.c): its corners within reach of body triangles and its sharp edges
  * within reach of body edges, with exact distances, sorted by body element then feature; grids of the corners (as
  * triangles (c, c, c)) and sharp edges (as (a, b, b)) from softsim_mesh_grid_build. Return the pair count (only
