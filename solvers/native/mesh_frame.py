@@ -307,8 +307,11 @@ class _LazyNormals:
         self.computed += len(wanted)
 
     def compute_missing(self) -> None:
-        """``compute`` the vertices the C code asked for and found missing."""
+        """``compute`` the vertices the C code asked for and found missing (it lists each once: none listed would run
+        the substep again to the same end)."""
         count = int(self.missing_count[0])
+        if count == 0:
+            raise RuntimeError("lazy normals: the C code found vertex normals missing and listed none")
         self.compute(self.missing[:count])
         self.missing_count[0] = 0
 

@@ -149,6 +149,7 @@ static void lazy_pose_of(const SoftsimStillMesh *c, int64_t pose, int start, Mes
     p->asked = c->asked;
     p->missing = c->missing;
     p->missing_count = c->missing_count;
+    p->misses = 0;
 }
 
 /* MeshCollider.contact of a moving collider (no kept planes: every point measured, its side read at the start pose

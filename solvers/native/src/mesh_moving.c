@@ -57,7 +57,6 @@ int64_t mesh_contact_rows_hinted(
     int64_t *work_i, double *work_d, int64_t t, int64_t *hint, const MeshCertificates *cert,
     const MeshCertificates *side_cert, MeshLazyPose *lazy_end, MeshLazyPose *lazy_start, double start_drift)
 {
-    int64_t missing_before = lazy_end ? *lazy_end->missing_count : 0;
     double thickness = limits[0], margin = limits[1], side_limit = limits[2], travel = limits[3], drift = limits[4];
     /* scratch (work_i (6 k), work_d (14 k)): the found points' triangles and interior flags, the crossing points,
      * then the start pose's answers for them (rows, triangles, interior flags); the found points' weights, closest
@@ -119,7 +118,7 @@ int64_t mesh_contact_rows_hinted(
             normal[a] = use_face ? side[j] * fn[a] : away[a];
         out_d[j] = dot_rows(r, normal) - thickness;
     }
-    if (lazy_end && *lazy_end->missing_count > missing_before)
+    if ((lazy_end && lazy_end->misses) || (lazy_start && lazy_start->misses))
         return -1;
     return found;
 }

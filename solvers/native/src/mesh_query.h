@@ -43,6 +43,7 @@ typedef struct {
     double *face, *edge, *vertex;
     uint8_t *face_ready, *edge_ready, *vertex_ready, *asked;
     int64_t *missing, *missing_count;
+    int64_t misses; /* vertex normals asked for and not ready, this pose's reads since it was set up */
 } MeshLazyPose;
 
 /* softsim_mesh_contact_rows and softsim_mesh_motion with first guesses per point (mesh_moving.c). With lazy_end and
@@ -167,6 +168,7 @@ static inline const double *mesh_lazy_vertex(MeshLazyPose *p, int64_t v)
         p->asked[v] = 1;
         p->missing[(*p->missing_count)++] = v;
     }
+    ++p->misses;
     return 0;
 }
 
