@@ -9,7 +9,7 @@ from native_helpers import assert_same, native_library
 from solvers import GroundPlane, MeshCollider, SolverConfig, State, advance_frame, build_model, make_solver
 from solvers.builder import grid_cloth, ico_sphere
 from solvers.collision.colliders.shapes import frame_colliders
-from solvers.native.mesh_kernels import MAX_CELLS, MeshClosest, grid_shape
+from solvers.native.mesh_kernels import MAX_CELLS, MeshClosest, grid_shape, grid_shape_of
 from solvers.native.selftest import mesh_closest
 from test_mesh_collider import box
 
@@ -126,6 +126,12 @@ def test_grid_shape_is_the_triangles_boxes_median_side():
         h *= 2.0
     assert np.array_equal(grid, np.concatenate([low, [h], high]))
     assert np.array_equal(dims, np.floor((high - low) / h).astype(np.int64) + 1)
+    # from the vertices and triangles, one coordinate at a time: the same numbers, finer or not
+    vertices = corners.reshape(-1, 3)
+    triangles = np.arange(len(vertices)).reshape(-1, 3)[rng.permutation(len(corners))]
+    for finer in (1.0, 4.0):
+        want, got = grid_shape(vertices[triangles], finer), grid_shape_of(vertices, triangles, finer)
+        assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
 
 
 def test_library_self_test_runs_the_query(library):
