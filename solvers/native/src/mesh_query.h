@@ -85,27 +85,42 @@ static inline double mesh_box_distance2(const double *P, const double *lo, const
     return s;
 }
 
-/* MeshCollider.pseudo_normals for one point: the face's normal inside, an edge's pseudo-normal when one weight is
- * 0 (to 1e-12; the first such side), a vertex's when two are (the corner of the largest weight, the first of equals). */
-static inline const double *mesh_feature_normal(const int64_t *triangles, const double *face_normals,
-                                                const double *vertex_normals, const double *side_normals, int64_t tri,
-                                                const double *bary)
+/* Which feature of its triangle MeshCollider.pseudo_normals takes for a point with weights bary: 0 the face (inside),
+ * 1 the side opposite corner *k when one weight is 0 (to 1e-12; the first such side), 2 corner *k when two are (the
+ * corner of the largest weight, the first of equals). */
+static inline int mesh_feature_of(const double *bary, int *k)
 {
     int zero[3] = {bary[0] <= 1e-12, bary[1] <= 1e-12, bary[2] <= 1e-12};
     int count = zero[0] + zero[1] + zero[2];
     if (count == 1) {
-        int k = zero[0] ? 0 : (zero[1] ? 1 : 2);
-        return side_normals + 9 * tri + 3 * k;
+        *k = zero[0] ? 0 : (zero[1] ? 1 : 2);
+        return 1;
     }
     if (count >= 2) {
-        int k = 0;
-        if (bary[1] > bary[k])
-            k = 1;
-        if (bary[2] > bary[k])
-            k = 2;
-        return vertex_normals + 3 * triangles[3 * tri + k];
+        *k = 0;
+        if (bary[1] > bary[*k])
+            *k = 1;
+        if (bary[2] > bary[*k])
+            *k = 2;
+        return 2;
     }
-    return face_normals + 3 * tri;
+    return 0;
+}
+
+/* MeshCollider.pseudo_normals for one point: the normal of its feature (mesh_feature_of). */
+static inline const double *mesh_feature_normal(const int64_t *triangles, const double *face_normals,
+                                                const double *vertex_normals, const double *side_normals, int64_t tri,
+                                                const double *bary)
+{
+    int k = 0;
+    switch (mesh_feature_of(bary, &k)) {
+    case 1:
+        return side_normals + 9 * tri + 3 * k;
+    case 2:
+        return vertex_normals + 3 * triangles[3 * tri + k];
+    default:
+        return face_normals + 3 * tri;
+    }
 }
 
 /* MeshCollider.face_normals of triangle tri (its corners' rows of vertices) into f (3,): pose_normals' arithmetic
@@ -175,21 +190,15 @@ static inline const double *mesh_lazy_vertex(MeshLazyPose *p, int64_t v)
 /* mesh_feature_normal of a lazy pose (null where a vertex normal is missing). */
 static inline const double *mesh_lazy_feature_normal(MeshLazyPose *p, int64_t tri, const double *bary)
 {
-    int zero[3] = {bary[0] <= 1e-12, bary[1] <= 1e-12, bary[2] <= 1e-12};
-    int count = zero[0] + zero[1] + zero[2];
-    if (count == 1) {
-        int k = zero[0] ? 0 : (zero[1] ? 1 : 2);
+    int k = 0;
+    switch (mesh_feature_of(bary, &k)) {
+    case 1:
         return mesh_lazy_edge(p, p->side_edge[3 * tri + k]);
-    }
-    if (count >= 2) {
-        int k = 0;
-        if (bary[1] > bary[k])
-            k = 1;
-        if (bary[2] > bary[k])
-            k = 2;
+    case 2:
         return mesh_lazy_vertex(p, p->triangles[3 * tri + k]);
+    default:
+        return mesh_lazy_face(p, tri);
     }
-    return mesh_lazy_face(p, tri);
 }
 
 /* MeshCollider.motion at one point: the motion (pose - start) [m] of the point of triangle tri with weights bary,
