@@ -495,8 +495,8 @@ class MeshFrame:
 
     def _fill_moving(self, s, row, collider, native, mine, posed) -> None:
         """The struct of a moving collider: its topology, thickness, friction, travel, corners, sharp edges and
-        pieces, its grids (triangles, corners, sharp edges) built on its own pose (the frame's end) and queried DRIFT
-        wider, and per substep the addresses of its poses (mesh_frame.h): the end pose and the start pose of each
+        pieces, its grids (the triangles' halfway between its start and end poses, the corners' and sharp edges' on
+        its own pose, the frame's end) queried DRIFT wider, and per substep the addresses of its poses (mesh_frame.h): the end pose and the start pose of each
         substep's posed collider (``posed[k][row]``, whose vertices and normals the per-substep path reads) with their
         normals (``MeshCollider._normals_at_pose``). Every array is checked here; the arrays are kept alive with the
         buffers until the next prepare."""
@@ -556,9 +556,12 @@ class MeshFrame:
                 keep += [vertices, face, vertex, side]
             poses[k] = fields
         # Every pose of the frame interpolates the frame's start and end (``Collider.over``): a vertex lies within
-        # the travel of its place at the end, to round-off (DRIFT's margins).
+        # the travel of its place at the end, to round-off (DRIFT's margins), and within half of it of its place
+        # halfway, where the triangles' grid is built (the C code widens its queries by drift_at).
         vertices = collider.vertices
-        grids = [native.faces.grid_for(vertices, MOVING_FINER)]  # checks vertices (float64, (m, 3), finite)
+        start = collider.start.vertices
+        halfway = start + 0.5 * (vertices - start)
+        grids = [native.faces.grid_for(halfway, MOVING_FINER)]  # checks it (float64, (m, 3), finite)
         for kind in (native.corners, native.sharp):
             grids.append(kind.grid_for(vertices) if len(kind.elements) else None)
         if getattr(mine, "planes", None) is None:  # a moving collider keeps no planes: zeros the C code never reads

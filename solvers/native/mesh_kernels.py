@@ -27,12 +27,13 @@ cells, not the finest grid the extent allows, which every query would walk cell 
 CELLS_PER_AXIS = 128
 """A grid's cells are at least the collider's longest extent over this."""
 MOVING_FINER = 4.0
-"""A moving collider's triangle grid (built once per frame on its end pose, ``mesh_frame.MeshFrame._fill_moving``)
-has cells up to this many times finer than the median triangle, not finer than its longest extent over
-FINE_CELLS_PER_AXIS (and within the CELLS_PER_ELEMENT and MAX_CELLS bounds): a few large triangles (a 12-triangle
-box: 4 cells) would each be tested by every point that asks, every substep; finer cells keep a point over the box's
-top from testing its sides (4% of the sliding box drape's frame call). A finely cut collider keeps its cells (they
-are already about a triangle across: finer made a 12k-triangle one slower). The answers do not depend on the grid."""
+"""A moving collider's triangle grid (built once per frame halfway between its start and end poses,
+``mesh_frame.MeshFrame._fill_moving``) has cells up to this many times finer than the median triangle, not finer
+than its longest extent over FINE_CELLS_PER_AXIS (and within the CELLS_PER_ELEMENT and MAX_CELLS bounds): a few large
+triangles (a 12-triangle box: 4 cells) would each be tested by every point that asks, every substep; finer cells keep
+a point over the box's top from testing its sides (4% of the sliding box drape's frame call). A finely cut collider
+keeps its cells (they are already about a triangle across: finer made a 12k-triangle one slower). The answers do not
+depend on the grid."""
 FINE_CELLS_PER_AXIS = 32
 """A finer grid's (``grid_shape``'s finer > 1) cells are at least the longest extent over this."""
 

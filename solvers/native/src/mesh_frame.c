@@ -120,13 +120,14 @@ static MeshCertificates certificates(const SoftsimMeshFrame *f, const SoftsimSti
     return cert;
 }
 
-/* How much wider than its own distances moving collider c's grids (built on the frame's end pose, pose K of K
- * substeps) are queried from pose j: its poses interpolate its start and end (Collider.over), so a vertex at pose j
- * lies within (1 - j / K) times the travel of its place at the end, plus the interpolation's rounding that c->drift
- * holds beyond the travel (mesh_frame.py DRIFT); c->drift at j = 0. */
+/* How much wider than its own distances moving collider c's triangle grid (built halfway between the frame's start
+ * and end poses, poses 0 and K of K substeps) is queried from pose j: its poses interpolate its start and end
+ * (Collider.over), so a vertex at pose j lies within |j / K - 1/2| times the travel of its place halfway, plus the
+ * interpolations' rounding that c->drift holds beyond the travel (mesh_frame.py DRIFT). */
 static double drift_at(const SoftsimClothPlan *plan, const SoftsimStillMesh *c, int64_t j)
 {
-    return c->drift - c->travel * ((double)j / (double)plan->substeps) * (1.0 - 1e-6);
+    double K = (double)plan->substeps, off = fabs(2.0 * (double)j - K) / (2.0 * K);
+    return c->drift - c->travel * (1.0 - off) * (1.0 - 1e-6);
 }
 
 /* Pose `pose` of lazy moving collider c (its substep's end pose, pose_index + 1, or its start pose, pose_index; start
