@@ -32,10 +32,10 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
 /* One pose of a moving collider whose normals are derived on first use (mesh_frame.c; binding mesh_frame.py): the
  * pose's vertices (m, 3) and arrays face (t, 3), edge (e, 3) (the pseudo-normal of each edge, where the per-triangle
  * side normals hold side_edge's rows) and vertex (m, 3), each row valid where its ready flag (face_ready (t,),
- * edge_ready (e,), vertex_ready (m,): the vertices' flags are shared by every pose of the frame) is 1. Face and edge normals are computed here when first asked (pose_normals'
- * arithmetic, the same bits); a vertex's needs an arccos whose bits are NumPy's, so an unready one is listed in
- * missing (once: asked marks every vertex asked for, ready or not, (m,)) for the binding to compute, and the asking
- * call reports it. The edges' faces: edge_faces[edge_start[e] .. edge_start[e + 1]) in the order pose_normals sums
+ * edge_ready (e,), vertex_ready (m,): the vertices' flags are shared by every pose of the frame) is 1. Face and edge
+ * normals are computed here when first asked (pose_normals' arithmetic, the same bits); a vertex's needs an arccos
+ * whose bits are NumPy's, so an unready one is listed in missing (once: asked marks every vertex asked for, ready or
+ * not, (m,)) for the binding to compute, and the asking call reports it. The edges' faces: edge_faces[edge_start[e] .. edge_start[e + 1]) in the order pose_normals sums
  * them (corner k-major, then triangle). */
 typedef struct {
     const double *vertices;
@@ -123,9 +123,9 @@ static inline const double *mesh_feature_normal(const int64_t *triangles, const 
     }
 }
 
-/* MeshCollider.face_normals of triangle tri (its corners' rows of vertices) into f (3,): pose_normals' arithmetic
- * (_cross's products and differences, the length by dot_rows, 1 where it is 0). */
-static inline void mesh_face_normal_of(const double *vertices, const int64_t *tri, double *f)
+/* _cross(c1 - c0, c2 - c0) of triangle tri (its corners' rows c0, c1, c2 of vertices) into n (3,): its normal
+ * before the length is divided out. */
+static inline void mesh_triangle_cross(const double *vertices, const int64_t *tri, double *n)
 {
     const double *c0 = vertices + 3 * tri[0], *c1 = vertices + 3 * tri[1], *c2 = vertices + 3 * tri[2];
     double u[3], w[3];
@@ -133,7 +133,17 @@ static inline void mesh_face_normal_of(const double *vertices, const int64_t *tr
         u[a] = c1[a] - c0[a];
         w[a] = c2[a] - c0[a];
     }
-    double normal[3] = {u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]};
+    n[0] = u[1] * w[2] - u[2] * w[1];
+    n[1] = u[2] * w[0] - u[0] * w[2];
+    n[2] = u[0] * w[1] - u[1] * w[0];
+}
+
+/* MeshCollider.face_normals of triangle tri into f (3,): pose_normals' arithmetic (mesh_triangle_cross, the length
+ * by dot_rows, 1 where it is 0). */
+static inline void mesh_face_normal_of(const double *vertices, const int64_t *tri, double *f)
+{
+    double normal[3];
+    mesh_triangle_cross(vertices, tri, normal);
     double length = sqrt(dot_rows(normal, normal));
     double div = length > 0.0 ? length : 1.0;
     for (int a = 0; a < 3; ++a)

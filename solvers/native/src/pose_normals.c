@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "contact_common.h"
+#include "mesh_query.h"
 #include "softsim_native.h"
 
 SOFTSIM_API void softsim_pose_cosines(const double *vertices, int64_t poses, int64_t m, const int64_t *triangles,
@@ -22,17 +23,8 @@ SOFTSIM_API void softsim_pose_cosines(const double *vertices, int64_t poses, int
         for (int64_t i = 0; i < t; ++i) {
             const int64_t *tri = triangles + 3 * i;
             const double *c[3] = {v + 3 * tri[0], v + 3 * tri[1], v + 3 * tri[2]};
-            double u[3], w[3], side[3][3], square[3];
-            for (int a = 0; a < 3; ++a) {
-                u[a] = c[1][a] - c[0][a];
-                w[a] = c[2][a] - c[0][a];
-            }
-            double normal[3] = {u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]};
-            double length = sqrt(dot_rows(normal, normal));
-            double div = length > 0.0 ? length : 1.0;
-            double *f = face + 3 * (t * p + i);
-            for (int a = 0; a < 3; ++a)
-                f[a] = normal[a] / div;
+            double side[3][3], square[3];
+            mesh_face_normal_of(v, tri, face + 3 * (t * p + i));
             for (int k = 0; k < 3; ++k) {
                 for (int a = 0; a < 3; ++a)
                     side[k][a] = c[(k + 1) % 3][a] - c[k][a];
@@ -87,23 +79,14 @@ SOFTSIM_API void softsim_pose_sums(int64_t poses, int64_t m, int64_t t, const in
     }
 }
 
-/* sharp_edges' flat test: the normals as its _cross, then the division by max(sqrt(_dot), 1e-300) (dot_rows), and
+/* sharp_edges' flat test: the normals as its _cross (mesh_triangle_cross), then the division by max(sqrt(_dot), 1e-300) (dot_rows), and
  * _dot(n1, n2) >= cos_min (dot_rows; NaN is not flat). */
 SOFTSIM_API void softsim_flat_edges(const double *vertices, const int64_t *triangles, int64_t t, const int64_t *one,
                                     const int64_t *other, int64_t p, double cos_min, double *normal, uint8_t *flat)
 {
     for (int64_t i = 0; i < t; ++i) {
-        const int64_t *tri = triangles + 3 * i;
-        const double *c0 = vertices + 3 * tri[0], *c1 = vertices + 3 * tri[1], *c2 = vertices + 3 * tri[2];
-        double u[3], w[3];
-        for (int a = 0; a < 3; ++a) {
-            u[a] = c1[a] - c0[a];
-            w[a] = c2[a] - c0[a];
-        }
         double *n = normal + 3 * i;
-        n[0] = u[1] * w[2] - u[2] * w[1];
-        n[1] = u[2] * w[0] - u[0] * w[2];
-        n[2] = u[0] * w[1] - u[1] * w[0];
+        mesh_triangle_cross(vertices, triangles + 3 * i, n);
         double length = max2(sqrt(dot_rows(n, n)), 1e-300);
         for (int a = 0; a < 3; ++a)
             n[a] /= length;
