@@ -290,15 +290,14 @@ class _LazyNormals:
     def compute(self, vertices) -> None:
         """The pseudo-normals of ``vertices`` (ids) at every pose of the frame, marked ready: ``pose_normals`` of the
         triangles around them, numbered anew (each vertex's terms are summed in the same order, so the same bits)."""
+        from ..collision.broad_phase.self_pairs import _csr_rows
         from ..collision.colliders.mesh_collider import pose_normals
 
         wanted = np.unique(np.asarray(vertices, np.int64))
         if not len(wanted):
             return
         start, triangles = self.ring
-        counts = start[wanted + 1] - start[wanted]
-        first = np.repeat(start[wanted] - (np.cumsum(counts) - counts), counts)
-        around = np.unique(triangles[first + np.arange(int(counts.sum()))])
+        around = np.unique(triangles[_csr_rows(start, wanted)[1]])
         used, local = np.unique(self.triangles[around], return_inverse=True)
         local = local.reshape(-1, 3)
         _, normals, _ = pose_normals(self.frame.vertices[:, used], local, np.arange(local.size).reshape(-1, 3))
@@ -524,7 +523,6 @@ class MeshFrame:
         # arrays to this frame's instead of new ones (the struct pointing into them is replaced by this prepare).
         wanted = mine.lazy.asked_vertices() if mine.lazy is not None else None
         mine.keep = mine.lazy = None
-        s.lazy = 0
         frame = self._frame_of(row, collider, posed, m)
         batch = None
         if frame is not None and LAZY_NORMALS:

@@ -255,6 +255,14 @@ class _Slots:
         return [len(self.reference(cache)) for cache in self.items]
 
 
+def _groups(keys: np.ndarray, count: int):
+    """keys (k,) int within [0, count) grouped: (start (count + 1,), order (k,)) int64, the positions of key g are
+    order[start[g] : start[g + 1]], ascending."""
+    start = np.zeros(count + 1, np.int64)
+    np.cumsum(np.bincount(keys, minlength=count), out=start[1:])
+    return start, np.argsort(keys, kind="stable").astype(np.int64)
+
+
 class PoseBuffers:
     """Arrays for a moving collider's ``mesh_collider.FramePoses`` (its poses and their normals, ~150 MB a frame for 49k
     triangles and 30 substeps), handed on from frame to frame (``_Shared.adopt_topology``): a new frame writes into the
@@ -354,24 +362,20 @@ class _Shared:
 
     @cached_property
     def edge_faces(self):
-        """(start (e + 1,), faces (3 t,)) int64: the faces of edge k (``side_edge``'s ids) are faces[start[k] :
-        start[k + 1]], in the order ``mesh_collider.pose_normals`` sums their normals (corner-major, then by triangle)."""
-        keys = np.ascontiguousarray(self.side_edge.T).ravel()
-        t = len(self.triangles)
-        counts = np.bincount(keys, minlength=int(keys.max()) + 1 if len(keys) else 0)
-        start = np.zeros(len(counts) + 1, np.int64)
-        np.cumsum(counts, out=start[1:])
-        return start, np.ascontiguousarray(np.argsort(keys, kind="stable") % max(t, 1), dtype=np.int64)
+        """(start (e + 1,), faces (3 t,)) int64: the faces of edge k (``side_edge``'s ids) are
+        faces[start[k] : start[k + 1]], in the order ``mesh_collider.pose_normals`` sums their normals (corner-major,
+        then by triangle)."""
+        keys = np.ascontiguousarray(self.side_edge.T).ravel()  # side k of triangle i at k t + i
+        start, order = _groups(keys, int(keys.max()) + 1 if len(keys) else 0)
+        return start, order % max(len(self.triangles), 1)
 
     @cached_property
     def vertex_triangles(self):
         """(start (m + 1,), triangles (3 t,)) int64: the triangles with a corner at vertex v are
         triangles[start[v] : start[v + 1]], ascending (one with two corners there twice)."""
-        corners = np.asarray(self.triangles, np.int64).ravel()
-        counts = np.bincount(corners, minlength=len(self.vertices))
-        start = np.zeros(len(counts) + 1, np.int64)
-        np.cumsum(counts, out=start[1:])
-        return start, np.argsort(corners, kind="stable") // 3
+        corners = np.asarray(self.triangles, np.int64).ravel()  # corner k of triangle i at 3 i + k
+        start, order = _groups(corners, len(self.vertices))
+        return start, order // 3
 
     @cached_property
     def edge_topology(self):
