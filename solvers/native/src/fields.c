@@ -11,6 +11,7 @@
 
 #include "air_relax.h"
 #include "softsim_native.h"
+#include "vec3.h"
 
 enum { KIND_WIND, KIND_FORCE, KIND_VORTEX, KIND_TURBULENCE, KIND_DRAG, KIND_HARMONIC };
 enum { SHAPE_POINT, SHAPE_LINE, SHAPE_PLANE };
@@ -171,14 +172,6 @@ static void unit3(const double *a, double *out)
     double length = norm3(a);
     for (int k = 0; k < 3; ++k)
         out[k] = length > 0.0 ? a[k] / length : 0.0;
-}
-
-/* np.cross(n, b). */
-static void cross3(const double *a, const double *b, double *out)
-{
-    out[0] = a[1] * b[2] - a[2] * b[1];
-    out[1] = a[2] * b[0] - a[0] * b[2];
-    out[2] = a[0] * b[1] - a[1] * b[0];
 }
 
 static Field read_field(const double *row)

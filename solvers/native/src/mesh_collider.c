@@ -27,6 +27,7 @@
 #include "pair_buffer.h"
 #include "mesh_query.h"
 #include "softsim_native.h"
+#include "vec3.h"
 
 static inline double clip01(double t) { return min2(max2(t, 0.0), 1.0); }
 
@@ -551,13 +552,6 @@ int64_t mesh_edge_pairs_drift(const double *x, const int64_t *edges, const int64
  * pairs on their own side, the edge pairs whose closest points lie inside both edges, not parallel) compacted, in
  * pair order, and return how many. */
 
-static void cross(const double *u, const double *v, double *out)
-{
-    out[0] = u[1] * v[2] - u[2] * v[1];
-    out[1] = u[2] * v[0] - u[0] * v[2];
-    out[2] = u[0] * v[1] - u[1] * v[0];
-}
-
 SOFTSIM_API int64_t softsim_mesh_corner_pushes(const double *x, const double *x_prev, const int64_t *triangles,
                                                const double *vertices, const double *start_vertices,
                                                const int64_t *corners, const int64_t *ci, const int64_t *ti,
@@ -581,11 +575,11 @@ SOFTSIM_API int64_t softsim_mesh_corner_pushes(const double *x, const double *x_
             pba[a] = PB[a] - PA[a];
             pca[a] = PC[a] - PA[a];
         }
-        cross(ba, ca, normal);
+        cross3(ba, ca, normal);
         double length = max2(sqrt(dot_rows(normal, normal)), 1e-300);
         for (int a = 0; a < 3; ++a)
             normal[a] /= length;
-        cross(pba, pca, n_prev);
+        cross3(pba, pca, n_prev);
         double lever[3] = {S[0] - q_prev[0], S[1] - q_prev[1], S[2] - q_prev[2]};
         double side = dot_rows(lever, n_prev) < 0.0 ? -1.0 : 1.0;
         double facing[3] = {side * normal[0], side * normal[1], side * normal[2]};
@@ -634,7 +628,7 @@ SOFTSIM_API int64_t softsim_mesh_edge_pushes(const double *x, const double *x_pr
         t = clip01(t);
         int interior = ok && s > 0.0 && s < 1.0 && t > 0.0 && t < 1.0;
         double normal[3];
-        cross(d1, d2, normal);
+        cross3(d1, d2, normal);
         double length = sqrt(dot_rows(normal, normal));
         if (!(interior && length > 1e-12 * sqrt(dot_rows(d1, d1) * dot_rows(d2, d2))))
             continue;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "contact_common.h"
+#include "vec3.h"
 
 /* Certificates of a moving collider's nearest triangles (mesh_closest_drift, mesh_frame.c keeps them per collider
  * for a frame): point p's says that at pose pose[p] and position x[p] (3,) every triangle but tri[p] (every one when
@@ -133,9 +134,7 @@ static inline void mesh_triangle_cross(const double *vertices, const int64_t *tr
         u[a] = c1[a] - c0[a];
         w[a] = c2[a] - c0[a];
     }
-    n[0] = u[1] * w[2] - u[2] * w[1];
-    n[1] = u[2] * w[0] - u[0] * w[2];
-    n[2] = u[0] * w[1] - u[1] * w[0];
+    cross3(u, w, n);
 }
 
 /* MeshCollider.face_normals of triangle tri into f (3,): pose_normals' arithmetic (mesh_triangle_cross, the length

@@ -6,18 +6,13 @@
 
 #include <math.h>
 
+#include "vec3.h"
+
 /* NumPy's einsum("ij,ij->i") over rows of three sums (x x + z z) + y y; over contiguous (3, m) columns it sums in
  * order. The twin's dot products are of the first kind except in closest_weights' border branch on a batch that is
  * not all border (np.take copies the columns): closest_weights takes which of the two its batch is. */
 static inline double dot3(const double *u, const double *v) { return u[0] * v[0] + u[2] * v[2] + u[1] * v[1]; }
 static inline double dot3_in_order(const double *u, const double *v) { return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]; }
-
-/* primitives._cross of one row: u x v. */
-static inline void cross3(const double *u, const double *v, double *out) {
-    out[0] = u[1] * v[2] - u[2] * v[1];
-    out[1] = u[2] * v[0] - u[0] * v[2];
-    out[2] = u[0] * v[1] - u[1] * v[0];
-}
 
 static inline double clip01(double t) {
     /* np.maximum(t, 0) then np.minimum(t, 1) (_unit_clip); np.clip(t, 0, 1) gives the same for finite t. */
