@@ -37,6 +37,15 @@ def _mesh(seed):
     return vertices, triangles
 
 
+@pytest.fixture(autouse=True)
+def _lazy_from_the_first_triangle(monkeypatch):
+    """The colliders here are small: their normals are derived lazily all the same (LAZY_NORMALS), as a large
+    collider's are (below LAZY_MIN_TRIANGLES the whole-frame call computes every pose's up front)."""
+    from solvers.native import mesh_frame
+
+    monkeypatch.setattr(mesh_frame, "LAZY_MIN_TRIANGLES", 0)
+
+
 def _pairs(seed):
     """(start, end) vertex arrays: a rigid slide and turn, and a deformation, of ``_mesh``."""
     vertices, triangles = _mesh(seed)
@@ -230,6 +239,29 @@ def test_the_whole_frame_binding_reads_the_frames_poses(monkeypatch, lazy):
     moving.shared.frame_poses[-1].vertices[2, 0, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
         frame.prepare(posed[0], x, body, posed)
+
+
+@pytest.mark.parametrize("above", [0, 1])
+def test_a_collider_below_the_lazy_size_gets_every_poses_normals_up_front(monkeypatch, above):
+    """With fewer triangles than LAZY_MIN_TRIANGLES the whole-frame call takes every pose's normals up front (no lazy
+    normals); with that many, lazy ones."""
+    from solvers.native import mesh_frame
+    from solvers.native.mesh_frame import MeshFrame
+    from solvers.native.mesh_kernels import MeshClosest
+
+    library = native_library()
+    triangles, pairs = _pairs(4)
+    monkeypatch.setattr(mesh_frame, "LAZY_MIN_TRIANGLES", len(triangles) + above)
+    start, end = pairs[0]
+    moving = MeshCollider(end.copy(), triangles, 0.01, 0.2, "M").moving_from(
+        MeshCollider(start.copy(), triangles, 0.01, 0.2, "M"))
+    moving.shared.native = MeshClosest(library, moving.triangles, len(moving.vertices))
+    posed = [[moving.over((k - 1) / 4, k / 4)] for k in range(1, 5)]
+    body = np.array([[0, 1, 2], [1, 3, 2]], np.int64)
+    x = np.array([[0.0, 0.0, 2.0], [1.0, 0.0, 2.0], [0.0, 1.0, 2.0], [1.0, 1.0, 2.0]])
+    frame = MeshFrame(library, len(x), body, moving._body_edges(body))
+    frame.prepare(posed[0], x, body, posed)
+    assert (frame.active[0][1].lazy is None) == bool(above)
 
 
 def _moving_scene(kind):

@@ -240,6 +240,11 @@ LAZY_NORMALS = True
 """Whether the whole-frame call derives a moving collider's normals on first use (``_LazyNormals``) rather than
 every pose's normals up front (``FramePoses.normals``): it reads those of the triangles nearest the cloth's points
 only, a few per cent of a large collider's."""
+LAZY_MIN_TRIANGLES = 512
+"""... for a collider of at least this many triangles: a small one's normals of every pose cost less up front than
+the lazy set-up (bench/profile_mesh_collider.py, the box sliding under the cloth, best of three, ms a frame lazy /
+up front: 12 triangles 9.3-9.5 / 9.1-9.3, 192 10.4-10.8 / 10.3, 768 11.3-11.6 / 12.0-12.2, 3072 13.0 / 15.1-15.2).
+Both give the same bits."""
 
 
 class _LazyNormals:
@@ -505,9 +510,11 @@ class MeshFrame:
         native.gridded(corners, sharp)
         first = posed[0][row]
         if len(sharp):
-            # the tree of the first pose that asks: the per-substep path's first list, found at substep 1's end pose
-            tree, radius = collider.shared.edge_tree_for(first.vertices)
-            centres = np.ascontiguousarray(np.asarray(tree.data, np.float64).T)
+            # the pieces where the per-substep path builds its k-d tree over them (``edge_tree_for``: the first pose
+            # that asks, substep 1's end pose, for the first list); their centres are all the C code reads of it
+            pieces = collider.shared.edge_pieces
+            centres = np.ascontiguousarray(pieces.centres(first.vertices).T, np.float64)
+            radius = pieces.radius(first.vertices)
         else:
             centres, radius = np.zeros((3, 0)), 0.0
         checked("piece centres", centres, F64, (3, None))
@@ -525,7 +532,7 @@ class MeshFrame:
         mine.keep = mine.lazy = None
         frame = self._frame_of(row, collider, posed, m)
         batch = None
-        if frame is not None and LAZY_NORMALS:
+        if frame is not None and LAZY_NORMALS and t >= LAZY_MIN_TRIANGLES:
             mine.lazy = _LazyNormals(collider, frame, wanted if wanted is not None and mine.lazy_m == m else None)
             mine.lazy.attach(s)
             keep.append(mine.lazy)
