@@ -9,7 +9,7 @@ from native_helpers import assert_same, native_library
 from solvers import GroundPlane, MeshCollider, SolverConfig, State, advance_frame, build_model, make_solver
 from solvers.builder import grid_cloth, ico_sphere
 from solvers.collision.colliders.shapes import frame_colliders
-from solvers.native.mesh_kernels import MAX_CELLS, MeshClosest, grid_shape, grid_shape_of
+from solvers.native.mesh_kernels import MAX_CELLS, MeshClosest, _median, grid_shape, grid_shape_of
 from solvers.native.selftest import mesh_closest
 from test_mesh_collider import box
 
@@ -132,6 +132,18 @@ def test_grid_shape_is_the_triangles_boxes_median_side():
     for finer in (1.0, 4.0):
         want, got = grid_shape(vertices[triangles], finer), grid_shape_of(vertices, triangles, finer)
         assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+
+
+def test_the_grids_median_is_numpys():
+    """The grid's cell size takes the median of the triangles' box sides (``mesh_kernels._median``): np.median's number,
+    odd and even counts, ties, sizes over six decades."""
+    rng = np.random.default_rng(3)
+    for k in [*range(1, 40), 1000, 1001, 49152]:
+        for _ in range(5):
+            values = rng.random(k) * 10.0 ** rng.uniform(-3, 3)
+            if k > 2 and rng.random() < 0.4:
+                values = np.round(values, 1)  # ties
+            assert _median(values) == float(np.median(values)), k
 
 
 def test_library_self_test_runs_the_query(library):

@@ -121,18 +121,19 @@ def _straight_inner(vertices, edges):
     return inner[straight], edge[first[straight]], edge[first[straight] + 1]
 
 
-def straight_runs(vertices, edges) -> np.ndarray:
+def straight_runs(vertices, edges, inner=None) -> np.ndarray:
     """The sharp edges (k, 2) with each straight run of them (a subdivided box's edge: 2**L pieces in a line) merged into
     the one segment between its ends (sorted), in the place of the run's first edge; a run with an inner vertex
     farther than STRAIGHT_RUN of its length from that segment keeps its pieces.
 
     The edge tests then meet one segment where they met every piece of it: fewer pairs, and no joint where a body
     edge's closest point sits on the end of two pieces at once (neither piece's interior). The corner tests are
-    unchanged: ``_Shared.corners`` leaves out a run's inner vertices already."""
+    unchanged: ``_Shared.corners`` leaves out a run's inner vertices already. ``inner``: ``_straight_inner`` of these
+    edges when known."""
     edges = np.asarray(edges, np.int64).reshape(-1, 2)
     if len(edges) < 2:
         return edges
-    inner, a, b = _straight_inner(vertices, edges)
+    inner, a, b = _straight_inner(vertices, edges) if inner is None else inner
     if len(inner) == 0:
         return edges
     k = len(edges)
@@ -394,7 +395,14 @@ class _Shared:
     def edges(self):
         """(e, 2): the sharp edges the edge tests meet: ``sharp`` with each straight run one segment
         (``straight_runs``)."""
-        return straight_runs(self.vertices, self.sharp)
+        sharp = self.sharp
+        return straight_runs(self.vertices, sharp, self.straight_inner if len(sharp) >= 2 else None)
+
+    @cached_property
+    def straight_inner(self):
+        """``_straight_inner`` of the sharp edges (the straight runs' inner vertices and edges), for ``edges`` and
+        ``corners``."""
+        return _straight_inner(self.vertices, self.sharp)
 
     @cached_property
     def triangle_pieces(self):
@@ -416,7 +424,7 @@ class _Shared:
         if len(edges) == 0:
             return np.zeros(0, np.int64)
         count = np.bincount(edges.ravel(), minlength=len(self.vertices))
-        count[_straight_inner(self.vertices, edges)[0]] = 0
+        count[self.straight_inner[0]] = 0
         return np.flatnonzero(count > 0)
 
     def tree_for(self, vertices):
