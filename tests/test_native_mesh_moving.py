@@ -213,7 +213,9 @@ def test_certificates_answer_most_nearest_queries_of_a_sliding_box(library):
     triangles' least distance, less how far the particle and the poses moved since: src/mesh_collider.c
     mesh_closest_drift): with the cloth lying on the translating box, most answers come from a certificate, and the
     bake stays bit for bit the per-substep path's, which queries every point (the equality test above, and here on
-    the frames where the certificates serve)."""
+    the frames where the certificates serve). The points draped over the box's edges are as near to the two
+    triangles there: their certificates name the runner-up and bound the rest apart (with the nearest's alone, about
+    4 answers certified for every one queried here; with the runner-up's, 13)."""
     from solvers.native.mesh_frame import MeshFrame
 
     read, _ = _scene("translating")
@@ -229,7 +231,7 @@ def test_certificates_answer_most_nearest_queries_of_a_sliding_box(library):
     counts = [mine.cert_counts for mine in frames[0].kept.values() if getattr(mine, "cert_counts", None) is not None]
     assert len(counts) == 1
     certified, queried = counts[0]
-    assert certified > 2 * queried > 0
+    assert certified > 8 * queried > 0
     per_substep, _ = _bake(read, 17, 2.2, 0.8, 14, whole=False)
     assert np.array_equal(state.x.view(np.int64), per_substep.x.view(np.int64))
 

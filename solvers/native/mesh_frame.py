@@ -56,7 +56,7 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("start_face_cell_start", _P), ("start_face_entry", _P), ("drift", _D),
     ("pose_index", _I), ("cert_tri", _P), ("cert_pose", _P), ("cert_x", _P), ("cert_lower", _P), ("side_tri", _P),
     ("side_pose", _P), ("side_x", _P), ("side_lower", _P), ("pose_shift", _P), ("cert_counts", _P),
-    ("piece_boxes", _P), ("nearest_hint", _P),
+    ("cert_tri2", _P), ("side_tri2", _P), ("cert_rest", _P), ("side_rest", _P), ("piece_boxes", _P), ("nearest_hint", _P),
     ("lazy", _I), ("edge_count", _I), ("ready", _P), ("vertex_ready", _P), ("asked", _P), ("missing", _P),
     ("missing_count", _P), ("side_edge", _P), ("edge_start", _P), ("edge_faces", _P),
 ]
@@ -605,19 +605,22 @@ class MeshFrame:
             mine.cert_x, mine.cert_lower = np.zeros((n, 3)), np.zeros(n)
             mine.side_tri, mine.side_pose = np.empty(n, np.int64), np.zeros(n, np.int64)
             mine.side_x, mine.side_lower = np.zeros((n, 3)), np.zeros(n)
+            mine.cert_tri2, mine.side_tri2 = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+            mine.cert_rest, mine.side_rest = np.zeros(n), np.zeros(n)
             mine.pose_shift = np.empty(substeps + 1)
             if getattr(mine, "cert_counts", None) is None:
                 mine.cert_counts = np.zeros(2, np.int64)
             mine.cert_pointers = tuple(map(pointer, (
                 mine.cert_tri, mine.cert_pose, mine.cert_x, mine.cert_lower, mine.side_tri, mine.side_pose,
-                mine.side_x, mine.side_lower, mine.pose_shift, mine.cert_counts)))
+                mine.side_x, mine.side_lower, mine.pose_shift, mine.cert_counts, mine.cert_tri2, mine.side_tri2,
+                mine.cert_rest, mine.side_rest)))
         mine.cert_tri.fill(-2)
         mine.side_tri.fill(-2)
         mine.pose_shift.fill(np.nan)
         mine.pose_shift[0] = 0.0
         s.pose_index = 0
         (s.cert_tri, s.cert_pose, s.cert_x, s.cert_lower, s.side_tri, s.side_pose, s.side_x, s.side_lower,
-         s.pose_shift, s.cert_counts) = mine.cert_pointers
+         s.pose_shift, s.cert_counts, s.cert_tri2, s.side_tri2, s.cert_rest, s.side_rest) = mine.cert_pointers
 
     @staticmethod
     def _frame_of(row, collider, posed, m):

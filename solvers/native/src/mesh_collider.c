@@ -177,9 +177,28 @@ static inline double consider(const double *P, const double *vertices, const int
  * be within limit; the answer is the one of testing it. The box's distance is compared squared, against the square
  * of that bound grown by 1e-12 relative: a box passed over so lies farther than the bound after the square root
  * too (its rounding and the square's are ~1e-16), so no triangle is passed over that the bound would keep. */
+typedef struct {
+    double d;
+    int64_t tri;
+} Runner;
+
+/* Triangle tri (-1: none) at computed distance d is not the nearest: the runner-up (the least (distance, index) of
+ * those) if it is less than the one so far, which then bounds the others (lower), else it bounds them itself. */
+static inline void runner_up(Runner *second, double *lower, double d, int64_t tri)
+{
+    if (tri < 0)
+        return;
+    if (d < second->d || (d == second->d && tri < second->tri)) {
+        *lower = min2(*lower, second->d);
+        second->d = d;
+        second->tri = tri;
+    } else
+        *lower = min2(*lower, d);
+}
+
 static void visit(const double *P, const double *vertices, const int64_t *triangles, const int64_t *dims,
                   const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo, const int64_t *hi,
-                  int64_t *stamp, int64_t query, double limit, Nearest *best, double *lower)
+                  int64_t *stamp, int64_t query, double limit, Nearest *best, double *lower, Runner *second)
 {
     double far = limit * (1.0 + 1e-9) + 1e-12;
     for (int64_t k = lo[2]; k <= hi[2]; ++k)
@@ -199,9 +218,10 @@ static void visit(const double *P, const double *vertices, const int64_t *triang
                         continue;
                     }
                     double was = best->d;
+                    int64_t was_tri = best->tri;
                     double d = consider(P, vertices, triangles, f, best);
                     if (lower) /* the nearest so far it replaced, or itself, is another triangle from now on */
-                        *lower = min2(*lower, best->tri == f ? was : d);
+                        runner_up(second, lower, best->tri == f ? was : d, best->tri == f ? was_tri : f);
                 }
             }
 }
@@ -218,13 +238,17 @@ static double outside(const double *P, double drift, const double *grid)
     return sqrt(mesh_box_distance2(P, lo, hi));
 }
 
-/* Leave point p (at P) a certificate at the asking pose: its nearest tri (-1: none) and `lower`, a bound from below on
- * the computed distances of every other triangle, made one on their true distances (less round-off). */
-static void certify(const double *P, int64_t p, const MeshCertificates *cert, int64_t tri, double lower)
+/* Leave point p (at P) a certificate at the asking pose: its nearest tri (-1: none), its runner-up (-1: none) at
+ * computed distance second->d, and `rest`, a bound from below on the computed distances of every other triangle;
+ * both bounds made ones on the true distances (less round-off). */
+static void certify(const double *P, int64_t p, const MeshCertificates *cert, int64_t tri, const Runner *second,
+                    double rest)
 {
     cert->tri[p] = tri;
+    cert->tri2[p] = second->tri;
     cert->pose[p] = cert->current;
-    cert->lower[p] = lower * (1.0 - 1e-9) - 1e-12;
+    cert->lower[p] = min2(rest, second->d) * (1.0 - 1e-9) - 1e-12;
+    cert->rest[p] = rest * (1.0 - 1e-9) - 1e-12;
     for (int a = 0; a < 3; ++a)
         cert->x[3 * p + a] = P[a];
 }
@@ -248,6 +272,19 @@ static int certified(const double *P, int64_t p, const MeshCertificates *cert, c
         return 1; /* tri is the strict least */
     if (beyond && !(d <= limit)) {
         best->tri = -1; /* nothing within limit */
+        return 1;
+    }
+    /* A tie, or nearly, with the runner-up: the least (distance, index) of the two, as the query ranks them, against
+     * every other triangle. */
+    int64_t tri2 = cert->tri2[p];
+    if (tri2 < 0)
+        return 0;
+    double rest = (cert->rest[p] - (sqrt(dot_rows(r, r)) + poses) * (1.0 + 1e-9) - 1e-12) * (1.0 - 1e-9) - 1e-12;
+    consider(P, vertices, triangles, tri2, best);
+    if (best->d < rest)
+        return 1;
+    if (rest > limit * (1.0 + 1e-9) + 1e-12 && !(best->d <= limit)) {
+        best->tri = -1;
         return 1;
     }
     return 0;
@@ -276,12 +313,15 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
  * nearest gets that answer from one distance; any other is queried as above, cert->margin [m] farther, and leaves a
  * certificate. A query's certificate bounds the true distance of every triangle but its nearest from below: the
  * least of the other triangles' computed distances, of the boxes passed over, and of the reach not visited (a
- * triangle in no visited cell lies farther than that, by the drift argument above), less round-off. Later, at a pose
- * whose vertices moved at most D from the certificate's and a point that moved at most m, every other triangle lies
- * at least lower - m - D away: when the certified nearest's computed distance is below the least computed distance
- * that leaves (round-off again), it is the strict least, which the query would return; when no nearest was found and
- * that exceeds limit, nothing is within limit. Either way the answer is the query's, bit for bit (the distance is the
- * same computation). */
+ * triangle in no visited cell lies farther than that, by the drift argument above), less round-off; and, apart, that
+ * of every triangle but its nearest and its runner-up (the least (distance, index) of the others it computed). Later,
+ * at a pose whose vertices moved at most D from the certificate's and a point that moved at most m, every other
+ * triangle lies at least lower - m - D away: when the certified nearest's computed distance is below the least
+ * computed distance that leaves (round-off again), it is the strict least, which the query would return; when no
+ * nearest was found and that exceeds limit, nothing is within limit. Else (the nearest ties with its runner-up across
+ * an edge or a corner of the mesh, or nearly) the lesser (distance, index) of the two named triangles' computed
+ * distances is tested alike against the bound on the rest. Either way the answer is the query's, bit for bit (the
+ * distances are the same computation). */
 int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, const double *vertices,
                            const int64_t *triangles, const double *grid, const int64_t *dims, const int64_t *cell_start,
                            const int64_t *entry_tri, double limit, double drift, int64_t *stamp, int64_t *out_row,
@@ -301,12 +341,13 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
                 hint[p] = best.tri;
         } else {
             double lower = INFINITY; /* certificates: the least distance of any other triangle so far */
+            Runner second = {INFINITY, -1}; /* ... but the runner-up's, apart */
             best = (Nearest){INFINITY, -1, 0, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
             if (cert)
                 ++cert->counts[1];
             if (beside(P, limit + drift, grid)) { /* nothing within limit (negative or NaN limit too) */
                 if (cert)
-                    certify(P, p, cert, -1, outside(P, drift, grid));
+                    certify(P, p, cert, -1, &second, outside(P, drift, grid));
                 continue;
             }
             ++query;
@@ -318,7 +359,7 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
             if (best.tri < 0) { /* no first guess: its own cell (or the nearest one) first, a bound on the distance */
                 cell_range(P, P, grid, dims, lo, hi);
                 visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best,
-                      cert ? &lower : 0);
+                      cert ? &lower : 0, &second);
             }
             /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance
              * may lie a rounding farther), and never beyond limit (plus the certificate's margin). */
@@ -328,9 +369,9 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
             double high[3] = {P[0] + reach, P[1] + reach, P[2] + reach};
             cell_range(low, high, grid, dims, lo, hi);
             visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best,
-                  cert ? &lower : 0);
+                  cert ? &lower : 0, &second);
             if (cert)
-                certify(P, p, cert, best.tri, min2(lower, within + margin));
+                certify(P, p, cert, best.tri, &second, min2(lower, within + margin));
             if (hint && best.tri >= 0)
                 hint[p] = best.tri;
         }

@@ -110,9 +110,11 @@ static MeshCertificates certificates(const SoftsimMeshFrame *f, const SoftsimSti
     int64_t k = c->pose_index;
     measure_shift(c, k + 1);
     MeshCertificates cert = {c->cert_tri, c->cert_pose, c->cert_x, c->cert_lower, c->pose_shift, k + 1,
-                             f->settings[CERTIFICATE_MARGIN], c->cert_counts};
+                             f->settings[CERTIFICATE_MARGIN], c->cert_counts, c->cert_tri2, c->cert_rest};
     *side = cert;
     side->tri = c->start_vertices == pose_vertices(c, k) ? c->side_tri : 0;
+    side->tri2 = c->side_tri2;
+    side->rest = c->side_rest;
     side->pose = c->side_pose;
     side->x = c->side_x;
     side->lower = c->side_lower;
@@ -997,5 +999,5 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
-_Static_assert(sizeof(SoftsimStillMesh) == 105 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimStillMesh) == 109 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
 _Static_assert(sizeof(SoftsimMeshFrame) == 48 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

@@ -81,13 +81,16 @@ typedef struct {
      * the end pose, side_tri .. side_lower the same of their x_prev at the start pose (the side of a point that may
      * have crossed); pose_shift (substeps + 1,) the running sum of the poses' largest vertex moves, pose 0 the first
      * substep's start and pose k + 1 substep k's end (NaN until mesh_frame.c measures it; [0] = 0); cert_counts (2,)
-     * answers certified and queried. Null for a still collider. pose_index: the asking substep (pose_of). */
+     * answers certified and queried; cert_tri2, cert_rest, side_tri2, side_rest (n,) the runners-up and the bounds
+     * on the rest. Null for a still collider. pose_index: the asking substep (pose_of). */
     int64_t pose_index;
     int64_t *cert_tri, *cert_pose;
     double *cert_x, *cert_lower;
     int64_t *side_tri, *side_pose;
     double *side_x, *side_lower, *pose_shift;
     int64_t *cert_counts;
+    int64_t *cert_tri2, *side_tri2;
+    double *cert_rest, *side_rest;
     /* scratch of the allowances (mesh_frame.c): the boxes of the sharp edges' pieces in blocks, (6 * piece_count,) */
     double *piece_boxes;
     /* a still collider's first guesses (n,): each point's nearest triangle when last measured, tested first by the
