@@ -319,7 +319,7 @@ SOFTSIM_API int64_t softsim_mesh_closest(const double *x, const int64_t *points,
  * triangle lies at least lower - m - D away: when the certified nearest's computed distance is below the least
  * computed distance that leaves (round-off again), it is the strict least, which the query would return; when no
  * nearest was found and that exceeds limit, nothing is within limit. Else (the nearest ties with its runner-up across
- * an edge or a corner of the mesh, or nearly) the lesser (distance, index) of the two named triangles' computed
+ * an edge of the mesh, or nearly) the lesser (distance, index) of the two named triangles' computed
  * distances is tested alike against the bound on the rest. Either way the answer is the query's, bit for bit (the
  * distances are the same computation). */
 int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, const double *vertices,

@@ -14,8 +14,8 @@
 /* Certificates of a moving collider's nearest triangles (mesh_closest_drift, mesh_frame.c keeps them per collider
  * for a frame): point p's says that at pose pose[p] and position x[p] (3,) every triangle but tri[p] (every one when
  * tri[p] is -1; -2: no certificate) lay at least lower[p] [m] away, and every one but tri[p] and its runner-up tri2[p]
- * (-1: none) at least rest[p]. The runner-up is the next nearest the query computed: a point nearest to an edge or
- * a corner of the mesh is as near to the triangles around it, so lower proves nothing there and rest may.
+ * (-1: none) at least rest[p]. The runner-up is the next nearest the query computed: a point nearest to an edge of
+ * the mesh is as near to the two triangles there, so lower proves nothing there and rest may.
  * shift (poses,): shift[k] - shift[j] bounds every vertex's move between poses j and k from above (NaN: not known);
  * current: the asking pose; margin [m]: how far past its nearest a query certifies; counts (2,): answers certified
  * and answers queried, added to. */
