@@ -56,7 +56,8 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("start_face_cell_start", _P), ("start_face_entry", _P), ("drift", _D),
     ("pose_index", _I), ("cert_tri", _P), ("cert_pose", _P), ("cert_x", _P), ("cert_lower", _P), ("side_tri", _P),
     ("side_pose", _P), ("side_x", _P), ("side_lower", _P), ("pose_shift", _P), ("cert_counts", _P),
-    ("cert_tri2", _P), ("side_tri2", _P), ("cert_rest", _P), ("side_rest", _P), ("piece_boxes", _P), ("nearest_hint", _P),
+    ("cert_tri2", _P), ("side_tri2", _P), ("cert_rest", _P), ("side_rest", _P),
+    ("piece_boxes", _P), ("nearest_hint", _P),
     ("lazy", _I), ("edge_count", _I), ("ready", _P), ("vertex_ready", _P), ("asked", _P), ("missing", _P),
     ("missing_count", _P), ("side_edge", _P), ("edge_start", _P), ("edge_faces", _P),
 ]

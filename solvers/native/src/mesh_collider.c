@@ -171,12 +171,6 @@ static inline double consider(const double *P, const double *vertices, const int
     return d;
 }
 
-/* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). A triangle whose box lies
- * farther than the nearest distance so far, or than limit, by more than round-off (the margins of the second visit's
- * reach) is passed over: its computed distance exceeds both, so it could neither be the nearest nor tie with it, nor
- * be within limit; the answer is the one of testing it. The box's distance is compared squared, against the square
- * of that bound grown by 1e-12 relative: a box passed over so lies farther than the bound after the square root
- * too (its rounding and the square's are ~1e-16), so no triangle is passed over that the bound would keep. */
 typedef struct {
     double d;
     int64_t tri;
@@ -196,6 +190,12 @@ static inline void runner_up(Runner *second, double *lower, double d, int64_t tr
         *lower = min2(*lower, d);
 }
 
+/* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). A triangle whose box lies
+ * farther than the nearest distance so far, or than limit, by more than round-off (the margins of the second visit's
+ * reach) is passed over: its computed distance exceeds both, so it could neither be the nearest nor tie with it, nor
+ * be within limit; the answer is the one of testing it. The box's distance is compared squared, against the square
+ * of that bound grown by 1e-12 relative: a box passed over so lies farther than the bound after the square root
+ * too (its rounding and the square's are ~1e-16), so no triangle is passed over that the bound would keep. */
 static void visit(const double *P, const double *vertices, const int64_t *triangles, const int64_t *dims,
                   const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo, const int64_t *hi,
                   int64_t *stamp, int64_t query, double limit, Nearest *best, double *lower, Runner *second)
