@@ -606,6 +606,35 @@ def test_a_moving_collider_read_anew_takes_over_its_topology():
     assert flipped.shared.body_edges == {}
 
 
+def test_a_translating_collider_keeps_what_follows_its_shape():
+    """A collider read anew that only moved by a translation (a keyframed location, to float32 round-off) takes over
+    its sharp edges, straight runs, corners and pieces from the frame before, the same as it would find; turned a
+    little, or moved a vertex, it finds them anew."""
+    from solvers.collision.broad_phase.mesh_broad_phase import SHAPE_DERIVED
+
+    vertices, triangles = box()
+    vertices = vertices.astype(np.float32).astype(np.float64)
+    before = MeshCollider(vertices, triangles.copy(), 0.01)
+    derived = {name: getattr(before.shared, name) for name in SHAPE_DERIVED}
+    shift = np.array([0.1, -0.03, 0.2], np.float32).astype(np.float64)
+    moved = MeshCollider(vertices + shift, triangles.copy(), 0.01).moving_from(before)
+    fresh = MeshCollider(vertices + shift, triangles.copy(), 0.01)
+    for name, value in derived.items():
+        assert getattr(moved.shared, name) is value, name
+    np.testing.assert_array_equal(moved.shared.sharp, fresh.shared.sharp)
+    np.testing.assert_array_equal(moved.shared.corners, fresh.shared.corners)
+    np.testing.assert_array_equal(moved.shared.edges, fresh.shared.edges)
+    angle = 1e-3
+    turn = np.array([[np.cos(angle), -np.sin(angle), 0.0], [np.sin(angle), np.cos(angle), 0.0], [0.0, 0.0, 1.0]])
+    turned = MeshCollider(vertices @ turn.T, triangles.copy(), 0.01).moving_from(before)
+    bent = vertices + shift
+    bent[0] += [0.0, 0.0, 1e-4]
+    dented = MeshCollider(bent, triangles.copy(), 0.01).moving_from(before)
+    for collider in (turned, dented):
+        assert not collider.shared.translated_from(before.shared)
+        assert all(name not in collider.shared.__dict__ for name in SHAPE_DERIVED)
+
+
 def test_pseudo_normals_equal_the_plain_formula_bit_for_bit():
     """``_feature_normals`` (each side measured once, sums by bincount) against the formula written plainly (both sides
     of every corner, np.add.at over the corners in turn), on a jittered subdivided box: the same bits."""

@@ -217,6 +217,13 @@ class _PairCache:
 SLOT_REACH = 0.3
 """[m] A body's kept caches (``_Slots``) serve points whose mean distance from the cache's reference positions is
 at most this; farther, the points get caches of their own."""
+SHAPE_DERIVED = ("sharp", "straight_inner", "corners", "edges", "edge_pieces", "triangle_pieces")
+"""What a collider derives from its shape alone (``_Shared``'s cached properties): kept from frame to frame while it
+only translates (``_Shared.adopt_topology``)."""
+TRANSLATION_TOLERANCE = 1e-9
+"""Vertices whose moves from the frame before differ by at most this fraction of the coordinates (round-off of a
+float32 mesh placed by its object's matrix) moved by one translation."""
+
 SLOTS = 8
 """At most this many bodies' caches of one kind are kept per collider (the oldest go first)."""
 
@@ -340,7 +347,9 @@ class _Shared:
         """Take over what ``other`` (the same collider's triangles, read at another frame) derived from the triangles
         alone: the bodies' edges, the side ids, the edges' topology (``edge_topology``), the faces of each edge and
         the triangles at each vertex (``edge_faces``, ``vertex_triangles``) and the native queries of these triangles
-        (``native``), which a collider that moves would otherwise rebuild every frame."""
+        (``native``), which a collider that moves would otherwise rebuild every frame; and, when its vertices are
+        ``other``'s moved by one translation (``translated_from``: a keyframed location), what follows its shape: the
+        sharp edges, their straight runs, the corners and the pieces of its edges and triangles (SHAPE_DERIVED)."""
         self.body_edges = other.body_edges
         self.pose_buffers = other.pose_buffers
         for name in ("side_edge", "edge_topology", "edge_faces", "vertex_triangles"):
@@ -348,6 +357,20 @@ class _Shared:
                 self.__dict__.setdefault(name, other.__dict__[name])
         if self.native is None:
             self.native = other.native
+        if any(name in other.__dict__ for name in SHAPE_DERIVED) and self.translated_from(other):
+            for name in SHAPE_DERIVED:
+                if name in other.__dict__:
+                    self.__dict__.setdefault(name, other.__dict__[name])
+
+    def translated_from(self, other) -> bool:
+        """Whether these vertices are ``other``'s moved by one translation, to round-off (TRANSLATION_TOLERANCE of
+        the largest coordinate): the same shape, so the same sharp edges and pieces."""
+        a, b = self.vertices, other.vertices
+        if a.shape != b.shape or len(a) == 0:
+            return False
+        shift = a - b
+        spread = float(np.abs(shift - shift[0]).max())
+        return spread <= TRANSLATION_TOLERANCE * (1.0 + float(np.abs(a).max()) + float(np.abs(b).max()))
 
     @cached_property
     def half_edges(self):
