@@ -501,10 +501,10 @@ class MeshFrame:
     def _fill_moving(self, s, row, collider, native, mine, posed) -> None:
         """The struct of a moving collider: its topology, thickness, friction, travel, corners, sharp edges and
         pieces, its grids (the triangles' halfway between its start and end poses, the corners' and sharp edges' on
-        its own pose, the frame's end) queried DRIFT wider, and per substep the addresses of its poses (mesh_frame.h): the end pose and the start pose of each
-        substep's posed collider (``posed[k][row]``, whose vertices and normals the per-substep path reads) with their
-        normals (``MeshCollider._normals_at_pose``). Every array is checked here; the arrays are kept alive with the
-        buffers until the next prepare."""
+        its own pose, the frame's end) queried DRIFT wider, and per substep the addresses of its poses (mesh_frame.h):
+        the end pose and the start pose of each substep's posed collider (``posed[k][row]``, whose vertices and
+        normals the per-substep path reads) with their normals (``MeshCollider._normals_at_pose``). Every array is
+        checked here; the arrays are kept alive with the buffers until the next prepare."""
         n, m, t = self.n, len(collider.vertices), len(native.triangles)
         corners = checked_indices("corners", np.ascontiguousarray(collider.shared.corners, np.int64), m, (None,))
         sharp = checked_indices("sharp edges", np.ascontiguousarray(collider.shared.edges, np.int64), m, (None, 2))

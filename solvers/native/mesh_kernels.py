@@ -82,8 +82,8 @@ def _shape(lower: np.ndarray, upper: np.ndarray, finer: float):
 
 
 def _median(values: np.ndarray) -> float:
-    """np.median of values (k,), k > 0 finite, without its per-call overhead: the middle element of the sorted values, or
-    the two middle ones' mean (halving is exact, so (a + b) / 2 and 0.5 (a + b) are the same number)."""
+    """np.median of values (k,), k > 0 finite, without its per-call overhead: the middle element of the sorted values,
+    or the two middle ones' mean (halving is exact, so (a + b) / 2 and 0.5 (a + b) are the same number)."""
     k = len(values)
     middle = np.partition(values, [(k - 1) // 2, k // 2])
     return float(0.5 * (middle[(k - 1) // 2] + middle[k // 2]))

@@ -41,8 +41,9 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
  * edge_ready (e,), vertex_ready (m,): the vertices' flags are shared by every pose of the frame) is 1. Face and edge
  * normals are computed here when first asked (pose_normals' arithmetic, the same bits); a vertex's needs an arccos
  * whose bits are NumPy's, so an unready one is listed in missing (once: asked marks every vertex asked for, ready or
- * not, (m,)) for the binding to compute, and the asking call reports it. The edges' faces: edge_faces[edge_start[e] .. edge_start[e + 1]) in the order pose_normals sums
- * them (corner k-major, then triangle). */
+ * not, (m,)) for the binding to compute, and the asking call reports it. The edges' faces:
+ * edge_faces[edge_start[e] .. edge_start[e + 1]) in the order pose_normals sums them (corner k-major, then
+ * triangle). */
 typedef struct {
     const double *vertices;
     const int64_t *triangles, *side_edge, *edge_start, *edge_faces;

@@ -79,8 +79,8 @@ SOFTSIM_API void softsim_pose_sums(int64_t poses, int64_t m, int64_t t, const in
     }
 }
 
-/* sharp_edges' flat test: the normals as its _cross (mesh_triangle_cross), then the division by max(sqrt(_dot), 1e-300) (dot_rows), and
- * _dot(n1, n2) >= cos_min (dot_rows; NaN is not flat). */
+/* sharp_edges' flat test: the normals as its _cross (mesh_triangle_cross), then the division by
+ * max(sqrt(_dot), 1e-300) (dot_rows), and _dot(n1, n2) >= cos_min (dot_rows; NaN is not flat). */
 SOFTSIM_API void softsim_flat_edges(const double *vertices, const int64_t *triangles, int64_t t, const int64_t *one,
                                     const int64_t *other, int64_t p, double cos_min, double *normal, uint8_t *flat)
 {
