@@ -432,6 +432,45 @@ def test_frame_poses_with_native_normals(monkeypatch):
     assert _same(posed.start.face_normals, alone.face_normals)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the infinite pose's normals
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("first", ["face", "pseudo"])
+def test_a_collider_with_native_queries_derives_its_normals_in_c(monkeypatch, seed, first):
+    """A collider (still, or a pose of its own) with the native queries derives its face normals and pseudo-normals
+    in one native pass, whichever is asked first: the same bits as NumPy's (degenerate triangles included); without
+    NATIVE_NORMALS, the native queries or a finite pose, NumPy derives them."""
+    from solvers.native import pose_kernels
+    from solvers.native.mesh_kernels import MeshClosest
+
+    library = native_library()
+    vertices, triangles = _mesh(seed)
+    calls = []
+    native_call = pose_kernels.PoseNormals.__call__
+    monkeypatch.setattr(pose_kernels.PoseNormals, "__call__", lambda *a, **k: calls.append(1) or native_call(*a, **k))
+
+    def normals(vertices, native=True, flag=True):
+        monkeypatch.setattr(mesh_collider, "NATIVE_NORMALS", flag)
+        collider = MeshCollider(np.array(vertices), triangles, 0.01)
+        if native:
+            collider.shared.native = MeshClosest(library, collider.triangles, len(collider.vertices))
+        if first == "face":
+            face = collider.face_normals
+            return (face, *collider._feature_normals())
+        vertex, side = collider._feature_normals()
+        return collider.face_normals, vertex, side
+
+    want = normals(vertices, native=False)
+    assert not calls
+    got = normals(vertices)
+    assert len(calls) == 1  # one pass for both
+    assert all(_same(a, b) for a, b in zip(got, want))
+    assert all(_same(a, b) for a, b in zip(normals(vertices, flag=False), want)) and len(calls) == 1
+    infinite = vertices.copy()
+    infinite[0, 0] = np.inf
+    want = normals(infinite, native=False)
+    assert all(_same(a, b) for a, b in zip(normals(infinite), want)) and len(calls) == 1
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_frame_normals_on_several_threads_equal_pose_normals(monkeypatch, threads):
     """``FramePoses.normals`` with the native kernels, its passes shared by 1, 2 or 3 threads (``SOFTSIM_THREADS``, a

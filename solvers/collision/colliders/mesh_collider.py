@@ -250,7 +250,7 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
     def face_normals(self) -> np.ndarray:
         """(t, 3) The triangles' unit normals at this pose (zero for a degenerate triangle)."""
         known = self._pose_values()
-        if "face_normals" not in known:
+        if "face_normals" not in known and not self._native_normals(known):
             corners = self.vertices[self.triangles]
             normal = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]) if len(corners) else np.zeros((0, 3))
             length = np.sqrt(_dot(normal, normal))
@@ -289,7 +289,10 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         angles there, on an edge the sum of its faces' normals, both normalised. Built on first use."""
         known = self.__dict__.get("_pseudo")
         if known is None:
-            known = self.__dict__["_pseudo"] = self._pose_values().get("_pseudo")
+            values = self._pose_values()
+            if "_pseudo" not in values:
+                self._native_normals(values)
+            known = self.__dict__["_pseudo"] = values.get("_pseudo")
         if known is None:
             corners = self.vertices[self.triangles]
             angle = np.zeros((len(corners), 3))
@@ -312,6 +315,22 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
                 a /= np.maximum(np.sqrt(_dot(a, a)), 1e-300)[:, None]
             known = self.__dict__["_pseudo"] = self._pose_values()["_pseudo"] = (vertex, edge[self.shared.side_edge])
         return known
+
+    def _native_normals(self, known: dict) -> bool:
+        """Put this pose's face normals and pseudo-normals into ``known`` (its ``_pose_values``) in one native pass
+        (``native.pose_kernels.PoseNormals``, ``pose_normals``' bits, which are ``face_normals``' and
+        ``_feature_normals``' own) when the collider has its native queries (``_Shared.native``), NATIVE_NORMALS is on
+        and the pose is finite; False (nothing done) otherwise. A still collider derives them once: a cube's surface of
+        49 152 triangles in 1.7 ms against 12-14 in NumPy, 196 608 in 8.3 against 53-61."""
+        library = getattr(self.shared.native, "library", None) if NATIVE_NORMALS else None
+        if library is None or len(self.triangles) == 0 or not np.isfinite(self.vertices).all():
+            return False
+        from ...native.pose_kernels import PoseNormals
+
+        face, vertex, side = PoseNormals(library)(self.vertices[None], self.triangles, self.shared.side_edge)
+        known.setdefault("face_normals", face[0])
+        known.setdefault("_pseudo", (vertex[0], side[0]))
+        return True
 
     def _normals_at_pose(self):
         """(vertices (m, 3), face normals (t, 3), vertex pseudo-normals (m, 3), side pseudo-normals (t, 3, 3)) of this
