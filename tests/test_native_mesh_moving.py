@@ -277,6 +277,30 @@ def test_a_subdivided_box_turning_and_sliding_in_whole_frames(library, monkeypat
     assert whole.x[len(whole.x) // 2, 2] > 0.5  # on the top
 
 
+@pytest.mark.parametrize("level, step", [(3, 0.1), (4, 0.4)])
+def test_a_finely_cut_box_sliding_fast_in_whole_frames(library, level, step):
+    """A box cut finely (level 3: 768 triangles; level 4: 3072) sliding fast under a cloth (10 and 40 cm a frame:
+    its travel spans many cells of its triangles' grid), 14 frames: whole frames bit for bit with the per-substep
+    path and Compute NUMPY. The frame's one grid of the triangles must be built halfway between the frame's start and
+    end poses, as the C code widens its queries from each pose by that pose's distance from halfway (drift_at); built
+    anywhere else, a query late in the frame misses its nearest triangle (a grid halfway through the first substep
+    left the cloth 9 mm and 16 cm off)."""
+    base, triangles = box_mesh(level)
+    ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, friction=0.2, name="Ground")
+
+    def read(frame):
+        return [MeshCollider(base + [step * frame, 0.0, 0.0], triangles.copy(), 0.01, 0.3, "Box"), ground]
+
+    whole, taken = _bake(read, 15, 2.0, 0.7, 14)
+    assert taken == 14
+    per_substep, _ = _bake(read, 15, 2.0, 0.7, 14, whole=False)
+    numpy, _ = _bake(read, 15, 2.0, 0.7, 14, compute="NUMPY")
+    assert np.array_equal(whole.x.view(np.int64), per_substep.x.view(np.int64))
+    assert np.array_equal(whole.v.view(np.int64), per_substep.v.view(np.int64))
+    assert_same(whole.x, numpy.x)
+    assert_same(whole.v, numpy.v)
+
+
 @pytest.mark.parametrize("sphere", [False, True])
 def test_walked_sweeps_and_grown_buffers_with_a_moving_box(library, monkeypatch, sphere):
     """A translating box on a ground (and a moving sphere beside it), 6 substeps a frame: the landing cloth moves more

@@ -499,12 +499,13 @@ class MeshFrame:
         mine.sources = sources
 
     def _fill_moving(self, s, row, collider, native, mine, posed) -> None:
-        """The struct of a moving collider: its topology, thickness, friction, travel, corners, sharp edges and
-        pieces, its grids (the triangles' halfway between its start and end poses, the corners' and sharp edges' on
-        its own pose, the frame's end) queried DRIFT wider, and per substep the addresses of its poses (mesh_frame.h):
-        the end pose and the start pose of each substep's posed collider (``posed[k][row]``, whose vertices and
-        normals the per-substep path reads) with their normals (``MeshCollider._normals_at_pose``). Every array is
-        checked here; the arrays are kept alive with the buffers until the next prepare."""
+        """The struct of a moving collider (``collider``: its pose of substep 1): its topology, thickness, friction,
+        travel, corners, sharp edges and pieces, its grids (the triangles' halfway between the frame's start and end
+        poses, the corners' and sharp edges' at the frame's end) queried DRIFT wider, and per substep the addresses
+        of its poses (mesh_frame.h): the end pose and the start pose of each substep's posed collider
+        (``posed[k][row]``, whose vertices and normals the per-substep path reads) with their normals
+        (``MeshCollider._normals_at_pose``). Every array is checked here; the arrays are kept alive with the buffers
+        until the next prepare."""
         n, m, t = self.n, len(collider.vertices), len(native.triangles)
         corners = checked_indices("corners", np.ascontiguousarray(collider.shared.corners, np.int64), m, (None,))
         sharp = checked_indices("sharp edges", np.ascontiguousarray(collider.shared.edges, np.int64), m, (None, 2))
@@ -561,11 +562,14 @@ class MeshFrame:
                 fields += [pointer(vertices), pointer(face), pointer(vertex), pointer(side)]
                 keep += [vertices, face, vertex, side]
             poses[k] = fields
-        # Every pose of the frame interpolates the frame's start and end (``Collider.over``): a vertex lies within
-        # the travel of its place at the end, to round-off (DRIFT's margins), and within half of it of its place
-        # halfway, where the triangles' grid is built (the C code widens its queries by drift_at).
-        vertices = collider.vertices
-        start = collider.start.vertices
+        # Every pose of the frame interpolates the frame's start and end (``Collider.over``), poses 0 and K: a vertex
+        # lies within the travel of its place at the end, to round-off (DRIFT's margins), and within half of it of
+        # its place halfway, where the triangles' grid is built (the C code widens its queries by drift_at). The
+        # collider handed here is substep 1's (poses 0 and 1 of K): the frame's ends are the first substep's start
+        # and the last one's end. The grids hold arrays of their own (a copy of the end): a grid keeps its vertices,
+        # and a pose's view would keep the pool's array of the frame's poses from the next frame (``PoseBuffers``).
+        start = posed[0][row].start.vertices
+        vertices = np.array(posed[-1][row].vertices, np.float64)
         halfway = start + 0.5 * (vertices - start)
         grids = [native.faces.grid_for(halfway, MOVING_FINER)]  # checks it (float64, (m, 3), finite)
         for kind in (native.corners, native.sharp):
