@@ -593,8 +593,10 @@ class MeshBroadPhase:
         a, b = x[edges[:, 0]], x[edges[:, 1]]
         half = 0.5 * np.sqrt(_dot(b - a, b - a))
         tree, piece_radius = self.shared.edge_tree_for(self.vertices)
-        # The pieces' radius at the tree's pose; a deforming collider's pieces may grow by up to twice the travel.
-        found = tree.sparse_distance_matrix(cKDTree(0.5 * (a + b)), reach + piece_radius + 3.0 * self.shared.travel
+        # The pieces' radius at the tree's pose; a deforming collider's pieces may grow by up to twice the travel, and
+        # their centres lie within the travel of the tree's (built on another pose of the frame). The pairs' exact
+        # test (``_pairs_within``) keeps those within reach + the travel: the join reaches that far beyond.
+        found = tree.sparse_distance_matrix(cKDTree(0.5 * (a + b)), reach + piece_radius + 4.0 * self.shared.travel
                                             + float(half.max()), output_type="ndarray")
         count = len(edges)
         key = np.unique(self.shared.edge_pieces.owner[found["i"].astype(np.int64)] * count + found["j"].astype(np.int64))
@@ -610,10 +612,12 @@ class MeshBroadPhase:
         body = x[triangles]
         centre = body.mean(axis=1)
         radius = np.sqrt(((body - centre[:, None]) ** 2).sum(axis=2).max(axis=1))
+        # The tree's corners lie within the travel of this pose's (it is built on another pose of the frame), and the
+        # pairs' exact test (``_pairs_within``) keeps those within reach + the travel: twice the travel beyond reach.
         found = self.shared.corner_tree_for(self.vertices).sparse_distance_matrix(
-            cKDTree(centre), reach + float(radius.max()) + self.shared.travel, output_type="ndarray")
+            cKDTree(centre), reach + float(radius.max()) + 2.0 * self.shared.travel, output_type="ndarray")
         ci, ti = found["i"].astype(np.int64), found["j"].astype(np.int64)
-        keep = found["v"] <= reach + radius[ti] + self.shared.travel
+        keep = found["v"] <= reach + radius[ti] + 2.0 * self.shared.travel
         return ci[keep], ti[keep]
 
     def _body_edges(self, triangles):
