@@ -1,8 +1,10 @@
 """Profile of a mesh collider's cost against the body's own step (engine only, no Blender).
 
-The box drape of docs/benchmarks.md ("Mesh collider cost"): a 3 m cloth (31 x 31) dropped from 1.5 m onto a
-2 x 2 x 0.5 m box standing on a ground, XPBD at its defaults (30 substeps; ``--solver`` for another), the add-on's collider defaults
-(thickness 1 cm, friction 0.2), 24 frames at 24 fps (it lands at frame 11). Three scenes:
+The box drape of docs/benchmarks.md ("Mesh collider cost"): a 3 m cloth (31 x 31, 1 kg) dropped from 1.5 m onto a
+2 x 2 x 0.5 m box standing on a ground, XPBD at its defaults (30 substeps; ``--solver`` for another) with the add-on's
+air drag (``--air``, ``config.AIR_DRAG_DEFAULT``: in the air the cloth falls as it does in Blender and lands at frame
+20; ``--air 0``, the engine's vacuum, at frame 11), the add-on's collider defaults (thickness 1 cm, friction 0.2), 24
+frames at 24 fps. Three scenes:
 
 - ``ground``: the cloth over the ground alone (the body's own step);
 - ``box``: over the 12-triangle box on the ground;
@@ -12,8 +14,9 @@ The box drape of docs/benchmarks.md ("Mesh collider cost"): a 3 m cloth (31 x 31
   (``tools/compare.py build_box(moving=True)``): a moving collider, every substep's pose and normals of its own.
 
 As the add-on's bridge does, every frame reads the colliders anew (a fresh ``MeshCollider`` of the same vertices)
-and pairs them with the previous frame's (``frame_colliders``). Prints seconds per frame of each scene (the landing
-frames and the resting frames apart: resting is where the cloth lies on the box), then a cProfile top list of one
+and pairs them with the previous frame's (``frame_colliders``). Prints milliseconds per frame of each scene (the landing
+frames and the resting frames apart: resting is from the first frame whose cloth centre lies on the box top, within
+2 cm, on), then a cProfile top list of one
 scene. ``--compute both`` (the default) bakes every scene with the NumPy collider pipeline, then with the native one
 (``SolverConfig.compute``: a mesh collider's whole pipeline, still or moving, inside the frame's one C call,
 ``PositionBasedSolver.native_frame``), back to back. Timings
@@ -47,13 +50,15 @@ if ROOT not in sys.path:
 
 from solvers import GroundPlane, MeshCollider, SolverConfig, State, advance_frame, build_model, make_solver  # noqa: E402
 from solvers.builder import grid_cloth  # noqa: E402
+from solvers.config import AIR_DRAG_DEFAULT  # noqa: E402
 from solvers.collision.colliders.shapes import frame_colliders  # noqa: E402
 
 _IMPORT_SECONDS = time.perf_counter() - _IMPORT_BEGIN
 
 FPS = 24
 THICKNESS, FRICTION = 0.01, 0.2  # the add-on's collider defaults
-LANDED = 11  # the cloth reaches the box's top at about this frame
+TOP = 0.5
+"""[m] The box's top."""
 
 
 def box_mesh(level: int = 0, half=(1.0, 1.0, 0.25), centre=(0.0, 0.0, 0.25)):
@@ -111,16 +116,16 @@ def scene_level(name: str) -> int:
     return 0
 
 
-def run(name: str, level: int, frames: int, solver: str = "XPBD", compute: str = "AUTO"):
-    """Bake the scene with ``solver`` at its defaults and ``compute``; returns (seconds per frame for each frame, final state, box
-    triangles)."""
+def run(name: str, level: int, frames: int, solver: str = "XPBD", compute: str = "AUTO", air: float = AIR_DRAG_DEFAULT):
+    """Bake the scene with ``solver`` at its defaults, air drag ``air`` and ``compute``; returns (seconds per frame for
+    each frame, final state, box triangles, the first frame whose cloth centre lies on the box top (frames + 1: none))."""
     v, e, t = grid_cloth(31, 3.0, height=1.5)
     model = build_model(v, e, t)
-    body = make_solver(model, SolverConfig(solver=solver, compute=compute))
+    body = make_solver(model, SolverConfig(solver=solver, compute=compute, air_drag=air))
     state = State.at_rest(model)
     read = scene_colliders(name, level)
     previous = None
-    times = []
+    times, landed = [], frames + 1
     for frame in range(1, frames + 1):
         begin = time.perf_counter()
         current = read(frame)
@@ -128,8 +133,10 @@ def run(name: str, level: int, frames: int, solver: str = "XPBD", compute: str =
         advance_frame(body, state, 1.0 / FPS, body.config.substeps, colliders)
         previous = current
         times.append(time.perf_counter() - begin)
+        if landed > frames and state.x[len(state.x) // 2, 2] <= TOP + 0.02:
+            landed = frame
     count = sum(len(c.triangles) for c in read(1) if isinstance(c, MeshCollider))
-    return np.array(times), state, count
+    return np.array(times), state, count, landed
 
 
 def startup(mode: str) -> None:
@@ -168,25 +175,29 @@ def main():
     parser.add_argument("--solver", default="XPBD", help="XPBD, PROJECTIVE, IMPLICIT_EULER or NEWTON (defaults)")
     parser.add_argument("--compute", default="both", help="AUTO, NUMPY, or both (NUMPY then AUTO, scene by scene)")
     parser.add_argument("--startup", choices=("lazy", "eager"), help="measure a fresh process's native start-up")
+    parser.add_argument("--air", type=float, default=AIR_DRAG_DEFAULT, help="the cloth's air drag (0: vacuum)")
     args = parser.parse_args()
     if args.startup:
         return startup(args.startup)
     scenes = [s.format(level=args.level) for s in args.scenes.split(",")]
     computes = ["NUMPY", "AUTO"] if args.compute.upper() == "BOTH" else [args.compute.upper()]
-    print(f"{'scene':>8} {'compute':>8} {'box tris':>8} {'s/frame':>8} {'landing':>8} {'resting':>8} {'centre z m':>10}")
+    print(f"{'scene':>8} {'compute':>8} {'box tris':>8} {'ms/frame':>8} {'landing':>8} {'resting':>8} {'from':>5} "
+          f"{'centre z m':>10}")
     for name in scenes:
         level = scene_level(name)
         for compute in computes:
-            times, state, count = run(name, level, args.frames, args.solver, compute)
+            times, state, count, landed = run(name, level, args.frames, args.solver, compute, args.air)
             centre = state.x[len(state.x) // 2, 2]
-            print(f"{name:>8} {compute:>8} {count:>8} {times.mean():8.3f} {times[:LANDED].mean():8.3f} "
-                  f"{times[LANDED:].mean():8.3f} {centre:10.4f}", flush=True)
+            ms = 1e3 * times
+            resting = ms[landed - 1:].mean() if landed <= args.frames else float("nan")
+            print(f"{name:>8} {compute:>8} {count:>8} {ms.mean():8.2f} {ms[:landed - 1].mean():8.2f} "
+                  f"{resting:8.2f} {landed:5d} {centre:10.4f}", flush=True)
     if args.profile != "none":
         name = args.profile
         level = scene_level(name)
         profiler = cProfile.Profile()
         profiler.enable()
-        run(name, level, args.frames, args.solver, computes[-1])
+        run(name, level, args.frames, args.solver, computes[-1], args.air)
         profiler.disable()
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
