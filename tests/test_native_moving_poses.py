@@ -235,7 +235,8 @@ def test_the_whole_frame_binding_reads_the_frames_poses(monkeypatch, lazy):
         arrays = frame_poses.vertices, *frame_poses.normals(moving.triangles, moving.shared.side_edge)
     for k in range(substeps):
         for j, a in enumerate(arrays):
-            assert table[k, j] == a[k + 1].ctypes.data and table[k, 4 + j] == a[k].ctypes.data
+            by_pose = a if j == 0 or not lazy else a.swapaxes(0, 1)  # the lazy normals: element by element
+            assert table[k, j] == by_pose[k + 1].ctypes.data and table[k, 4 + j] == by_pose[k].ctypes.data
     moving.shared.frame_poses[-1].vertices[2, 0, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
         frame.prepare(posed[0], x, body, posed)
@@ -307,12 +308,14 @@ def test_lazy_normals_are_every_poses_normals_where_ready(monkeypatch, kind):
     lazy = made[-1]  # the last frame's (the pool hands earlier frames' arrays on)
     t = len(lazy.triangles)
     face, vertex, side = pose_normals(lazy.frame.vertices, lazy.triangles, lazy.side_edge)
-    edge = np.zeros_like(lazy.edge)
+    edge = np.zeros((len(face), len(lazy.edge), 3))
     edge[:, lazy.side_edge] = side  # every edge is some triangle's side
-    faces, edges = lazy.ready[:, :t].astype(bool), lazy.ready[:, t:].astype(bool)
+    ready = lazy.ready.T  # the lazy arrays hold an element's poses side by side: pose by pose here
+    faces, edges = ready[:, :t].astype(bool), ready[:, t:].astype(bool)
     vertices = np.broadcast_to(lazy.vertex_ready.astype(bool), vertex.shape[:2])
     assert faces.any() and edges.any() and (vertices.any() or kind != "ball")
     for got, want, ready in ((lazy.face, face, faces), (lazy.edge, edge, edges), (lazy.vertex, vertex, vertices)):
+        got = got.swapaxes(0, 1)
         assert _same(np.ascontiguousarray(got[ready]), np.ascontiguousarray(want[ready]))
     assert lazy.computed == int(lazy.vertex_ready.sum())
 

@@ -254,7 +254,10 @@ class _LazyNormals:
     whose arccos is NumPy's, here (``compute``), for every pose of the frame at once, when the C code asks for them
     (status 3 with ``needs`` [row, -1]: the substep runs again) and up front for the vertices the collider's frame
     before asked for. Every normal has ``mesh_collider.pose_normals``' bits. The normals arrays are the collider's
-    pool's (``PoseBuffers``); ready flags say which rows hold a normal of this frame."""
+    pool's (``PoseBuffers``), element by element: face (t, poses, 3), edge (e, poses, 3), vertex (m, poses, 3) (an
+    element's normals of every pose side by side: a frame derives the few elements near the body, and laid out pose by
+    pose they would touch a page of every pose's rows each); ready flags (t + e, poses) say which hold a normal of this
+    frame."""
 
     def __init__(self, collider, frame, wanted=None):
         """collider: a moving ``MeshCollider``; frame: its ``FramePoses`` of this frame (vertices checked by the
@@ -274,9 +277,9 @@ class _LazyNormals:
             raise ValueError("edge starts: must rise from 0 to 3 t")
         self.ring = shared.vertex_triangles
         take = shared.pose_buffers.take
-        self.face, self.edge = take("lazy face", (poses, t, 3)), take("lazy edge", (poses, e, 3))
-        self.vertex = take("lazy vertex", (poses, m, 3))
-        self.ready = take("lazy ready", (poses, t + e), np.uint8)
+        self.face, self.edge = take("lazy face", (t, poses, 3)), take("lazy edge", (e, poses, 3))
+        self.vertex = take("lazy vertex", (m, poses, 3))
+        self.ready = take("lazy ready", (t + e, poses), np.uint8)
         self.ready.fill(0)
         self.vertex_ready, self.asked = np.zeros(m, np.uint8), np.zeros(m, np.uint8)
         self.missing, self.missing_count = np.zeros(m, np.int64), np.zeros(1, np.int64)
@@ -307,7 +310,7 @@ class _LazyNormals:
         used, local = np.unique(self.triangles[around], return_inverse=True)
         local = local.reshape(-1, 3)
         _, normals, _ = pose_normals(self.frame.vertices[:, used], local, np.arange(local.size).reshape(-1, 3))
-        self.vertex[:, wanted] = normals[:, np.searchsorted(used, wanted)]
+        self.vertex[wanted] = normals[:, np.searchsorted(used, wanted)].transpose(1, 0, 2)
         self.vertex_ready[wanted] = 1
         self.computed += len(wanted)
 
@@ -539,13 +542,16 @@ class MeshFrame:
             mine.lazy.attach(s)
             keep.append(mine.lazy)
             batch = (frame.vertices, mine.lazy.face, mine.lazy.vertex, mine.lazy.edge)
+            pose_axes = (0, 1, 1, 1)  # the lazy normals: element by element (``_LazyNormals``)
         elif frame is not None:
             batch = (frame.vertices,) + self._frame_normals(frame, collider, m, t)
+            pose_axes = (0, 0, 0, 0)
         mine.lazy_m = m
         if batch is not None:  # addresses into the frame's pose arrays, checked once
             keep += list(batch)
             stride = np.arange(len(posed) + 1, dtype=np.int64)
-            fields = [pointer(a) + stride * (a.strides[0]) for a in batch]  # pose k's rows of each array
+            # pose k's first row of each array
+            fields = [pointer(a) + stride * a.strides[axis] for a, axis in zip(batch, pose_axes)]
             poses[:, :4] = np.stack(fields, axis=1)[1:]
             poses[:, 4:] = np.stack(fields, axis=1)[:-1]
         for k, step in enumerate(posed if batch is None else ()):

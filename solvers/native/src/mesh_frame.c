@@ -133,11 +133,12 @@ static double drift_at(const SoftsimClothPlan *plan, const SoftsimStillMesh *c, 
 }
 
 /* Pose `pose` of lazy moving collider c (its substep's end pose, pose_index + 1, or its start pose, pose_index; start
- * says which fields of the substep's row of the pose table address it). */
-static void lazy_pose_of(const SoftsimStillMesh *c, int64_t pose, int start, MeshLazyPose *p)
+ * says which fields of the substep's row of the pose table address it) of a frame of `poses` poses (substeps + 1):
+ * its normals' rows `poses` rows apart, its flags in column `pose` of ready (t + edge_count, poses). */
+static void lazy_pose_of(const SoftsimStillMesh *c, int64_t pose, int64_t poses, int start, MeshLazyPose *p)
 {
     const int64_t *a = c->poses + SOFTSIM_POSE_FIELDS * c->pose_index + (start ? 4 : 0);
-    uint8_t *flags = c->ready + (c->t + c->edge_count) * pose;
+    uint8_t *flags = c->ready + pose;
     p->vertices = (const double *)(intptr_t)a[0];
     p->face = (double *)(intptr_t)a[1];
     p->vertex = (double *)(intptr_t)a[2];
@@ -146,8 +147,10 @@ static void lazy_pose_of(const SoftsimStillMesh *c, int64_t pose, int start, Mes
     p->side_edge = c->side_edge;
     p->edge_start = c->edge_start;
     p->edge_faces = c->edge_faces;
+    p->row = 3 * poses;
+    p->flag_row = poses;
     p->face_ready = flags;
-    p->edge_ready = flags + c->t;
+    p->edge_ready = flags + c->t * poses;
     p->vertex_ready = c->vertex_ready;
     p->asked = c->asked;
     p->missing = c->missing;
@@ -209,8 +212,8 @@ static int64_t moving_contact(const SoftsimClothPlan *plan, const SoftsimMeshFra
     MeshCertificates side = {0}, cert = c->cert_tri ? certificates(f, c, &side) : side;
     MeshLazyPose end_pose, start_pose;
     if (c->lazy) {
-        lazy_pose_of(c, c->pose_index + 1, 0, &end_pose);
-        lazy_pose_of(c, c->pose_index, 1, &start_pose);
+        lazy_pose_of(c, c->pose_index + 1, plan->substeps + 1, 0, &end_pose);
+        lazy_pose_of(c, c->pose_index, plan->substeps + 1, 1, &start_pose);
     }
     int64_t found = k ? mesh_contact_rows_hinted(
         x, x_prev, points, k, c->triangles, c->vertices, c->face_grid, c->face_dims, c->face_cell_start,

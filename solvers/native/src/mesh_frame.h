@@ -97,8 +97,9 @@ typedef struct {
      * next query of the point (mesh_closest_drift's hint; -1: none) */
     int64_t *nearest_hint;
     /* A moving collider whose normals are derived on first use (lazy 1; mesh_query.h MeshLazyPose): its pose table's
-     * face, vertex and side fields address each pose's face (t, 3), vertex (m, 3) and edge (edge_count, 3) normals;
-     * ready (poses + 1, t + edge_count) holds each pose's face and edge flags, vertex_ready (m,) and asked (m,) the
+     * face, vertex and side fields address each pose's first face, vertex and edge normal in arrays (t, poses, 3),
+     * (m, poses, 3) and (edge_count, poses, 3) (poses = substeps + 1: an element's normals of every pose side by
+     * side); ready (t + edge_count, poses) holds each pose's face and edge flags, vertex_ready (m,) and asked (m,) the
      * vertices' (every pose's alike), missing (m,) and missing_count (1,) the vertex normals asked for before they were
      * ready; side_edge (t, 3), edge_start (edge_count + 1,) and edge_faces (3 t,) the edge of each triangle side and
      * the faces of each edge. lazy 0: the normals are the arrays themselves (the side field per triangle side). */

@@ -36,9 +36,11 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
                            int64_t *out_tri, double *out_bary, double *out_q, double *out_d, int64_t *out_interior,
                            int64_t t, int64_t *hint, const MeshCertificates *cert);
 /* One pose of a moving collider whose normals are derived on first use (mesh_frame.c; binding mesh_frame.py): the
- * pose's vertices (m, 3) and arrays face (t, 3), edge (e, 3) (the pseudo-normal of each edge, where the per-triangle
- * side normals hold side_edge's rows) and vertex (m, 3), each row valid where its ready flag (face_ready (t,),
- * edge_ready (e,), vertex_ready (m,): the vertices' flags are shared by every pose of the frame) is 1. Face and edge
+ * pose's vertices (m, 3) and rows face (t), edge (e) (the pseudo-normal of each edge, where the per-triangle side
+ * normals hold side_edge's rows) and vertex (m) of 3 doubles, row stride `row` doubles apart (an element's rows of
+ * every pose of the frame lie side by side, so a frame that reads a few elements touches a few pages), each valid
+ * where its ready flag (face_ready[flag_row * f], edge_ready[flag_row * e], vertex_ready[v] (m,): the vertices'
+ * flags are shared by every pose of the frame) is 1. Face and edge
  * normals are computed here when first asked (pose_normals' arithmetic, the same bits); a vertex's needs an arccos
  * whose bits are NumPy's, so an unready one is listed in missing (once: asked marks every vertex asked for, ready or
  * not, (m,)) for the binding to compute, and the asking call reports it. The edges' faces:
@@ -48,6 +50,7 @@ typedef struct {
     const double *vertices;
     const int64_t *triangles, *side_edge, *edge_start, *edge_faces;
     double *face, *edge, *vertex;
+    int64_t row, flag_row; /* doubles between two elements' normals, bytes between two elements' ready flags */
     uint8_t *face_ready, *edge_ready, *vertex_ready, *asked;
     int64_t *missing, *missing_count;
     int64_t misses; /* vertex normals asked for and not ready, this pose's reads since it was set up */
@@ -158,10 +161,10 @@ static inline void mesh_face_normal_of(const double *vertices, const int64_t *tr
 /* The lazy pose's normal of triangle tri, computed on first use. */
 static inline const double *mesh_lazy_face(MeshLazyPose *p, int64_t tri)
 {
-    double *f = p->face + 3 * tri;
-    if (!p->face_ready[tri]) {
+    double *f = p->face + p->row * tri;
+    if (!p->face_ready[p->flag_row * tri]) {
         mesh_face_normal_of(p->vertices, p->triangles + 3 * tri, f);
-        p->face_ready[tri] = 1;
+        p->face_ready[p->flag_row * tri] = 1;
     }
     return f;
 }
@@ -170,8 +173,8 @@ static inline const double *mesh_lazy_face(MeshLazyPose *p, int64_t tri)
  * max(|sum|, 1e-300). */
 static inline const double *mesh_lazy_edge(MeshLazyPose *p, int64_t e)
 {
-    double *out = p->edge + 3 * e;
-    if (!p->edge_ready[e]) {
+    double *out = p->edge + p->row * e;
+    if (!p->edge_ready[p->flag_row * e]) {
         double sum[3] = {0.0, 0.0, 0.0};
         for (int64_t j = p->edge_start[e]; j < p->edge_start[e + 1]; ++j) {
             const double *f = mesh_lazy_face(p, p->edge_faces[j]);
@@ -181,7 +184,7 @@ static inline const double *mesh_lazy_edge(MeshLazyPose *p, int64_t e)
         double length = max2(sqrt(dot_rows(sum, sum)), 1e-300);
         for (int a = 0; a < 3; ++a)
             out[a] = sum[a] / length;
-        p->edge_ready[e] = 1;
+        p->edge_ready[p->flag_row * e] = 1;
     }
     return out;
 }
@@ -192,7 +195,7 @@ static inline const double *mesh_lazy_vertex(MeshLazyPose *p, int64_t v)
 {
     if (p->vertex_ready[v]) {
         p->asked[v] = 1;
-        return p->vertex + 3 * v;
+        return p->vertex + p->row * v;
     }
     if (!p->asked[v]) {
         p->asked[v] = 1;
