@@ -134,7 +134,8 @@ static double drift_at(const SoftsimClothPlan *plan, const SoftsimStillMesh *c, 
 
 /* Pose `pose` of lazy moving collider c (its substep's end pose, pose_index + 1, or its start pose, pose_index; start
  * says which fields of the substep's row of the pose table address it) of a frame of `poses` poses (substeps + 1):
- * its normals' rows `poses` rows apart, its flags in column `pose` of ready (t + edge_count, poses). */
+ * an element's normal 3 poses doubles after the element before's, its flags in column `pose` of ready
+ * (t + edge_count, poses). */
 static void lazy_pose_of(const SoftsimStillMesh *c, int64_t pose, int64_t poses, int start, MeshLazyPose *p)
 {
     const int64_t *a = c->poses + SOFTSIM_POSE_FIELDS * c->pose_index + (start ? 4 : 0);
