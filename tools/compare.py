@@ -270,18 +270,21 @@ def add_box(name, location, size=BOX_SIZE, subdivisions=0, slide=None):
 
 BOX_SLIDE = ((0.0, 0.6, 0.0), 24)
 """The moving box of ``build_box(moving=True)``: 0.6 m along +Y between frames 1 and 24 (eased in and out), under
-the cloth that lands on it at about frame 11."""
+the cloth that lands on it at about frame 20 (in the add-on's default air drag)."""
 
 
-def build_box(scene, with_box=True, subdivisions=0, n=31, moving=False):
+def build_box(scene, with_box=True, subdivisions=0, n=31, moving=False, slide_frames=BOX_SLIDE[1]):
     """Two 3 m cloths (``n`` x ``n``) 6 m apart, 1.5 m above the ground, over a 2 x 2 x 0.5 m box (Mesh Collider) on a
-    ground; ``with_box`` False: the ground alone; ``moving``: the box slides by ``BOX_SLIDE``."""
+    ground; ``with_box`` False: the ground alone; ``moving``: the box slides as ``BOX_SLIDE`` does, at its pace, from
+    frame 1 to ``slide_frames`` (48: 1.2 m)."""
+    offset, last = BOX_SLIDE
+    slide = (tuple(np.multiply(offset, slide_frames / last)), slide_frames)
     pairs = []
     for side, x in (("Soft Sim", -3.0), ("Built-in", 3.0)):
         cloth = _grid(f"{side} Box Cloth", n, 3.0, (x, 0.0, 1.5))
         colliders = [(_ground(f"{side} Box Ground", 0.0, (x, 0.0), size=5.5), "GROUND")]
         if with_box:
-            box = add_box(f"{side} Box", (x, 0.0, 0.0), subdivisions=subdivisions, slide=BOX_SLIDE if moving else None)
+            box = add_box(f"{side} Box", (x, 0.0, 0.0), subdivisions=subdivisions, slide=slide if moving else None)
             colliders.append((box, "MESH"))
         pairs.append((cloth, colliders))
     return pairs
