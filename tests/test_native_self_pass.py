@@ -180,7 +180,7 @@ def test_bad_input_is_refused(library):
     first = sc._stencils(x, vt, ee)
     ok = dict(side=np.ones(3), target=np.full(3, 0.05), approach_target=np.full(3, 0.05))
     kernel.begin(vt, ee, ok["side"], ok["target"], ok["approach_target"], first, sc.inv_mass)
-    kernel.run(x, sc.thickness, 0.1, False)
+    kernel.run(x, sc.thickness, 0.1, 0.7, False)
     with pytest.raises(ValueError, match="triangles"):
         SelfPass(library, np.ascontiguousarray(sc.triangles) + n, np.ascontiguousarray(sc.edges), n)
     with pytest.raises(ValueError, match="edges"):
@@ -209,10 +209,10 @@ def test_bad_input_is_refused(library):
         kernel.begin(vt, ee, ok["side"], ok["target"], ok["approach_target"], short, sc.inv_mass)
     kernel.begin(vt, ee, ok["side"], ok["target"], ok["approach_target"], first, sc.inv_mass)
     with pytest.raises(ValueError, match="x"):
-        kernel.run(x[:-1], sc.thickness, 0.1, False)
+        kernel.run(x[:-1], sc.thickness, 0.1, 0.7, False)
     with pytest.raises(ValueError, match="x"):
-        kernel.run(np.asfortranarray(x), sc.thickness, 0.1, False)
+        kernel.run(np.asfortranarray(x), sc.thickness, 0.1, 0.7, False)
     kernel.begin(vt, ee, ok["side"], ok["target"], ok["approach_target"], first, sc.inv_mass)
-    kernel.run(x.copy(), sc.thickness, 0.1, False)
+    kernel.run(x.copy(), sc.thickness, 0.1, 0.7, False)
     with pytest.raises(ValueError, match="x"):
         kernel.finish(x.astype(np.float32), False)

@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 16
+ABI_VERSION = 17
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -120,7 +120,8 @@ SIGNATURES = {
     "softsim_self_ee_grow": (_I, (_P, _I, _P, _I, _P, _D, _P, _I, _P, _I, _P, _I, _P, _I, _P, _I, _P, _P, _I, _P, _P,
                                   _P, _P, _P)),
     # Self-collision's response passes (src/self_pass.c; self_kernels.SelfPass).
-    "softsim_self_pass": (_I, (_P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _D, _D, _I, _I, _P, _I) + (_P,) * 17),
+    "softsim_self_pass": (_I, (_P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _D, _D, _D, _I, _I, _P, _I)
+                          + (_P,) * 28),
     "softsim_self_pass_finish": (_I, (_P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _I, _P, _P)),
     # Self-collision's candidate selection in one call (src/self_select.c; self_kernels.SelfSelect).
     "softsim_self_select": (_I, (_P, _P, _P, _I, _P, _I, _P, _I, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _D, _I, _P, _P,

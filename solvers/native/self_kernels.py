@@ -1,7 +1,7 @@
 """Python bindings of cloth self-collision's native kernels: the broad phase (``src/self_collision.c``,
 ``SelfPairQuery``: the lists' build and skin growth; tests/test_native_self_collision.py,
 tests/test_native_self_grow.py), what every call runs (``src/self_response.c``, ``SelfCallKernels``: boxes, list
-checks, stencils, the fail-safe's witnesses; tests/test_native_self_response.py) and the response's Jacobi passes
+checks, stencils, the fail-safe's witnesses; tests/test_native_self_response.py) and the response's passes
 (``src/self_pass.c``, ``SelfPass``; tests/test_native_self_pass.py).
 
 ``SelfPairQuery.vertex_triangle_grow`` / ``edge_edge_grow`` <-> the k-d tree queries of ``SelfBroadPhase._grow``: the
@@ -514,6 +514,7 @@ class SelfPass(_BodyBinding):
         self.changed = np.zeros(n, bool)
         self.touched_mask = np.zeros(n, bool)
         self.load = np.zeros(n)
+        self.last = np.zeros(n, np.int64)
         self.delta = np.zeros((n, 3))
         self.batch_size = np.zeros(1, np.int64)
         self.kept_count = np.zeros(1, np.int64)
@@ -554,6 +555,14 @@ class SelfPass(_BodyBinding):
         self._own = [pointer(a) for a in (self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok,
                                           self.interior)]
         self._scratch = [pointer(a) for a in (self.work_d, self.flags, self.load, self.delta, self.batch_size)]
+        # the Gauss-Seidel sweep's colours and the stencils it measures colour by colour (src/self_pass.c)
+        self.colour, self.order, self.start = np.zeros(c, np.int64), np.zeros(c, np.int64), np.zeros(c + 1, np.int64)
+        self.t_pos, self.t_idx, self.t_coef = np.zeros(c, np.int64), np.zeros((c, 4), np.int64), np.zeros((c, 4))
+        self.t_r, self.t_normal, self.t_dist, self.t_plane = np.zeros((c, 3)), np.zeros((c, 3)), np.zeros(c), np.zeros(c)
+        self.t_ok, self.t_interior = np.zeros(c, bool), np.zeros(c, bool)
+        self._sweep = [pointer(a) for a in (self.work_d, self.flags, self.colour, self.order, self.start, self.last,
+                                            self.t_pos, self.t_idx, self.t_coef, self.t_r, self.t_normal, self.t_dist,
+                                            self.t_plane, self.t_ok, self.t_interior, self.batch_size)]
         self._live_p, self._pos_p, self._batch_p = pointer(self.live), pointer(self.pos), pointer(self.batch)
 
     def begin(self, vt, ee, side, target, approach_target, first, inv_mass) -> None:
@@ -586,7 +595,11 @@ class SelfPass(_BodyBinding):
         self.ever = np.zeros(c, bool)
         self.given = True
         self.m = 0
-        self._first_p = [pointer(s) for s in self.first]
+        # copied into the pass's own buffers: its sweep writes each moved pair's stencil where it measured it
+        for own, given in zip((self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok, self.interior),
+                              self.first):
+            own[:c] = given
+        self._first_p = self._own
         self._call_p = (pointer(self.inv_mass), self.n, pointer(self.triangles), pointer(self.edges), c, k_vt,
                         pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target))
         self._masks_p = (pointer(self.changed), pointer(self.touched_mask))
@@ -640,15 +653,17 @@ class SelfPass(_BodyBinding):
         self._results_p = self._results_own_p
         return c
 
-    def run(self, x, thickness: float, tolerance: float, restrict_violating: bool) -> int:
-        """The first half of one pass on x (n, 3) [m], in place: returns the active pairs (0: nothing moved)."""
+    def run(self, x, thickness: float, tolerance: float, relaxation: float, restrict_violating: bool) -> int:
+        """The first half of one pass on x (n, 3) [m], in place (its Gauss-Seidel sweep over colours of the active
+        pairs, each moved by ``relaxation`` of its shortfall): returns the pairs moved (0: nothing moved)."""
         address = self._x(x)
         given = 1 if self.given else 0
         stencils = self._first_p if self.given else self._own
         self.given = False
         active = self.library.softsim_self_pass(
-            address, *self._call_p, float(thickness), float(tolerance), int(bool(restrict_violating)), given,
-            self._live_p, self.live_count, *self._masks_p, self._pos_p, self._batch_p, *stencils, *self._scratch)
+            address, *self._call_p, float(thickness), float(tolerance), float(relaxation),
+            int(bool(restrict_violating)), given, self._live_p, self.live_count, *self._masks_p, self._pos_p,
+            self._batch_p, *stencils, *self._sweep)
         self.m = int(self.batch_size[0])
         self._stencils = stencils
         return int(active)

@@ -48,9 +48,10 @@ with gradient d at the vertex and -b_k d at the corners:
     dx_p = w_p lambda d,  dx_k = -b_k w_k lambda d,  lambda = -C / (w_p + sum_k b_k^2 w_k)
 
 which changes the relative position p - q along d by exactly -C and conserves linear momentum (sum_k b_k = 1).
-All active pairs are corrected at once (Jacobi), each pair's whole correction scaled by 1 / (the largest number of
-active pairs any of its particles is in), which keeps momentum conservation and never overshoots. ``passes``
-passes, then up to MAX_PASSES on the pairs still through each other or short of target by > PASS_TOLERANCE thickness.
+A pass sweeps the active pairs colour by colour (Gauss-Seidel; the pairs of one colour share no moved particle):
+each colour's pairs are measured again where the colours before them left the particles, and each still short of its
+target takes RELAXATION of that correction; momentum is conserved pair by pair. ``passes`` passes, then up to
+MAX_PASSES on the pairs still through each other or short of target by > PASS_TOLERANCE thickness.
 
 Friction (after the passes, per pair that was pushed by a total depth delta): the relative tangential motion over
 the step, t = tangential part of (p - p_prev) - sum_k b_k (x_k - x_k_prev), is reduced by at most friction * delta
@@ -69,7 +70,7 @@ Fail-safe (``_fail_safe``, after the response and friction): the exact edge-tria
 x_prev are found from the listed pairs that can witness them (``_new_crossings`` says why that finds all of them),
 and their particles are frozen into rigid impact zones (Provot 1997; Bridson et al. 2002), translation only: each zone
 moves from x_prev by its mass-weighted mean motion, zones growing until nothing new crosses. That keeps momentum and
-never adds kinetic energy; it only runs when the Jacobi passes left a crossing.
+never adds kinetic energy; it only runs when the passes left a crossing.
 
 What holds (tests/test_self_collision.py): zero exact edge-triangle crossings at every frame for a 16 x 16 sheet
 crumpling onto itself on the ground (XPBD, thickness 1/4 of an edge), a 24 x 24 sheet draped over a small sphere whose
@@ -98,8 +99,8 @@ frame before, 0.87 after (self-collision 1.75 -> 0.71 s: rebuilds 0.24, the list
 response 0.21, fail-safe 0.08; the two versions alternated on a loaded machine), and the Blender bake of that scene
 (100 frames, bench_cloth's self-collision row) 512 ms a frame against built-in Cloth's 198 with its self-collision on
 (0.39x; before 798 against 204, 0.26x; the two runs back to back on a loaded machine, another run after 453 against
-229, 0.51x). In C as well, bit for bit: the Jacobi
-passes (``solvers/native/src/self_pass.c``), the skin growths, the candidate selection, the response's and the
+229, 0.51x). In C as well, bit for bit: the passes
+(``solvers/native/src/self_pass.c``), the skin growths, the candidate selection, the response's and the
 fail-safe's set-up and the friction step (``src/self_select.c``; about 1,100 Python-level calls a substep), with the
 lists' builds on several threads (``native/threads.py``); around self-collision, XPBD/PBD's native contact step
 (prediction, contacts, the end-of-step collider push, round-off-equal to NumPy's over a sphere, and velocity). The
@@ -127,11 +128,22 @@ from .impact_zones import COLLIDER_SLACK, ImpactZones
 DEFAULT_FRICTION = 0.3
 """Friction coefficient of cloth on itself (dimensionless); the solvers use it (no setting of its own yet)."""
 PASSES = 4
-"""Jacobi passes of the normal response per call."""
+"""Passes of the normal response per call (each a Gauss-Seidel sweep over colours of pairs, ``_passes``)."""
 MAX_PASSES = 16
 """Passes go on beyond PASSES (up to this) while a pair is still on the wrong side of each other, or short of its
 target by more than PASS_TOLERANCE * thickness."""
 PASS_TOLERANCE = 0.1
+RELAXATION = 0.7
+"""The share of its shortfall a pair takes back when its colour comes in a pass (``_passes``): a pass sweeps the
+colours of the active pairs in turn (pairs of one colour share no moved particle), each pair measured again at the
+positions the colours before it left. A full share (1) put a vertex that tunnelled through a face beside another one
+back at 1.8 x thickness (the face moved twice); 0.5 let Implicit Euler's two-layer stack come to 0.07 x thickness;
+0.6-0.9 keep every test of tests/test_self_collision.py. Against the Jacobi average (every pair's correction scaled by
+1 / the most active pairs any of its particles is in, ``_scale``), which converges slowly where every particle is in
+several pairs: the 32 x 32 cloth dropped into a pile (tools/compare.py fold, Blender, 48 frames) 9.50 -> 3.71 s (built-in
+Cloth 0.82 s), its impact-zone calls 994 -> 5 (engine, 239 -> 85 ms a frame), max strain 7.0%; the 64 x 64 lab cloth
+with self-collision in Blender 69.3 and 65.1 -> 66.7 and 62.6 ms a frame (alternated), max strain 23.8 -> 11.8%, 0
+crossings either way."""
 RECOVERY = 0.1
 """A pair closer than thickness at the start of a step is moved apart by at most this fraction of thickness in it,
 without velocity (see ``SelfCollision.resolve``)."""
@@ -469,7 +481,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         pass in Python as there. Returns (depth, ever) as ``_passes`` does."""
         native = self.native_pass
         for k in range(MAX_PASSES):
-            if native.run(x, self.thickness, PASS_TOLERANCE, k >= self.passes) == 0:
+            if native.run(x, self.thickness, PASS_TOLERANCE, RELAXATION, k >= self.passes) == 0:
                 break
             if colliders:
                 self._keep_out_of_colliders(x, None, colliders)
@@ -477,7 +489,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         return native.depth, native.ever
 
     def _passes(self, x, x_prev, count, first, side, target, approach_target, evaluate, colliders):
-        """The Jacobi passes of ``_respond`` over its ``count`` watched pairs (``first``: their stencils at x): returns
+        """The Gauss-Seidel passes of ``_respond`` over its ``count`` watched pairs (``first``: their stencils at x): returns
         each pair's friction depth (count,) [m] and whether it was ever corrected (count,)."""
         depth = np.zeros(count)
         ever = np.zeros(count, bool)
@@ -502,22 +514,36 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                 active = violating
             if not np.any(active):
                 break
-            idx, coef = st.idx[active], st.coef[active]
+            # Gauss-Seidel over colours: each colour's pairs measured again where the colours before left x, and
+            # moved by RELAXATION of their shortfall (one colour's pairs share no moved particle).
+            batch = np.flatnonzero(active)
+            colour = _colours(st.idx[batch], st.coef[batch], len(x))
+            moved = np.zeros(len(pos), bool)  # the pairs corrected, by batch position
+            idx, coef = np.zeros((len(pos), 4), np.int64), np.zeros((len(pos), 4))
+            impulse, gap_at, C_at = np.zeros((len(pos), 3)), np.zeros(len(pos)), np.zeros(len(pos))
+            for c in range(int(colour.max(initial=-1)) + 1):
+                part = batch[colour == c]
+                st_c, gap_c, direction_c, C_c, W_c = evaluate(pos[part])
+                go = (C_c < 0.0) & (W_c > 0.0)
+                part = part[go]
+                idx[part], coef[part], gap_at[part], C_at[part] = st_c.idx[go], st_c.coef[go], gap_c[go], C_c[go]
+                impulse[part] = (RELAXATION * -C_c[go] / W_c[go])[:, None] * direction_c[go]
+                moved[part] = True
+                _add_each(x, self.inv_mass, idx[part], coef[part], impulse[part])
+            if not moved.any():
+                break
+            idx, coef, impulse, gap_at, C_at = idx[moved], coef[moved], impulse[moved], gap_at[moved], C_at[moved]
             changed = np.zeros(len(x), bool)
             changed[idx.ravel()] = True  # _keep_out_of_colliders moves only some of these
-            scale = self._scale(len(x), idx, coef)
-            lam = -C[active] / W[active] * scale
-            impulse = lam[:, None] * direction[active]
-            self._apply(x, idx, coef, impulse)
             if colliders:
                 self._keep_out_of_colliders(x, _particles(idx, coef, len(x)), colliders)
             # The share of this correction beyond the approach removal is recovery: velocity-free.
-            approach = np.clip(approach_target[pos[active]] - gap[active], 0.0, -C[active])
-            recovery = 1.0 - approach / -C[active]
+            approach = np.clip(approach_target[pos[moved]] - gap_at, 0.0, -C_at)
+            recovery = 1.0 - approach / -C_at
             if np.any(recovery > 0.0):
                 self._apply(x_prev, idx, coef, recovery[:, None] * impulse)
-            depth[pos[active]] += approach * scale  # friction's normal depth: the velocity-changing part only
-            ever[pos[active]] = True
+            depth[pos[moved]] += approach * RELAXATION  # friction's normal depth: the velocity-changing part only
+            ever[pos[moved]] = True
             if k + 1 >= self.passes:
                 live = pos[violating]  # the pairs not evaluated were not active, so not violating either
         return depth, ever
@@ -532,18 +558,12 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     # ------------------------------------------------------------------ fail-safe
 
     def _scale(self, count, idx, coef):
-        """Per-pair Jacobi scale 1 / (the largest number of active pairs any of its moved particles is in), (k,).
-
-        The update is then an average of the pairs' own projections, so it never overshoots (a sum of barycentric
-        weights as the count was tried: two vertices over one face pushed it twice and overshot by 17%). It converges
-        slowly in a pile, where every particle is in several pairs, but the faster variants measured overshoot: the
-        approach removal over-relaxed (min(1, omega * this), omega 2-4) made the 32 x 32 pile 1.5-2.3x faster and
-        two sheets thrown at each other bounce apart (test_sheets_moving_into_each_other_gain_no_energy_...); a
-        coloured Gauss-Seidel sweep (each pair corrected in full at the positions its colour finds) needed 2.5x fewer
-        passes and 4 impact-zone calls instead of 454 over the pile's first 30 frames (NumPy, both), but put a
-        tunnelled vertex back at 1.8 x thickness (test_a_vertex_that_tunnelled_through_a_face_...) and let Implicit
-        Euler's two-layer stack come to 0.6 x thickness; run only on the passes beyond ``passes`` it kept every test
-        and the pile's impact zones (431)."""
+        """Per-pair Jacobi scale 1 / (the largest number of active pairs any of its moved particles is in), (k,): the
+        friction step's (``_friction``), whose pairs all cut their slip at once. The update is then an average of the
+        pairs' own cuts, so it never overshoots (a sum of barycentric weights as the count was tried for the normal
+        response: two vertices over one face pushed it twice and overshot by 17%). The normal response sweeps colours
+        instead (RELAXATION says why; over-relaxing this average was measured too: 1.5-2.3x faster in a pile, but two
+        sheets thrown at each other bounced apart)."""
         used = (coef != 0.0).ravel()
         load = np.bincount(idx.ravel()[used], minlength=count).astype(float)
         loaded = np.where(coef != 0.0, load[idx], 0.0)
@@ -576,6 +596,38 @@ def _directions(st, side):
     """Push directions (k, 3) of stencils ``st`` with sides (k,): side * normal where the closest points are inside both
     elements, else along r (r / |r|, r itself where |r| <= 1e-12)."""
     return np.where(st.interior[:, None], side[:, None] * st.n, st.r / np.where(st.dist > 1e-12, st.dist, 1.0)[:, None])
+
+
+def _colours(idx, coef, count):
+    """Colours (k,) of the pairs with stencils idx (k, 4) and weights coef (k, 4) among count particles: pair i takes
+    1 + the largest colour of the pairs before it that share a particle of nonzero weight with it (0 if none), so one
+    colour's pairs share none, and the pairs before a pair in its particles' lists all come in earlier colours. Found
+    as rounds (round r: every pair left that comes first, among those left, at each of its particles); the native
+    pass computes the same colours pair by pair (src/self_pass.c)."""
+    k = len(idx)
+    colour = np.full(k, -1, np.int64)
+    left = np.arange(k)
+    used = coef != 0.0
+    owner = np.broadcast_to(np.arange(k)[:, None], idx.shape)
+    r = 0
+    while len(left):
+        first = np.full(count, k)
+        mask = used[left]
+        np.minimum.at(first, idx[left][mask], owner[left][mask])
+        ready = np.all(~mask | (first[idx[left]] == owner[left]), axis=1)
+        colour[left[ready]] = r
+        left = left[~ready]
+        r += 1
+    return colour
+
+
+def _add_each(x, inv_mass, idx, coef, impulse):
+    """x_j += (inv_mass_j coef_j) J for the pairs' particles in order (pair by pair, corner by corner), J = impulse
+    (k, 3): the pairs of one colour, whose moved particles differ (np.add.at: a particle of weight 0 may repeat)."""
+    weight = (inv_mass[idx] * coef).ravel()
+    flat = idx.ravel()
+    for axis in range(3):
+        np.add.at(x[:, axis], flat, weight * np.repeat(impulse[:, axis], 4))
 
 
 def _particles(idx, coef, count):

@@ -5,6 +5,7 @@
 #define SOFTSIM_SELF_GEOMETRY_H
 
 #include <math.h>
+#include <stdint.h>
 
 #include "vec3.h"
 
@@ -55,9 +56,15 @@ static inline int closest_inside(const double *p, const double *A, const double 
     return gram_system(p, A, B, C).inside;
 }
 
+/* Whether the twin's closest_weights sums the dot products of its border branch as (0 + 2) + 1 (dot3) for a batch of
+ * k vertex-triangle pairs of which `border` are not inside: when none is inside (it reads the columns in place: numpy's
+ * einsum over (3, k) columns whose rows are adjacent) or exactly one is not (its one copied column, (3, 1), is read
+ * the same way); else it reads them in order (dot3_in_order). */
+static inline int border_rows_order(int64_t border, int64_t k) { return border == k || border == 1; }
+
 /* Closest point of triangle (a, b, c) to p: barycentric weights (bary[0..2]); primitives.point_triangle_closest.
- * all_border: the twin's batch had no pair inside (``closest_weights`` then reads its border branch's dot products
- * without copying the columns, so they sum in the rows' order); else they sum in order. */
+ * all_border: border_rows_order of the twin's batch (the border branch's dot products sum as (0 + 2) + 1); else they
+ * sum in order. */
 static inline void closest_weights(const double *p, const double *A, const double *B, const double *C, double *bary,
                                    int all_border) {
     GramSystem g = gram_system(p, A, B, C);

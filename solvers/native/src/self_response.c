@@ -131,11 +131,12 @@ void softsim_self_stencils(const double *x, const int64_t *triangles, const int6
                            const int64_t *list_v, const int64_t *list_t, int64_t k_ee, const int64_t *list_a,
                            const int64_t *list_b, int64_t *idx, double *coef, double *r, double *n, double *dist,
                            double *plane, unsigned char *ok, unsigned char *interior) {
-    int all_border = 1;
-    for (int64_t i = 0; i < k_vt && all_border; i++) {
+    int64_t border = 0;
+    for (int64_t i = 0; i < k_vt; i++) {
         const int64_t *c = triangles + 3 * list_t[i];
-        if (closest_inside(x + 3 * list_v[i], x + 3 * c[0], x + 3 * c[1], x + 3 * c[2])) all_border = 0;
+        border += !closest_inside(x + 3 * list_v[i], x + 3 * c[0], x + 3 * c[1], x + 3 * c[2]);
     }
+    int all_border = border_rows_order(border, k_vt);
     for (int64_t i = 0; i < k_vt; i++)
         stencil_vt(x, list_v[i], triangles + 3 * list_t[i], all_border, idx + 4 * i, coef + 4 * i, r + 3 * i,
                    n + 3 * i, dist + i, plane + i, ok + i, interior + i);

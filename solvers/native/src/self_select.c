@@ -156,11 +156,12 @@ int64_t softsim_self_pass_setup(const double *x, const double *x_prev, const dou
                                 int64_t *idx, double *coef, double *r, double *n, double *dist, double *plane,
                                 unsigned char *ok, unsigned char *interior, double *side, double *target,
                                 double *approach_target, int64_t *live, double *depth, unsigned char *ever) {
-    int all_border = 1;
-    for (int64_t i = 0; i < k_vt && all_border; i++) {
+    int64_t border = 0;
+    for (int64_t i = 0; i < k_vt; i++) {
         const int64_t *c = triangles + 3 * cand_t[i];
-        if (closest_inside(x + 3 * cand_v[i], x + 3 * c[0], x + 3 * c[1], x + 3 * c[2])) all_border = 0;
+        border += !closest_inside(x + 3 * cand_v[i], x + 3 * c[0], x + 3 * c[1], x + 3 * c[2]);
     }
+    int all_border = border_rows_order(border, k_vt);
     /* The stencil of candidate i goes to slot `count`; it stays there when kept (count <= i: in place). */
     int64_t count = 0, kept = 0;
     for (int64_t i = 0; i < k_vt + k_ee; i++) {

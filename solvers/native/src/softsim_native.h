@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 16
+#define SOFTSIM_ABI_VERSION 17
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -449,20 +449,22 @@ SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64
                                          int64_t entry_capacity, int64_t *entry_element, int64_t *entry_cell,
                                          int64_t pair_capacity, int64_t *out_a, int64_t *out_b, double *out_d,
                                          int64_t *needs, double *box_scratch);
-/* One Jacobi pass of self-collision's response (self_pass.c; the pass loop of SelfCollision._respond): the batch of
- * watched pairs the last pass touched, their stencils, the active ones and their correction applied to x (returns how
- * many are active); then, after the caller's collider check, the recovery share applied to x_prev, the friction
+/* One pass of self-collision's response (self_pass.c; the pass loop of SelfCollision._respond): the batch of watched
+ * pairs the last pass touched, their stencils, the active ones swept colour by colour (Gauss-Seidel) with their
+ * corrections applied to x (returns how many moved); then, after the caller's collider check, the recovery share applied to x_prev, the friction
  * depths and the pairs still violating (returns the new live count). */
 SOFTSIM_API int64_t softsim_self_pass(double *x, const double *inv_mass, int64_t n, const int64_t *triangles,
                                       const int64_t *edges, int64_t count, int64_t k_vt, const int64_t *list_v,
                                       const int64_t *list_t, const int64_t *list_a, const int64_t *list_b,
                                       const double *side, const double *target, double thickness, double tolerance,
-                                      int64_t restrict_violating, int64_t given, const int64_t *live,
-                                      int64_t live_count, unsigned char *changed, unsigned char *touched, int64_t *pos,
-                                      int64_t *batch, int64_t *idx, double *coef, double *r, double *normal,
-                                      double *dist, double *plane, unsigned char *ok, unsigned char *interior,
-                                      double *work_d, unsigned char *flags, double *load, double *delta,
-                                      int64_t *batch_size);
+                                      double relaxation, int64_t restrict_violating, int64_t given,
+                                      const int64_t *live, int64_t live_count, unsigned char *changed,
+                                      unsigned char *touched, int64_t *pos, int64_t *batch, int64_t *idx, double *coef,
+                                      double *r, double *normal, double *dist, double *plane, unsigned char *ok,
+                                      unsigned char *interior, double *work_d, unsigned char *flags, int64_t *colour,
+                                      int64_t *order, int64_t *start, int64_t *last, int64_t *t_pos, int64_t *t_idx,
+                                      double *t_coef, double *t_r, double *t_normal, double *t_dist, double *t_plane,
+                                      unsigned char *t_ok, unsigned char *t_interior, int64_t *batch_size);
 SOFTSIM_API int64_t softsim_self_pass_finish(double *x_prev, const double *inv_mass, int64_t n,
                                              const double *approach_target, const int64_t *pos, int64_t m,
                                              const int64_t *idx, const double *coef, double *work_d,
