@@ -154,6 +154,29 @@ def test_cloth_crumpling_onto_itself_never_intersects(solver):
     assert state.x[:, 2].max() < V[:, 2].max() - fall
 
 
+def test_a_sheet_piling_onto_itself_is_kept_apart_by_its_passes():
+    """A 4 m sheet (32 x 32, XPBD defaults with air) let go upright just above the ground buckles into a pile of
+    folds: the response's passes converge there, so the fail-safe (impact zones) is seldom needed. Measured over these
+    24 frames: 3 impact-zone calls with the Gauss-Seidel passes, 274 with a Jacobi average of each particle's pairs."""
+    from solvers.config import AIR_DRAG_DEFAULT
+
+    n = 32
+    V, E, T = grid_cloth(n, 4.0, diagonals=False)
+    tilt = np.radians(89.0)
+    rotation = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(tilt), -np.sin(tilt)], [0.0, np.sin(tilt), np.cos(tilt)]])
+    V = V @ rotation.T + [0.0, 0.0, 0.05 + 2.0 * np.sin(tilt)]
+    model = build_model(V, E, T, total_mass=1.0, quads=grid_quads(n))
+    config = SolverConfig(solver="XPBD", use_self_collision=True, thickness=0.01, air_drag=AIR_DRAG_DEFAULT)
+    solver = make_solver(model, config)
+    state = State.at_rest(model)
+    ground = [GroundPlane(np.zeros(3), np.array([0.0, 0.0, 1.0]))]
+    for _ in range(24):
+        advance_frame(solver, state, 1.0 / FPS, config.substeps, ground)
+    assert state.x[:, 2].max() < 1.5  # it fell from 2 m into a pile
+    assert count_self_intersections(state.x, model.collision_triangles) == 0
+    assert solver.self_collision.zones <= 10, solver.self_collision.zones
+
+
 @pytest.mark.parametrize("solver", ["XPBD", "IMPLICIT_EULER", "PROJECTIVE"])
 def test_a_two_layer_stack_dropped_on_the_ground_stays_apart(solver):
     n, thickness = 10, 0.005
