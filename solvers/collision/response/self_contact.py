@@ -502,10 +502,10 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             # of the ~5k pairs within reach). The first pass reads the stencils already made at x.
             if changed is None:
                 pos = live
-                st, gap, direction, C, W = evaluate(pos, first)
+                st, gap, _, C, W = evaluate(pos, first)
             else:
                 pos = live[_row_max(changed, pair_idx[live])]
-                st, gap, direction, C, W = evaluate(pos)
+                st, gap, _, C, W = evaluate(pos)
             active = (C < 0.0) & (W > 0.0)
             # Beyond ``passes``, go on only with the pairs still through each other (their side would be lost) or
             # short of their target by more than PASS_TOLERANCE * thickness (large steps: implicit Euler, PD).

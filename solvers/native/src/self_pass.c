@@ -301,10 +301,9 @@ int64_t softsim_self_pass_friction(double *x, const double *x_prev, const double
         int64_t p = pos[i];
         const double *c = coef + 4 * i;
         const int64_t *ix = idx + 4 * i;
-        double direction[3], relative[3], tangential[3];
-        double divide = dist[i] > 1e-12 ? dist[i] : 1.0;
-        for (int d = 0; d < 3; d++)
-            direction[d] = interior[i] ? side[p] * normal[3 * i + d] : r[3 * i + d] / divide;
+        double gap, C, W, direction[3], relative[3], tangential[3]; /* the pass's W and direction (gap, C unused) */
+        pair_values(inv_mass, side[p], 0.0, ix, c, r + 3 * i, normal + 3 * i, dist[i], plane[i], ok[i], interior[i],
+                    &gap, &C, &W, direction);
         for (int d = 0; d < 3; d++) {
             double sum = c[0] * (x[3 * ix[0] + d] - x_prev[3 * ix[0] + d]);
             for (int j = 1; j < 4; j++) sum = sum + c[j] * (x[3 * ix[j] + d] - x_prev[3 * ix[j] + d]);
@@ -314,9 +313,6 @@ int64_t softsim_self_pass_friction(double *x, const double *x_prev, const double
         for (int d = 0; d < 3; d++) tangential[d] = relative[d] - along * direction[d];
         double slide = sqrt(dot3(tangential, tangential));
         double cut = slide > 1e-15 ? np_minimum(1.0, friction * depth[p] / np_maximum(slide, 1e-15)) : 0.0;
-        double sq[4];
-        for (int j = 0; j < 4; j++) sq[j] = (c[j] * c[j]) * inv_mass[ix[j]];
-        double W = (sq[0] + sq[2]) + (sq[1] + sq[3]);
         double most = c[0] != 0.0 ? load[ix[0]] : 0.0;
         for (int j = 1; j < 4; j++) most = np_maximum(most, c[j] != 0.0 ? load[ix[j]] : 0.0);
         double scale = 1.0 / np_maximum(1.0, most);
