@@ -197,7 +197,10 @@ def test_a_moving_mesh_collider_goes_substep_by_substep_when_switched_off(librar
     (Switched on, the default, the frame call takes it: tests/test_native_mesh_moving.py.)"""
     from solvers.native import mesh_frame
 
+    from solvers.collision.colliders import mesh_collider
+
     monkeypatch.setattr(mesh_frame, "MOVING_IN_FRAME", False)
+    monkeypatch.setattr(mesh_collider, "TRANSLATIONS", False)  # rising, it is a translation: moving as any other
     base, triangles = box_mesh(0)
 
     def make_read():

@@ -208,7 +208,47 @@ def test_moving_boxes_in_whole_frames_equal_the_per_substep_paths_and_numpy(libr
     assert middle[2] < box(14)[:, 2].max() + 0.05
 
 
-def test_certificates_answer_most_nearest_queries_of_a_sliding_box(library):
+def test_a_translating_box_answers_in_its_anchors_frame(library):
+    """A box moved by one translation each frame (a keyframed location) is its first still read moved by an offset
+    (``MeshCollider.translation``): the whole-frame call runs that anchor's still pipeline in its frame, its kept
+    planes serving frame after frame. The cloth dropped on it (17 x 17, friction 0.3) lands on its top and rides
+    along with it, nothing inside the box at any frame; a box that turns or grows is no translation."""
+    from solvers.native.mesh_frame import MeshFrame
+
+    read, box = _scene("translating")
+    v, e, t = grid_cloth(17, 2.2, height=0.8)
+    body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD"))
+    state, previous, first, landed = State.at_rest(body.model), None, None, None
+    middle = len(v) // 2
+    for frame in range(1, 25):
+        current = read(frame)
+        colliders = frame_colliders(previous, current)
+        advance_frame(body, state, 1.0 / FPS, body.config.substeps, colliders)
+        assert _deepest(state.x, box(frame)) < 1e-3, f"frame {frame}: a vertex inside the box"
+        if frame == 1:
+            first = current[0]
+            assert colliders[0].translation is None
+        else:
+            anchor, offset = colliders[0].translation
+            assert anchor is first and np.array_equal(offset, box(frame)[0] - box(1)[0])
+            frames = [m for m in vars(body._frame_kernel).values() if isinstance(m, MeshFrame)]
+            assert [a[0] for a in frames[0].active] == [first] and frames[0].active[0][1].struct.translating == 1
+        if landed is None and state.x[middle, 2] < box(frame)[:, 2].max() + 0.02:
+            landed = (frame, state.x[middle, :2].copy())
+        previous = current
+    assert first.shared.kept_planes  # the anchor's planes, kept
+    assert landed is not None and state.x[middle, 2] > box(24)[:, 2].max()
+    carried = state.x[middle, :2] - landed[1]
+    slid = box(24)[0, :2] - box(landed[0])[0, :2]
+    assert np.linalg.norm(carried - slid) < 0.25 * np.linalg.norm(slid), (carried, slid)
+    base, triangles = box_mesh(0)
+    for end in (_rotated(base, 0.01), base * [1.0, 1.0, 1.01]):
+        moving = frame_colliders([MeshCollider(base, triangles, 0.01, name="Box")],
+                                 [MeshCollider(end, triangles, 0.01, name="Box")])
+        assert moving[0].start is not None and moving[0].translation is None
+
+
+def test_certificates_answer_most_nearest_queries_of_a_sliding_box(library, monkeypatch):
     """The whole-frame call keeps, per particle, a certificate of its nearest triangle on a moving collider (the other
     triangles' least distance, less how far the particle and the poses moved since: src/mesh_collider.c
     mesh_closest_drift): with the cloth lying on the translating box, most answers come from a certificate, and the
@@ -218,6 +258,7 @@ def test_certificates_answer_most_nearest_queries_of_a_sliding_box(library):
     4 answers certified for every one queried here; with the runner-up's, 13)."""
     from solvers.native.mesh_frame import MeshFrame
 
+    monkeypatch.setattr(mesh_collider, "TRANSLATIONS", False)  # the box poses every substep
     read, _ = _scene("translating")
     v, e, t = grid_cloth(17, 2.2, height=0.8)
     body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD"))
@@ -373,9 +414,11 @@ def test_walked_sweeps_and_grown_buffers_with_a_moving_box(library, monkeypatch,
 
 def test_routing_still_and_moving(library, monkeypatch):
     """Still mesh colliders go whole-frame; moving and deforming ones too with MOVING_IN_FRAME, else substep by
-    substep; a moving box baked with it off equals the whole-frame bake."""
+    substep; a moving box baked with it off equals the whole-frame bake. (A translating one goes whole-frame as its
+    anchor's still pipeline either way; switched off here, it moves as the others do.)"""
     from solvers.native import mesh_frame
 
+    monkeypatch.setattr(mesh_collider, "TRANSLATIONS", False)
     base, triangles = box_mesh(0)
     still = frame_colliders([MeshCollider(base, triangles, 0.01, name="Box")],
                             [MeshCollider(base.copy(), triangles, 0.01, name="Box")])

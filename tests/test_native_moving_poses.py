@@ -40,10 +40,12 @@ def _mesh(seed):
 @pytest.fixture(autouse=True)
 def _lazy_from_the_first_triangle(monkeypatch):
     """The colliders here are small: their normals are derived lazily all the same (LAZY_NORMALS), as a large
-    collider's are (below LAZY_MIN_TRIANGLES the whole-frame call computes every pose's up front)."""
+    collider's are (below LAZY_MIN_TRIANGLES the whole-frame call computes every pose's up front); and they pose
+    every substep, sliding ones too (a translation otherwise answers in its anchor's frame: ``TRANSLATIONS``)."""
     from solvers.native import mesh_frame
 
     monkeypatch.setattr(mesh_frame, "LAZY_MIN_TRIANGLES", 0)
+    monkeypatch.setattr(mesh_collider, "TRANSLATIONS", False)
 
 
 def _pairs(seed):

@@ -60,6 +60,7 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("piece_boxes", _P), ("nearest_hint", _P),
     ("lazy", _I), ("edge_count", _I), ("ready", _P), ("vertex_ready", _P), ("asked", _P), ("missing", _P),
     ("missing_count", _P), ("side_edge", _P), ("edge_start", _P), ("edge_faces", _P),
+    ("translating", _I), ("offsets", _P),
 ]
 
 _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
@@ -73,7 +74,7 @@ _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
     ("all_points", _P), ("m_row", _P), ("m_d", _P), ("m_normal", _P), ("m_dist", _P), ("m_work_i", _P),
     ("m_work_d", _P), ("motion", _P), ("m_hint", _P),
     ("memo_x", _P), ("memo_d", _P), ("memo_n", _P), ("memo_dist", _P), ("memo_limit", _P), ("memo_state", _P),
-    ("memo_rows", _P),
+    ("memo_rows", _P), ("own_x", _P), ("own_x_prev", _P), ("own_before", _P),
 ]
 
 
@@ -110,12 +111,22 @@ def moving(collider) -> bool:
     from ..collision.colliders.mesh_collider import MeshCollider
 
     return (type(collider) is MeshCollider and collider.start is not None and len(collider.triangles) > 0
-            and collider.start.vertices.shape == collider.vertices.shape)
+            and collider.start.vertices.shape == collider.vertices.shape and collider._own_frame() is None)
 
 
 def framed(collider) -> bool:
-    """Whether the whole-frame call takes ``collider`` as a mesh row: still, or moving with MOVING_IN_FRAME."""
-    return still(collider) or (MOVING_IN_FRAME and moving(collider))
+    """Whether the whole-frame call takes ``collider`` as a mesh row: still, translating, or moving with
+    MOVING_IN_FRAME."""
+    return still(collider) or translating(collider) or (MOVING_IN_FRAME and moving(collider))
+
+
+def translating(collider) -> bool:
+    """Whether ``collider`` is a mesh collider with triangles whose poses through the frame are a still collider's
+    translated (``MeshCollider.translation``): the whole-frame call runs its anchor's still pipeline in the anchor's
+    frame, the points less each substep's offsets."""
+    from ..collision.colliders.mesh_collider import MeshCollider
+
+    return type(collider) is MeshCollider and len(collider.triangles) > 0 and collider._own_frame() is not None
 
 
 def still(collider) -> bool:
@@ -124,7 +135,7 @@ def still(collider) -> bool:
     from ..collision.colliders.mesh_collider import MeshCollider
 
     return (type(collider) is MeshCollider and collider.start is None and collider.shared.travel == 0.0
-            and len(collider.triangles) > 0)
+            and len(collider.triangles) > 0 and collider.translation is None)
 
 
 SPHERES_BESIDE_MESHES = True
@@ -344,7 +355,8 @@ class MeshFrame:
                 "mark", "beyond")
         for name in ints:
             setattr(self, name, np.zeros(n, np.int64))
-        for name in ("out_bary", "out_q", "side_bary", "side_q", "plane_n", "sums", "save_x", "save_v"):
+        for name in ("out_bary", "out_q", "side_bary", "side_q", "plane_n", "sums", "save_x", "save_v", "own_x",
+                     "own_x_prev", "own_before"):
             setattr(self, name, np.zeros((n, 3)))
         for name in ("out_d", "side_d", "side", "plane_d", "counts"):
             setattr(self, name, np.zeros(n))
@@ -399,6 +411,9 @@ class MeshFrame:
             thickness = float(collider.thickness)
             if not (np.isfinite(thickness) and thickness >= 0.0 and np.isfinite(collider.friction)):
                 raise ValueError(f"mesh collider {collider.name!r}: thickness and friction must be finite")
+            if translating(collider):
+                self._prepare_translating(meshes[len(self.active)], row, collider, x, posed)
+                continue
             if not still(collider):  # moving: buffers per row (its topology's shared is new every frame)
                 if posed is None or len(posed) == 0:
                     raise ValueError(f"mesh collider {collider.name!r}: a moving collider needs its posed substeps")
@@ -431,6 +446,47 @@ class MeshFrame:
         self._meshes = meshes
         self.struct.count = len(self.active)
         self.struct.meshes = ctypes.addressof(meshes)
+
+    def _prepare_translating(self, s, row, collider, x, posed) -> None:
+        """The struct of a translating collider (``collider``: its pose of substep 1): its anchor's, as a still
+        collider's (``_fill``: the anchor's grids, kept planes and face-pair list), with the offsets of every substep
+        (``posed[k][row]``'s ``translation`` and its start's, which the per-substep path reads)."""
+        from ..collision.colliders.kept_planes import KeptPlanes
+        from ..collision.broad_phase.mesh_broad_phase import _Slots
+
+        anchor = collider._anchored(collider._own_frame()[0])
+        attach(self.library, [anchor])
+        native = anchor.shared.native
+        if native is None:
+            raise ValueError(f"mesh collider {collider.name!r}: no native queries for its anchor")
+        offsets = np.zeros((len(posed), 6))
+        for k, step in enumerate(posed):
+            own = step[row]._own_frame() if type(step[row]) is type(collider) else None
+            if own is None or own[0] is not collider._own_frame()[0]:
+                raise ValueError(f"mesh collider {collider.name!r}: substep {k + 1} is not a translation of its anchor")
+            offsets[k, :3], offsets[k, 3:] = own[1], own[2]
+        if not np.all(np.isfinite(offsets)):
+            raise ValueError(f"mesh collider {collider.name!r}: its offsets must be finite")
+        thickness = float(anchor.thickness)
+        key = (id(anchor.shared), thickness)
+        mine = self.kept.get(key)
+        if mine is None or mine.shared is not anchor.shared:
+            mine = self.kept[key] = _Still(self.n)
+            mine.shared = anchor.shared
+        mine.collider = anchor
+        kept = anchor.shared.kept_planes  # kept_contact's planes of this body, picked where it lies in the frame
+        if thickness not in kept:
+            if len(kept) >= 4:
+                kept.clear()
+            kept[thickness] = _Slots(lambda planes: planes.x0)
+        at = x - offsets[0, 3:]
+        planes = kept[thickness].nearest(at)
+        if planes is None:
+            planes = kept[thickness].add(KeptPlanes.unmeasured(at))
+        self._fill(s, row, anchor, native, mine, planes)
+        mine.offsets = offsets
+        s.translating, s.offsets = 1, pointer(offsets)
+        self.active.append((anchor, mine, planes))
 
     def _fill(self, s, row, collider, native, mine, planes) -> None:
         n, m = self.n, len(collider.vertices)
@@ -734,4 +790,5 @@ class MeshFrame:
         self._buffers(mine)
 
 
-__all__ = ["CAPACITY", "MOVING_IN_FRAME", "MeshFrame", "allowances", "frame_supports", "framed", "moving", "still"]
+__all__ = ["CAPACITY", "MOVING_IN_FRAME", "MeshFrame", "allowances", "frame_supports", "framed", "moving", "still",
+           "translating"]

@@ -222,7 +222,21 @@ SHAPE_DERIVED = ("sharp", "straight_inner", "corners", "edges", "edge_pieces", "
 only translates (``_Shared.adopt_topology``)."""
 TRANSLATION_TOLERANCE = 1e-9
 """Vertices whose moves from the frame before differ by at most this fraction of the coordinates (round-off of a
-float32 mesh placed by its object's matrix) moved by one translation."""
+float32 mesh placed by its object's matrix) moved by one translation: the collider keeps what follows its shape
+(``_Shared.adopt_topology``), and a mesh collider's contacts are those of its anchor pose moved by the offset of its
+vertex 0 (``MeshCollider.translation``), which lies within that round-off of the pose read."""
+
+
+
+def translated(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the vertices a (m, 3) are b (m, 3) moved by one translation, to round-off (TRANSLATION_TOLERANCE of the
+    largest coordinate)."""
+    if a.shape != b.shape or len(a) == 0:
+        return False
+    shift = a - b
+    spread = float(np.abs(shift - shift[0]).max())
+    return spread <= TRANSLATION_TOLERANCE * (1.0 + float(np.abs(a).max()) + float(np.abs(b).max()))
+
 
 SLOTS = 8
 """At most this many bodies' caches of one kind are kept per collider (the oldest go first)."""
@@ -365,12 +379,7 @@ class _Shared:
     def translated_from(self, other) -> bool:
         """Whether these vertices are ``other``'s moved by one translation, to round-off (TRANSLATION_TOLERANCE of
         the largest coordinate): the same shape, so the same sharp edges and pieces."""
-        a, b = self.vertices, other.vertices
-        if a.shape != b.shape or len(a) == 0:
-            return False
-        shift = a - b
-        spread = float(np.abs(shift - shift[0]).max())
-        return spread <= TRANSLATION_TOLERANCE * (1.0 + float(np.abs(a).max()) + float(np.abs(b).max()))
+        return translated(self.vertices, other.vertices)
 
     @cached_property
     def half_edges(self):

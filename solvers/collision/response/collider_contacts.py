@@ -102,13 +102,21 @@ MAX_SWEEPS = 32
 def contact_sweeps(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles, colliders) -> int:
     """How many sweeps ``resolve_collider_contacts`` divides the step x_prev -> x (n, 3) into: 1 without faces or a
     collider that reaches between corners, else ceil(largest free particle motion / SWEEP_LENGTH), at most
-    MAX_SWEEPS."""
+    MAX_SWEEPS; a particle's motion relative to a translating mesh collider counts too."""
     if not len(triangles) or not any(c.reaches_between_corners for c in colliders):
         return 1
     moved = (x - x_prev)[inv_mass > 0.0]
     if not len(moved):
         return 1
-    return min(MAX_SWEEPS, max(1, int(np.ceil(float(np.sqrt(_dot(moved, moved).max())) / SWEEP_LENGTH))))
+    longest = float(np.sqrt(_dot(moved, moved).max()))
+    for collider in colliders:
+        # A collider that translates answers in its own frame (``MeshCollider.translation``), where the particles
+        # move by their motion less its own: that motion is the one its face-pair list must cover.
+        own = collider._own_frame() if hasattr(collider, "_own_frame") else None
+        if own is not None:
+            relative = moved - (own[1] - own[2])
+            longest = max(longest, float(np.sqrt(_dot(relative, relative).max())))
+    return min(MAX_SWEEPS, max(1, int(np.ceil(longest / SWEEP_LENGTH))))
 
 
 def resolve_collider_contacts(x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray, triangles: np.ndarray,

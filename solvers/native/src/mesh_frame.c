@@ -75,6 +75,27 @@ static void pose_of(const SoftsimClothPlan *plan, const double *table, SoftsimSt
     c->start_side_normals = (const double *)(intptr_t)a[7];
 }
 
+/* The offsets (end (3), start (3)) [m] of translating collider c over the substep whose collider table is `table`. */
+static const double *offsets_of(const SoftsimClothPlan *plan, const double *table, const SoftsimStillMesh *c)
+{
+    int64_t k = plan->tables_per_substep
+                    ? (int64_t)((table - plan->collider_table) / (plan->collider_count * SOFTSIM_COLLIDER_ROW))
+                    : 0;
+    return c->offsets + 6 * k;
+}
+
+/* x and x_prev (n, 3) in a translating collider's own frame (MeshCollider._own_frame): x less the end offset into
+ * f->own_x, x_prev less the start offset into f->own_x_prev. */
+static void own_frame(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const double *offsets, const double *x,
+                      const double *x_prev)
+{
+    for (int64_t p = 0; p < plan->n; ++p)
+        for (int a = 0; a < 3; ++a) {
+            f->own_x[3 * p + a] = x[3 * p + a] - offsets[a];
+            f->own_x_prev[3 * p + a] = x_prev[3 * p + a] - offsets[3 + a];
+        }
+}
+
 /* The vertices of moving collider c at pose i of its frame: the first substep's start pose (i = 0), else the end
  * pose of substep i - 1. */
 static const double *pose_vertices(const SoftsimStillMesh *c, int64_t i)
@@ -771,23 +792,22 @@ static void linearized(const SoftsimStillMesh *c, const double *x, int64_t k, in
 
 /* softsim_mesh_push_apply (MeshFacePushes._apply) with its sums kept for the pairs' particles only
  * (mesh_push_apply's touched-particles mode; f->mark is zero between calls). */
-static int64_t apply(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c, int64_t k,
-                     int64_t width, const int64_t *stencil, const double *weights, const double *direction,
+static int64_t apply(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c, double *x,
+                     int64_t k, int64_t width, const int64_t *stencil, const double *weights, const double *direction,
                      const double *depth, const double *slip)
 {
     if (k == 0)
         return 0;
-    return mesh_push_apply(plan->x, plan->n, plan->inv_mass, k, width, stencil, weights, direction, depth, slip,
+    return mesh_push_apply(x, plan->n, plan->inv_mass, k, width, stencil, weights, direction, depth, slip,
                            c->friction, f->sums, f->counts, f->mark);
 }
 
-/* MeshFacePushes._face_passes (resolve_faces): returns the pairs that pushed in the first pass, or -1. */
+/* MeshFacePushes._face_passes (resolve_faces) in place on x from x_prev (the body's, or a translating collider's
+ * frame's): returns the pairs that pushed in the first pass, or -1. */
 static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c,
-                           int64_t index)
+                           int64_t index, double *x, const double *x_prev)
 {
     const double *S = f->settings;
-    double *x = plan->x;
-    const double *x_prev = plan->x_prev;
     if (plan->face_count == 0 || c->t == 0)
         return 0;
     int64_t found = 0, nc = 0, ne = 0, passes = (int64_t)S[FACE_PASSES];
@@ -799,11 +819,11 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
                             S[LINEAR_DRIFT] * c->thickness) {
             linearized(c, x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
                        c->cp_origin);
-            moved = apply(plan, f, c, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->at_depth, c->at_slip);
+            moved = apply(plan, f, c, x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->at_depth, c->at_slip);
             /* the edges at the positions the corners left */
             linearized(c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip,
                        c->ep_origin);
-            moved += apply(plan, f, c, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->at_depth, c->at_slip);
+            moved += apply(plan, f, c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->at_depth, c->at_slip);
         } else {
             if (face_list(plan, f, c, index, x) < 0)
                 return -1;
@@ -811,11 +831,11 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
                                             c->pair_corner, c->pair_triangle, c->list_state[1], c->thickness,
                                             c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
                                             c->cp_origin);
-            moved = apply(plan, f, c, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip);
+            moved = apply(plan, f, c, x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip);
             ne = softsim_mesh_edge_pushes(x, x_prev, plan->edges, c->vertices, c->start_vertices, c->sharp, c->pair_edge,
                                           c->pair_body_edge, c->list_state[2], c->thickness, c->ep_stencil,
                                           c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip, c->ep_origin);
-            moved += apply(plan, f, c, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip);
+            moved += apply(plan, f, c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip);
             measured = 1;
         }
         if (pass == 0)
@@ -854,6 +874,7 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
         }
         SoftsimStillMesh *c = mesh_of_row(f, k);
         pose_of(plan, table, c);
+        double travel[3] = {0.0, 0.0, 0.0}; /* a translating collider's motion over the step */
         if (c->moving) {
             /* its own margin: the largest motion plus its travel; step_margin adds the surface's motion under x */
             double own = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) + c->travel : 0.0;
@@ -864,6 +885,15 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
                 return -1;
             if (mode)
                 motion_from_contact(plan, f, c, found);
+        } else if (c->translating) {
+            /* the anchor's kept planes in its frame, with its own margin: the largest motion there */
+            const double *offsets = offsets_of(plan, table, c);
+            own_frame(plan, f, offsets, x, x_prev);
+            double own = n ? sqrt(largest_motion2(f->own_x, f->own_x_prev, n, dot_rows)) : 0.0;
+            kept_contact(plan, f, c, f->own_x, f->own_x_prev,
+                         own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN]);
+            for (int a = 0; a < 3; ++a)
+                travel[a] = offsets[a] - offsets[3 + a];
         } else
             kept_contact(plan, f, c, x, x_prev, margin);
         for (int64_t p = 0; p < n; ++p) {
@@ -877,7 +907,8 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
                 if (c->moving) {
                     const double *mo = f->motion + 3 * p;
                     limit = limit + sqrt(dot_rows(mo, mo));
-                }
+                } else if (c->translating)
+                    limit = limit + sqrt(dot_rows(travel, travel)); /* step_margin's motion: the same everywhere */
             }
             double d = f->plane_d[p];
             if (!(d < limit))
@@ -891,7 +922,7 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
             pushed[count] = 0.0;
             ++count;
         }
-        if (mode && plan->face_count && face_list(plan, f, c, c - f->meshes, x) < 0)
+        if (mode && plan->face_count && face_list(plan, f, c, c - f->meshes, c->translating ? f->own_x : x) < 0)
             return -1;
     }
     return count;
@@ -924,6 +955,15 @@ static void friction(const SoftsimClothPlan *plan, const double *table, int64_t 
                 if (pushed[q] > 0.0)
                     remove_slip_relative(plan->x + 3 * p, plan->x_prev + 3 * p, f->motion + 3 * p, normal + 3 * q,
                                        row[2] * pushed[q]);
+            }
+        } else if (c && c->translating && row[2] > 0.0) { /* against its motion, the same everywhere */
+            const double *offsets = offsets_of(plan, table, c);
+            double travel[3] = {offsets[0] - offsets[3], offsets[1] - offsets[4], offsets[2] - offsets[5]};
+            for (int64_t q = i; q < j; ++q) {
+                int64_t p = particle[q];
+                if (pushed[q] > 0.0)
+                    remove_slip_relative(plan->x + 3 * p, plan->x_prev + 3 * p, travel, normal + 3 * q,
+                                         row[2] * pushed[q]);
             }
         } else
             softsim_contacts_friction(plan->x, plan->x_prev, j - i, table, particle + i, owner + i, normal + 3 * i,
@@ -962,6 +1002,45 @@ static int64_t resolve_vertices(const SoftsimClothPlan *plan, const double *tabl
     return count;
 }
 
+/* The largest squared motion |x - x_prev - shift| of a free particle (-1: none). */
+static double largest_free_motion2(const SoftsimClothPlan *plan, const double *shift)
+{
+    double largest = -1.0;
+    for (int64_t p = 0; p < plan->n; ++p) {
+        if (!(plan->inv_mass[p] > 0.0))
+            continue;
+        const double *xp = plan->x + 3 * p, *xq = plan->x_prev + 3 * p;
+        double m[3] = {(xp[0] - xq[0]) - shift[0], (xp[1] - xq[1]) - shift[1], (xp[2] - xq[2]) - shift[2]};
+        double s = dot_rows(m, m);
+        if (s > largest)
+            largest = s;
+    }
+    return largest;
+}
+
+/* collider_contacts.contact_sweeps: ceil(the largest free motion / sweep length), at most the most sweeps, each
+ * particle's motion relative to every translating collider counted too; 1 without a free particle. */
+static int64_t finish_sweeps(const SoftsimClothPlan *plan, const double *table)
+{
+    const SoftsimMeshFrame *f = plan->mesh;
+    const double zero[3] = {0.0, 0.0, 0.0};
+    double largest = largest_free_motion2(plan, zero);
+    if (largest < 0.0)
+        return 1;
+    for (int64_t i = 0; i < f->count; ++i) {
+        const SoftsimStillMesh *c = f->meshes + i;
+        if (!c->translating)
+            continue;
+        const double *offsets = offsets_of(plan, table, c);
+        double travel[3] = {offsets[0] - offsets[3], offsets[1] - offsets[4], offsets[2] - offsets[5]};
+        largest = max2(largest, largest_free_motion2(plan, travel));
+    }
+    double count = ceil(sqrt(largest) / plan->finish_settings[1]);
+    if (!(count > 1.0))
+        return 1;
+    return count > plan->finish_settings[2] ? (int64_t)plan->finish_settings[2] : (int64_t)count;
+}
+
 /* resolve_collider_contacts with still mesh colliders (and ground planes and spheres) when it takes one sweep:
  * vertices, each mesh's and sphere's face passes in table order, vertices again when a face was pushed. Returns the
  * sweeps the step needs (x untouched when more than 1), or -1. */
@@ -969,10 +1048,11 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 {
     SoftsimMeshFrame *f = plan->mesh;
     int64_t n = plan->n, t = plan->face_count;
-    int64_t sweeps;
-    if (t > 0 && contact_sweeps(plan->x, plan->x_prev, n, plan->inv_mass, plan->finish_settings[1],
-                                plan->finish_settings[2], &sweeps))
-        return sweeps; /* f->count > 0: a mesh collider reaches between corners */
+    if (t > 0) { /* f->count > 0: a mesh collider reaches between corners */
+        int64_t sweeps = finish_sweeps(plan, table);
+        if (sweeps > 1)
+            return sweeps;
+    }
     /* the moving colliders' planes recorded for the second resolve (moving_contact's memo) */
     if (resolve_vertices(plan, table, 1) < 0)
         return -1;
@@ -992,7 +1072,15 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
             continue;
         SoftsimStillMesh *c = mesh_of_row(f, k);
         pose_of(plan, table, c);
-        int64_t got = face_passes(plan, f, c, c - f->meshes);
+        int64_t got;
+        if (c->translating) { /* the anchor's passes in its frame, their moves added to x */
+            own_frame(plan, f, offsets_of(plan, table, c), plan->x, plan->x_prev);
+            memcpy(f->own_before, f->own_x, sizeof(double) * 3 * n);
+            got = face_passes(plan, f, c, c - f->meshes, f->own_x, f->own_x_prev);
+            for (int64_t i = 0; i < 3 * n; ++i)
+                plan->x[i] += f->own_x[i] - f->own_before[i];
+        } else
+            got = face_passes(plan, f, c, c - f->meshes, plan->x, plan->x_prev);
         if (got < 0)
             return -1;
         faces += got;
@@ -1003,5 +1091,5 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
-_Static_assert(sizeof(SoftsimStillMesh) == 109 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
-_Static_assert(sizeof(SoftsimMeshFrame) == 48 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");
+_Static_assert(sizeof(SoftsimStillMesh) == 111 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimMeshFrame) == 51 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

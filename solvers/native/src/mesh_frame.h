@@ -107,6 +107,11 @@ typedef struct {
     uint8_t *ready, *vertex_ready, *asked;
     int64_t *missing, *missing_count;
     const int64_t *side_edge, *edge_start, *edge_faces;
+    /* A collider whose poses are a still collider's translated (translating 1; MeshCollider.translation): this struct
+     * is that anchor's (still, its planes and face-pair list kept), asked in its own frame, the points less the
+     * substep's offsets: offsets (substeps, 6) [m], each substep's end offset then start offset. */
+    int64_t translating;
+    const double *offsets;
 } SoftsimStillMesh;
 
 #define SOFTSIM_POSE_FIELDS 8
@@ -143,6 +148,8 @@ typedef struct SoftsimMeshFrame {
      * (4,): [recorded, collider index, vertices and start vertices addresses], and the rows asked again (n,) */
     double *memo_x, *memo_d, *memo_n, *memo_dist, *memo_limit;
     int64_t *memo_state, *memo_rows;
+    /* a translating collider's frame: x and x_prev less its offsets, and x there before its face passes (n, 3) */
+    double *own_x, *own_x_prev, *own_before;
 } SoftsimMeshFrame;
 
 #define SOFTSIM_KIND_MESH 2.0

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 17
+#define SOFTSIM_ABI_VERSION 18
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
