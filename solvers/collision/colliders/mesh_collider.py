@@ -28,7 +28,9 @@ Motion: the collider's vertices move linearly between its pose at the step's sta
 k-d tree is built once per pose read from Blender (once per frame; kept across frames while the collider stands
 still) and shared by the interpolated substep poses, its query widened by how far any vertex travels between them.
 CCD (``time_of_impact``) tests every point against the triangles its swept segment can reach
-(``ccd.point_triangle_ccd`` on the relative motion).
+(``ccd.point_triangle_ccd`` on the relative motion). A collider that only translates (a keyframed location) is its
+first still pose moved by an offset (``translation``): its contact planes, face-pair lists and pushes are that
+anchor's, asked with the points less the offset, so they are kept from frame to frame as a still collider's are.
 """
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
