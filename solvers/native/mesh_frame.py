@@ -387,8 +387,7 @@ class MeshFrame:
         body at x (n, 3) whose collision triangles are the array ``body_triangles`` (the very array the NumPy pipeline
         is handed: its face-pair lists are kept per array); posed: the posed colliders of every substep
         (``Collider.over``), needed with a moving collider. ValueError for anything the C code cannot take."""
-        from ..collision.colliders.kept_planes import KeptPlanes
-        from ..collision.broad_phase.mesh_broad_phase import _Slots
+        from ..collision.colliders.kept_planes import body_planes
 
         if body_triangles is not self.body_triangles:  # checked once per array
             if not np.array_equal(np.asarray(body_triangles, np.int64).reshape(-1, 3), self.triangles):
@@ -432,15 +431,7 @@ class MeshFrame:
                 mine = self.kept[key] = _Still(self.n)
                 mine.shared = collider.shared
             mine.collider = collider
-            # kept_contact's planes of this body (the slot nearest x, as it picks them)
-            kept = collider.shared.kept_planes
-            if thickness not in kept:
-                if len(kept) >= 4:
-                    kept.clear()
-                kept[thickness] = _Slots(lambda planes: planes.x0)
-            planes = kept[thickness].nearest(x)
-            if planes is None:
-                planes = kept[thickness].add(KeptPlanes.unmeasured(x))
+            planes = body_planes(collider, x)  # kept_contact's planes of this body, picked as it picks them
             self._fill(meshes[len(self.active)], row, collider, native, mine, planes)
             self.active.append((collider, mine, planes))
         self._meshes = meshes
@@ -451,8 +442,7 @@ class MeshFrame:
         """The struct of a translating collider (``collider``: its pose of substep 1): its anchor's, as a still
         collider's (``_fill``: the anchor's grids, kept planes and face-pair list), with the offsets of every substep
         (``posed[k][row]``'s ``translation`` and its start's, which the per-substep path reads)."""
-        from ..collision.colliders.kept_planes import KeptPlanes
-        from ..collision.broad_phase.mesh_broad_phase import _Slots
+        from ..collision.colliders.kept_planes import body_planes
 
         anchor = collider._anchored(collider._own_frame()[0])
         attach(self.library, [anchor])
@@ -474,15 +464,7 @@ class MeshFrame:
             mine = self.kept[key] = _Still(self.n)
             mine.shared = anchor.shared
         mine.collider = anchor
-        kept = anchor.shared.kept_planes  # kept_contact's planes of this body, picked where it lies in the frame
-        if thickness not in kept:
-            if len(kept) >= 4:
-                kept.clear()
-            kept[thickness] = _Slots(lambda planes: planes.x0)
-        at = x - offsets[0, 3:]
-        planes = kept[thickness].nearest(at)
-        if planes is None:
-            planes = kept[thickness].add(KeptPlanes.unmeasured(at))
+        planes = body_planes(anchor, x - offsets[0, 3:])  # picked where the body lies in the anchor's frame
         self._fill(s, row, anchor, native, mine, planes)
         mine.offsets = offsets
         s.translating, s.offsets = 1, pointer(offsets)

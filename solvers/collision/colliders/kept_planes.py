@@ -48,18 +48,26 @@ class KeptPlanes:
         return cls(np.array(x, float), normal, np.full(len(x), np.inf), np.full(len(x), -np.inf))
 
 
-def kept_contact(collider, x, x_prev, margin: float):
-    """``MeshCollider.contact`` of a collider standing still through its frame: (d (n,) [m], n (n, 3)), d inf for points
-    farther than thickness + margin [m] along their plane (module docstring)."""
+def body_planes(collider, x) -> KeptPlanes:
+    """The kept planes of the body whose points are at x (n, 3) against a still collider at its thickness: the
+    asking body's (``mesh_broad_phase._Slots``: the planes measured nearest x), none measured yet if it has none."""
     thickness = collider.thickness
     kept = collider.shared.kept_planes
     if thickness not in kept:
         if len(kept) >= 4:  # a few thicknesses at most
             kept.clear()
         kept[thickness] = _Slots(lambda planes: planes.x0)
-    planes = kept[thickness].nearest(x)  # the asking body's (mesh_broad_phase._Slots)
+    planes = kept[thickness].nearest(x)
     if planes is None:
         planes = kept[thickness].add(KeptPlanes.unmeasured(x))
+    return planes
+
+
+def kept_contact(collider, x, x_prev, margin: float):
+    """``MeshCollider.contact`` of a collider standing still through its frame: (d (n,) [m], n (n, 3)), d inf for points
+    farther than thickness + margin [m] along their plane (module docstring)."""
+    thickness = collider.thickness
+    planes = body_planes(collider, x)
     native = collider.shared.native  # the same passes in C (native/mesh_kernels.py), or None
     if native is not None:
         x, x_prev = np.ascontiguousarray(x, np.float64), np.ascontiguousarray(x_prev, np.float64)
@@ -91,4 +99,4 @@ def kept_contact(collider, x, x_prev, margin: float):
     return d, n
 
 
-__all__ = ["KEPT_DRIFT", "KeptPlanes", "kept_contact"]
+__all__ = ["KEPT_DRIFT", "KeptPlanes", "body_planes", "kept_contact"]

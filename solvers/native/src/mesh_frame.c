@@ -13,7 +13,8 @@
  * collider table (kind SOFTSIM_KIND_MESH) stands still (its motion zero, its start pose its pose, its planes kept), or
  * moves or deforms (moving: mesh_moving.c's planes of every point with the sides read at the substep's start pose,
  * the surface's motion in the contact margin and the friction, the travel in the face-pair list; each substep's poses
- * from the binding's table of addresses, pose_of; its grids of one pose of the frame, queried drift wider).
+ * from the binding's table of addresses, pose_of; its grids of one pose of the frame, queried drift wider), or
+ * translates (translating: a still collider's row asked in its own frame, the points less each substep's offsets).
  *
  * Arithmetic follows the twins': _dot / einsum("ij,ij->i") adds (x*x + z*z) + y*y (dot_rows), einsum("ks,ksd->kd")
  * sums the stencil in order, cKDTree's distance is sqrt((dx^2 + dy^2) + dz^2). The kept state (planes, face-pair
