@@ -131,3 +131,28 @@ def test_face_barrier_ccd_follows_a_sphere_moving_into_a_still_triangle():
     alpha = FaceColliderBarrier(closer, triangles, 1.0, 0.01).max_step(x, np.zeros_like(x))
     touch = 0.9 / 1.5  # the surface reaches the face after 0.9 m of the centre's 1.5 m
     assert 0.5 * touch < alpha < touch
+
+
+def test_a_translations_substep_poses_carry_offsets_and_read_vertices_when_asked():
+    """A mesh collider moved by one translation from its still read (``MeshCollider.translation``) poses its
+    substeps (``over``) with their offsets at once and their vertices only when something reads them, from the
+    frame's ``FramePoses``: bit for bit start + (k / K) (end - start), as a moving collider's poses are."""
+    from solvers import MeshCollider
+    from solvers.builder import ico_sphere
+
+    base, triangles = ico_sphere(2)
+    first = MeshCollider(base, triangles, 0.01, name="Ball")
+    moving = frame_colliders([first], [MeshCollider(base + [0.3, -0.1, 0.05], triangles, 0.01, name="Ball")])[0]
+    end = moving.translation[1]
+    assert moving.translation[0] is first and np.array_equal(end, moving.vertices[0] - base[0])
+    K = 5
+    posed = [moving.over((k - 1) / K, k / K) for k in range(1, K + 1)]
+    assert all("vertices" not in pose.__dict__ for p in posed for pose in (p, p.start))
+    assert "frame_poses" not in moving.shared.__dict__  # nothing read them yet
+    for k, p in enumerate(posed, 1):
+        assert p.translation[0] is first and np.array_equal(p.translation[1], 0.0 + (k / K) * (end - 0.0))
+        assert np.array_equal(p.vertices, base + (k / K) * (moving.vertices - base))
+        assert np.array_equal(p.start.vertices, base + ((k - 1) / K) * (moving.vertices - base))
+    assert len(moving.shared.frame_poses) == 1  # one set of poses for the frame, read once
+    turned = frame_colliders([first], [MeshCollider(base @ np.diag([1.0, 1.0, 1.01]), triangles, 0.01, name="Ball")])
+    assert turned[0].start is not None and turned[0].translation is None

@@ -476,12 +476,9 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         exactly, as the solvers pose their substeps), else None. Kept on ``shared`` (``frame_poses``, a list of the
         last FRAME_POSES_KEPT: a moving collider has its own ``_Shared`` each frame, and a substep walked in sweeps
         poses its substep's collider over again) for this start and end pose and K."""
-        if not FRAME_POSES or type(self) is not MeshCollider or self.start is None or not t1 > t0:
+        if self._substep(t0, t1) is None:
             return None
-        substeps = round(1.0 / (t1 - t0))
-        k = round(t1 * substeps)
-        if not (1 <= k <= substeps and (k - 1) / substeps == t0 and k / substeps == t1):
-            return None
+        substeps = self._substep(t0, t1)[0]
         kept = self.shared.__dict__.setdefault("frame_poses", [])
         for poses in reversed(kept):
             if poses.substeps == substeps and poses.start is self.start.vertices and poses.end is self.vertices:
@@ -492,15 +489,49 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         del kept[:-FRAME_POSES_KEPT]
         return kept[-1]
 
+    def _substep(self, t0: float, t1: float):
+        """(K, k) when (t0, t1) is substep k of K of this collider's motion (``frame_poses``), else None."""
+        if not FRAME_POSES or type(self) is not MeshCollider or self.start is None or not t1 > t0:
+            return None
+        substeps = round(1.0 / (t1 - t0))
+        k = round(t1 * substeps)
+        if not (1 <= k <= substeps and (k - 1) / substeps == t0 and k / substeps == t1):
+            return None
+        return substeps, k
+
     def _posed(self, vertices, start):
         """This collider at the pose ``vertices`` moving from ``start`` (``interpolate``'s collider, without
         ``replace``'s field checks: the pose's array is a C-contiguous float64 (m, 3) view)."""
         posed = object.__new__(MeshCollider)
-        posed.__dict__.update({name: self.__dict__[name] for name in _FIELDS})
+        posed.__dict__.update({name: self.__dict__[name] for name in _FIELDS if name != "vertices"})
         posed.vertices, posed.start = vertices, start
         return posed
 
+    def __getattr__(self, name):
+        """The vertices of a translation's substep pose, taken from its frame's ``FramePoses`` when first read
+        (``over``): the contacts of a translation never read them, and the whole-frame call needs none."""
+        pending = self.__dict__.get("_pending") if name == "vertices" else None
+        if pending is None:
+            raise AttributeError(f"'MeshCollider' object has no attribute {name!r}")
+        owner, t0, t1, end = pending
+        poses = owner.frame_poses(t0, t1)
+        k = round(t1 * poses.substeps)
+        vertices = self.__dict__["vertices"] = poses.views[k if end else k - 1]
+        del self.__dict__["_pending"]
+        return vertices
+
     def over(self, t0: float, t1: float):
+        own = self._own_frame() if self.start is not None else None
+        if (own is not None and self._substep(t0, t1) is not None
+                and self.start.vertices.shape == self.vertices.shape):
+            # A translation's substep: its offsets now, its vertices (``FramePoses``, the same arrays as below) when
+            # something reads them (``__getattr__``).
+            posed = self._posed(None, self._posed(None, None))
+            for pose, end in ((posed, True), (posed.start, False)):
+                del pose.__dict__["vertices"]
+                pose._pending = (self, t0, t1, end)
+            posed.translation, posed.start.translation = self._translation_at(t1), self._translation_at(t0)
+            return posed
         poses = self.frame_poses(t0, t1)
         if poses is not None:
             k = round(t1 * poses.substeps)
