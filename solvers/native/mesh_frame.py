@@ -449,12 +449,11 @@ class MeshFrame:
         native = anchor.shared.native
         if native is None:
             raise ValueError(f"mesh collider {collider.name!r}: no native queries for its anchor")
-        offsets = np.zeros((len(posed), 6))
-        for k, step in enumerate(posed):
-            own = step[row]._own_frame() if type(step[row]) is type(collider) else None
+        owns = [step[row]._own_frame() if type(step[row]) is type(collider) else None for step in posed]
+        for k, own in enumerate(owns):
             if own is None or own[0] is not collider._own_frame()[0]:
                 raise ValueError(f"mesh collider {collider.name!r}: substep {k + 1} is not a translation of its anchor")
-            offsets[k, :3], offsets[k, 3:] = own[1], own[2]
+        offsets = np.array([own[1:] for own in owns], np.float64).reshape(len(posed), 6)
         if not np.all(np.isfinite(offsets)):
             raise ValueError(f"mesh collider {collider.name!r}: its offsets must be finite")
         thickness = float(anchor.thickness)
