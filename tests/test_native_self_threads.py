@@ -133,9 +133,14 @@ def test_thread_count_reads_the_environment(monkeypatch):
     monkeypatch.delenv(threads.ENVIRONMENT_VARIABLE, raising=False)
     default = threads.thread_count()
     assert 1 <= default <= threads.DEFAULT_LIMIT
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: 64)
+    read_cores = threads.machine_cores.__wrapped__  # (the process reads them once)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: None)  # the machine cannot tell: one core
+    assert read_cores() == 1
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 6)
+    assert read_cores() == 6
+    monkeypatch.setattr(threads, "machine_cores", lambda: 64)
     assert threads.thread_count() == threads.DEFAULT_LIMIT
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: None)
+    monkeypatch.setattr(threads, "machine_cores", lambda: 1)
     assert threads.thread_count() == 1
     for value, count in (("1", 1), ("3", 3), (" 12 ", 12), ("32", 32)):
         monkeypatch.setenv(threads.ENVIRONMENT_VARIABLE, value)
@@ -149,7 +154,7 @@ def test_thread_count_reads_the_environment(monkeypatch):
 def test_thread_count_keeps_to_the_limit_set(monkeypatch):
     """``set_limit`` (the add-on passes the scene's Threads) lowers the machine's count; SOFTSIM_THREADS is above it."""
     monkeypatch.delenv(threads.ENVIRONMENT_VARIABLE, raising=False)
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: 6)
+    monkeypatch.setattr(threads, "machine_cores", lambda: 6)
     monkeypatch.setattr(threads, "_limit", None)
     assert threads.thread_count() == 6
     threads.set_limit(2)

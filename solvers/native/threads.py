@@ -4,7 +4,7 @@ A ``ctypes.CDLL`` function releases the GIL while it runs, so plain Python threa
 parallel on several cores; the C side stays single-threaded (no threads, no global state), and each thread passes
 its own output buffers. Used by ``self_kernels.SelfPairQuery`` for the Verlet lists' builds.
 
-``thread_count()``: how many threads a call may use: ``min(os.cpu_count() or 1, DEFAULT_LIMIT)``, lowered to the
+``thread_count()``: how many threads a call may use: ``min(machine_cores(), DEFAULT_LIMIT)``, lowered to the
 limit ``set_limit`` was given (the add-on passes the scene's Render > Performance > Threads, which is ``blender -t N``'s
 N on a render farm), or the environment variable ``SOFTSIM_THREADS`` (a positive integer, above both; 1 runs
 everything on the caller's thread, no pool). It is read on every call, so a change takes effect at the next call.
@@ -19,6 +19,7 @@ taking part 0 and the shared pool the others. With one part (or ``count`` below 
 The pool is created on first use and reused by every call in the process (its worker threads stay idle between
 calls; they are not daemons, and Python joins them at exit once their work is done).
 """
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -50,12 +51,19 @@ def set_limit(count) -> None:
     _limit = count
 
 
+@functools.lru_cache(maxsize=1)
+def machine_cores() -> int:
+    """The machine's cores (``os.cpu_count``; 1 when it cannot tell), read once: a call costs ~40 us, and the
+    self-collision lists' builds ask for the thread count several times a frame."""
+    return os.cpu_count() or 1
+
+
 def thread_count() -> int:
     """Threads a kernel call may use: ``SOFTSIM_THREADS`` when set (a positive integer, else ValueError naming the
     variable), else the machine's cores up to DEFAULT_LIMIT and the limit of ``set_limit``."""
     value = os.environ.get(ENVIRONMENT_VARIABLE)
     if value is None or value.strip() == "":
-        return max(1, min(os.cpu_count() or 1, DEFAULT_LIMIT, _limit or DEFAULT_LIMIT))
+        return max(1, min(machine_cores(), DEFAULT_LIMIT, _limit or DEFAULT_LIMIT))
     try:
         count = int(value.strip())
     except ValueError:
