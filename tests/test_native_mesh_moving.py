@@ -248,6 +248,38 @@ def test_a_translating_box_answers_in_its_anchors_frame(library):
         assert moving[0].start is not None and moving[0].translation is None
 
 
+def test_a_box_that_slides_stops_and_slides_back_keeps_the_cloth_on_top(library):
+    """A box keyed to slide 36 cm, stand for 6 frames and slide back: a translation of its first read, then still
+    (its own planes), then a translation of that still read (a new anchor); the cloth lying on it stays on its top and
+    nothing gets inside it at any frame, in the whole-frame call and with Compute NUMPY alike."""
+    base, triangles = box_mesh(0)
+    ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, friction=0.2, name="Ground")
+
+    def offset(frame):
+        return np.array([0.03 * min(frame, 12) - 0.03 * max(frame - 18, 0), 0.0, 0.0])
+
+    ends = []
+    for compute in ("AUTO", "NUMPY"):
+        v, e, t = grid_cloth(17, 2.2, height=0.8)
+        body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD", compute=compute))
+        state, previous, anchors = State.at_rest(body.model), None, []
+        for frame in range(1, 31):
+            current = [MeshCollider(base + offset(frame), triangles.copy(), 0.01, 0.3, "Box"), ground]
+            colliders = frame_colliders(previous, current)
+            translation = colliders[0].translation
+            anchors.append(None if translation is None else translation[0])
+            advance_frame(body, state, 1.0 / FPS, body.config.substeps, colliders)
+            assert _deepest(state.x, base + offset(frame)) < 1e-3, f"frame {frame}: a vertex inside the box"
+            previous = current
+        assert anchors[0] is None and all(a is anchors[1] for a in anchors[1:12]) and anchors[1] is not None
+        assert all(a is None for a in anchors[12:18])  # standing: a still collider
+        assert all(a is anchors[18] for a in anchors[18:]) and anchors[18] is not None and anchors[18] is not anchors[1]
+        middle = state.x[len(v) // 2]
+        assert base[:, 2].max() < middle[2] < base[:, 2].max() + 0.05
+        ends.append(state.x.copy())
+    assert_same(ends[0], ends[1])
+
+
 def test_certificates_answer_most_nearest_queries_of_a_sliding_box(library, monkeypatch):
     """The whole-frame call keeps, per particle, a certificate of its nearest triangle on a moving collider (the other
     triangles' least distance, less how far the particle and the poses moved since: src/mesh_collider.c
