@@ -241,6 +241,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         iterations = max(self.config.iterations, CONTACT_ITERATIONS) if solid_contact else self.config.iterations
         symmetric = self.model.tet_count > 0 and SYMMETRIC_SWEEPS
         if contacts:
+            contacts.stabilize(x_prev)  # a penetration the step began with: its push adds no velocity
             contacts.project(x)  # Gauss-Seidel order: the sweeps start from positions outside the colliders
         self._iterate(x, dt, multipliers, iterations, symmetric, contacts.project if contacts else None)
         if contacts:
@@ -269,6 +270,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         iterations = max(self.config.iterations, CONTACT_ITERATIONS) if solid_contact else self.config.iterations
         symmetric = self.model.tet_count > 0 and SYMMETRIC_SWEEPS
         if contacts:
+            native.stabilize(x_prev)
             native.project(x)
         self._iterate(x, dt, multipliers, iterations, symmetric, native.project if contacts else None)
         if contacts:

@@ -400,7 +400,7 @@ class AnalyticContacts:
         self.functions = [getattr(library, name) for name in (
             "softsim_predict", "softsim_velocity", "softsim_contacts_find", "softsim_contacts_project",
             "softsim_contacts_friction", "softsim_contacts_finish", "softsim_contacts_deep_faces",
-            "softsim_contacts_finish_sweeps")]
+            "softsim_contacts_finish_sweeps", "softsim_contacts_stabilize")]
         triangles = np.ascontiguousarray(np.asarray(triangles, np.int64).reshape(-1, 3))
         pairs = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
         edges = np.ascontiguousarray(np.unique(pairs, axis=0)) if len(pairs) else np.zeros((0, 2), np.int64)
@@ -499,6 +499,13 @@ class AnalyticContacts:
                                        self.collider_count, p["table"], 1, p["particle"], p["owner"], p["normal"],
                                        p["offset"], p["pushed"])
         return self.count
+
+    def stabilize(self, x_prev) -> None:
+        """Each contact of ``find`` with a still collider whose start lies below its plane: that start put on it
+        (``ContactConstraints.stabilize``)."""
+        p = self._p
+        self.functions[8](self._previous(x_prev), self.count, p["table"], p["particle"], p["owner"], p["normal"],
+                          p["offset"])
 
     def project(self, x) -> None:
         """Every contact of ``find`` below its plane put back on it (``ContactConstraints.project``)."""
@@ -1095,8 +1102,9 @@ class ClothFrame:
                 c.pose(rows[k])
                 table.fill(0.0)
                 table[analytic] = c.table[:len(analytic)]
-            for i in meshes:  # a still mesh row: kind 2, friction (mesh_frame.h)
-                table[i, 0], table[i, 2] = 2.0, float(colliders[i].friction)
+            for i in meshes:  # a mesh row: kind 2, moving (a start pose), friction (mesh_frame.h, contact.c)
+                table[i, 0], table[i, 1] = 2.0, float(colliders[i].start is not None)
+                table[i, 2] = float(colliders[i].friction)
         if meshes:
             if self.meshes is None:
                 self.meshes = MeshFrame(self.library, self.n, c.triangles, c.edges)

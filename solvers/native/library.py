@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 18
+ABI_VERSION = 19
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -55,6 +55,7 @@ SIGNATURES = {
     "softsim_velocity": (None, (_P, _P, _P, _I, _D, _D, _I)),
     "softsim_contacts_find": (_I, (_P, _P, _I, _P, _P, _I, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_contacts_project": (None, (_P, _I, _P, _P, _P, _P)),
+    "softsim_contacts_stabilize": (None, (_P, _I, _P, _P, _P, _P, _P)),
     "softsim_contacts_friction": (None, (_P, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_contacts_finish": (_I, (_P, _P, _I, _P, _P, _I, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P,
                                      _P, _P)),

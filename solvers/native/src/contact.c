@@ -19,6 +19,7 @@
  * Collider table: one row of SOFTSIM_COLLIDER_ROW doubles per collider, filled by the binding (kernels.py,
  * AnalyticContacts.pose) from the posed collider objects:
  *   [0] kind (0 ground plane, 1 sphere)  [1] moving (1 when the collider has a start pose)  [2] friction
+ *   (a mesh row, kind 2 (mesh_frame.h): [1] moving as here, [2] friction)
  *   ground: [3..5] unit normal, [6] point . normal + thickness, [7..9] point - start.point
  *   sphere: [3..5] centre, [6] rho = radius + thickness, [7] cap2 = ((1 + PAD_LIMIT)^2 - 1) rho^2,
  *           [8..10] start centre, [11] radius - start.radius, [12..14] centre - start.centre
@@ -197,6 +198,25 @@ void softsim_contacts_project(double *x, int64_t count, const int64_t *particle,
         xp[1] += depth * n[1];
         xp[2] += depth * n[2];
         pushed[i] += depth;
+    }
+}
+
+/* ContactConstraints.stabilize: each contact with a collider standing still over the step (its row's moving flag 0)
+ * whose particle started the step inside its plane has that start moved onto the plane along its normal
+ * (offset - n . x_prev, when positive), so the push out of a penetration the step began with adds no velocity. */
+void softsim_contacts_stabilize(double *x_prev, int64_t count, const double *colliders, const int64_t *particle,
+                                const int64_t *owner, const double *normal, const double *offset)
+{
+    for (int64_t i = 0; i < count; ++i) {
+        if (colliders[SOFTSIM_COLLIDER_ROW * owner[i] + 1] != 0.0)
+            continue;
+        double *xq = x_prev + 3 * particle[i];
+        const double *n = normal + 3 * i;
+        double depth = offset[i] - dot_rows(xq, n);
+        depth = max2(depth, 0.0);
+        xq[0] += depth * n[0];
+        xq[1] += depth * n[1];
+        xq[2] += depth * n[2];
     }
 }
 

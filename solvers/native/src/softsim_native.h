@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 18
+#define SOFTSIM_ABI_VERSION 19
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -162,6 +162,12 @@ SOFTSIM_API int64_t softsim_contacts_find(const double *x, const double *x_prev,
 /* Contacts projected onto their planes, the normal corrections accumulated (contact.c). */
 SOFTSIM_API void softsim_contacts_project(double *x, int64_t count, const int64_t *particle, const double *normal,
                                           const double *offset, double *pushed);
+
+/* The step's start moved onto the contact planes of still colliders it lies inside (contact.c): the push out of a
+ * penetration the step began with adds no velocity. */
+SOFTSIM_API void softsim_contacts_stabilize(double *x_prev, int64_t count, const double *colliders,
+                                            const int64_t *particle, const int64_t *owner, const double *normal,
+                                            const double *offset);
 
 /* Position-level Coulomb friction of the step's pushed contacts (contact.c). */
 SOFTSIM_API void softsim_contacts_friction(double *x, const double *x_prev, int64_t count, const double *colliders,

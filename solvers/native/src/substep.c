@@ -223,8 +223,11 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
             contacts = softsim_contacts_find(x, plan->x_prev, n, plan->inv_mass, plan->pad2, plan->collider_count,
                                              table, 1, plan->c_particle, plan->c_owner, plan->c_normal,
                                              plan->c_offset, plan->c_pushed);
-        if (contacts)
+        if (contacts) {
+            softsim_contacts_stabilize(plan->x_prev, contacts, table, plan->c_particle, plan->c_owner, plan->c_normal,
+                                       plan->c_offset);
             softsim_contacts_project(x, contacts, plan->c_particle, plan->c_normal, plan->c_offset, plan->c_pushed);
+        }
         for (int64_t it = 0; it < plan->iterations; ++it) {
             if (plan->distance_m)
                 softsim_distance_sweep(x, plan->distance_colours, plan->distance_start, plan->distance_edges,
