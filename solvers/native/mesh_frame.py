@@ -387,8 +387,6 @@ class MeshFrame:
         body at x (n, 3) whose collision triangles are the array ``body_triangles`` (the very array the NumPy pipeline
         is handed: its face-pair lists are kept per array); posed: the posed colliders of every substep
         (``Collider.over``), needed with a moving collider. ValueError for anything the C code cannot take."""
-        from ..collision.colliders.kept_planes import body_planes
-
         if body_triangles is not self.body_triangles:  # checked once per array
             if not np.array_equal(np.asarray(body_triangles, np.int64).reshape(-1, 3), self.triangles):
                 raise ValueError("body triangles: must be the contacts binding's triangles")
@@ -425,15 +423,7 @@ class MeshFrame:
                 self._fill_moving(meshes[len(self.active)], row, collider, native, mine, posed)
                 self.active.append((collider, mine, None))
                 continue
-            key = (id(collider.shared), thickness)
-            mine = self.kept.get(key)
-            if mine is None or mine.shared is not collider.shared:
-                mine = self.kept[key] = _Still(self.n)
-                mine.shared = collider.shared
-            mine.collider = collider
-            planes = body_planes(collider, x)  # kept_contact's planes of this body, picked as it picks them
-            self._fill(meshes[len(self.active)], row, collider, native, mine, planes)
-            self.active.append((collider, mine, planes))
+            self._still_row(meshes[len(self.active)], row, collider, native, x)
         self._meshes = meshes
         self.struct.count = len(self.active)
         self.struct.meshes = ctypes.addressof(meshes)
@@ -442,8 +432,6 @@ class MeshFrame:
         """The struct of a translating collider (``collider``: its pose of substep 1): its anchor's, as a still
         collider's (``_fill``: the anchor's grids, kept planes and face-pair list), with the offsets of every substep
         (``posed[k][row]``'s ``translation`` and its start's, which the per-substep path reads)."""
-        from ..collision.colliders.kept_planes import body_planes
-
         anchor = collider._anchored(collider._own_frame()[0])
         attach(self.library, [anchor])
         native = anchor.shared.native
@@ -456,18 +444,25 @@ class MeshFrame:
         offsets = np.array([own[1:] for own in owns], np.float64).reshape(len(posed), 6)
         if not np.all(np.isfinite(offsets)):
             raise ValueError(f"mesh collider {collider.name!r}: its offsets must be finite")
-        thickness = float(anchor.thickness)
-        key = (id(anchor.shared), thickness)
-        mine = self.kept.get(key)
-        if mine is None or mine.shared is not anchor.shared:
-            mine = self.kept[key] = _Still(self.n)
-            mine.shared = anchor.shared
-        mine.collider = anchor
-        planes = body_planes(anchor, x - offsets[0, 3:])  # picked where the body lies in the anchor's frame
-        self._fill(s, row, anchor, native, mine, planes)
+        mine = self._still_row(s, row, anchor, native, x - offsets[0, 3:])  # the body where it lies in its frame
         mine.offsets = offsets
         s.translating, s.offsets = 1, pointer(offsets)
-        self.active.append((anchor, mine, planes))
+
+    def _still_row(self, s, row, collider, native, x):
+        """The struct of a still collider's row (``_fill``) with its buffers (kept per collider topology and
+        thickness) and kept_contact's planes of a body at x (n, 3), picked as it picks them; returns the buffers."""
+        from ..collision.colliders.kept_planes import body_planes
+
+        key = (id(collider.shared), float(collider.thickness))
+        mine = self.kept.get(key)
+        if mine is None or mine.shared is not collider.shared:
+            mine = self.kept[key] = _Still(self.n)
+            mine.shared = collider.shared
+        mine.collider = collider
+        planes = body_planes(collider, x)
+        self._fill(s, row, collider, native, mine, planes)
+        self.active.append((collider, mine, planes))
+        return mine
 
     def _fill(self, s, row, collider, native, mine, planes) -> None:
         n, m = self.n, len(collider.vertices)

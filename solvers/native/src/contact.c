@@ -184,21 +184,23 @@ int64_t softsim_contacts_find(const double *x, const double *x_prev, int64_t n, 
     return count;
 }
 
+/* Point p moved onto the plane n . p >= offset along its unit normal n when below it; returns the move [m] (0 above). */
+static inline double onto_plane(double *p, const double *n, double offset)
+{
+    double depth = max2(offset - dot_rows(p, n), 0.0);
+    p[0] += depth * n[0];
+    p[1] += depth * n[1];
+    p[2] += depth * n[2];
+    return depth;
+}
+
 /* ContactConstraints.project: each contact below its plane moved back onto it along n, in the contacts' order (a
  * collider's particles are distinct, and colliders run in order as the twin's loop does). */
 void softsim_contacts_project(double *x, int64_t count, const int64_t *particle, const double *normal,
                               const double *offset, double *pushed)
 {
-    for (int64_t i = 0; i < count; ++i) {
-        double *xp = x + 3 * particle[i];
-        const double *n = normal + 3 * i;
-        double depth = offset[i] - dot_rows(xp, n);
-        depth = max2(depth, 0.0);
-        xp[0] += depth * n[0];
-        xp[1] += depth * n[1];
-        xp[2] += depth * n[2];
-        pushed[i] += depth;
-    }
+    for (int64_t i = 0; i < count; ++i)
+        pushed[i] += onto_plane(x + 3 * particle[i], normal + 3 * i, offset[i]);
 }
 
 /* ContactConstraints.stabilize: each contact with a collider standing still over the step (its row's moving flag 0)
@@ -207,17 +209,9 @@ void softsim_contacts_project(double *x, int64_t count, const int64_t *particle,
 void softsim_contacts_stabilize(double *x_prev, int64_t count, const double *colliders, const int64_t *particle,
                                 const int64_t *owner, const double *normal, const double *offset)
 {
-    for (int64_t i = 0; i < count; ++i) {
-        if (colliders[SOFTSIM_COLLIDER_ROW * owner[i] + 1] != 0.0)
-            continue;
-        double *xq = x_prev + 3 * particle[i];
-        const double *n = normal + 3 * i;
-        double depth = offset[i] - dot_rows(xq, n);
-        depth = max2(depth, 0.0);
-        xq[0] += depth * n[0];
-        xq[1] += depth * n[1];
-        xq[2] += depth * n[2];
-    }
+    for (int64_t i = 0; i < count; ++i)
+        if (colliders[SOFTSIM_COLLIDER_ROW * owner[i] + 1] == 0.0)
+            onto_plane(x_prev + 3 * particle[i], normal + 3 * i, offset[i]);
 }
 
 /* ContactConstraints.apply_friction: the step's slip of every pushed contact of a collider with friction, removed
