@@ -432,6 +432,8 @@ class MeshFrame:
         """The struct of a translating collider (``collider``: its pose of substep 1): its anchor's, as a still
         collider's (``_fill``: the anchor's grids, kept planes and face-pair list), with the offsets of every substep
         (``posed[k][row]``'s ``translation`` and its start's, which the per-substep path reads)."""
+        if posed is None or len(posed) == 0:
+            raise ValueError(f"mesh collider {collider.name!r}: a translating collider needs its posed substeps")
         anchor = collider._anchored(collider._own_frame()[0])
         attach(self.library, [anchor])
         native = anchor.shared.native
