@@ -59,6 +59,12 @@ SIDE_MARGIN = 0.25
 thickness + this of the surface (a step's motion); farther, it counts as on the normal side (outside a closed mesh)."""
 FACE_PASSES = 4
 """Jacobi passes of ``resolve_faces`` per call (as ``faces.FACE_PASSES``)."""
+ON_SURFACE = 1e-9
+"""[m] A point this near the surface lies on it (``contact``, ``_sides``): on the normal side, its plane the face's.
+The direction from its nearest point is round-off there: a cloth laid exactly on a box's top read sides at random
+and a few of its vertices were pushed 1.3 cm into the box. A point that started the step on the surface may have
+crossed it when it ends within its motion plus this: its side is read where it started. (src/mesh_query.h
+SOFTSIM_ON_SURFACE, the same.)"""
 
 TRANSLATIONS = True
 """Whether a collider whose poses are a still collider's translated answers in that anchor's frame
@@ -684,12 +690,12 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         # crossed the surface: it came from the side it is on. Only the others read their side at the step's start
         # (``_sides``), which costs a second nearest-triangle search.
         moved = x[rows] - x_prev[rows]
-        side = np.where(outward < 0.0, -1.0, 1.0)
-        crossing = np.flatnonzero(dist <= np.sqrt(_dot(moved, moved)) + self.shared.travel)
+        side = np.where((outward < 0.0) & (dist > ON_SURFACE), -1.0, 1.0)
+        crossing = np.flatnonzero(dist <= np.sqrt(_dot(moved, moved)) + self.shared.travel + ON_SURFACE)
         side[crossing] = self._sides(x_prev, rows[crossing])
         face = side[:, None] * self.face_normals[tris]
         # Beside the triangle the point is on its own side when it is so against the nearest feature's pseudo-normal.
-        use_face = interior | (dist <= 0.0) | (outward * side < 0.0)
+        use_face = interior | (dist <= ON_SURFACE) | (outward * side < 0.0)
         normal = np.where(use_face[:, None], face, away)
         return rows, _dot(r, normal) - self.thickness, normal, dist
 
@@ -706,9 +712,9 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         todo = rows[np.isnan(side[rows])]
         if len(todo):
             side[todo] = 1.0
-            found, tris, bary, q, _, _ = start._closest(x_prev, SIDE_MARGIN, among=todo)
+            found, tris, bary, q, dist, _ = start._closest(x_prev, SIDE_MARGIN, among=todo)
             normal = start.pseudo_normals(tris, bary)
-            side[found] = np.where(_dot(x_prev[found] - q, normal) < 0.0, -1.0, 1.0)
+            side[found] = np.where((_dot(x_prev[found] - q, normal) < 0.0) & (dist > ON_SURFACE), -1.0, 1.0)
         return side[rows]
 
     def motion(self, x):

@@ -430,8 +430,8 @@ static int64_t contact_rows(const SoftsimClothPlan *plan, const SoftsimMeshFrame
         double away[3] = {r[0] / div, r[1] / div, r[2] / div};
         double outward = dot_rows(away, pseudo_normal(c, f->out_tri[j], f->out_bary + 3 * j));
         double moved[3] = {xp[0] - xq[0], xp[1] - xq[1], xp[2] - xq[2]};
-        f->side[p] = outward < 0.0 ? -1.0 : 1.0;
-        if (dist <= sqrt(dot_rows(moved, moved)) + 0.0)
+        f->side[p] = outward < 0.0 && dist > SOFTSIM_ON_SURFACE ? -1.0 : 1.0;
+        if (dist <= sqrt(dot_rows(moved, moved)) + 0.0 + SOFTSIM_ON_SURFACE)
             f->crossing[crossing++] = p;
     }
     if (crossing) {
@@ -444,7 +444,10 @@ static int64_t contact_rows(const SoftsimClothPlan *plan, const SoftsimMeshFrame
             int64_t p = f->side_row[s];
             const double *xq = x_prev + 3 * p, *q = f->side_q + 3 * s;
             double r[3] = {xq[0] - q[0], xq[1] - q[1], xq[2] - q[2]};
-            f->side[p] = dot_rows(r, pseudo_normal(c, f->side_tri[s], f->side_bary + 3 * s)) < 0.0 ? -1.0 : 1.0;
+            f->side[p] = dot_rows(r, pseudo_normal(c, f->side_tri[s], f->side_bary + 3 * s)) < 0.0 &&
+                                 f->side_d[s] > SOFTSIM_ON_SURFACE
+                             ? -1.0
+                             : 1.0;
         }
     }
     for (int64_t j = 0; j < found; ++j) {
@@ -458,7 +461,7 @@ static int64_t contact_rows(const SoftsimClothPlan *plan, const SoftsimMeshFrame
         double outward = dot_rows(away, pseudo_normal(c, tri, f->out_bary + 3 * j));
         double side = f->side[p];
         const double *fn = c->face_normals + 3 * tri;
-        int use_face = f->out_interior[j] || dist <= 0.0 || outward * side < 0.0;
+        int use_face = f->out_interior[j] || dist <= SOFTSIM_ON_SURFACE || outward * side < 0.0;
         double *normal = f->plane_n + 3 * j;
         for (int a = 0; a < 3; ++a)
             normal[a] = use_face ? side * fn[a] : away[a];

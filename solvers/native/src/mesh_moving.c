@@ -79,8 +79,8 @@ int64_t mesh_contact_rows_hinted(
         double outward = dot_rows(away, feature_normal(lazy_end, triangles, face_normals, vertex_normals, side_normals,
                                                        tri[j], bary + 3 * j));
         double moved[3] = {xp[0] - xq[0], xp[1] - xq[1], xp[2] - xq[2]};
-        side[j] = outward < 0.0 ? -1.0 : 1.0;
-        if (dist <= sqrt(dot_rows(moved, moved)) + travel) {
+        side[j] = outward < 0.0 && dist > SOFTSIM_ON_SURFACE ? -1.0 : 1.0;
+        if (dist <= sqrt(dot_rows(moved, moved)) + travel + SOFTSIM_ON_SURFACE) {
             side[j] = 1.0; /* no triangle within SIDE_MARGIN at the start pose: the normal side */
             crossing[crossings++] = p;
         }
@@ -98,7 +98,10 @@ int64_t mesh_contact_rows_hinted(
             const double *xq = x_prev + 3 * p, *qs = s_q + 3 * s;
             double r[3] = {xq[0] - qs[0], xq[1] - qs[1], xq[2] - qs[2]};
             side[j] = dot_rows(r, feature_normal(lazy_start, triangles, start_face_normals, start_vertex_normals,
-                                                 start_side_normals, s_tri[s], s_bary + 3 * s)) < 0.0 ? -1.0 : 1.0;
+                                                 start_side_normals, s_tri[s], s_bary + 3 * s)) < 0.0 &&
+                              side_d[s] > SOFTSIM_ON_SURFACE
+                          ? -1.0
+                          : 1.0;
         }
     }
     for (int64_t j = 0; j < found; ++j) {
@@ -112,7 +115,7 @@ int64_t mesh_contact_rows_hinted(
         double outward = dot_rows(away, feature_normal(lazy_end, triangles, face_normals, vertex_normals, side_normals,
                                                        t, bary + 3 * j));
         const double *fn = lazy_end ? mesh_lazy_face(lazy_end, t) : face_normals + 3 * t;
-        int use_face = interior[j] || dist <= 0.0 || outward * side[j] < 0.0;
+        int use_face = interior[j] || dist <= SOFTSIM_ON_SURFACE || outward * side[j] < 0.0;
         double *normal = out_normal + 3 * j;
         for (int a = 0; a < 3; ++a)
             normal[a] = use_face ? side[j] * fn[a] : away[a];

@@ -11,6 +11,10 @@
 #include "contact_common.h"
 #include "vec3.h"
 
+/* [m] A point this near a mesh collider's surface lies on it (mesh_collider.py ON_SURFACE): on its normal side, its
+ * plane the face's (the direction to a nearest point within round-off of it is noise). */
+#define SOFTSIM_ON_SURFACE 1e-9
+
 /* Certificates of a moving collider's nearest triangles (mesh_closest_drift, mesh_frame.c keeps them per collider
  * for a frame): point p's says that at pose pose[p] and position x[p] (3,) every triangle but tri[p] (every one when
  * tri[p] is -1; -2: no certificate) lay at least lower[p] [m] away, and every one but tri[p] and its runner-up tri2[p]
