@@ -13,7 +13,8 @@ it, the angle-weighted pseudo-normal of an edge or a vertex on its border: Baere
 closed mesh), so a mesh must be consistently oriented (Blender's Recalculate Normals); a closed mesh keeps bodies
 outside when its normals point out. (The triangle's own normal cannot tell a point level with a box's top, beside a
 side face and 1e-11 m inside its plane, from one inside the box: such a cloth vertex resting on the rim was pushed
-into the top.)
+into the top.) A point within ON_SURFACE of the surface lies on it, on the normal side (a cloth laid exactly on a
+face).
 
 Distances: for a point x the exact unsigned distance to the nearest triangle (``primitives.point_triangle_distance``
 on the candidates of a k-d tree over the centres of the triangles' pieces (``samples.Samples``: large triangles cut
