@@ -434,14 +434,15 @@ class MeshFrame:
         (``posed[k][row]``'s ``translation`` and its start's, which the per-substep path reads)."""
         if posed is None or len(posed) == 0:
             raise ValueError(f"mesh collider {collider.name!r}: a translating collider needs its posed substeps")
-        anchor = collider._anchored(collider._own_frame()[0])
+        first = collider._own_frame()[0]
+        anchor = collider._anchored(first)
         attach(self.library, [anchor])
         native = anchor.shared.native
         if native is None:
             raise ValueError(f"mesh collider {collider.name!r}: no native queries for its anchor")
         owns = [step[row]._own_frame() if type(step[row]) is type(collider) else None for step in posed]
         for k, own in enumerate(owns):
-            if own is None or own[0] is not collider._own_frame()[0]:
+            if own is None or own[0] is not first:
                 raise ValueError(f"mesh collider {collider.name!r}: substep {k + 1} is not a translation of its anchor")
         offsets = np.array([own[1:] for own in owns], np.float64).reshape(len(posed), 6)
         if not np.all(np.isfinite(offsets)):

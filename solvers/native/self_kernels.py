@@ -599,7 +599,6 @@ class SelfPass(_BodyBinding):
         for own, given in zip((self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok, self.interior),
                               self.first):
             own[:c] = given
-        self._first_p = self._own
         self._call_p = (pointer(self.inv_mass), self.n, pointer(self.triangles), pointer(self.edges), c, k_vt,
                         pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target))
         self._masks_p = (pointer(self.changed), pointer(self.touched_mask))
@@ -646,7 +645,6 @@ class SelfPass(_BodyBinding):
         self.live_count = c
         self.given = True
         self.m = 0
-        self._first_p = self._own
         self._call_p = (self._inv_mass_p, self.n, *self._elements_p, c, kept, *self._kept_p)
         self._masks_p = self._masks_own_p
         self._finish_p = (self._inv_mass_p, self.n, *self._finish_own_p)
@@ -658,14 +656,12 @@ class SelfPass(_BodyBinding):
         pairs, each moved by ``relaxation`` of its shortfall): returns the pairs moved (0: nothing moved)."""
         address = self._x(x)
         given = 1 if self.given else 0
-        stencils = self._first_p if self.given else self._own
         self.given = False
         active = self.library.softsim_self_pass(
             address, *self._call_p, float(thickness), float(tolerance), float(relaxation),
             int(bool(restrict_violating)), given, self._live_p, self.live_count, *self._masks_p, self._pos_p,
-            self._batch_p, *stencils, *self._sweep)
+            self._batch_p, *self._own, *self._sweep)
         self.m = int(self.batch_size[0])
-        self._stencils = stencils
         return int(active)
 
     def friction(self, x, x_prev, friction: float) -> int:
@@ -686,7 +682,7 @@ class SelfPass(_BodyBinding):
         masses as they are now; the depths and corrected pairs; with ``update_live`` only the violating pairs stay."""
         work_d, flags, depth, ever = self._results_p
         self.live_count = int(self.library.softsim_self_pass_finish(
-            self._x_prev(x_prev), *self._finish_p, self._pos_p, self.m, self._stencils[0], self._stencils[1], work_d,
+            self._x_prev(x_prev), *self._finish_p, self._pos_p, self.m, self._own[0], self._own[1], work_d,
             flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, *self._recovery_p))
 
 

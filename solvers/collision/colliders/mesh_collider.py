@@ -483,9 +483,10 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         exactly, as the solvers pose their substeps), else None. Kept on ``shared`` (``frame_poses``, a list of the
         last FRAME_POSES_KEPT: a moving collider has its own ``_Shared`` each frame, and a substep walked in sweeps
         poses its substep's collider over again) for this start and end pose and K."""
-        if self._substep(t0, t1) is None:
+        step = self._substep(t0, t1)
+        if step is None:
             return None
-        substeps = self._substep(t0, t1)[0]
+        substeps = step[0]
         kept = self.shared.__dict__.setdefault("frame_poses", [])
         for poses in reversed(kept):
             if poses.substeps == substeps and poses.start is self.start.vertices and poses.end is self.vertices:
