@@ -6,6 +6,8 @@ from .collision.response.collider_contacts import resolve_collider_contacts, res
 from .collision.response.self_contact import self_collision_for
 from .config import SolverConfig
 from .model import Model, State, StepStats
+from .native import library as native_library
+from .native.mesh_kernels import attach as attach_mesh_queries
 from .sewing import seam_edges, sewn_positions
 
 
@@ -32,6 +34,15 @@ class Solver:
 
     def step(self, state: State, dt: float, colliders=(), measure: bool = True) -> StepStats:
         raise NotImplementedError
+
+    def attach_native_queries(self, colliders) -> None:
+        """Give the mesh colliders among ``colliders`` their nearest-triangle queries, contact planes and face pushes
+        in C (``native.mesh_kernels.attach``, once per collider topology; the same answers bit for bit), when
+        ``config.compute`` allows the native library and it loaded. Every solver's step calls it first."""
+        if colliders:
+            library = native_library.load(self.config.compute)
+            if library is not None:
+                attach_mesh_queries(library, colliders)
 
 
 class ProjectedContactSolver(Solver):

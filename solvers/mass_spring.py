@@ -206,6 +206,7 @@ class MassSpringSolver(ProjectedContactSolver):
     # ------------------------------------------------------------------ step
 
     def step(self, state: State, dt: float, colliders=(), measure: bool = True) -> StepStats:
+        self.attach_native_queries(colliders)
         x, v = state.x, state.v
         x_prev = x.copy()
         iterations, residual, linearizations, halvings = 0, float("nan"), 0, 0

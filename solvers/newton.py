@@ -285,6 +285,7 @@ class NewtonSolver(Solver):
     # ------------------------------------------------------------------ one step
 
     def step(self, state: State, dt: float, colliders=(), measure: bool = True) -> StepStats:
+        self.attach_native_queries(colliders)
         x, v = state.x, state.v
         config = self.config
         ends = [c.at_fraction(1.0) for c in colliders]

@@ -19,7 +19,6 @@ from .material import material_arrays
 from .model import State, StepStats, measure_stats
 from .native import library as native_library
 from .native.mesh_frame import frame_supports
-from .native.mesh_kernels import attach as attach_mesh_queries
 from .native.kernels import AnalyticContacts, BendingJacobi, BendingSweep, ClothFrame, DistanceSweep, Tethers
 from .sewing import seam_force, with_seams_closed
 
@@ -222,8 +221,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         if native is not None and native.supports(colliders):
             return self._native_contact_step(state, dt, colliders, measure)
         x, v = state.x, state.v
-        if self.native is not None and colliders:
-            attach_mesh_queries(self.native, colliders)  # mesh colliders' nearest-triangle queries in C
+        self.attach_native_queries(colliders)
         self._steps += 1
         v += dt * self.gravity * self.free
         if self.pressure is not None:
@@ -303,7 +301,7 @@ class PositionBasedSolver(ProjectedContactSolver):
         and air are covered: WIND blowing the same everywhere on a body with air as one air velocity a substep
         (``FrameRun.substep_winds``), any other fields as their table a substep (``FrameRun.substep_fields``,
         ``softsim_fields_apply``). With mesh colliders the frame is the per-substep path with the mesh's queries in C
-        (``step`` after ``attach_mesh_queries``) bit for bit, and their kept planes and face-pair lists are the
+        (``step`` after ``attach_native_queries``) bit for bit, and their kept planes and face-pair lists are the
         colliders' own. A
         substep whose end-of-step push must be walked in sweeps is finished between two calls
         (``_finish_in_sweeps``) and the call goes on with the next."""

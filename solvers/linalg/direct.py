@@ -113,17 +113,31 @@ class BandedCholesky:
     def __init__(self, A: sp.spmatrix, ordering=None, max_bandwidth: int = None):
         A = sp.csr_matrix(A)
         self.perm = _rcm(A) if ordering is None else ordering
-        P = A[self.perm][:, self.perm].tocoo()
-        upper = P.row <= P.col
-        row, col = P.row[upper], P.col[upper]
-        self.bandwidth = int((col - row).max(initial=0))
+        ab = self.band_of(A, self.perm)
+        self.bandwidth = ab.shape[0] - 1
         if max_bandwidth is not None and self.bandwidth > max_bandwidth:
             raise BandTooWide(f"bandwidth {self.bandwidth} > {max_bandwidth}")
-        n = A.shape[0]
-        # LAPACK's upper band storage: ab[bandwidth + i - j, j] = A[i, j] for i <= j.
-        ab = np.zeros((self.bandwidth + 1, n))
-        ab[self.bandwidth + row - col, col] = P.data[upper]
         self.factor = cholesky_banded(ab, lower=False, check_finite=False)
+
+    @staticmethod
+    def band_of(A: sp.csr_matrix, perm: np.ndarray) -> np.ndarray:
+        """LAPACK's upper band storage of P A P^T (P the ordering ``perm``): ab (bandwidth + 1, n) with
+        ab[bandwidth + i - j, j] = (P A P^T)[i, j] for i <= j, its diagonal in the last row."""
+        P = A[perm][:, perm].tocoo()
+        upper = P.row <= P.col
+        row, col = P.row[upper], P.col[upper]
+        bandwidth = int((col - row).max(initial=0))
+        ab = np.zeros((bandwidth + 1, A.shape[0]))
+        ab[bandwidth + row - col, col] = P.data[upper]
+        return ab
+
+    @classmethod
+    def of_band(cls, ab: np.ndarray, perm: np.ndarray):
+        """The factor of a band already built (``band_of``'s layout, ordering ``perm``); ab is overwritten."""
+        self = cls.__new__(cls)
+        self.perm, self.bandwidth = perm, ab.shape[0] - 1
+        self.factor = cholesky_banded(ab, lower=False, overwrite_ab=True, check_finite=False)
+        return self
 
     @staticmethod
     def plan(A: sp.spmatrix):
@@ -344,6 +358,35 @@ def factorize_spd_for_many(A: sp.spmatrix):
         if prefer_banded(A, bandwidth, lu, "many"):
             return _named(BandedCholesky(A, ordering), "banded Cholesky")
     return _named(lu.solve, "SuperLU")
+
+
+class DiagonalShifts:
+    """Factorizations of A + diag(d) for one sparse SPD matrix A (n, n) and many shifts d (n,) >= 0: a matrix
+    refactorized whenever some of its diagonal entries change (Projective Dynamics' contact weights, a new set almost
+    every step while a cloth slides over a box). Each factor serves a few solves, so the factorization's work decides
+    the method (``prefer_banded``, solves_per_factor "one"), once for A's pattern: LAPACK's banded Cholesky under A's
+    RCM ordering, A's band built once and each shift added to its diagonal (no CSR conversion or permutation per
+    factorization), or SuperLU of A + diag(d). Depends on A's pattern only, so a bake repeats exactly.
+
+    Measured (one factorization, 2-core bench machine): the 31 x 31 box-drape cloth's 961 unknowns (RCM half-width 61)
+    SuperLU 1.8 ms, a banded Cholesky built from the matrix 0.87 ms, from the kept band ~0.3 ms."""
+
+    def __init__(self, A: sp.spmatrix):
+        self.A = sp.csr_matrix(A)
+        ordering, bandwidth = BandedCholesky.plan(self.A)
+        self.method = "banded Cholesky" if prefer_banded(self.A, bandwidth, solves_per_factor="one") else "SuperLU"
+        if self.method == "banded Cholesky":
+            self.ordering = ordering
+            self.band = BandedCholesky.band_of(self.A, ordering)
+
+    def factorize(self, shift: np.ndarray):
+        """x = solve(b) for A + diag(shift), shift (n,); its method's name on it as ``.method``."""
+        shift = np.asarray(shift, np.float64)
+        if self.method == "SuperLU":
+            return _named(factorize_spd(self.A + sp.diags(shift)), "SuperLU")
+        ab = self.band.copy()
+        ab[-1] += shift[self.ordering]
+        return _named(BandedCholesky.of_band(ab, self.ordering), "banded Cholesky")
 
 
 def _named(solve, method: str):

@@ -108,8 +108,8 @@ from ..base import ProjectedContactSolver
 from ..collision.response.collider_contacts import ContactConstraints
 from ..collision.response.contact_set import ContactSet, find_contacts, point_contacts
 from ..collision.response.held_planes import HeldPlanes
-from ..linalg import factorize_spd, factorize_spd_for_many
-from ..linalg.direct import BandedCholesky
+from ..linalg import factorize_spd_for_many
+from ..linalg.direct import DiagonalShifts
 from ..energies import hinges_from_triangles
 from ..material import hinge_bending_stiffness, material_arrays
 from ..soft_pins import GoalAttachment, has_goals
@@ -249,8 +249,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         self.mass_free = model.mass[self.free]
         self.gravity = np.asarray(config.gravity, float)
         self._factors = {}
-        self._orderings = {}
-        """Per h: the RCM ordering of the banded factorization ``factor(h)`` chose, or None for SuperLU."""
+        self._shifts = {}
+        """Per h: ``DiagonalShifts`` of M/h^2 + L, which factorizes it with each contact set's weights added."""
         self._contact_factor = None
         """(key, solve) of the last contact set's matrix."""
         self.contact_factorizations = 0
@@ -281,34 +281,25 @@ class ProjectiveSolver(ProjectedContactSolver):
             return self._contact_factor[1]
         solve = self._factors.get(h)
         if solve is None:
-            S = (self._stiffness(h) + sp.diags(self.mass_free / (h * h))).tocsc()
             if len(self._factors) >= 4:  # advance_frame keeps h fixed; a changing h must not pile up factors
                 self._factors.clear()
-                self._orderings.clear()
-            solve = self._factors[h] = factorize_spd_for_many(S)
-            self._orderings[h] = BandedCholesky.plan(S)[0] if solve.method == "banded Cholesky" else None
+                self._shifts.clear()
+            solve = self._factors[h] = factorize_spd_for_many(self._matrix(h))
         return solve
 
-    def _factorize_like(self, h: float, S):
-        """The solve function of S (nf, nf), M/h^2 + L plus contact weights on the diagonal: the same sparsity pattern
-        as the matrix ``factor(h)`` factorized, so the same method and the same RCM ordering serve it (the choice of
-        ``factorize_spd_for_many`` depends on the pattern only), without its SuperLU trial factorization and RCM
-        ordering, which cost twice the banded factorization itself on the lab cloth, whose contact set with the sphere
-        changes every step."""
-        self.factor(h)
-        ordering = self._orderings[h]
-        if ordering is None:
-            solve = factorize_spd(S)
-            method = "SuperLU"
-        else:
-            solve = BandedCholesky(S, ordering)
-            method = "banded Cholesky"
+    def _matrix(self, h: float):
+        """M/h^2 + L (+ D/h with internal damping) over the free particles (nf, nf), CSC."""
+        return (self._stiffness(h) + sp.diags(self.mass_free / (h * h))).tocsc()
 
-        def named(b):
-            return solve(b)
-
-        named.method = method
-        return named
+    def _shifted(self, h: float, weights):
+        """The solve function of M/h^2 + L + diag(weights) (weights (nf,) >= 0: contact planes' weights): factorized
+        for this one contact set, so by the method that factorizes fastest (``DiagonalShifts``), the matrix's band
+        kept per h."""
+        shifts = self._shifts.get(h)
+        if shifts is None:
+            self.factor(h)  # keeps the per-h caches in step
+            shifts = self._shifts[h] = DiagonalShifts(self._matrix(h))
+        return shifts.factorize(weights)
 
     def _contact_solve(self, h: float, contacts):
         """The solve function of the global matrix with ``contacts``: M/h^2 + L + C in every direction, C the planes
@@ -316,15 +307,13 @@ class ProjectiveSolver(ProjectedContactSolver):
         the matrix of the coordinate along that axis only, so the system is solved in the frame (t1, t2, axis): the
         two tangential coordinates with one matrix, the normal one with the other."""
         if contacts.diagonal.any():
-            S = (self._stiffness(h) + sp.diags(self.mass_free / (h * h) + contacts.diagonal)).tocsc()
-            tangential = self._factorize_like(h, S)
+            tangential = self._shifted(h, contacts.diagonal)
             self.contact_factorizations += 1
         else:
             tangential = self.factor(h)
         if contacts.axis is None:
             return tangential
-        S = (self._stiffness(h) + sp.diags(self.mass_free / (h * h) + contacts.diagonal + contacts.normal_diagonal))
-        normal = self._factorize_like(h, S.tocsc())
+        normal = self._shifted(h, contacts.diagonal + contacts.normal_diagonal)
         self.contact_factorizations += 1
         frame = _frame_with_axis(contacts.axis)
 
@@ -466,6 +455,7 @@ class ProjectiveSolver(ProjectedContactSolver):
         x, v = state.x, state.v
         h = float(dt)
         free = self.free
+        self.attach_native_queries(colliders)
         x_start = x.copy()
         self._stabilize(x_start, colliders)
         y = x + h * v
