@@ -63,17 +63,39 @@ class ProjectedContactSolver(Solver):
         if self.self_collision is not None:
             self.self_collision.pad2 = self.pad2
 
-    def resolve_self_collision(self, x, x_prev, colliders) -> None:
+    def resolve_self_collision(self, x, x_prev, colliders, start=None) -> None:
         """The self-collision part of ``finish_step``, in place on x and x_prev (n, 3) [m] after the collider contacts:
         the response (particles resting on a collider count as heavy), then the faces it left deeper than
-        FACE_ALLOWANCE * thickness in a collider pushed back to that depth. Nothing without self-collision."""
+        FACE_ALLOWANCE * thickness in a collider pushed back to that depth. Nothing without self-collision.
+
+        ``start`` (n, 3): the step's start as it was before pre-stabilization moved some of x_prev onto collider planes
+        (``ContactConstraints.stabilize``), or None when x_prev is that start. Self-collision reads its sides and its
+        new crossings from the start the cloth really had: a start moved onto a collider can lie past a layer of the
+        cloth beside it (the 64 x 64 lab cloth crossed itself, 2-4 pairs from frame 29 on, when self-collision read
+        the moved start). Its velocity-free recovery is added to x_prev either way.
+        Not done: the move itself reaches a layer lying within thickness above the moved particles as velocity (the
+        response removes it as approach). Two layers laid 4 mm apart inside the ground's 1 cm thickness: the upper one
+        jumps 10-48 cm at the first frames (PD, PBD, XPBD) and comes back down. Sides from this start with the gaps
+        from the moved one would make that velocity-free."""
         if self.self_collision is not None:
-            self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
+            if start is None:
+                self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
+            else:
+                moved_start = x_prev - start
+                x_prev[:] = start
+                self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
+                x_prev += moved_start
             if colliders:
                 resolve_deep_faces(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
                                    FACE_ALLOWANCE * self.config.thickness, getattr(self, "native_contacts", None))
 
-    def finish_step(self, x, x_prev, v, dt: float, colliders, velocity_from_positions: bool = True) -> None:
+    def start_before_stabilizing(self, x_prev):
+        """A copy of the step's start x_prev (n, 3) for ``resolve_self_collision`` when there is self-collision (which
+        reads the start from before pre-stabilization), else None."""
+        return x_prev.copy() if self.self_collision is not None else None
+
+    def finish_step(self, x, x_prev, v, dt: float, colliders, velocity_from_positions: bool = True,
+                    start=None) -> None:
         """The end of every position-level step, in place: collider contacts (``resolve_collider_contacts``), then
         self-collision (which treats particles resting on a collider as heavy) and the faces it left deeper than
         FACE_ALLOWANCE * thickness in a collider pushed back to that depth, then the velocity and damping.
@@ -81,12 +103,13 @@ class ProjectedContactSolver(Solver):
         x (n, 3): positions after the solve [m]; x_prev (n, 3): at the step's start (self-collision may move it: its
         velocity-free recovery of pairs closer than thickness); v (n, 3) [m/s]. ``velocity_from_positions``: v is
         (x - x_prev) / dt (position-based solvers, Projective Dynamics); otherwise the solver set v itself and the
-        contact corrections are added to it as velocity changes (the mass-spring integrators)."""
+        contact corrections are added to it as velocity changes (the mass-spring integrators). ``start``: the step's
+        start before pre-stabilization, for self-collision (``resolve_self_collision``)."""
         if not velocity_from_positions:
             before, prev_before = x.copy(), x_prev.copy()
         if colliders:
             resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
-        self.resolve_self_collision(x, x_prev, colliders)
+        self.resolve_self_collision(x, x_prev, colliders, start)
         if velocity_from_positions:
             v[:] = (x - x_prev) / dt
         else:

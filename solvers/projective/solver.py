@@ -457,6 +457,7 @@ class ProjectiveSolver(ProjectedContactSolver):
         free = self.free
         self.attach_native_queries(colliders)
         x_start = x.copy()
+        start = self.start_before_stabilizing(x_start)
         self._stabilize(x_start, colliders)
         y = x + h * v
         y[free] += (h * h) * self.gravity
@@ -520,7 +521,7 @@ class ProjectiveSolver(ProjectedContactSolver):
                 self.rho[h] = estimate_rho(self.log.residuals)
 
         solved = x.copy() if planar else None
-        self._finish(x, x_start, v, h, colliders)
+        self._finish(x, x_start, v, h, colliders, start)
         if planar:
             self.held.remember(solved, x, self.model.inv_mass, planar, self.pad2)
         stats = measure_stats(self.model, x) if measure else StepStats()
@@ -528,11 +529,12 @@ class ProjectiveSolver(ProjectedContactSolver):
         stats.pd_residual = residual
         return stats
 
-    def _finish(self, x, x_start, v, h, colliders):
-        """``finish_step``, its collider contacts in C where ``native_contacts`` supports the colliders."""
+    def _finish(self, x, x_start, v, h, colliders, start=None):
+        """``finish_step``, its collider contacts in C where ``native_contacts`` supports the colliders; ``start``:
+        the step's start before ``_stabilize``, for self-collision."""
         native = self.native_contacts
         if native is None or not colliders or not native.supports(colliders):
-            self.finish_step(x, x_start, v, h, colliders)
+            self.finish_step(x, x_start, v, h, colliders, start=start)
             return
         native.resolve(x, x_start, colliders)
         self.finish_step(x, x_start, v, h, ())  # the velocity and damping (no self-collision here)
