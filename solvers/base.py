@@ -69,22 +69,10 @@ class ProjectedContactSolver(Solver):
         FACE_ALLOWANCE * thickness in a collider pushed back to that depth. Nothing without self-collision.
 
         ``start`` (n, 3): the step's start as it was before pre-stabilization moved some of x_prev onto collider planes
-        (``ContactConstraints.stabilize``), or None when x_prev is that start. Self-collision reads its sides and its
-        new crossings from the start the cloth really had: a start moved onto a collider can lie past a layer of the
-        cloth beside it (the 64 x 64 lab cloth crossed itself, 2-4 pairs from frame 29 on, when self-collision read
-        the moved start). Its velocity-free recovery is added to x_prev either way.
-        Not done: the move itself reaches a layer lying within thickness above the moved particles as velocity (the
-        response removes it as approach). Two layers laid 4 mm apart inside the ground's 1 cm thickness: the upper one
-        jumps 10-48 cm at the first frames (PD, PBD, XPBD) and comes back down. Sides from this start with the gaps
-        from the moved one would make that velocity-free."""
+        (``ContactConstraints.stabilize``), or None when x_prev is that start: self-collision reads the sides of the
+        pairs that move took past each other from it (``SelfCollision._true_sides``)."""
         if self.self_collision is not None:
-            if start is None:
-                self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
-            else:
-                moved_start = x_prev - start
-                x_prev[:] = start
-                self.self_collision.resolve_beside_colliders(x, x_prev, colliders)
-                x_prev += moved_start
+            self.self_collision.resolve_beside_colliders(x, x_prev, colliders, start)
             if colliders:
                 resolve_deep_faces(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
                                    FACE_ALLOWANCE * self.config.thickness, getattr(self, "native_contacts", None))

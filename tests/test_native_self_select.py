@@ -221,14 +221,14 @@ def _fold_states(frames=10, every=7):
     states, calls = [], [0]
     resolve = sc._resolve
 
-    def recorded(x, x_prev, colliders):
+    def recorded(x, x_prev, colliders, true_start=None):
         calls[0] += 1
         if calls[0] > 5 * config.substeps and calls[0] % every == 0 and sc._list is not None:
             snapshot = copy.copy(sc)
             snapshot._list = copy.deepcopy(sc._list)
             snapshot.inv_mass = sc.inv_mass.copy()
             states.append((x.copy(), x_prev.copy(), snapshot))
-        return resolve(x, x_prev, colliders)
+        return resolve(x, x_prev, colliders, true_start)
 
     sc._resolve = recorded
     state = State.at_rest(model)

@@ -259,20 +259,22 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
     # ------------------------------------------------------------------ response
 
-    def resolve(self, x: np.ndarray, x_prev: np.ndarray) -> int:
+    def resolve(self, x: np.ndarray, x_prev: np.ndarray, true_start: np.ndarray = None) -> int:
         """Push the body's vertices, edges and faces apart, in place on ``x`` (n, 3) [m]; returns the pairs corrected.
 
         ``x_prev`` (n, 3) [m]: positions at the step's start (sides, the gap to keep, friction's motion). The
         velocity-free part of the correction (recovery of pairs that started the step closer than thickness) is added
         to ``x_prev`` too, in place, so a solver that derives v from x - x_prev gives it no velocity.
+        ``true_start`` (n, 3) [m]: where the step really started when pre-stabilization moved some of x_prev onto
+        collider planes (``_true_sides``), or None.
         """
-        return self._resolve(x, x_prev, ())
+        return self._resolve(x, x_prev, (), true_start)
 
-    def _resolve(self, x, x_prev, colliders):
+    def _resolve(self, x, x_prev, colliders, true_start=None):
         if len(self.triangles) == 0:
             return 0
         x_start = x_prev.copy()
-        corrected = self._respond(x, x_prev, colliders)
+        corrected = self._respond(x, x_prev, colliders, true_start)
         if self._may_cross():
             self._fail_safe(x, x_prev, x_start, colliders)
         return corrected
@@ -295,7 +297,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         ee = pinned[edges[a, 0]] & pinned[edges[a, 1]] & pinned[edges[b, 0]] & pinned[edges[b, 1]]
         return bool(vt.any() or ee.any())
 
-    def resolve_beside_colliders(self, x: np.ndarray, x_prev: np.ndarray, colliders) -> int:
+    def resolve_beside_colliders(self, x: np.ndarray, x_prev: np.ndarray, colliders, true_start=None) -> int:
         """``resolve`` for a body that the collider contacts have just projected: particles resting on a collider
         (within CONTACT_BAND of its surface) weigh CONTACT_MASS_FACTOR times their mass in the response, so a layer
         lying on the ground or a sphere pushes the layer above it away instead of being pushed into the collider
@@ -309,9 +311,9 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         the cloth resting there, at distance 0 from it, and a 32 x 32 cloth buckling onto the ground showed 6
         crossing pairs in Blender (float32 positions). Before this (self-collision after the contacts, nothing
         more), projecting the colliders once more after the response pushed particles up through the layers above
-        them (up to 103 crossing pairs a frame on that cloth)."""
+        them (up to 103 crossing pairs a frame on that cloth). ``true_start``: as ``resolve``'s."""
         if not colliders or len(self.triangles) == 0:
-            return self.resolve(x, x_prev)
+            return self.resolve(x, x_prev, true_start)
         from ...native.kernels import AnalyticContacts
 
         if self.native_pass is not None and AnalyticContacts.supports(colliders):
@@ -326,7 +328,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         try:
             self.inv_mass = np.where(resting, inv_mass / CONTACT_MASS_FACTOR, inv_mass)
             self._heavy = resting
-            corrected = self._resolve(x, x_prev, colliders)
+            corrected = self._resolve(x, x_prev, colliders, true_start)
         finally:
             self.inv_mass = inv_mass
             self._heavy = None
@@ -389,7 +391,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         return keep_out.bind_touched(x, self.native_pass.touched_mask, self.inv_mass, self._heavy,
                                      COLLIDER_SLACK * self.thickness, CONTACT_MASS_FACTOR)
 
-    def _respond(self, x, x_prev, colliders=()):
+    def _respond(self, x, x_prev, colliders=(), true_start=None):
         vt, ee, reach = self._candidates(x, x_prev)
         self._found = (vt, ee)
         native = self.native_pass
@@ -401,6 +403,9 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                                                 RECOVERY * self.thickness, self.native_select)
             if self.last_candidates == 0:
                 return 0
+            if true_start is not None:
+                v, t, a, b = native.pairs
+                self._true_sides(x_prev, true_start, (v, t), (a, b), native.side, native.approach_target, native.target)
             self._keep_out_touched = self._bind_keep_out(x, colliders)
             try:
                 _, ever = self._native_passes(x, x_prev, colliders)
@@ -410,6 +415,8 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                 self._keep_out_touched = None
             return int(np.count_nonzero(ever))
         vt, ee, side, target, approach_target, first = self._watched(x, x_prev, vt, ee, reach)
+        if true_start is not None:
+            self._true_sides(x_prev, true_start, vt, ee, side, approach_target, target)
         self.last_candidates = count = len(side)
         if count == 0:
             return 0
@@ -463,6 +470,42 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         approach_target = np.minimum(self.thickness, before.dist)
         target = np.minimum(self.thickness, before.dist + RECOVERY * self.thickness)
         return vt, ee, side, target, approach_target, first
+
+    def _true_sides(self, x_prev, true_start, vt, ee, side, approach_target, target) -> None:
+        """The watched pairs' sides read where the step really started, in place on side, approach_target and target
+        (c,) (``_watched``'s, or the native set-up's buffers), for a start x_prev (n, 3) [m] that pre-stabilization
+        moved onto collider planes from true_start (n, 3) [m] (``ContactConstraints.stabilize``).
+
+        Only a pair with a particle that moved can differ. Where its side at true_start (its plane distance beyond
+        1e-12) is not the one at x_prev, the move took one element past the other: the pair keeps its true side, the
+        approach target becomes minus its distance at x_prev (the move is no approach, so it gives no velocity) and
+        the target RECOVERY * thickness (at most thickness), so the passes put it back on its side, velocity-free.
+        Every other pair keeps its gaps at x_prev: what the move brought within thickness is recovered
+        velocity-free too. Read wholly at true_start, a layer lying within thickness above a layer moved out of a
+        collider's thickness took the move as velocity (the upper of two layers laid 4 mm apart inside the ground's
+        1 cm jumped 10-48 cm); read wholly at x_prev, the layers swapped (the 64 x 64 lab cloth crossed itself, 2-4
+        pairs from frame 29 on)."""
+        moved = np.any(true_start != x_prev, axis=1)
+        if not moved.any():
+            return
+        (v, t), (a, b) = vt, ee
+        k_vt = len(v)
+        touched = np.concatenate([moved[v] | moved[self.triangles[t]].any(axis=1),
+                                  moved[self.edges[a]].any(axis=1) | moved[self.edges[b]].any(axis=1)])
+        pick = np.flatnonzero(touched)
+        if not len(pick):
+            return
+        pick_vt, pick_ee = pick[pick < k_vt], pick[pick >= k_vt] - k_vt
+        truth = self._stencils(true_start, (v[pick_vt], t[pick_vt]), (a[pick_ee], b[pick_ee]))
+        true_side = np.where(truth.ok & (np.abs(truth.plane) > 1e-12), np.sign(truth.plane), side[pick])
+        flipped = pick[true_side != side[pick]]
+        if not len(flipped):
+            return
+        f_vt, f_ee = flipped[flipped < k_vt], flipped[flipped >= k_vt] - k_vt
+        before = self._stencils(x_prev, (v[f_vt], t[f_vt]), (a[f_ee], b[f_ee]))
+        side[flipped] = -side[flipped]
+        approach_target[flipped] = -before.dist
+        target[flipped] = min(self.thickness, RECOVERY * self.thickness)
 
     def _friction_of(self, x, x_prev, vt, ee, side, depth, ever):
         """The friction step after the passes: ``_friction`` on the watched pairs vt, ee (``_watched``) ever corrected
