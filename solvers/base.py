@@ -63,16 +63,16 @@ class ProjectedContactSolver(Solver):
         if self.self_collision is not None:
             self.self_collision.pad2 = self.pad2
 
-    def resolve_self_collision(self, x, x_prev, colliders, start=None) -> None:
+    def resolve_self_collision(self, x, x_prev, colliders, true_start=None) -> None:
         """The self-collision part of ``finish_step``, in place on x and x_prev (n, 3) [m] after the collider contacts:
         the response (particles resting on a collider count as heavy), then the faces it left deeper than
         FACE_ALLOWANCE * thickness in a collider pushed back to that depth. Nothing without self-collision.
 
-        ``start`` (n, 3): the step's start as it was before pre-stabilization moved some of x_prev onto collider planes
+        ``true_start`` (n, 3): the step's start as it was before pre-stabilization moved some of x_prev onto collider planes
         (``ContactConstraints.stabilize``), or None when x_prev is that start: self-collision reads the sides of the
         pairs that move took past each other from it (``SelfCollision._true_sides``)."""
         if self.self_collision is not None:
-            self.self_collision.resolve_beside_colliders(x, x_prev, colliders, start)
+            self.self_collision.resolve_beside_colliders(x, x_prev, colliders, true_start)
             if colliders:
                 resolve_deep_faces(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
                                    FACE_ALLOWANCE * self.config.thickness, getattr(self, "native_contacts", None))
@@ -83,7 +83,7 @@ class ProjectedContactSolver(Solver):
         return x_prev.copy() if self.self_collision is not None else None
 
     def finish_step(self, x, x_prev, v, dt: float, colliders, velocity_from_positions: bool = True,
-                    start=None) -> None:
+                    true_start=None) -> None:
         """The end of every position-level step, in place: collider contacts (``resolve_collider_contacts``), then
         self-collision (which treats particles resting on a collider as heavy) and the faces it left deeper than
         FACE_ALLOWANCE * thickness in a collider pushed back to that depth, then the velocity and damping.
@@ -91,13 +91,13 @@ class ProjectedContactSolver(Solver):
         x (n, 3): positions after the solve [m]; x_prev (n, 3): at the step's start (self-collision may move it: its
         velocity-free recovery of pairs closer than thickness); v (n, 3) [m/s]. ``velocity_from_positions``: v is
         (x - x_prev) / dt (position-based solvers, Projective Dynamics); otherwise the solver set v itself and the
-        contact corrections are added to it as velocity changes (the mass-spring integrators). ``start``: the step's
+        contact corrections are added to it as velocity changes (the mass-spring integrators). ``true_start``: the step's
         start before pre-stabilization, for self-collision (``resolve_self_collision``)."""
         if not velocity_from_positions:
             before, prev_before = x.copy(), x_prev.copy()
         if colliders:
             resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
-        self.resolve_self_collision(x, x_prev, colliders, start)
+        self.resolve_self_collision(x, x_prev, colliders, true_start)
         if velocity_from_positions:
             v[:] = (x - x_prev) / dt
         else:

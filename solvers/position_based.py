@@ -238,9 +238,9 @@ class PositionBasedSolver(ProjectedContactSolver):
         solid_contact = contacts and self.model.tet_count > 0
         iterations = max(self.config.iterations, CONTACT_ITERATIONS) if solid_contact else self.config.iterations
         symmetric = self.model.tet_count > 0 and SYMMETRIC_SWEEPS
-        start = None
+        true_start = None
         if contacts:
-            start = self.start_before_stabilizing(x_prev)
+            true_start = self.start_before_stabilizing(x_prev)
             contacts.stabilize(x_prev)  # a penetration the step began with: its push adds no velocity
             contacts.project(x)  # Gauss-Seidel order: the sweeps start from positions outside the colliders
         self._iterate(x, dt, multipliers, iterations, symmetric, contacts.project if contacts else None)
@@ -248,7 +248,7 @@ class PositionBasedSolver(ProjectedContactSolver):
             contacts.apply_friction(x, x_prev)  # once per step, on the step's tangential slip
         # Safety net: every vertex (ground too; particles the sweeps pushed in that were no contact candidates), and
         # the faces (``finish_step``).
-        self.finish_step(x, x_prev, v, dt, colliders, start=start)
+        self.finish_step(x, x_prev, v, dt, colliders, true_start=true_start)
         if not measure:
             return StepStats(iterations=self.config.iterations)
         return measure_stats(self.model, x, iterations=self.config.iterations)
@@ -269,9 +269,9 @@ class PositionBasedSolver(ProjectedContactSolver):
         solid_contact = contacts and self.model.tet_count > 0
         iterations = max(self.config.iterations, CONTACT_ITERATIONS) if solid_contact else self.config.iterations
         symmetric = self.model.tet_count > 0 and SYMMETRIC_SWEEPS
-        start = None
+        true_start = None
         if contacts:
-            start = self.start_before_stabilizing(x_prev)
+            true_start = self.start_before_stabilizing(x_prev)
             native.stabilize(x_prev)
             native.project(x)
         self._iterate(x, dt, multipliers, iterations, symmetric, native.project if contacts else None)
@@ -279,7 +279,7 @@ class PositionBasedSolver(ProjectedContactSolver):
             native.friction(x, x_prev)
         if colliders:
             native.resolve(x, x_prev, colliders)
-        self.resolve_self_collision(x, x_prev, colliders, start)  # may move x_prev (the buffer velocity reads) too
+        self.resolve_self_collision(x, x_prev, colliders, true_start)  # may move x_prev (the buffer velocity reads) too
         native.velocity(x, v, dt, np.exp(-self.config.damping * dt) if self.config.damping > 0.0 else None)
         if not measure:
             return StepStats(iterations=self.config.iterations)

@@ -284,7 +284,6 @@ class ProjectiveSolver(ProjectedContactSolver):
         if solve is None:
             if len(self._factors) >= 4:  # advance_frame keeps h fixed; a changing h must not pile up factors
                 self._factors.clear()
-                self._shifts.clear()
             solve = self._factors[h] = factorize_spd_for_many(self._matrix(h))
         return solve
 
@@ -298,7 +297,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         kept per h."""
         shifts = self._shifts.get(h)
         if shifts is None:
-            self.factor(h)  # keeps the per-h caches in step
+            if len(self._shifts) >= 4:  # as ``factor``'s: a changing h must not pile up bands
+                self._shifts.clear()
             shifts = self._shifts[h] = DiagonalShifts(self._matrix(h))
         return shifts.factorize(weights)
 
@@ -458,7 +458,7 @@ class ProjectiveSolver(ProjectedContactSolver):
         free = self.free
         self.attach_native_queries(colliders)
         x_start = x.copy()
-        start = self.start_before_stabilizing(x_start)
+        true_start = self.start_before_stabilizing(x_start)
         self._stabilize(x_start, colliders)
         y = x + h * v
         y[free] += (h * h) * self.gravity
@@ -522,7 +522,7 @@ class ProjectiveSolver(ProjectedContactSolver):
                 self.rho[h] = estimate_rho(self.log.residuals)
 
         solved = x.copy() if planar else None
-        self._finish(x, x_start, v, h, colliders, start)
+        self._finish(x, x_start, v, h, colliders, true_start)
         if planar:
             self.held.remember(solved, x, self.model.inv_mass, planar, self.pad2)
         stats = measure_stats(self.model, x) if measure else StepStats()
@@ -530,12 +530,12 @@ class ProjectiveSolver(ProjectedContactSolver):
         stats.pd_residual = residual
         return stats
 
-    def _finish(self, x, x_start, v, h, colliders, start=None):
-        """``finish_step``, its collider contacts in C where ``native_contacts`` supports the colliders; ``start``:
+    def _finish(self, x, x_start, v, h, colliders, true_start=None):
+        """``finish_step``, its collider contacts in C where ``native_contacts`` supports the colliders; ``true_start``:
         the step's start before ``_stabilize``, for self-collision."""
         native = self.native_contacts
         if native is None or not colliders or not native.supports(colliders):
-            self.finish_step(x, x_start, v, h, colliders, start=start)
+            self.finish_step(x, x_start, v, h, colliders, true_start=true_start)
             return
         native.resolve(x, x_start, colliders)
         self.finish_step(x, x_start, v, h, ())  # the velocity and damping (no self-collision here)
