@@ -196,7 +196,7 @@ class NewtonSolves:
     NEWTON calls ``solve_blocks`` with the block data of its pattern: there the band is filled without building A.
     Given the pattern's ``weak`` blocks (a cloth's bending between hinge wings), ``solve_blocks`` solves by conjugate
     gradients preconditioned with the narrower band of the other blocks (``NarrowBand``) where that plans cheaper, and
-    factorizes the full band where it does not or where PCG does not reach REFINE_TOLERANCE.
+    factorizes the full band where it does not or where PCG does not reach ``pcg_tolerance``.
     With ``single`` it is factorized in single precision and refined in double (``solve_band_refined``), 1.6-2x faster
     than the double-precision factorization on the lab cloth (64x64: 62 vs 115 ms, one BLAS thread, shared machine)."""
 
@@ -208,13 +208,9 @@ class NewtonSolves:
         """Whether ``solve_blocks`` may solve by the narrow band's PCG where it plans cheaper (``NarrowBand``); False
         keeps every solve on the full band's factor (the exact path)."""
         self._narrow = None  # (pattern, its NarrowBand or None where the full band is planned cheaper)
-        self.pcg_tolerance = REFINE_TOLERANCE
-        """Relative residual |b - A x| / |b| the narrow band's PCG solves to (``NarrowBand.solve``). An inexact Newton
-        direction at 1e-5 (Eisenstat and Walker's forcing term, held constant) measured on the 64 x 64 lab cloth, frames
-        25-27: the same Newton iterations and halvings as at 1e-10, positions within 3e-6 m after three frames (the
-        step's tolerance is 0.4 mm), 2.2x fewer PCG iterations (5-6 against 11-14 per Newton iteration). It stays at
-        REFINE_TOLERANCE: the 16 x 16 cloth's 12 frames onto the sphere then differ from the exact path by 2.5e-5 m
-        (1.3e-6 m at 1e-8), over the 1e-6 m to which tests/test_newton_narrow_band.py holds the two paths."""
+        self.pcg_tolerance = NEWTON_FORCING
+        """Relative residual |b - A x| / |b| the narrow band's PCG solves to (``NarrowBand.solve``): NEWTON_FORCING,
+        an inexact Newton direction (REFINE_TOLERANCE solves each system as exactly as the factorizations do)."""
         self.factorizations = 0
         """Factorizations done by ``solve_blocks`` (the narrow band's, the full band's, SuperLU's)."""
         self.pcg_iterations = 0
@@ -500,13 +496,25 @@ def solve_band_refined(scatter: BandScatter, data, contact, matvec, b, single: b
 
 
 SINGLE_REFINED = "banded Cholesky (single, refined)"
+NEWTON_FORCING = 1e-5
+"""Relative residual |b - A x| / |b| to which NEWTON's directions are solved by the narrow band's PCG: an inexact
+Newton method with Eisenstat and Walker's forcing term held constant. The direction only has to be good enough for the
+line search and the stopping rule (max|p| / h against newton_tolerance, 0.4 mm a step at 0.01 m/s and 24 fps); p is
+of order 1e-3 m. Measured on the 64 x 64 lab cloth, frames 25-32 from the saved state of bench/profile_newton.py: the
+same 222 Newton iterations as at REFINE_TOLERANCE, positions within 7.5e-7 m after eight frames, 2.2x fewer PCG
+iterations (1245 against 2683), 17% less time a frame (663 against 798 ms). 1e-4 took the same time and 1e-3 more
+Newton iterations (230). Falling onto the sphere (12 frames, the exact path against this one), the 16 x 16 cloth's
+positions differ by 2.5e-5 m and the 24 x 24 and 32 x 32 cloths' by 3-6 cm: a folding cloth's motion amplifies small
+differences; the exact path itself moves by 7-8 cm when newton_tolerance goes from 0.01 to 0.009 m/s."""
+
 
 
 NARROW_BAND = "narrow band PCG"
 """``NewtonSolves.method`` of a solve by conjugate gradients preconditioned with the narrow band (``NarrowBand``)."""
 NARROW_MAX_ITERATIONS = 40
 """Conjugate-gradient iterations ``NarrowBand.solve`` tries before the system is factorized on the full band instead.
-On the 64 x 64 lab cloth (bending 0.001) the narrow band's PCG reaches REFINE_TOLERANCE in 11-14."""
+On the 64 x 64 lab cloth (bending 0.001) the narrow band's PCG reaches REFINE_TOLERANCE in 11-14, NEWTON_FORCING in
+5-6."""
 NARROW_EXPECTED_ITERATIONS = 15
 """The iterations ``NewtonSolves`` plans with when it weighs the narrow band against the full one."""
 NARROW_ITERATION_FLOPS = 2.0e6
