@@ -299,19 +299,23 @@ class PositionBasedSolver(ProjectedContactSolver):
     def native_frame(self, run, dt: float, colliders=()) -> bool:
         """A whole frame of ``run`` (a ``frame.FrameRun`` at its start) in one C call (``native.kernels.ClothFrame``):
         the same substeps as ``run.substep`` with ``_native_contact_step``, bit for bit. False (nothing done) for what
-        that call does not cover: no native library, self-collision, tets, pressure, soft pins, the JACOBI scheme, a
-        set without a native sweep (sewing) or a distance set with a Jacobi tail, colliders other than ground planes,
-        spheres and mesh colliders, still, moving or deforming (``native.mesh_frame.frame_supports``). Force fields
+        that call does not cover: no native library, tets, pressure, soft pins, the JACOBI scheme, a set without a
+        native sweep (sewing) or a distance set with a Jacobi tail, colliders other than ground planes, spheres and
+        mesh colliders, still, moving or deforming (``native.mesh_frame.frame_supports``). Force fields
         and air are covered: WIND blowing the same everywhere on a body with air as one air velocity a substep
         (``FrameRun.substep_winds``), any other fields as their table a substep (``FrameRun.substep_fields``,
         ``softsim_fields_apply``). With mesh colliders the frame is the per-substep path with the mesh's queries in C
         (``step`` after ``attach_native_queries``) bit for bit, and their kept planes and face-pair lists are the
-        colliders' own. A
-        substep whose end-of-step push must be walked in sweeps is finished between two calls
-        (``_finish_in_sweeps``) and the call goes on with the next."""
+        colliders' own. A substep whose end-of-step push must be walked in sweeps is finished between two calls
+        (``_finish_in_sweeps``) and the call goes on with the next. With self-collision every substep is handed back
+        after its end-of-step push (``ClothFrame.hand_over``): its self-collision (``resolve_self_collision``, with the
+        start from before pre-stabilization), velocity update, pins and state check run here, as in
+        ``_native_contact_step``."""
         frame = self._cloth_frame()
         if frame is None or not frame_supports(colliders, self.native):
             return False
+        if self.self_collision is not None:  # its queries of mesh colliders, as ``step`` attaches them
+            self.attach_native_queries(colliders)
         wind = run.substep_winds() if frame.air is not None else None
         fields = run.substep_fields() if wind is None else None  # any other fields: their table a substep
         from .frame import check_finite
@@ -328,10 +332,13 @@ class PositionBasedSolver(ProjectedContactSolver):
         while first <= K:
             done, status, _ = frame.run(first, K)
             self._steps += done
-            if status == 1:  # substep first + done: its end-of-step push walked in sweeps
+            if status in (1, 4):  # substep first + done, up to its end-of-step push (1: to be walked in sweeps)
                 k = first + done
                 self._steps += 1
-                self._finish_in_sweeps(state.x, posed[k - 1])
+                if status == 1:
+                    self._finish_in_sweeps(state.x, posed[k - 1])
+                self.resolve_self_collision(state.x, self.native_contacts.x_prev, posed[k - 1],
+                                            frame.start_before_stabilizing())
                 self.native_contacts.velocity(state.x, state.v, dt, damping)
                 state.x[run.pinned] = frame.pin_to
                 check_finite(state, config.max_speed)
@@ -357,7 +364,7 @@ class PositionBasedSolver(ProjectedContactSolver):
             return self._frame_kernel
         self._frame_kernel = None
         if (self.native_contacts is None or self.model.tet_count or self.pressure is not None or self.goals is not None
-                or self.scheme != "GAUSS_SEIDEL" or self.self_collision is not None or not self.native.ready("substeps")):
+                or self.scheme != "GAUSS_SEIDEL" or not self.native.ready("substeps")):
             return None
         distance = bending = tail = None
         for sweep in self.sweeps:
@@ -377,6 +384,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         loads = body_loads(self)
         self._frame_kernel = ClothFrame(self.native, self.native_contacts, distance, bending, tail, self.tethers,
                                         getattr(loads, "native", None), np.nonzero(self.model.inv_mass == 0.0)[0])
+        if self.self_collision is not None:  # each substep's self-collision runs here, between two calls
+            self._frame_kernel.hand_over()
         return self._frame_kernel
 
     def _iterate(self, x, dt, multipliers, iterations, symmetric, project) -> None:

@@ -197,9 +197,10 @@ def _lab(n=20, air=0.0, moving=False, friction=0.0, rig=True):
 
 
 def _frames(model, sphere, ground, compute, frames, air=0.0, moving=False, rig=True, whole=True, scheme="GAUSS_SEIDEL",
-            fields=None, colliders=None):
+            fields=None, colliders=None, self_collision=False):
     config = SolverConfig(solver="XPBD", stiffness=1.0e4, damping=0.1, substeps=30, iterations=1, tether_stretch=0.01,
-                          compute=compute, air_drag=air, constraint_scheme=scheme)
+                          compute=compute, air_drag=air, constraint_scheme=scheme, use_self_collision=self_collision,
+                          thickness=0.04 if self_collision else SolverConfig.thickness)
     solver = make_solver(model, config)
     if not whole:
         solver.native_frame = lambda run, dt, colliders=(): False
@@ -265,6 +266,35 @@ def test_a_substep_walked_in_sweeps_is_finished_in_numpy(library, monkeypatch):
     for a, b, c in zip(whole, pieces, reference):
         assert_same(a, b)
         np.testing.assert_allclose(a, c, rtol=0.0, atol=FACE_TOLERANCE)
+
+
+@pytest.mark.parametrize("sweep_length", [None, 1e-4])
+def test_self_collision_takes_the_frame_call_substep_by_substep(library, monkeypatch, sweep_length):
+    """Self-collision on: the frame call hands every substep back after its end-of-step push (status 4; with a tiny
+    sweep length status 1, the push walked in sweeps), self-collision runs there with the step's start from before
+    pre-stabilization, and the call goes on. 14 frames of the pinned cloth folding over the sphere (moving, with
+    friction): bit for bit the per-substep path and Compute NUMPY."""
+    if sweep_length is not None:
+        monkeypatch.setattr(response, "SWEEP_LENGTH", sweep_length)
+    model, sphere, ground = _lab(16)
+    sphere = dataclasses.replace(sphere, friction=0.3)
+    taken = []
+    original = PositionBasedSolver.native_frame
+    monkeypatch.setattr(PositionBasedSolver, "native_frame",
+                        lambda self, *a: taken.append(original(self, *a)) or taken[-1])
+    whole, whole_stats, solver = _frames(model, sphere, ground, "AUTO", 14, moving=True, self_collision=True)
+    assert taken == [True] * 14 and solver._cloth_frame().plan.hand_over == 1
+    monkeypatch.setattr(PositionBasedSolver, "native_frame", original)
+    pieces, _, _ = _frames(model, sphere, ground, "AUTO", 14, moving=True, self_collision=True, whole=False)
+    reference, reference_stats, _ = _frames(model, sphere, ground, "NUMPY", 14, moving=True, self_collision=True)
+    for a, b, c in zip(whole, pieces, reference):
+        assert_same(a, b)
+        assert_same(a, c)
+    for a, b in zip(whole_stats, reference_stats):
+        assert a.max_strain == b.max_strain
+    centre, radius = np.array([0.2 * np.sin(13 / 3.0), 0.0, 1.3]), 2.7 + 0.05 * np.sin(6.5)  # the last frame's sphere
+    assert np.linalg.norm(whole[-1] - centre, axis=1).min() < radius + 0.1  # it reached the sphere
+    assert solver.self_collision.rebuilds > 0
 
 
 @pytest.mark.parametrize("rig", [False, True])

@@ -994,7 +994,7 @@ def _plan_structure():
         ("tail_lambda", _P), ("tail_dx", _P),
         ("tether_slots", _I), ("tether_start", _P), ("tether_particle", _P), ("tether_pin", _P), ("tether_limit", _P),
         ("tether_stamp", _P), ("tether_seen", _P),
-        ("mesh", _P),
+        ("mesh", _P), ("hand_over", _I), ("true_start", _P),
     ]
 
     class Plan(ctypes.Structure):
@@ -1026,7 +1026,9 @@ class ClothFrame:
             raise ValueError("pinned: every pinned particle must have inv_mass 0")
         p = len(self.pinned)
         self.pin_start, self.pin_end, self.pin_to = np.zeros((p, 3)), np.zeros((p, 3)), np.zeros((p, 3))
-        self.status = np.zeros(2, np.int64)
+        self.status = np.zeros(3, np.int64)
+        self.true_start = None
+        """(n, 3): a handed-over substep's start from before pre-stabilization (``hand_over``), or None."""
         self.tables = np.zeros((1, 1, contacts.ROW))
         self.positions, self.velocities = _PositionsCheck(n), _PositionsCheck(n)
         self.plan = _plan_structure()()
@@ -1074,6 +1076,19 @@ class ClothFrame:
             plan.tether_slots = t.slot_count
             (plan.tether_start, plan.tether_particle, plan.tether_pin, plan.tether_limit, plan.tether_stamp,
              plan.tether_seen) = q
+
+    def hand_over(self) -> None:
+        """Hand every substep back after its end-of-step push (``run``'s status 4), for the caller's self-collision,
+        velocity update, pins and state check of that substep; the substep's start from before pre-stabilization is
+        then ``start_before_stabilizing``."""
+        self.true_start = np.zeros((self.n, 3))
+        self.plan.hand_over, self.plan.true_start = 1, pointer(self.true_start)
+
+    def start_before_stabilizing(self):
+        """The handed-over substep's start x_prev (n, 3) from before pre-stabilization moved it (the frame's buffer,
+        which the next substep overwrites: read it before the next ``run``); None when the substep had no contacts
+        (then nothing moved x_prev)."""
+        return self.true_start if self.status[2] else None
 
     def _contacts(self, posed, x=None, body_triangles=None) -> None:
         """The collider tables (one, or one per substep when the colliders move: ``posed`` a list per substep) and
@@ -1172,7 +1187,8 @@ class ClothFrame:
 
     def run(self, first: int, last: int) -> tuple:
         """Substeps first .. last (1-based); returns (substeps completed, status, sweeps) as softsim_cloth_substeps
-        (status 1: the end-of-step push of the next substep needs ``sweeps`` sweeps; 2: the state check failed)."""
+        (status 1: the end-of-step push of the next substep needs ``sweeps`` sweeps; 2: the state check failed; 4: the
+        next substep is handed over after its end-of-step push, ``hand_over``)."""
         import ctypes
 
         meshes = self.meshes if self.plan.mesh else None

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 19
+#define SOFTSIM_ABI_VERSION 20
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -101,6 +101,10 @@ typedef struct {
     int64_t *tether_stamp, *tether_seen;
     /* still mesh colliders (mesh_frame.h; NULL: none, the analytic rows' contact.c path) */
     struct SoftsimMeshFrame *mesh;
+    /* hand_over 1: every substep is handed back to the caller after the end-of-step push (self-collision runs there),
+     * with true_start (n, 3) the step's start x_prev as it was before pre-stabilization when the step has contacts */
+    int64_t hand_over;
+    double *true_start;
 } SoftsimClothPlan;
 
 #if defined(_WIN32)

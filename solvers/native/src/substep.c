@@ -9,13 +9,14 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "air_relax.h"
 #include "mesh_frame.h"
 #include "softsim_native.h"
 
 /* Every field of the plan is 8 bytes, 101 of them: kernels._plan_structure mirrors this layout. */
-_Static_assert(sizeof(SoftsimClothPlan) == 101 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
+_Static_assert(sizeof(SoftsimClothPlan) == 103 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
 
 static double row_dot(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
 
@@ -175,7 +176,10 @@ static void pin_pose(const SoftsimClothPlan *plan, double s, double *out)
  * 1 the end-of-step push of substep (returned + 1) needs several sweeps (status[1]), x as after friction, x_prev the
  * plan's buffer: the caller finishes that substep; 2 the state check failed after substep (returned); 3 a still mesh
  * collider's pair buffer is too small for substep (returned + 1), which is restored as it was at its start
- * (plan->mesh->needs says which and how many: the caller grows the buffers and runs it again). */
+ * (plan->mesh->needs says which and how many: the caller grows the buffers and runs it again); 4 (plan->hand_over)
+ * substep (returned + 1) is done up to its end-of-step push: the caller runs self-collision, the velocity update, the
+ * pins and the state check of that substep (as after status 1). status[2] is 1 when that substep (status 1 or 4) had
+ * contacts, and then plan->true_start holds its x_prev from before pre-stabilization, else 0. status: 3 int64. */
 int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int64_t last, int64_t *status)
 {
     int64_t n = plan->n;
@@ -183,6 +187,7 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
     double *x = plan->x, *v = plan->v;
     status[0] = 0;
     status[1] = 0;
+    status[2] = 0;
     for (int64_t k = first; k <= last; ++k) {
         if (plan->mesh)
             softsim_mesh_frame_save(plan);
@@ -224,6 +229,10 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
                                              table, 1, plan->c_particle, plan->c_owner, plan->c_normal,
                                              plan->c_offset, plan->c_pushed);
         if (contacts) {
+            if (plan->hand_over) { /* self-collision reads the sides of its pairs from the start before this move */
+                memcpy(plan->true_start, plan->x_prev, sizeof(double) * 3 * (size_t)n);
+                status[2] = 1;
+            }
             softsim_contacts_stabilize(plan->x_prev, contacts, table, plan->c_particle, plan->c_owner, plan->c_normal,
                                        plan->c_offset);
             softsim_contacts_project(x, contacts, plan->c_particle, plan->c_normal, plan->c_offset, plan->c_pushed);
@@ -271,6 +280,10 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
                 status[1] = sweeps;
                 return k - first;
             }
+        }
+        if (plan->hand_over) {
+            status[0] = 4;
+            return k - first;
         }
         softsim_velocity(x, plan->x_prev, v, n, dt, plan->damping_factor, plan->damped);
         for (int64_t i = 0; i < plan->pin_count; ++i)
