@@ -417,6 +417,45 @@ def test_passing_over_the_fail_safe_without_candidates_changes_nothing(solver, m
     np.testing.assert_array_equal(ends[0], ends[1])
 
 
+@pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE"])
+def test_passing_over_the_deep_face_push_where_self_collision_moved_nothing_changes_nothing(solver, monkeypatch):
+    """Over a mesh collider the face push after self-collision (``collider_contacts.resolve_deep_faces``) runs only in
+    the steps where self-collision moved a particle (``base._moved``): a 21 x 21 cloth dropped onto a box Mesh
+    Collider with self-collision ends bit for bit where it ends with the push run on every step, with nothing inside
+    the box, and both kinds of step occurred. (Each run has colliders of its own: a mesh collider keeps face-pair
+    lists across frames, whose refresh timing is part of the bits.)"""
+    import solvers.base as base
+    from solvers import MeshCollider
+    from scenario_scenes import box_mesh
+
+    corners, triangles = box_mesh(1.2, 1.2, 0.4)
+    original = base._moved
+    moved, forced = [], [False]
+
+    def watched(x, before):
+        answer = original(x, before)
+        moved.append(answer)
+        return answer or forced[0]
+
+    monkeypatch.setattr(base, "_moved", watched)
+    ends = []
+    for forced[0] in (False, True):
+        moved.clear()
+        box = MeshCollider(corners - [0.6, 0.6, 0.0], triangles, 0.01, 0.2)
+        ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], 0.01, 0.2)
+        V, E, T = grid_cloth(21, 2.0, 0.7)
+        model = build_model(V, E, T)
+        solver_ = make_solver(model, SolverConfig(solver=solver, use_self_collision=True))
+        state = State.at_rest(model)
+        for _ in range(30):
+            advance_frame(solver_, state, 1.0 / FPS, solver_.config.substeps, [box, ground])
+        ends.append(state.x.copy())
+        assert any(moved) and not all(moved), (solver, sum(moved), len(moved))
+    np.testing.assert_array_equal(ends[0], ends[1])
+    inside = np.all((ends[0] > [-0.6, -0.6, 0.0]) & (ends[0] < [0.6, 0.6, 0.4]), axis=1)
+    assert not inside.any()
+
+
 def test_the_fail_safe_is_passed_over_only_where_it_finds_no_crossing():
     """``_may_cross`` is False only where the fail-safe would find no new crossing: a strip of two triangles and a
     separate triangle thrown at it from random places with random steps (some through the strip); the response's

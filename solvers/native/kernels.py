@@ -1084,6 +1084,12 @@ class ClothFrame:
         self.true_start = np.zeros((self.n, 3))
         self.plan.hand_over, self.plan.true_start = 1, pointer(self.true_start)
 
+    def state_fails(self) -> bool:
+        """Whether the frame's state (x, v of ``prepare``) fails the check of ``frame.check_finite`` (a non-finite
+        value or a speed past max_speed): ``softsim_check_state`` on the plan's arrays."""
+        plan = self.plan
+        return bool(self.library.softsim_check_state(plan.x, plan.v, self.n, plan.max_speed))
+
     def start_before_stabilizing(self):
         """The handed-over substep's start x_prev (n, 3) from before pre-stabilization moved it (the frame's buffer,
         which the next substep overwrites: read it before the next ``run``); None when the substep had no contacts
