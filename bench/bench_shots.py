@@ -16,7 +16,8 @@ skips them, as if alone in the scene), ms per frame, speed ratio (built-in secon
 Soft Sim is faster), max and p99 edge strain |l/l0 - 1| over all frames and edges, the deepest cloth vertex inside
 the box and the most (box edge, cloth triangle) crossing pairs in any frame (a box edge showing through the cloth),
 the largest distance between a pinned vertex and where the rig alone puts it, and the most self-crossing
-edge-triangle pairs in any frame (self-collision is off in both by default).
+edge-triangle pairs in any frame (self-collision is off in both by default; the box drape's last row has it on in
+both).
 
 Box drape per solver: the same box drape, 72 frames, baked with each solver that serves cloth on a mesh collider at
 its defaults: the deepest vertex inside the box and the most box edges through the cloth over every frame, and the
@@ -74,14 +75,14 @@ def _collider_triangles(scene, obj) -> int:
     return len(mesh.loop_triangles)
 
 
-def _pair(build, frames, cache_dir, solver=None):
+def _pair(build, frames, cache_dir, solver=None, self_collision=None):
     import bpy
     import compare
     import numpy as np
     from blender_quiet import SilenceStdout
 
     with SilenceStdout():  # Blender prints every baked frame
-        scene, ours, builtin, figures = compare.bake_pair(build, frames, cache_dir, None, solver=solver)
+        scene, ours, builtin, figures = compare.bake_pair(build, frames, cache_dir, self_collision, solver=solver)
     box = scene.objects.get("Soft Sim Box")
     figures["collider_triangles"] = _collider_triangles(scene, box) if box is not None else None
     scene.frame_set(scene.frame_end)
@@ -107,6 +108,10 @@ def run(frames: int = FRAMES, cost_frames: int = COST_FRAMES, heavy_level: int =
         shots.append(dict(scene=label, frames=frames, **_pair(build, frames, cache_dir)))
         if verbose:  # each row as it is done: the whole run takes many minutes
             print(f"  {shots[-1]}", file=sys.stderr, flush=True)
+    shots.append(dict(scene="box drape (31x31), self-collision on in both", frames=frames, self_collision=True,
+                      **_pair(compare.build_box, frames, cache_dir, self_collision=True)))
+    if verbose:
+        print(f"  {shots[-1]}", file=sys.stderr, flush=True)
     per_solver = []
     for solver in solvers:
         per_solver.append(dict(solver=solver, frames=solver_frames, **_pair(compare.build_box, solver_frames, cache_dir, solver)))
@@ -135,7 +140,9 @@ def markdown(result) -> str:
              "| box edges through cloth | pin error mm | self crossings |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in result["shots"]:
-        for key, label in (("ours", f"Soft Sim {row['ours']['solver']} (defaults)"), ("builtin", "built-in Cloth (defaults)")):
+        setting = "defaults + self-collision" if row.get("self_collision") else "defaults"
+        for key, label in (("ours", f"Soft Sim {row['ours']['solver']} ({setting})"),
+                           ("builtin", f"built-in Cloth ({setting})")):
             f = row[key]
             speed = row["builtin"]["seconds"] / row["ours"]["seconds"] if key == "ours" else 1.0
             lines.append(f"| {row['scene']} | {label} | {f['seconds']:.2f} | {1000 * f['seconds'] / row['frames']:.1f} "
