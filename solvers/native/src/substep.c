@@ -15,7 +15,7 @@
 #include "mesh_frame.h"
 #include "softsim_native.h"
 
-/* Every field of the plan is 8 bytes, 101 of them: kernels._plan_structure mirrors this layout. */
+/* Every field of the plan is 8 bytes, 103 of them: kernels._plan_structure mirrors this layout. */
 _Static_assert(sizeof(SoftsimClothPlan) == 103 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
 
 static double row_dot(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
