@@ -223,22 +223,30 @@ def _frames(model, sphere, ground, compute, frames, air=0.0, moving=False, rig=T
     return out, stats, solver
 
 
+def _three_paths(monkeypatch, model, sphere, ground, frames, **kw):
+    """``_frames`` in whole frames (recording what each ``native_frame`` call returned), on the per-substep path and
+    with Compute NUMPY, each frame's positions bit for bit the same on all three. Returns (what the frame calls
+    returned, the whole frames' (positions, stats, solver), the NUMPY run's stats)."""
+    taken = []
+    original = PositionBasedSolver.native_frame
+    monkeypatch.setattr(PositionBasedSolver, "native_frame",
+                        lambda self, *a: taken.append(original(self, *a)) or taken[-1])
+    whole = _frames(model, sphere, ground, "AUTO", frames, **kw)
+    monkeypatch.setattr(PositionBasedSolver, "native_frame", original)
+    pieces, _, _ = _frames(model, sphere, ground, "AUTO", frames, whole=False, **kw)
+    reference, reference_stats, _ = _frames(model, sphere, ground, "NUMPY", frames, **kw)
+    for a, b, c in zip(whole[0], pieces, reference):
+        assert_same(a, b)
+        assert_same(a, c)
+    return taken, whole, reference_stats
+
+
 @pytest.mark.parametrize("air", [0.0, 1.0])
 @pytest.mark.parametrize("rig", [False, True])
 def test_whole_frames_equal_numpy_and_the_per_substep_path(library, air, rig, monkeypatch):
     model, sphere, ground = _lab()
-    calls = []
-    original = PositionBasedSolver.native_frame
-    monkeypatch.setattr(PositionBasedSolver, "native_frame",
-                        lambda self, *a: calls.append(1) or original(self, *a))
-    whole, whole_stats, _ = _frames(model, sphere, ground, "AUTO", 8, air=air, rig=rig)
-    assert len(calls) == 8
-    monkeypatch.setattr(PositionBasedSolver, "native_frame", original)
-    pieces, piece_stats, _ = _frames(model, sphere, ground, "AUTO", 8, air=air, rig=rig, whole=False)
-    reference, reference_stats, _ = _frames(model, sphere, ground, "NUMPY", 8, air=air, rig=rig)
-    for a, b, c in zip(whole, pieces, reference):
-        assert_same(a, b)
-        assert_same(a, c)
+    taken, (_, whole_stats, _), reference_stats = _three_paths(monkeypatch, model, sphere, ground, 8, air=air, rig=rig)
+    assert len(taken) == 8
     for a, b in zip(whole_stats, reference_stats):
         assert a.max_strain == b.max_strain and a.rms_strain == b.rms_strain and a.iterations == b.iterations
 
@@ -278,18 +286,9 @@ def test_self_collision_takes_the_frame_call_substep_by_substep(library, monkeyp
         monkeypatch.setattr(response, "SWEEP_LENGTH", sweep_length)
     model, sphere, ground = _lab(16)
     sphere = dataclasses.replace(sphere, friction=0.3)
-    taken = []
-    original = PositionBasedSolver.native_frame
-    monkeypatch.setattr(PositionBasedSolver, "native_frame",
-                        lambda self, *a: taken.append(original(self, *a)) or taken[-1])
-    whole, whole_stats, solver = _frames(model, sphere, ground, "AUTO", 14, moving=True, self_collision=True)
+    taken, (whole, whole_stats, solver), reference_stats = _three_paths(monkeypatch, model, sphere, ground, 14,
+                                                                        moving=True, self_collision=True)
     assert taken == [True] * 14 and solver._cloth_frame().plan.hand_over == 1
-    monkeypatch.setattr(PositionBasedSolver, "native_frame", original)
-    pieces, _, _ = _frames(model, sphere, ground, "AUTO", 14, moving=True, self_collision=True, whole=False)
-    reference, reference_stats, _ = _frames(model, sphere, ground, "NUMPY", 14, moving=True, self_collision=True)
-    for a, b, c in zip(whole, pieces, reference):
-        assert_same(a, b)
-        assert_same(a, c)
     for a, b in zip(whole_stats, reference_stats):
         assert a.max_strain == b.max_strain
     centre, radius = np.array([0.2 * np.sin(13 / 3.0), 0.0, 1.3]), 2.7 + 0.05 * np.sin(6.5)  # the last frame's sphere
@@ -307,18 +306,10 @@ def test_uniform_wind_takes_the_frame_call(library, rig, monkeypatch):
     turned[:3, :3] = [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]
     fields = FrameFields([ForceField("WIND", strength=3.0)], [ForceField("WIND", matrix=turned, strength=5.0)], 0.5,
                          1.0 / 24.0)
-    done = []
-    original = PositionBasedSolver.native_frame
-    monkeypatch.setattr(PositionBasedSolver, "native_frame", lambda self, *a: done.append(original(self, *a)) or done[-1])
-    whole, whole_stats, _ = _frames(model, sphere, ground, "AUTO", 6, air=1.0, rig=rig, fields=fields)
-    assert done == [True] * 6
-    monkeypatch.setattr(PositionBasedSolver, "native_frame", original)
-    pieces, _, _ = _frames(model, sphere, ground, "AUTO", 6, air=1.0, rig=rig, fields=fields, whole=False)
-    reference, reference_stats, _ = _frames(model, sphere, ground, "NUMPY", 6, air=1.0, rig=rig, fields=fields)
+    taken, (whole, whole_stats, _), reference_stats = _three_paths(monkeypatch, model, sphere, ground, 6, air=1.0,
+                                                                   rig=rig, fields=fields)
+    assert taken == [True] * 6
     still, _, _ = _frames(model, sphere, ground, "AUTO", 6, air=1.0, rig=rig)
-    for a, b, c in zip(whole, pieces, reference):
-        assert_same(a, b)
-        assert_same(a, c)
     for a, b in zip(whole_stats, reference_stats):
         assert a.max_strain == b.max_strain
     assert np.abs(whole[-1] - still[-1]).max() > 1e-3
