@@ -47,6 +47,38 @@ def test_distances_match_dense_sampling_of_the_mesh():
     np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0)
 
 
+@pytest.mark.parametrize("compute", ["NUMPY", "AUTO"])
+@pytest.mark.parametrize("band", [1e-6, 1e-3, 0.02])
+def test_within_answers_as_the_distance_does(band, compute):
+    """``MeshCollider.within`` (its narrower nearest-triangle query) marks exactly the points whose ``distance`` is
+    below band: points scattered around a box with thickness 1 cm and points placed at thickness + band from its top
+    and sides (one ulp either way), on a still box and on a moving one's pose; with the NumPy queries and with the C
+    ones (``native.mesh_kernels.attach``) where the library loads."""
+    from solvers.native import library as native_library
+    from solvers.native.mesh_kernels import attach
+
+    vertices, triangles = box()
+    rng = np.random.default_rng(5)
+    scattered = rng.uniform([-1.1, -1.1, -0.1], [1.1, 1.1, 0.6], size=(400, 3))
+    edge = 0.01 + band
+    at_top = np.column_stack([rng.uniform(-0.9, 0.9, 50), rng.uniform(-0.9, 0.9, 50), np.full(50, 0.5 + edge)])
+    at_side = np.column_stack([np.full(50, 1.0 + edge), rng.uniform(-0.9, 0.9, 50), rng.uniform(0.05, 0.45, 50)])
+    x = np.concatenate([scattered, at_top, np.nextafter(at_top, np.inf), np.nextafter(at_top, -np.inf), at_side,
+                        np.nextafter(at_side, np.inf), np.nextafter(at_side, -np.inf)])
+    still = MeshCollider(vertices, triangles, thickness=0.01)
+    moving = MeshCollider(vertices + [0.05, 0.0, 0.01], triangles, thickness=0.01).moving_from(still).over(0.0, 0.5)
+    if compute == "AUTO":
+        library = native_library.load("AUTO")
+        if library is None:
+            pytest.skip("the native library does not load here")
+        attach(library, [still, moving])
+        assert still.shared.native is not None and moving.shared.native is not None
+    for collider in (still, moving):
+        inside = collider.distance(x) < band
+        np.testing.assert_array_equal(collider.within(x, band), inside)
+        assert inside.any() and not inside.all()
+
+
 def test_contact_keeps_the_side_a_point_came_from():
     """A point that went through the box's top within a step is put back above it, not pushed out of the bottom."""
     vertices, triangles = box()

@@ -627,6 +627,16 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
     def distance(self, x, pad2=None):
         return self.distance_and_normal(x)[0]
 
+    def within(self, x, band: float, pad2=None):
+        """``Collider.within`` by a nearest-triangle query that looks only a little past thickness + band: a point
+        within has the same nearest triangle and distance as in ``distance``'s wider search (SEARCH_MARGIN), the
+        same test decides, and the points not found are not within. On the box drape's cloth 84 against 131
+        microseconds a call at the resting test's band (self-collision, every step)."""
+        rows, _, _, _, dist, _ = self._closest(x, max(float(band), 0.0) * (1.0 + 1e-9) + 1e-12)
+        found = np.zeros(len(x), bool)
+        found[rows] = dist - self.thickness < band
+        return found
+
     def contact(self, x, x_prev, pad2=None):
         """The contact plane on the side each point came from. The side s is where x_prev lay against its own nearest
         triangle at the start pose: s = sign((x_prev - q0) . N0), N0 the pseudo-normal of the feature holding q0

@@ -85,6 +85,10 @@ class Collider:
         d, n = self.distance_and_normal(x)
         return d + self.thickness, n
 
+    def within(self, x: np.ndarray, band: float, pad2=None) -> np.ndarray:
+        """(n,) bool: the points x (n, 3) whose signed distance (``distance``) is below band [m]."""
+        return self.distance(x, pad2) < band
+
     def contact(self, x: np.ndarray, x_prev: np.ndarray, pad2=None):
         """Signed distance (n,) and normal (n, 3) of the contact plane n . x >= n . x - d for points that moved from
         x_prev to x over the step: ``distance_and_normal`` at the end pose, where that is the side they came from."""

@@ -323,7 +323,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         else:
             resting = np.zeros(len(x), bool)
             for collider in colliders:
-                resting |= collider.distance(x, self.pad2) < CONTACT_BAND
+                resting |= collider.within(x, CONTACT_BAND, self.pad2)
         inv_mass = self.inv_mass
         try:
             self.inv_mass = np.where(resting, inv_mass / CONTACT_MASS_FACTOR, inv_mass)
