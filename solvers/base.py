@@ -7,6 +7,7 @@ from .collision.response.self_contact import self_collision_for
 from .config import SolverConfig
 from .model import Model, State, StepStats
 from .native import library as native_library
+from .native.kernels import AnalyticContacts
 from .native.mesh_kernels import attach as attach_mesh_queries
 from .sewing import seam_edges, sewn_positions
 
@@ -73,17 +74,17 @@ class ProjectedContactSolver(Solver):
         pairs that move took past each other from it (``SelfCollision._true_sides``).
 
         The face push runs where self-collision moved a particle: the collider contacts have just put the faces out,
-        and it is the response that can move them back in. Over ground planes and spheres it always runs (in C, a few
-        microseconds); over other colliders (mesh colliders: the face-pair lists and passes, ~0.4 ms a step on the box
-        drape's 31 x 31 cloth) only then, which on the box drape with self-collision is 100 of 1440 steps (it found
-        no face to push in any of them)."""
+        and it is the response that can move them back in. Over ground planes and spheres alone it always runs (in C
+        with the native library, a few microseconds); over other colliders (mesh colliders: the face-pair lists and
+        passes, ~0.4 ms a step on the box drape's 31 x 31 cloth) only then, which on the box drape with self-collision
+        is 100 of 1440 steps (it found no face to push in any of them)."""
         if self.self_collision is not None:
-            native = getattr(self, "native_contacts", None)
-            before = None if not colliders or (native is not None and native.supports(colliders)) else x.copy()
+            analytic = not colliders or AnalyticContacts.supports(colliders)  # ground planes and spheres only
+            before = None if analytic else x.copy()
             self.self_collision.resolve_beside_colliders(x, x_prev, colliders, true_start)
             if colliders and _moved(x, before):
                 resolve_deep_faces(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
-                                   FACE_ALLOWANCE * self.config.thickness, native)
+                                   FACE_ALLOWANCE * self.config.thickness, getattr(self, "native_contacts", None))
 
     def start_before_stabilizing(self, x_prev):
         """A copy of the step's start x_prev (n, 3) for ``resolve_self_collision`` when there is self-collision (which

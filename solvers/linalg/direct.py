@@ -504,9 +504,10 @@ line search and the stopping rule (max|p| / h against newton_tolerance, 0.4 mm a
 of order 1e-3 m. Measured on the 64 x 64 lab cloth, frames 25-32 from the saved state of bench/profile_newton.py: the
 same 222 Newton iterations as at REFINE_TOLERANCE, positions within 7.5e-7 m after eight frames, 2.2x fewer PCG
 iterations (1245 against 2683), 16-17% less time a frame (635-663 against 759-798 ms, three runs each). 1e-4 took
-the same time and 1e-3 more Newton iterations (230). Falling onto the sphere (12 frames, the exact path against this one), the 16 x 16 cloth's
-positions differ by 2.5e-5 m and the 24 x 24 and 32 x 32 cloths' by 3-6 cm: a folding cloth's motion amplifies small
-differences; the exact path itself moves by 7-8 cm when newton_tolerance goes from 0.01 to 0.009 m/s."""
+the same time and 1e-3 more Newton iterations (230). Falling onto the sphere (12 frames, the exact path against this
+one), the 16 x 16 cloth's positions differ by 2.5e-5 m and the 24 x 24 and 32 x 32 cloths' by 3-6 cm: a folding
+cloth's motion amplifies small differences; the exact path itself moves by 7-8 cm when newton_tolerance goes from 0.01
+to 0.009 m/s."""
 
 
 NARROW_BAND = "narrow band PCG"

@@ -442,15 +442,19 @@ class ProjectiveSolver(ProjectedContactSolver):
             return Anderson(ANDERSON_WINDOW)
         return Chebyshev(self.rho[h], CHEBYSHEV_GAMMA, CHEBYSHEV_DELAY)
 
-    def _stabilize(self, x_start, colliders) -> None:
+    def _stabilize(self, x_start, colliders):
         """Move the step's start x_start (n, 3) of every free particle that begins the step inside a still collider's
         thickness onto its contact plane, in place (pre-stabilization: PBD's ``ContactConstraints.stabilize`` on the
         contacts it starts inside): the end-of-step push out of it then adds no velocity (a cloth laid on the ground
-        at z = 0 flew 0.7 m up). Moving colliders keep the velocity their motion gives."""
+        at z = 0 flew 0.7 m up). Moving colliders keep the velocity their motion gives. Returns the start from before
+        the move for self-collision (``start_before_stabilizing``) where it moved any particle, else None."""
         still = [c for c in colliders if c.start is None]
         inside = point_contacts(x_start, x_start, self.model.inv_mass, still, self.pad2) if still else []
-        if inside:
-            ContactConstraints(ContactSet(points=inside)).stabilize(x_start)
+        if not inside:
+            return None
+        true_start = self.start_before_stabilizing(x_start)
+        ContactConstraints(ContactSet(points=inside)).stabilize(x_start)
+        return true_start
 
     def step(self, state: State, dt: float, colliders=(), measure: bool = True) -> StepStats:
         x, v = state.x, state.v
@@ -458,8 +462,7 @@ class ProjectiveSolver(ProjectedContactSolver):
         free = self.free
         self.attach_native_queries(colliders)
         x_start = x.copy()
-        true_start = self.start_before_stabilizing(x_start)
-        self._stabilize(x_start, colliders)
+        true_start = self._stabilize(x_start, colliders)
         y = x + h * v
         y[free] += (h * h) * self.gravity
         iterations = self.config.iterations
