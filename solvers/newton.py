@@ -84,6 +84,8 @@ from .material import hinge_bending_stiffness, material_arrays
 from .soft_pins import GoalSprings
 from .sewing import seam_edges, seam_force, sewn_positions
 from .model import State, StepStats, measure_stats
+from .native import library as native_library
+from .native.ipc_kernels import use_kernels
 
 SPRING_K_PER_STIFFNESS = 0.25
 """The course's spring k = stiffness / 4 (see ``SquaredLengthSprings``)."""
@@ -188,6 +190,9 @@ class NewtonSolver(Solver):
         """The solves of the Newton systems (``linalg.direct.NewtonSolves``: conjugate gradients preconditioned with the
         narrow band where the weak couplings widen the band, else banded Cholesky or SuperLU); ``solves.narrow =
         False`` factorizes every system (the exact path)."""
+        self.native = native_library.load(config.compute)
+        """The native kernel library when ``config.compute`` allows it and it loaded, else None: with it the contact
+        barriers' distances and PSD projections run in C (``native.ipc_kernels``)."""
         self.self_contact = []
         """The bodies' barrier between each other and within a cloth with ``use_self_collision``
         (``SelfContactBarrier``), or empty."""
@@ -305,6 +310,7 @@ class NewtonSolver(Solver):
         x[~self.free] = x_tilde[~self.free]  # Dirichlet: pinned particles on their targets
         h2 = dt * dt
         posed = self._barriers(ends)
+        use_kernels(self.native, [b for b, _ in posed] + self.self_contact)
         frictions = self._frictions(colliders, posed, x_start, dt)
         for barrier in self.self_contact:  # between bodies solved as one system
             friction = barrier.lagged_friction(x_start, BODY_FRICTION, FRICTION_SLIP_SPEED * dt)

@@ -733,6 +733,31 @@ def implicit(library) -> str:
     return ""
 
 
+def ipc(library) -> str:
+    """NEWTON's IPC kernels (src/ipc_distance.c) on random pairs, every distance type among them, and a pair of
+    parallel edges; the PSD projection of random symmetric matrices of each size a barrier hands it."""
+    from ..collision.narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance_squared
+    from ..energies.base import project_psd
+    from .ipc_kernels import IPCKernels
+
+    kernels = IPCKernels(library)
+    rng = np.random.default_rng(7)
+    points = [np.ascontiguousarray(rng.normal(size=(64, 3))) for _ in range(4)]
+    points[3][0] = points[2][0] + (points[1][0] - points[0][0])  # parallel edges
+    for label, native, twin in (("point-triangle", kernels.point_triangle, point_triangle_distance_squared),
+                                ("edge-edge", kernels.edge_edge, edge_edge_distance_squared)):
+        for name, a, b in zip(("distance", "gradient", "Hessian"), native(*points), twin(*points)):
+            problem = _differs(f"{label} {name}", a, b, max(float(np.abs(b).max()), 1.0))
+            if problem:
+                return problem
+    for d in (3, 6, 9, 12):
+        H = rng.normal(size=(8, d, d))
+        problem = _differs(f"PSD projection {d}x{d}", kernels.project_psd(H), project_psd(H), float(np.abs(H).max()))
+        if problem:
+            return problem
+    return ""
+
+
 FAMILIES = {
     # family: the tests of its kernels, run in order the first time a solver binds the family (NativeLibrary.ready).
     # The scenes are the smallest that still reach every branch each test checks (its "found no pairs" guards).
@@ -744,4 +769,5 @@ FAMILIES = {
     "self": (partial(self_pairs, n=7), partial(self_response, n=7), partial(self_pass, n=8),
              partial(self_select, n=8)),
     "implicit": (implicit,),  # implicit_kernels.SphereProjection, BlockMatrix, RotationSVD
+    "ipc": (ipc,),  # ipc_kernels.IPCKernels (NEWTON's contact barriers)
 }

@@ -73,6 +73,11 @@ class FaceColliderBarrier(Energy):
     """
 
     coupled = True
+    _pt = staticmethod(point_triangle_distance_squared)
+    """The squared distances with derivatives and the PSD projection: NumPy, or their native twins
+    (``native.ipc_kernels.use_kernels``); ``_ee`` is not used here."""
+    _ee = None
+    _psd = staticmethod(project_psd)
 
     def __init__(self, collider, triangles: np.ndarray, kappa: float, d_hat: float):
         if not d_hat > 0.0:
@@ -115,14 +120,14 @@ class FaceColliderBarrier(Energy):
         near, d, _, _ = self._active(x)
         tri = self.triangles[near]
         centre = np.broadcast_to(np.asarray(self.collider.center, float), (len(tri), 3))
-        D, dD, hD = point_triangle_distance_squared(centre, x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]])
+        D, dD, hD = self._pt(centre, x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]])
         r = np.sqrt(D)[:, None]
         grad = dD[:, 3:] / (2.0 * r)  # dd/d(corners), (k, 9)
         hess = hD[:, 3:, 3:] / (2.0 * r[:, :, None]) - grad[:, :, None] * grad[:, None, :] / r[:, :, None]
         _, first, second = barrier_terms(np.maximum(d, 1e-300), self.d_hat, self.kappa)
         local = second[:, None, None] * grad[:, :, None] * grad[:, None, :] + first[:, None, None] * hess
         if project:
-            local = project_psd(local)
+            local = self._psd(local)
         rows, cols = element_stencil(tri)
         return BlockHessian(rows, cols, element_blocks(local))
 

@@ -21,7 +21,7 @@ self-contact barrier, ``self_barrier.py``). CCD (``max_step``): the largest alph
 import numpy as np
 
 from ..narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
-from ..narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance, point_triangle_distance_squared, segment_distance
+from ..narrow_phase.primitives import point_triangle_distance, segment_distance
 from .log_barrier import CCD_SAFETY, barrier_terms
 from .pair_barrier import PairBarrier, distance_derivatives
 
@@ -41,7 +41,6 @@ class MeshContactBarrier(PairBarrier):
     """
 
     def __init__(self, collider, triangles, edges, kappa: float, d_hat: float, points=None):
-        self._pt, self._ee = point_triangle_distance_squared, edge_edge_distance_squared  # with derivatives
         self.collider = collider
         # The same array object as given where it is one: the collider's face pairs are kept per triangles array.
         self.triangles = triangles if getattr(triangles, "dtype", None) == np.int64 and np.ndim(triangles) == 2 \

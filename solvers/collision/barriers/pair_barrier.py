@@ -15,6 +15,7 @@ pairs are here.
 import numpy as np
 
 from ...energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
+from ..narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance_squared
 from .log_barrier import barrier_terms
 
 
@@ -41,6 +42,11 @@ class PairBarrier(Energy):
     """
 
     coupled = True
+    _pt = staticmethod(point_triangle_distance_squared)
+    """Point-triangle squared distances with their derivatives: the NumPy reference, or its native twin
+    (``native.ipc_kernels.use_kernels``), as are ``_ee`` (edge-edge) and ``_psd`` (the PSD projection)."""
+    _ee = staticmethod(edge_edge_distance_squared)
+    _psd = staticmethod(project_psd)
 
     def value(self, x):
         total = 0.0
@@ -64,7 +70,7 @@ class PairBarrier(Energy):
             _, first, second = barrier_terms(np.maximum(d, 1e-300), self.d_hat, self.kappa)
             local = second[:, None, None] * grad[:, :, None] * grad[:, None, :] + first[:, None, None] * hess
             if project:
-                local = project_psd(local)
+                local = self._psd(local)
             r, c = element_stencil(stencil)
             rows.append(r)
             cols.append(c)

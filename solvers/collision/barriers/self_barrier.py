@@ -34,7 +34,6 @@ from ..broad_phase.self_pairs import LONG_FACTOR, _drop, _ee_distance, _join, _p
 from ..narrow_phase.ccd import TOLERANCE as CCD_TOLERANCE
 from ..narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
 from ..narrow_phase.crossings import triangle_edges
-from ..narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance_squared
 from .log_barrier import CCD_SAFETY, barrier_derivative
 from .pair_barrier import PairBarrier, distance_derivatives
 from .pair_friction import PairFriction, closest_point_weights
@@ -179,8 +178,8 @@ class SelfContactBarrier(PairBarrier):
             return self._cached[1]
         (v, t, _), (e1, e2, _) = self._pairs(x)
         result = []
-        for stencil, distance in ((np.column_stack([v, self.triangles[t]]), point_triangle_distance_squared),
-                                  (np.column_stack([self.edges[e1], self.edges[e2]]), edge_edge_distance_squared)):
+        for stencil, distance in ((np.column_stack([v, self.triangles[t]]), self._pt),
+                                  (np.column_stack([self.edges[e1], self.edges[e2]]), self._ee)):
             if len(stencil):
                 D, g, H = distance(*(x[stencil[:, k]] for k in range(4)))
                 result.append((stencil, *distance_derivatives(D, g, H)))
@@ -206,8 +205,8 @@ class SelfContactBarrier(PairBarrier):
             return None
         (v, t, _), (e1, e2, _) = self._pairs(x_start)
         parts = []
-        for stencil, distance, edge_edge in ((np.column_stack([v, self.triangles[t]]), point_triangle_distance_squared, False),
-                                             (np.column_stack([self.edges[e1], self.edges[e2]]), edge_edge_distance_squared, True)):
+        for stencil, distance, edge_edge in ((np.column_stack([v, self.triangles[t]]), self._pt, False),
+                                             (np.column_stack([self.edges[e1], self.edges[e2]]), self._ee, True)):
             stencil = stencil[self.body[stencil[:, 0]] != self.body[stencil[:, 3]]]
             if len(stencil):
                 D, g, _ = distance(*(x_start[stencil[:, k]] for k in range(4)))

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 20
+#define SOFTSIM_ABI_VERSION 21
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -553,5 +553,13 @@ SOFTSIM_API void softsim_bsr3_matvec(int64_t block_rows, const int64_t *indptr, 
 /* The rotation-fixed SVD F = U diag(S) V^T of m 3x3 matrices (eigen3.c), structure of arrays: F, U, V (3, 3, m),
  * S (3, m); U and V rotations, S descending with only S_2 negative (an inverted F). */
 SOFTSIM_API void softsim_rotation_svd(int64_t m, const double *F, double *U, double *S, double *V);
+/* NEWTON's IPC contact (ipc_distance.c): the squared distances D (k,) of k point-triangle (kind 0: points x0,
+ * triangles x1 x2 x3) or edge-edge pairs (kind 1: edges x0 x1 and x2 x3), every x (k, 3), with their distance types
+ * (k,), gradients (k, 12) and Hessians (k, 12, 12) over the four points' coordinates; returns 0, or -1 for an unknown
+ * kind. The PSD projection of k symmetric d x d matrices H (k, d, d) in place, 1 <= d <= 12 (else -1). */
+SOFTSIM_API int64_t softsim_ipc_distance2(int64_t kind, int64_t k, const double *x0, const double *x1,
+                                          const double *x2, const double *x3, int64_t *types, double *D, double *grad,
+                                          double *hess);
+SOFTSIM_API int64_t softsim_project_psd(int64_t k, int64_t d, double *H);
 
 #endif
