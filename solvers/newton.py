@@ -186,10 +186,10 @@ class NewtonSolver(Solver):
         self.size = min(_rest_size(body) for body, _, _ in parts)
         """The (smallest) body's rest bounding-box diagonal [m]: the length IPC's relative Newton tolerance scales
         with."""
-        self.solves = NewtonSolves(weak=_weak_blocks(self.pattern, stencils, constant, self.face_triangles))
+        self.solves = NewtonSolves(single=True, weak=_weak_blocks(self.pattern, stencils, constant, self.face_triangles))
         """The solves of the Newton systems (``linalg.direct.NewtonSolves``: conjugate gradients preconditioned with the
-        narrow band where the weak couplings widen the band, else banded Cholesky or SuperLU); ``solves.narrow =
-        False`` factorizes every system (the exact path)."""
+        narrow band where the weak couplings widen the band, else banded Cholesky, factorized in single precision and
+        refined in double, or SuperLU); ``solves.narrow = False`` factorizes every system (the exact path)."""
         self.native = native_library.load(config.compute)
         """The native kernel library when ``config.compute`` allows it and it loaded, else None: with it the contact
         barriers' distances and PSD projections run in C (``native.ipc_kernels``)."""

@@ -11,7 +11,7 @@ from scipy.sparse.linalg import spsolve
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.builder import grid_quads
 from solvers.linalg import direct
-from solvers.linalg.direct import (NARROW_BAND, NEWTON_FORCING, REFINE_TOLERANCE, NarrowBand, block_matrix,
+from solvers.linalg.direct import (NARROW_BAND, NEWTON_FORCING, REFINE_TOLERANCE, SINGLE_REFINED, NarrowBand, block_matrix,
                                    block_matrix_of)
 from solvers.linalg.iterative import pcg
 
@@ -121,12 +121,13 @@ def test_a_system_the_narrow_band_does_not_solve_in_its_iterations_is_factorized
 
 def test_a_small_cloth_is_planned_on_its_full_band():
     """The 21 x 21 cloth factorizes its full band in ~1 ms: fifteen PCG iterations would cost more than the narrow
-    band saves (measured equal at 32 x 32, 1.4-1.8x faster at 48 x 48), so its solves stay exact."""
+    band saves (measured equal at 32 x 32, 1.4-1.8x faster at 48 x 48), so its solves stay exact (the full band's
+    factor in single precision, refined to REFINE_TOLERANCE)."""
     model, colliders = lab_cloth(21)
     solver = make_solver(model, SolverConfig(solver="NEWTON"))
     state = State.at_rest(model)
     advance_frame(solver, state, 1.0 / 24.0, 1, colliders)
-    assert solver.solves.method == "banded Cholesky" and solver.solves.pcg_iterations == 0
+    assert solver.solves.method == SINGLE_REFINED and solver.solves.pcg_iterations == 0
 
 
 @pytest.mark.parametrize("n", [16])

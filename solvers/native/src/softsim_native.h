@@ -8,7 +8,7 @@
  *   arrays it is given. Loops run in a fixed order, so results are bitwise repeatable.
  * - The arithmetic repeats the NumPy twin's operations in the same order (built with -ffp-contract=off so no
  *   a*b+c becomes a fused multiply-add), so a kernel agrees with NumPy bit for bit; tests/test_native_*.py
- *   check that.
+ *   check that. ipc_distance.c agrees to round-off only: its twins sum through BLAS and LAPACK.
  * - Bump SOFTSIM_ABI_VERSION whenever a signature or an array layout changes: the loader refuses a library
  *   whose version differs from the one solvers/native/library.py declares.
  */
