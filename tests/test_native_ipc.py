@@ -4,7 +4,11 @@
   ``edge_edge_distance_squared``: every distance type (the twin's type functions say which each pair is), parallel and
   zero-length edges, coincident points; squared distances, gradients and Hessians to 1e-12 of each array's largest
   entry (the twin maps its derivatives to the points with BLAS products: their summation order is BLAS's);
-- ``IPCKernels.project_psd`` <-> ``energies.base.project_psd`` (Jacobi-free QL against LAPACK's eigh): indefinite,
+- ``IPCKernels.point_triangle_gap`` / ``edge_edge_gap`` <-> ``primitives.point_triangle_distance`` /
+  ``segment_distance`` (the distances), and ``point_triangle_ccd`` / ``edge_edge_ccd`` <-> ``ccd``'s additive CCD:
+  the same hits and misses, times to 1e-12 (hits, misses, no relative motion, a touch at the step's end, a grazing
+  approach);
+- ``IPCKernels.project_psd`` <-> ``energies.base.project_psd`` (Householder and QL against LAPACK's eigh): indefinite,
   definite (returned symmetrized, as the twin does), zero, repeated eigenvalues, scales from 1e-6 to 1e6, every size a
   barrier hands it; to 1e-12 of each matrix's largest entry;
 - the barriers with the kernels against the same barriers on NumPy: value, gradient and Hessian of the mesh-collider
@@ -20,9 +24,10 @@ from native_helpers import native_library
 from solvers import GroundPlane, MeshCollider, SolverConfig, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.collision.barriers.mesh_barrier import MeshContactBarrier
 from solvers.collision.barriers.self_barrier import SelfContactBarrier
+from solvers.collision.narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
 from solvers.collision.narrow_phase.primitives import (
     EDGE_EDGE_TYPES, POINT_TRIANGLE_TYPES, edge_edge_distance_squared, edge_edge_distance_type,
-    point_triangle_distance_squared, point_triangle_distance_type)
+    point_triangle_distance, point_triangle_distance_squared, point_triangle_distance_type, segment_distance)
 from solvers.energies.base import project_psd
 from solvers.native.ipc_kernels import IPCKernels, use_kernels
 from test_mesh_collider import box
@@ -82,6 +87,41 @@ def test_edge_edge_distances_equal_the_twin_for_every_type(kernels, seed):
         assert_close(native, twin, name)
         for t in range(len(EDGE_EDGE_TYPES)):
             assert_close(native[types == t], twin[types == t], f"{name} of {EDGE_EDGE_TYPES[t]}")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_distances_alone_equal_the_twin(kernels, seed):
+    x = random_pairs(seed)
+    assert_close(kernels.point_triangle_gap(*x), point_triangle_distance(*x)[0], "point-triangle")
+    assert_close(kernels.edge_edge_gap(*x), segment_distance(*x)[0], "edge-edge")
+
+
+@pytest.mark.parametrize("min_distance", [0.0, 0.05])
+def test_ccd_equals_the_twin(kernels, min_distance):
+    """Random motions (hits and misses), pairs that do not move relative to each other (a common translation), pairs
+    that touch exactly at the step's end and a slow grazing approach that runs into the rounds' cap."""
+    x = random_pairs(2)
+    rng = np.random.default_rng(5)
+    ends = [p + 0.8 * rng.normal(size=p.shape) for p in x]
+    shift = rng.normal(size=3)
+    for k in range(4):
+        ends[k][6] = x[k][6] + shift  # translated together: no relative motion
+    # touching at t = 1: the point ends on the triangle's plane inside it
+    ends[1][7], ends[2][7], ends[3][7] = x[1][7], x[2][7], x[3][7]
+    ends[0][7] = (x[1][7] + x[2][7] + x[3][7]) / 3.0
+    # grazing: a point sliding along, 1e-4 m above, a flat triangle
+    x[1][8], x[2][8], x[3][8] = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    x[0][8], ends[0][8] = [0.1, 0.1, 1e-4 + min_distance], [0.3, 0.3, min_distance]
+    ends[1][8], ends[2][8], ends[3][8] = x[1][8], x[2][8], x[3][8]
+    for native, twin in ((kernels.point_triangle_ccd, point_triangle_ccd), (kernels.edge_edge_ccd, edge_edge_ccd)):
+        a, b = native(*x, *ends, min_distance), twin(*x, *ends, min_distance)
+        assert np.array_equal(np.isinf(a), np.isinf(b))
+        assert 0 < np.isfinite(b).sum() < len(b)
+        assert_close(a[np.isfinite(a)], b[np.isfinite(b)], "times of impact", 1.0)
+    toi = kernels.point_triangle_ccd(*x, *ends, min_distance)
+    assert np.isinf(toi[6]) and toi[7] <= 1.0 and toi[8] <= 1.0
+    if min_distance == 0.0:
+        assert toi[7] >= 1.0 - 1e-5  # the touch at the end, early by at most TOLERANCE / speed
 
 
 def test_no_pairs_give_empty_arrays(kernels):

@@ -143,6 +143,8 @@ SIGNATURES = {
     # NEWTON's IPC contact (src/ipc_distance.c; ipc_kernels): distances with their derivatives, the PSD projection.
     "softsim_ipc_distance2": (_I, (_I, _I, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_project_psd": (_I, (_I, _I, _P)),
+    "softsim_ipc_gaps": (_I, (_I, _I, _P, _P, _P, _P, _P)),
+    "softsim_ipc_ccd": (_I, (_I, _I) + (_P,) * 8 + (_D, _D, _I, _P)),
 }
 
 

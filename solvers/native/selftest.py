@@ -750,6 +750,23 @@ def ipc(library) -> str:
             problem = _differs(f"{label} {name}", a, b, max(float(np.abs(b).max()), 1.0))
             if problem:
                 return problem
+    from ..collision.narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
+    from ..collision.narrow_phase.primitives import point_triangle_distance, segment_distance
+
+    for label, native, twin in (("point-triangle distance", kernels.point_triangle_gap, point_triangle_distance),
+                                ("edge-edge distance", kernels.edge_edge_gap, segment_distance)):
+        problem = _differs(label, native(*points), twin(*points)[0], 1.0)
+        if problem:
+            return problem
+    ends = [p + rng.normal(size=p.shape) for p in points]
+    for label, native, twin in (("point-triangle CCD", kernels.point_triangle_ccd, point_triangle_ccd),
+                                ("edge-edge CCD", kernels.edge_edge_ccd, edge_edge_ccd)):
+        a, b = native(*points, *ends, 0.01), twin(*points, *ends, 0.01)
+        if not np.array_equal(np.isinf(a), np.isinf(b)):
+            return f"{label}: hits and misses differ from NumPy"
+        problem = _differs(label, a[np.isfinite(a)], b[np.isfinite(b)], 1e3)
+        if problem:
+            return problem
     for d in (3, 6, 9, 12):
         H = rng.normal(size=(8, d, d))
         problem = _differs(f"PSD projection {d}x{d}", kernels.project_psd(H), project_psd(H), float(np.abs(H).max()))

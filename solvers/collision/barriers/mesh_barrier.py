@@ -20,8 +20,6 @@ self-contact barrier, ``self_barrier.py``). CCD (``max_step``): the largest alph
 """
 import numpy as np
 
-from ..narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
-from ..narrow_phase.primitives import point_triangle_distance, segment_distance
 from .log_barrier import CCD_SAFETY, barrier_terms
 from .pair_barrier import PairBarrier, distance_derivatives
 
@@ -73,7 +71,7 @@ class MeshContactBarrier(PairBarrier):
         limit = max(reach, self.d_hat) + VERTEX_SKIN
         rows, tris = self.collider._pairs(y, limit)
         corners = self.collider.vertices[self.collider.triangles[tris]]
-        near = point_triangle_distance(y[rows], corners[:, 0], corners[:, 1], corners[:, 2])[0] <= limit
+        near = self._pt_gap(y[rows], corners[:, 0], corners[:, 1], corners[:, 2]) <= limit
         self._vertex_list = (y.copy(), self.points[rows[near]], tris[near])
         return self._vertex_list[1], self._vertex_list[2]
 
@@ -95,13 +93,13 @@ class MeshContactBarrier(PairBarrier):
         (ci, ti), (ei, bi) = self._contacts(x, self.d_hat)
         c = self.collider.vertices
         tri = self.triangles[ti]
-        d_pt, _ = point_triangle_distance(c[self.corners[ci]], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]])
+        d_pt = self._pt_gap(c[self.corners[ci]], x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]])
         mine, body = self.collider_edges[ei], self.edges[bi]
-        d_ee, _ = segment_distance(c[mine[:, 0]], c[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])
+        d_ee = self._ee_gap(c[mine[:, 0]], c[mine[:, 1]], x[body[:, 0]], x[body[:, 1]])
         pt, ee = d_pt < self.d_hat, d_ee < self.d_hat
         pi, si = self._vertex_pairs(x, self.d_hat)
         own = self.collider.vertices[self.collider.triangles[si]]
-        d_vt, _ = point_triangle_distance(x[pi], own[:, 0], own[:, 1], own[:, 2])
+        d_vt = self._pt_gap(x[pi], own[:, 0], own[:, 1], own[:, 2])
         vt = d_vt < self.d_hat
         return (ci[pt], ti[pt], d_pt[pt]), (ei[ee], bi[ee], d_ee[ee]), (pi[vt], si[vt], d_vt[vt])
 
@@ -161,18 +159,18 @@ class MeshContactBarrier(PairBarrier):
             tri = self.triangles[ti]
             p = c[self.corners[ci]]
             a0, b0, c0 = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
-            toi = point_triangle_ccd(p, a0, b0, c0, p, a0 + dx[tri[:, 0]], b0 + dx[tri[:, 1]], c0 + dx[tri[:, 2]])
+            toi = self._pt_ccd(p, a0, b0, c0, p, a0 + dx[tri[:, 0]], b0 + dx[tri[:, 1]], c0 + dx[tri[:, 2]])
             alpha = min(alpha, CCD_SAFETY * float(toi.min()))
         if len(ei):
             mine, body = self.collider_edges[ei], self.edges[bi]
             p, q = c[mine[:, 0]], c[mine[:, 1]]
             a0, b0 = x[body[:, 0]], x[body[:, 1]]
-            toi = edge_edge_ccd(p, q, a0, b0, p, q, a0 + dx[body[:, 0]], b0 + dx[body[:, 1]])
+            toi = self._ee_ccd(p, q, a0, b0, p, q, a0 + dx[body[:, 0]], b0 + dx[body[:, 1]])
             alpha = min(alpha, CCD_SAFETY * float(toi.min()))
         if len(self.points):
             rows, tris = self.collider._pairs(x[self.points], move)
             if len(rows):
                 pi, own = self.points[rows], c[self.collider.triangles[tris]]
-                toi = point_triangle_ccd(x[pi], own[:, 0], own[:, 1], own[:, 2], x[pi] + dx[pi], own[:, 0], own[:, 1], own[:, 2])
+                toi = self._pt_ccd(x[pi], own[:, 0], own[:, 1], own[:, 2], x[pi] + dx[pi], own[:, 0], own[:, 1], own[:, 2])
                 alpha = min(alpha, CCD_SAFETY * float(toi.min()))
         return alpha

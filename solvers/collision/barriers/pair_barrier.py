@@ -15,7 +15,9 @@ pairs are here.
 import numpy as np
 
 from ...energies.base import BlockHessian, Energy, element_blocks, element_stencil, project_psd, scatter
-from ..narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance_squared
+from ..narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
+from ..narrow_phase.primitives import (edge_edge_distance_squared, point_triangle_distance, point_triangle_distance_squared,
+                                       segment_distance)
 from .log_barrier import barrier_terms
 
 
@@ -47,6 +49,22 @@ class PairBarrier(Energy):
     (``native.ipc_kernels.use_kernels``), as are ``_ee`` (edge-edge) and ``_psd`` (the PSD projection)."""
     _ee = staticmethod(edge_edge_distance_squared)
     _psd = staticmethod(project_psd)
+    _pt_ccd = staticmethod(point_triangle_ccd)
+    """Times of impact of point-triangle pairs (``ccd.point_triangle_ccd``), or its native twin; ``_ee_ccd`` of edge
+    pairs."""
+    _ee_ccd = staticmethod(edge_edge_ccd)
+
+    @staticmethod
+    def _pt_gap(p, a, b, c):
+        """Distances (k,) [m] of points p to triangles (a, b, c) (``primitives.point_triangle_distance``), or the
+        native twin's."""
+        return point_triangle_distance(p, a, b, c)[0]
+
+    @staticmethod
+    def _ee_gap(a, b, c, d):
+        """Distances (k,) [m] between segments (a, b) and (c, d) (``primitives.segment_distance``), or the native
+        twin's."""
+        return segment_distance(a, b, c, d)[0]
 
     def value(self, x):
         total = 0.0

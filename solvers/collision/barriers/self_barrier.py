@@ -32,7 +32,6 @@ import numpy as np
 
 from ..broad_phase.self_pairs import LONG_FACTOR, _drop, _ee_distance, _join, _pair_keys, _vt_distance
 from ..narrow_phase.ccd import TOLERANCE as CCD_TOLERANCE
-from ..narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
 from ..narrow_phase.crossings import triangle_edges
 from .log_barrier import CCD_SAFETY, barrier_derivative
 from .pair_barrier import PairBarrier, distance_derivatives
@@ -257,10 +256,10 @@ class SelfContactBarrier(PairBarrier):
         alpha = 1.0
         if len(v):
             s = np.column_stack([v, self.triangles[t]])
-            toi = point_triangle_ccd(*(x[s[:, k]] for k in range(4)), *(x[s[:, k]] + dx[s[:, k]] for k in range(4)))
+            toi = self._pt_ccd(*(x[s[:, k]] for k in range(4)), *(x[s[:, k]] + dx[s[:, k]] for k in range(4)))
             alpha = min(alpha, CCD_SAFETY * float(toi.min()))
         if len(e1):
             s = np.column_stack([self.edges[e1], self.edges[e2]])
-            toi = edge_edge_ccd(*(x[s[:, k]] for k in range(4)), *(x[s[:, k]] + dx[s[:, k]] for k in range(4)))
+            toi = self._ee_ccd(*(x[s[:, k]] for k in range(4)), *(x[s[:, k]] + dx[s[:, k]] for k in range(4)))
             alpha = min(alpha, CCD_SAFETY * float(toi.min()))
         return alpha

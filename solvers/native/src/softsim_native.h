@@ -561,5 +561,15 @@ SOFTSIM_API int64_t softsim_ipc_distance2(int64_t kind, int64_t k, const double 
                                           const double *x2, const double *x3, int64_t *types, double *D, double *grad,
                                           double *hess);
 SOFTSIM_API int64_t softsim_project_psd(int64_t k, int64_t d, double *H);
+/* NEWTON's contact distances and CCD (ipc_ccd.c): the distances (k,) of k point-triangle (kind 0) or edge-edge
+ * (kind 1) pairs x0..x3 (k, 3) each; the times of impact toi (n,) in [0, 1] (inf: none) of n pairs moving linearly
+ * from s0..s3 to e0..e3 (n, 3) each, within min_distance + tolerance [m], after at most max_rounds advancements.
+ * Both return 0, or -1 for an unknown kind. */
+SOFTSIM_API int64_t softsim_ipc_gaps(int64_t kind, int64_t k, const double *x0, const double *x1, const double *x2,
+                                     const double *x3, double *distance);
+SOFTSIM_API int64_t softsim_ipc_ccd(int64_t kind, int64_t n, const double *s0, const double *s1, const double *s2,
+                                    const double *s3, const double *e0, const double *e1, const double *e2,
+                                    const double *e3, double min_distance, double tolerance, int64_t max_rounds,
+                                    double *toi);
 
 #endif
