@@ -516,14 +516,19 @@ NARROW_MAX_ITERATIONS = 40
 """Conjugate-gradient iterations ``NarrowBand.solve`` tries before the system is factorized on the full band instead.
 On the 64 x 64 lab cloth (bending 0.001) the narrow band's PCG reaches REFINE_TOLERANCE in 11-14, NEWTON_FORCING in
 5-6."""
-NARROW_EXPECTED_ITERATIONS = 15
-"""The iterations ``NewtonSolves`` plans with when it weighs the narrow band against the full one."""
+NARROW_EXPECTED_ITERATIONS = 6
+"""The iterations ``NewtonSolves`` plans with when it weighs the narrow band against the full one: what PCG takes to
+NEWTON_FORCING (5-6 on the 64 x 64 lab cloth, 6.2 on average on the 31 x 31 box drape). With it the 31 x 31 box drape
+and the 32 x 32 lab cloth move to the narrow band (box drape frames 1-36: 8.9-9.5 against 9.9-10.3 ms a Newton
+iteration; lab cloth 24 frames onto the sphere: 2.8-3.1 against 3.1-3.4 s) and the 21 x 21 lab cloth stays on its full
+band (1.15-1.27 against 1.25-1.29 s, within noise)."""
 NARROW_ITERATION_FLOPS = 2.0e6
 """The cost of one conjugate-gradient iteration beyond its band solve [flops of the band factorization's rate]: the
 matrix product, the vector updates and the Python calls around them (~0.3 ms at ~6 GFlop/s, one BLAS thread). With it
-the 21 x 21 and 32 x 32 lab cloths stay on their full band and the 48 x 48 and 64 x 64 move to the narrow one. Measured
-with the narrow band forced, 24 frames of the cloth dropped onto the sphere, full vs narrow band (machine under load):
-21 x 21 1.23 vs 1.32-1.44 s, 32 x 32 3.61 vs 3.35-3.43 s, 48 x 48 11.8 vs 6.5-8.2 s."""
+and NARROW_EXPECTED_ITERATIONS the 21 x 21 lab cloth stays on its full band and the 32 x 32 and larger move to the
+narrow one. Measured with the narrow band forced and PCG to REFINE_TOLERANCE, 24 frames of the cloth dropped onto the
+sphere, full vs narrow band (machine under load): 21 x 21 1.23 vs 1.32-1.44 s, 32 x 32 3.61 vs 3.35-3.43 s, 48 x 48
+11.8 vs 6.5-8.2 s."""
 NARROW_MIN_GAIN = 1.5
 """The narrow band is used when the full band's factorization is planned to cost at least this many times the narrow
 band's factorization plus NARROW_EXPECTED_ITERATIONS iterations."""
