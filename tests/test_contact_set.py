@@ -186,6 +186,34 @@ def test_newton_barrier_on_the_kept_pairs_equals_the_barrier_over_every_pair():
     np.testing.assert_allclose(barrier.value(x), total, rtol=1e-10)
 
 
+def test_newton_barrier_ccd_on_the_kept_vertex_pairs_equals_ccd_on_the_broad_phase():
+    """NEWTON's mesh barrier bounds a step's length by CCD of its vertices against the collider's triangles; where its
+    kept vertex-triangle list covers the step (the motion since the list plus the step within the list's reach) it
+    tests those pairs instead of a broad-phase query: the same largest step, bit for bit, for steps within and
+    beyond the list's reach, before and after the body moves."""
+    vertices, triangles = box()
+    d_hat = 0.01
+    x, _, t = _draped(seed=7)
+    x[:, 2] += 0.012  # the vertices near the box's top and rim, some within d_hat + the skin
+    edges = triangle_edges(t)
+    points = np.arange(len(x))
+    rng = np.random.default_rng(8)
+    kept = MeshContactBarrier(MeshCollider(vertices, triangles, thickness=d_hat), t, edges, 10.0, d_hat, points)
+    kept._near(x)  # finds and keeps its vertex list
+    assert kept._vertex_list is not None
+    limited, covered = 0, 0
+    for shift, scale in ((0.0, 0.001), (0.001, 0.001), (0.0, 0.005), (0.004, 0.02)):
+        y = x + shift * rng.normal(size=x.shape)
+        dx = scale * rng.normal(size=x.shape) + [0.0, 0.0, -2.0 * scale]  # towards the box
+        move = float(np.sqrt(np.einsum("ij,ij->i", dx, dx).max()))
+        covered += kept._kept_vertex_pairs(y, move) is not None
+        fresh = MeshContactBarrier(MeshCollider(vertices, triangles, thickness=d_hat), t, edges, 10.0, d_hat, points)
+        alpha = kept.max_step(y, dx)
+        assert alpha == fresh.max_step(y, dx)
+        limited += alpha < 1.0
+    assert limited >= 2 and 0 < covered < 4  # steps that reach the box; kept pairs and the broad phase's both
+
+
 @pytest.mark.parametrize("path", ["whole frames", "per substep", "NUMPY"])
 @pytest.mark.parametrize("solver", ["XPBD", "PBD", "PROJECTIVE"])
 @pytest.mark.parametrize("on", ["ground", "box", "box's face"])

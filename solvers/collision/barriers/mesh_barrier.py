@@ -51,28 +51,40 @@ class MeshContactBarrier(PairBarrier):
         self.points = np.zeros(0, np.int64) if points is None else np.asarray(points, np.int64)
         self._cached = None
         self._vertex_list = None
-        """(positions of ``points`` when found (p, 3), point (k,), triangle (k,)): the kept vertex-triangle candidates."""
+        """(positions of ``points`` when found (p, 3), point (k,), triangle (k,), the distance they were found within
+        [m]): the kept vertex-triangle candidates."""
 
     @property
     def covers_points(self) -> bool:
         """Whether this barrier keeps the body's vertices off the collider's triangles (``points`` given)."""
         return len(self.points) > 0
 
+    def _kept_vertex_pairs(self, y, reach):
+        """The kept vertex-triangle candidates (point (k,) particle indices, triangle (k,)) where they hold every pair
+        within ``reach`` of the points at y (p, 3): no point moved farther since they were found than their limit
+        leaves beyond reach (a triangle within reach of a point now was within reach + its motion of where the point
+        was); else None."""
+        kept = self._vertex_list
+        if kept is None or len(kept[0]) != len(y):
+            return None
+        moved = y - kept[0]
+        drift = float(np.sqrt(np.einsum("ij,ij->i", moved, moved).max(initial=0.0)))
+        return (kept[1], kept[2]) if drift + reach <= kept[3] else None
+
     def _vertex_pairs(self, x, reach):
         """Body vertex-collider triangle candidates (point (k,) particle indices, triangle (k,)) holding every pair
-        within ``reach`` <= d_hat at x: the kept list while no point moved more than VERTEX_SKIN since it was found
-        within d_hat + VERTEX_SKIN, else found anew (exact distances filter the broad phase's pieces)."""
+        within ``reach`` <= d_hat at x: the kept list while it holds them (``_kept_vertex_pairs``: found within
+        d_hat + VERTEX_SKIN, it serves until a point has moved VERTEX_SKIN), else found anew (exact distances filter
+        the broad phase's pieces)."""
         y = x[self.points]
-        kept = self._vertex_list
-        if kept is not None and len(kept[0]) == len(y):
-            moved = y - kept[0]
-            if float(np.einsum("ij,ij->i", moved, moved).max(initial=0.0)) <= VERTEX_SKIN ** 2 and reach <= self.d_hat:
-                return kept[1], kept[2]
+        kept = self._kept_vertex_pairs(y, reach)
+        if kept is not None:
+            return kept
         limit = max(reach, self.d_hat) + VERTEX_SKIN
         rows, tris = self.collider._pairs(y, limit)
         corners = self.collider.vertices[self.collider.triangles[tris]]
         near = self._pt_gap(y[rows], corners[:, 0], corners[:, 1], corners[:, 2]) <= limit
-        self._vertex_list = (y.copy(), self.points[rows[near]], tris[near])
+        self._vertex_list = (y.copy(), self.points[rows[near]], tris[near], limit)
         return self._vertex_list[1], self._vertex_list[2]
 
     # ------------------------------------------------------------------ the contact set
@@ -168,9 +180,16 @@ class MeshContactBarrier(PairBarrier):
             toi = self._ee_ccd(p, q, a0, b0, p, q, a0 + dx[body[:, 0]], b0 + dx[body[:, 1]])
             alpha = min(alpha, CCD_SAFETY * float(toi.min()))
         if len(self.points):
-            rows, tris = self.collider._pairs(x[self.points], move)
-            if len(rows):
-                pi, own = self.points[rows], c[self.collider.triangles[tris]]
+            # the kept candidates where they cover the step's reach (a step shorter than the skin left), else the
+            # broad phase's, without keeping those (a long step's list would slow every later iterate's contact set)
+            y = x[self.points]
+            kept = self._kept_vertex_pairs(y, move)
+            if kept is None:
+                rows, tris = self.collider._pairs(y, move)
+                kept = self.points[rows], tris
+            pi, tris = kept
+            if len(pi):
+                own = c[self.collider.triangles[tris]]
                 toi = self._pt_ccd(x[pi], own[:, 0], own[:, 1], own[:, 2], x[pi] + dx[pi], own[:, 0], own[:, 1], own[:, 2])
                 alpha = min(alpha, CCD_SAFETY * float(toi.min()))
         return alpha
