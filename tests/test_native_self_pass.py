@@ -170,6 +170,32 @@ def test_the_fold_scene_is_the_same_with_the_native_passes_and_never_crosses(lib
         assert_same(v, w)
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_sides_read_at_the_true_start_equal_their_numpy_twin(library, seed):
+    """A step whose start pre-stabilization moved (a third of the particles, some far enough to take an element past
+    its partner): ``SelfPass.true_sides`` (src/self_sides.c) against ``SelfCollision._true_sides``, through the whole
+    response, bit for bit; some pairs take their true side."""
+    x, native, numpy = _pair(seed)
+    rng = np.random.default_rng(seed)
+    x_prev = np.ascontiguousarray(x + rng.normal(scale=0.01, size=x.shape))
+    true_start = x_prev.copy()
+    moved = rng.random(len(x)) < 0.33
+    true_start[moved] += rng.normal(scale=0.06, size=(int(moved.sum()), 3))
+    flips = []
+    true_sides = native.native_pass.true_sides
+    native.native_pass.true_sides = lambda *a: flips.append(true_sides(*a)) or flips[-1]
+    results = []
+    for sc in (native, numpy):
+        y, y_prev = x.copy(), x_prev.copy()
+        corrected = sc.resolve(y, y_prev, true_start.copy())
+        results.append((y, y_prev, corrected, sc.last_candidates))
+    assert flips and flips[0] > 0
+    (y, y_prev, corrected, candidates), (y2, y_prev2, corrected2, candidates2) = results
+    assert candidates == candidates2 and corrected == corrected2
+    assert_same(y, y2)
+    assert_same(y_prev, y_prev2)
+
+
 def test_bad_input_is_refused(library):
     x, native, _ = _pair(1)
     sc = native

@@ -133,6 +133,8 @@ SIGNATURES = {
     "softsim_self_pass_friction": (_I, (_P, _P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _P, _D) + (_P,) * 15),
     # Self-collision's response set-up in one call (src/self_select.c; self_kernels.SelfPass.setup).
     "softsim_self_pass_setup": (_I, (_P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _D) + (_P,) * 19),
+    # The watched pairs' sides at the step's true start (src/self_sides.c; self_kernels.SelfPass.true_sides).
+    "softsim_self_true_sides": (_I, (_P, _P, _I, _P, _P, _I, _P, _P, _I, _P, _P, _D, _P, _P, _P, _P, _P)),
     # The implicit solvers (src/implicit.c): PD's local step of sphere-projected sets and its right-hand side scatter
     # (implicit_kernels.SphereProjection), the 3x3-block matrix-vector product (implicit_kernels.BlockMatrix).
     "softsim_pd_sphere_project": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P)),

@@ -22,7 +22,8 @@ are checked (dtype, contiguity, shape; exclusion keys sorted and within range).
 The Python between those kernels is fused into single calls (``src/self_select.c``; tests/test_native_self_select.py):
 ``SelfSelect.select`` <-> ``SelfBroadPhase._candidates`` (motions, the hold, the filter), ``SelfSelect.witnesses`` <->
 ``ImpactZones._new_crossings`` up to its witnesses, ``SelfPass.setup`` <-> ``SelfCollision._watched`` with ``begin``,
-and ``SelfPass.friction`` (``src/self_pass.c``) <-> ``SelfCollision._friction_of``; bit for bit. The witnesses' exact
+``SelfPass.friction`` (``src/self_pass.c``) <-> ``SelfCollision._friction_of`` and ``SelfPass.true_sides``
+(``src/self_sides.c``) <-> ``SelfCollision._true_sides``; bit for bit. The witnesses' exact
 crossing test: ``SelfCallKernels.new_crossings`` (``src/self_crossings.c``) <-> ``ImpactZones._crossings_in_numpy``, the same
 pairs in the same order (tests/test_native_self_crossings.py).
 
@@ -522,6 +523,8 @@ class SelfPass(_BodyBinding):
         self.counts = (self.n, len(self.triangles), len(self.edges))
         self._elements_p = (pointer(self.triangles), pointer(self.edges))
         self._masks_own_p = (pointer(self.changed), pointer(self.touched_mask))
+        self._moved = np.zeros(n, np.uint8)  # true_sides' scratch: zero between calls
+        self._true_start = _PositionsCheck(n)
         self._capacity = -1
         self._grow(16)
 
@@ -537,6 +540,7 @@ class SelfPass(_BodyBinding):
         self.ok, self.interior = np.zeros(c, bool), np.zeros(c, bool)
         self.work_d, self.flags = np.zeros((c, 6)), np.zeros(c, np.uint8)
         self.recovery = np.zeros(c)
+        self.pick = np.zeros(c, np.int64)  # true_sides' scratch
         # setup's outputs: the kept pairs (vertex-triangle, edge-edge), their per-pair values and results.
         self.kept_v, self.kept_t = np.zeros(c, np.int64), np.zeros(c, np.int64)
         self.kept_a, self.kept_b = np.zeros(c, np.int64), np.zeros(c, np.int64)
@@ -650,6 +654,17 @@ class SelfPass(_BodyBinding):
         self._finish_p = (self._inv_mass_p, self.n, *self._finish_own_p)
         self._results_p = self._results_own_p
         return c
+
+    def true_sides(self, x_prev, true_start, target_value: float) -> int:
+        """``SelfCollision._true_sides`` on this call's pairs (``begin``'s or ``setup``'s, ``src/self_sides.c``, bit for
+        bit): their ``side``, ``approach_target`` and ``target`` read where the step really started, true_start (n, 3)
+        [m], for a start x_prev (n, 3) [m] that pre-stabilization moved; ``target_value`` [m] the target of a pair that
+        takes its true side. Returns how many did."""
+        v, t, a, b = self.pairs
+        return int(self.library.softsim_self_true_sides(
+            self._x_prev(x_prev), self._true_start(true_start), self.n, *self._elements_p, self.k_vt, pointer(v),
+            pointer(t), len(a), pointer(a), pointer(b), float(target_value), pointer(self._moved), pointer(self.pick),
+            pointer(self.side), pointer(self.approach_target), pointer(self.target)))
 
     def run(self, x, thickness: float, tolerance: float, relaxation: float, restrict_violating: bool) -> int:
         """The first half of one pass on x (n, 3) [m], in place (its Gauss-Seidel sweep over colours of the active

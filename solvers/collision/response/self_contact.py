@@ -403,9 +403,8 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                                                 RECOVERY * self.thickness, self.native_select)
             if self.last_candidates == 0:
                 return 0
-            if true_start is not None:
-                v, t, a, b = native.pairs
-                self._true_sides(x_prev, true_start, (v, t), (a, b), native.side, native.approach_target, native.target)
+            if true_start is not None:  # _true_sides' twin
+                native.true_sides(x_prev, true_start, min(self.thickness, RECOVERY * self.thickness))
             self._keep_out_touched = self._bind_keep_out(x, colliders)
             try:
                 _, ever = self._native_passes(x, x_prev, colliders)
@@ -473,8 +472,8 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
     def _true_sides(self, x_prev, true_start, vt, ee, side, approach_target, target) -> None:
         """The watched pairs' sides read where the step really started, in place on side, approach_target and target
-        (c,) (``_watched``'s, or the native set-up's buffers), for a start x_prev (n, 3) [m] that pre-stabilization
-        moved onto collider planes from true_start (n, 3) [m] (``ContactConstraints.stabilize``).
+        (c,) (``_watched``'s), for a start x_prev (n, 3) [m] that pre-stabilization moved onto collider planes from
+        true_start (n, 3) [m] (``ContactConstraints.stabilize``). ``SelfPass.true_sides`` is its native twin.
 
         Only a pair with a particle that moved can differ. Where its side at true_start (its plane distance beyond
         1e-12) is not the one at x_prev, the move took one element past the other: the pair keeps its true side, the

@@ -506,6 +506,14 @@ SOFTSIM_API int64_t softsim_self_pass_setup(const double *x, const double *x_pre
                                             unsigned char *ok, unsigned char *interior, double *side, double *target,
                                             double *approach_target, int64_t *live, double *depth,
                                             unsigned char *ever);
+/* The watched pairs' sides read where the step really started (self_sides.c; SelfCollision._true_sides): in place on
+ * side, approach_target and target (k_vt + k_ee,); moved (n,) zero on entry and on return, pick (k_vt + k_ee,)
+ * scratch; returns how many pairs took their true side. */
+SOFTSIM_API int64_t softsim_self_true_sides(const double *x_prev, const double *true_start, int64_t n,
+                                            const int64_t *triangles, const int64_t *edges, int64_t k_vt,
+                                            const int64_t *v, const int64_t *t, int64_t k_ee, const int64_t *a,
+                                            const int64_t *b, double target_value, unsigned char *moved,
+                                            int64_t *pick, double *side, double *approach_target, double *target);
 /* The fail-safe's new crossings (edge, triangle) that its witnesses can show (self_crossings.c;
  * ImpactZones._crossings_in_numpy): returns their count, writing the first `capacity`. */
 SOFTSIM_API int64_t softsim_self_new_crossings(const double *x, const double *x_start, const int64_t *triangles,
