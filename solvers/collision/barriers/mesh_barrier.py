@@ -20,6 +20,7 @@ self-contact barrier, ``self_barrier.py``). CCD (``max_step``): the largest alph
 """
 import numpy as np
 
+from ...energies.base import PositionCache
 from .log_barrier import CCD_SAFETY, barrier_terms
 from .pair_barrier import PairBarrier, distance_derivatives
 
@@ -50,6 +51,7 @@ class MeshContactBarrier(PairBarrier):
         self.collider_edges = collider.shared.edges
         self.points = np.zeros(0, np.int64) if points is None else np.asarray(points, np.int64)
         self._cached = None
+        self._near_pairs = PositionCache()
         self._vertex_list = None
         """(positions of ``points`` when found (p, 3), point (k,), triangle (k,), the distance they were found within
         [m]): the kept vertex-triangle candidates."""
@@ -101,7 +103,13 @@ class MeshContactBarrier(PairBarrier):
 
     def _near(self, x):
         """The pairs closer than d_hat at x: ((collider corner (k,), body triangle (k,)) and (collider edge (m,),
-        body edge (m,))), filtered on the exact distance (no derivatives), with their distances."""
+        body edge (m,))), filtered on the exact distance (no derivatives), with their distances (shared arrays: read
+        only). Kept for the last x: NEWTON asks at a line search's trial for the energy, then, once it accepts the
+        trial, for the gradient and Hessian at the same positions (the kept lists it reads give the same pairs
+        again)."""
+        return self._near_pairs.get(x, self._near_of)
+
+    def _near_of(self, x):
         (ci, ti), (ei, bi) = self._contacts(x, self.d_hat)
         c = self.collider.vertices
         tri = self.triangles[ti]
