@@ -192,7 +192,7 @@ class NewtonSolver(Solver):
         refined in double, or SuperLU); ``solves.narrow = False`` factorizes every system (the exact path)."""
         self.native = native_library.load(config.compute)
         """The native kernel library when ``config.compute`` allows it and it loaded, else None: with it the contact
-        barriers' distances and PSD projections run in C (``native.ipc_kernels``)."""
+        barriers' distances, CCD and PSD projections run in C (``native.ipc_kernels``)."""
         self.self_contact = []
         """The bodies' barrier between each other and within a cloth with ``use_self_collision``
         (``SelfContactBarrier``), or empty."""

@@ -226,9 +226,9 @@ class NewtonSolves:
         self._scatter = None  # (pattern, ordering, its BandScatter) of solve_blocks
         self.single = single
         """Whether ``solve_blocks`` tries the single-precision factor first (until it once does not suffice), refined
-        to REFINE_TOLERANCE in double precision. NEWTON turns it on: on the 31 x 31 box drape (frames 1-36) a Newton
-        iteration takes 11.0 against 12.1-12.5 ms. Off by default here, for a caller that wants the double factor
-        alone."""
+        to REFINE_TOLERANCE in double precision. NEWTON turns it on: on the 31 x 31 box drape (frames 1-36) factorized on
+        its full band, a Newton iteration took 11.0 against 12.1-12.5 ms. Off by default here, for a caller that wants
+        the double factor alone."""
 
     def __call__(self, A: sp.spmatrix, b: np.ndarray) -> np.ndarray:
         n = A.shape[0]

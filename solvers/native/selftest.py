@@ -734,9 +734,12 @@ def implicit(library) -> str:
 
 
 def ipc(library) -> str:
-    """NEWTON's IPC kernels (src/ipc_distance.c) on random pairs, every distance type among them, and a pair of
-    parallel edges; the PSD projection of random symmetric matrices of each size a barrier hands it."""
-    from ..collision.narrow_phase.primitives import edge_edge_distance_squared, point_triangle_distance_squared
+    """NEWTON's IPC kernels (src/ipc_distance.c, src/ipc_ccd.c) on random pairs, every distance type among them, and
+    a pair of parallel edges: the squared distances with their derivatives, the distances, CCD of random motions; the
+    PSD projection of random symmetric matrices of each size a barrier hands it."""
+    from ..collision.narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
+    from ..collision.narrow_phase.primitives import (edge_edge_distance_squared, point_triangle_distance,
+                                                     point_triangle_distance_squared, segment_distance)
     from ..energies.base import project_psd
     from .ipc_kernels import IPCKernels
 
@@ -750,9 +753,6 @@ def ipc(library) -> str:
             problem = _differs(f"{label} {name}", a, b, max(float(np.abs(b).max()), 1.0))
             if problem:
                 return problem
-    from ..collision.narrow_phase.ccd import edge_edge_ccd, point_triangle_ccd
-    from ..collision.narrow_phase.primitives import point_triangle_distance, segment_distance
-
     for label, native, twin in (("point-triangle distance", kernels.point_triangle_gap, point_triangle_distance),
                                 ("edge-edge distance", kernels.edge_edge_gap, segment_distance)):
         problem = _differs(label, native(*points), twin(*points)[0], 1.0)
