@@ -7,7 +7,7 @@ from ..solvers import native
 
 COMPUTE_ITEMS = [
     ("AUTO", "Auto", "Native kernels (compiled C shipped with the extension) where the library loads and passes its "
-                     "self-test, NumPy otherwise; both give the same results"),
+                     "self-test, NumPy otherwise; both give the same results (Newton's agree to round-off)"),
     ("NUMPY", "NumPy", "Always the NumPy code (the reference the native kernels are tested against); slower"),
 ]
 
