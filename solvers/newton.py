@@ -85,7 +85,7 @@ from .soft_pins import GoalSprings
 from .sewing import seam_edges, seam_force, sewn_positions
 from .model import State, StepStats, measure_stats
 from .native import library as native_library
-from .native.ipc_kernels import use_kernels
+from .native.ipc_kernels import kernels_for, use_kernels
 
 SPRING_K_PER_STIFFNESS = 0.25
 """The course's spring k = stiffness / 4 (see ``SquaredLengthSprings``)."""
@@ -190,9 +190,11 @@ class NewtonSolver(Solver):
         """The solves of the Newton systems (``linalg.direct.NewtonSolves``: conjugate gradients preconditioned with the
         narrow band where the weak couplings widen the band, else banded Cholesky, factorized in single precision and
         refined in double, or SuperLU); ``solves.narrow = False`` factorizes every system (the exact path)."""
-        self.native = native_library.load(config.compute)
-        """The native kernel library when ``config.compute`` allows it and it loaded, else None: with it the contact
-        barriers' distances, CCD and PSD projections run in C (``native.ipc_kernels``)."""
+        self.ipc = kernels_for(native_library.load(config.compute))
+        """The contact barriers' distances, CCD and PSD projections in C (``native.ipc_kernels.IPCKernels``) when
+        ``config.compute`` allows the native library and it loaded, else None (the barriers stay on NumPy). The
+        barriers between bodies and within a cloth take them once here, the colliders' barriers (built every step) in
+        ``step``."""
         self.self_contact = []
         """The bodies' barrier between each other and within a cloth with ``use_self_collision``
         (``SelfContactBarrier``), or empty."""
@@ -206,6 +208,7 @@ class NewtonSolver(Solver):
             seams = seam_edges(model, config)
             if seams.any():  # what touches once the seams are closed is no contact (``sewing.sewn_positions``)
                 self.self_contact[-1].exclude_pairs_at(sewn_positions(model, seams))
+        use_kernels(self.ipc, self.self_contact)
 
     # ------------------------------------------------------------------ the incremental potential
 
@@ -310,7 +313,7 @@ class NewtonSolver(Solver):
         x[~self.free] = x_tilde[~self.free]  # Dirichlet: pinned particles on their targets
         h2 = dt * dt
         posed = self._barriers(ends)
-        use_kernels(self.native, [b for b, _ in posed] + self.self_contact)
+        use_kernels(self.ipc, [b for b, _ in posed])
         frictions = self._frictions(colliders, posed, x_start, dt)
         for barrier in self.self_contact:  # between bodies solved as one system
             friction = barrier.lagged_friction(x_start, BODY_FRICTION, FRICTION_SLIP_SPEED * dt)

@@ -29,7 +29,7 @@ from solvers.collision.narrow_phase.primitives import (
     EDGE_EDGE_TYPES, POINT_TRIANGLE_TYPES, edge_edge_distance_squared, edge_edge_distance_type,
     point_triangle_distance, point_triangle_distance_squared, point_triangle_distance_type, segment_distance)
 from solvers.energies.base import project_psd
-from solvers.native.ipc_kernels import IPCKernels, use_kernels
+from solvers.native.ipc_kernels import IPCKernels, kernels_for, use_kernels
 from test_mesh_collider import box
 
 TOLERANCE = 1e-12
@@ -196,7 +196,7 @@ def test_the_mesh_collider_barrier_with_the_kernels_equals_its_numpy_self():
         barrier = MeshContactBarrier(collider, model.triangle_indices, model.edge_indices, 10.0, 0.01,
                                      points=np.arange(model.particle_count))
         if native:
-            use_kernels(native_library(), [barrier])
+            use_kernels(kernels_for(native_library()), [barrier])
         pair.append(barrier)
     (ci, _, _), (ei, _, _), (pi, _, _) = pair[1]._near(x)
     assert len(ci) and len(ei) and len(pi)
@@ -213,7 +213,7 @@ def test_the_self_contact_barrier_with_the_kernels_equals_its_numpy_self():
     x[fold, 0] = -x[fold, 0]
     x[fold, 2] = 0.002 + 0.006 * (x[fold, 0] + 0.5)
     barriers = [SelfContactBarrier(model.triangle_indices, model.rest_positions, 10.0, 0.01) for _ in range(2)]
-    use_kernels(native_library(), barriers[:1])
+    use_kernels(kernels_for(native_library()), barriers[:1])
     assert barriers[0]._pt != barriers[1]._pt
     _same_barrier(barriers[0], barriers[1], x)
 
@@ -230,7 +230,7 @@ def test_newton_on_the_box_runs_native_as_it_runs_on_numpy():
     for compute in ("AUTO", "NUMPY"):
         solver = make_solver(model, SolverConfig(solver="NEWTON", compute=compute))
         if compute == "AUTO":
-            assert solver.native is not None
+            assert solver.ipc is not None
         colliders = [MeshCollider(vertices, triangles, thickness=0.01, friction=0.3),
                      GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01)]
         state = State.at_rest(model)

@@ -13,7 +13,7 @@ NumPy twin to round-off (not bit for bit: the twins reduce through NumPy, BLAS a
 
 The barriers of ``collision.barriers`` call these through their ``_pt``, ``_ee``, ``_psd``, ``_pt_gap``, ``_ee_gap``,
 ``_pt_ccd`` and ``_ee_ccd`` attributes, which NEWTON points here when ``config.compute`` allows the library and the
-``ipc`` family passed its self-test (``use_kernels``). Every call checks the arrays it is handed (float64,
+``ipc`` family passed its self-test (``kernels_for``, ``use_kernels``). Every call checks the arrays it is handed (float64,
 C-contiguous, (k, 3) alike; the matrices (k, d, d)) and raises ValueError naming the one that is not; outputs are
 fresh arrays.
 """
@@ -105,12 +105,19 @@ class IPCKernels:
         return out
 
 
-def use_kernels(library, barriers) -> None:
-    """Point the ``_pt``, ``_ee`` and ``_psd`` of every barrier among ``barriers`` that has them at the native
-    kernels of ``library`` (None, or a family that failed its self-test: they stay on NumPy)."""
+def kernels_for(library):
+    """The ``ipc`` family's kernels of ``library`` (``IPCKernels``), or None where there is no library or the family
+    failed its self-test (the barriers then stay on NumPy)."""
     if library is None or not library.ready("ipc"):
+        return None
+    return IPCKernels(library)
+
+
+def use_kernels(kernels, barriers) -> None:
+    """Point the ``_pt``, ``_ee``, ``_psd`` and, where a barrier has them, ``_pt_gap``, ``_ee_gap``, ``_pt_ccd`` and
+    ``_ee_ccd`` of every barrier among ``barriers`` at ``kernels`` (``kernels_for``; None leaves them on NumPy)."""
+    if kernels is None:
         return
-    kernels = IPCKernels(library)
     for barrier in barriers:
         if hasattr(barrier, "_psd"):
             barrier._pt, barrier._ee, barrier._psd = kernels.point_triangle, kernels.edge_edge, kernels.project_psd
