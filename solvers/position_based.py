@@ -311,52 +311,33 @@ class PositionBasedSolver(ProjectedContactSolver):
         after its end-of-step push (``ClothFrame.hand_over``): its self-collision (``resolve_self_collision``, with the
         start from before pre-stabilization), velocity update, pins and state check run here, as in
         ``_native_contact_step``."""
+        steps = self.native_frame_steps(run, dt, colliders)
+        if steps is None:
+            return False
+        steps.advance(run.substeps)
+        return True
+
+    def native_frame_steps(self, run, dt: float, colliders=()):
+        """``native_frame`` in pieces: the frame set up in C (``ClothFrame.prepare``) and returned as a
+        ``NativeFrameSteps`` whose ``advance(k)`` runs its substeps up to k, so that bodies stepping in lockstep
+        (``scene.advance_scene_frame``) take one C call a substep each; None (nothing done) for what that call does not
+        cover (``native_frame`` lists it)."""
         frame = self._cloth_frame()
         if frame is None or not frame_supports(colliders, self.native):
-            return False
+            return None
         if self.self_collision is not None:  # its queries of mesh colliders, as ``step`` attaches them
             self.attach_native_queries(colliders)
         wind = run.substep_winds() if frame.air is not None else None
         fields = run.substep_fields() if wind is None else None  # any other fields: their table a substep
-        from .frame import check_finite
-
         K, state, config = run.substeps, run.state, self.config
         posed = [[c.over((k - 1) / K, k / K) for c in colliders] for k in range(1, K + 1)]
         damping = np.exp(-config.damping * dt) if config.damping > 0.0 else None
         if frame.air is not None and frame.air is not getattr(run.loads, "native", None):
-            return False
+            return None
         frame.prepare(state.x, state.v, dt, K, config.iterations, self.compliant, config.jacobi_relaxation, damping,
                       config.max_speed, self._gravity, run.start, run.end, posed, self.model.triangle_indices, wind,
                       fields)
-        first = 1
-        while first <= K:
-            done, status, _ = frame.run(first, K)
-            self._steps += done
-            if status in (1, 4):  # substep first + done, up to its end-of-step push (1: to be walked in sweeps)
-                k = first + done
-                self._steps += 1
-                if status == 1:
-                    self._finish_in_sweeps(state.x, posed[k - 1])
-                self.resolve_self_collision(state.x, self.native_contacts.x_prev, posed[k - 1],
-                                            frame.start_before_stabilizing())
-                self.native_contacts.velocity(state.x, state.v, dt, damping)
-                state.x[run.pinned] = frame.pin_to
-                if frame.state_fails():  # the check in C; check_finite raises its error
-                    check_finite(state, config.max_speed)
-                first = k + 1
-            else:
-                if status == 2:
-                    check_finite(state, config.max_speed)  # raises the error of the NumPy path
-                first += done
-        # The last step's stats, measured as ``step`` does: before the pins are put exactly on their targets (the
-        # prediction x_prev + dt (pin_to - x_prev) / dt, which nothing in the step moves).
-        x = state.x
-        if len(run.pinned):
-            x = x.copy()
-            before = self.native_contacts.x_prev[run.pinned]
-            x[run.pinned] = before + dt * ((frame.pin_to - before) / dt)
-        run.stats = measure_stats(self.model, x, iterations=config.iterations)
-        return True
+        return NativeFrameSteps(self, run, frame, posed, dt, damping)
 
     def _cloth_frame(self):
         """The ``ClothFrame`` of this solver (built on first use), or None when its sets and settings are more than
@@ -479,6 +460,62 @@ class PositionBasedSolver(ProjectedContactSolver):
             lam += dlam * scale.reshape(scale.shape + (1,) * (dlam.ndim - 1))  # (m,) or (m, 3) multipliers
         else:
             x += (sweep.scatter @ dx.reshape(-1, 3)) / np.maximum(relaxation + sweep.count, 1e-12)[:, None]
+
+
+class NativeFrameSteps:
+    """A frame of ``PositionBasedSolver.native_frame`` set up in C and run in pieces (``native_frame_steps``):
+    ``advance(k)`` runs the substeps after the last one run up to substep k; once substep K (``run.substeps``) is done,
+    the frame's stats are in ``run.stats``. Between two pieces the caller may move the state's x and v in place (the
+    contact between bodies of ``scene.advance_scene_frame`` does), as it could between two substeps of
+    ``FrameRun.posed_substep``."""
+
+    def __init__(self, solver, run, frame, posed, dt: float, damping):
+        self.solver, self.run, self.frame, self.posed = solver, run, frame, posed
+        self.dt, self.damping = dt, damping
+        self.done = 0
+        """Substeps run so far."""
+
+    def advance(self, last: int) -> None:
+        """Run substeps done + 1 .. last (at most ``run.substeps``); raises ``frame.SimulationDiverged`` as
+        ``check_finite`` does."""
+        from .frame import check_finite
+
+        solver, frame, run, dt = self.solver, self.frame, self.run, self.dt
+        state, config = run.state, solver.config
+        first = self.done + 1
+        while first <= last:
+            done, status, _ = frame.run(first, last)
+            solver._steps += done
+            if status in (1, 4):  # substep first + done, up to its end-of-step push (1: to be walked in sweeps)
+                k = first + done
+                solver._steps += 1
+                if status == 1:
+                    solver._finish_in_sweeps(state.x, self.posed[k - 1])
+                solver.resolve_self_collision(state.x, solver.native_contacts.x_prev, self.posed[k - 1],
+                                              frame.start_before_stabilizing())
+                solver.native_contacts.velocity(state.x, state.v, dt, self.damping)
+                state.x[run.pinned] = frame.pin_to
+                if frame.state_fails():  # the check in C; check_finite raises its error
+                    check_finite(state, config.max_speed)
+                first = k + 1
+            else:
+                if status == 2:
+                    check_finite(state, config.max_speed)  # raises the error of the NumPy path
+                first += done
+        self.done = max(self.done, last)
+        if self.done == run.substeps:
+            self._measure()
+
+    def _measure(self) -> None:
+        """The last step's stats into ``run.stats``, measured as ``step`` does: before the pins are put exactly on
+        their targets (the prediction x_prev + dt (pin_to - x_prev) / dt, which nothing in the step moves)."""
+        run, dt, frame = self.run, self.dt, self.frame
+        x = run.state.x
+        if len(run.pinned):
+            x = x.copy()
+            before = self.solver.native_contacts.x_prev[run.pinned]
+            x[run.pinned] = before + dt * ((frame.pin_to - before) / dt)
+        run.stats = measure_stats(self.solver.model, x, iterations=self.solver.config.iterations)
 
 
 # --- Per-vertex bending map and soft pins (solvers/material.py, solvers/soft_pins.py) ---

@@ -217,17 +217,27 @@ def _advance_lockstep(scene: Scene, frame_dt: float, per_body, pins, moved, load
         _naming(scene.lockstep[0], runs[0].run, dt, own[0])
         return [runs[0].finish()]
     every = _distinct([c for cs in own for c in cs])
+    # A body whose frame the native library covers takes each substep as one C call (``native_frame_steps``: the
+    # substeps of ``posed_substep``, bit for bit), the others step here.
+    native = []
+    for i, run, cs in zip(scene.lockstep, runs, own):
+        steps = getattr(run.solver, "native_frame_steps", None)
+        native.append(None if steps is None else _naming(i, steps, run, dt, cs))
     for k in range(1, K + 1):
         t0, t1 = (k - 1) / K, k / K
         posed = {id(c): c.over(t0, t1) for c in every}  # each collider posed once per substep, shared by the bodies
         starts = []
-        for i, run, cs in zip(scene.lockstep, runs, own):
+        for i, run, cs, steps in zip(scene.lockstep, runs, own, native):
             if i in loads:
                 run.state.v += dt * loads[i] * run.solver.model.inv_mass[:, None]
             starts.append(run.state.x.copy())
-            _naming(i, run.posed_substep, k, dt, [posed[id(c)] for c in cs])
-        if scene.contact is not None:
-            xs = [b.state.x for b in bodies]
+            if steps is not None:
+                _naming(i, steps.advance, k)
+            else:
+                _naming(i, run.posed_substep, k, dt, [posed[id(c)] for c in cs])
+        xs = [b.state.x for b in bodies]
+        # Bodies kept out of each other's reach over the substep: nothing to resolve (each checked its state already).
+        if scene.contact is not None and not scene.contact.apart(xs, starts):
             before = [x.copy() for x in xs]
             prev_before = [s.copy() for s in starts]
             scene.contact.resolve(xs, starts, list(posed.values()))

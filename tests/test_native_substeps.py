@@ -367,3 +367,43 @@ def test_a_diverging_frame_raises_as_numpy_does(library):
         messages.append(str(error.value))
     assert_same(states[0], states[1])
     assert messages[0] == messages[1]
+
+
+def _lockstep_scene(compute):
+    """Three XPBD cloths in one scene: a pinned one whose pins a rig moves, a second dropped onto it over the sphere
+    (self-collision on: the scene's contact keeps its pairs), a third far aside; air on, the sphere moving."""
+    bodies = []
+    for k, (height, shift) in enumerate(((1.0, 0.0), (1.3, 0.0), (1.0, 8.0))):
+        V, E, T = grid_cloth(10, 2.0, height)
+        V[:, 0] += shift
+        pinned = np.zeros(len(V), bool)
+        if k == 0:
+            pinned[[0, 9]] = True
+        config = SolverConfig(solver="XPBD", substeps=12, iterations=1, tether_stretch=0.01, air_drag=1.0,
+                              compute=compute, use_self_collision=k == 1)
+        bodies.append((build_model(V, E, T, pinned=pinned, total_mass=0.5), config))
+    return Scene(bodies)
+
+
+def test_bodies_in_lockstep_take_one_frame_call_a_substep_each(library, monkeypatch):
+    """Bodies stepping in lockstep take each substep as one C call of their frame (``native_frame_steps``), never
+    the per-substep path, with the same positions and velocities as the NumPy path bit for bit: bodies meeting (the
+    contact moves them between two calls), a body apart, pins moving, a moving sphere, air."""
+    results = {}
+    for compute in ("NUMPY", "AUTO"):
+        scene = _lockstep_scene(compute)
+        if compute == "AUTO":
+            def refused(*args, **kwargs):
+                raise AssertionError("a body covered by the frame call stepped substep by substep")
+
+            monkeypatch.setattr(FrameRun, "posed_substep", refused)
+        for f in range(8):
+            sphere = Sphere(np.array([0.0, 0.0, 0.2 - 0.02 * f]), 0.5, friction=0.2)
+            targets = [scene.bodies[0].model.rest_positions + [0.0, 0.01 * (f + 1), 0.0], None, None]
+            advance_scene_frame(scene, 1.0 / 24.0, [sphere], targets)
+        monkeypatch.undo()
+        results[compute] = [(b.state.x.copy(), b.state.v.copy()) for b in scene.bodies]
+        assert scene.touched == {0, 1}  # the first two met, the third stayed apart
+    for (x, v), (x_ref, v_ref) in zip(results["AUTO"], results["NUMPY"]):
+        assert_same(x, x_ref)
+        assert_same(v, v_ref)

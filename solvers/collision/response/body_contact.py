@@ -83,6 +83,8 @@ class BodyContact:
         self.taken = []
         """(solver, its own self-collision) of the bodies whose self-collision this contact took over (``release``)."""
         self.particles, triangles, bodies_of, self_on = [], [], [], []
+        self.whole = []
+        """Per body, whether every particle is on the surface (``particles`` is then every index, in order)."""
         rest, inv_mass, pad2 = [], [], []
         offset = 0
         for b, (model, _config, solver) in enumerate(bodies):
@@ -91,6 +93,7 @@ class BodyContact:
             local = np.full(model.particle_count, -1, np.int64)
             local[used] = np.arange(len(used))
             self.particles.append(used)
+            self.whole.append(len(used) == model.particle_count)  # every particle on the surface (a cloth's)
             triangles.append(local[tris] + offset)
             bodies_of.append(np.full(len(used), b))
             own = getattr(solver, "self_collision", None) is not None
@@ -104,6 +107,10 @@ class BodyContact:
             pad2.append(pad[used] if pad is not None else np.zeros(len(used)))
             offset += len(used)
         self.bodies = bodies
+        sizes = np.array([len(p) for p in self.particles])
+        self.box_starts = (np.cumsum(sizes) - sizes)[sizes > 0]
+        """The first row of each body with a surface in the bodies' surface particles one after the other (``apart``:
+        a body without surface meets none)."""
         self.self_on = np.array(self_on, bool)
         self.thickness = max(float(config.thickness) for _, config, _ in bodies)
         surface = _Surface(np.concatenate(rest), np.concatenate(inv_mass), np.concatenate(triangles))
@@ -122,30 +129,34 @@ class BodyContact:
             solver.self_collision = own
         self.taken = []
 
-    def _apart(self, x, x_prev) -> bool:
-        """Whether no two bodies came within thickness of each other over the step: the boxes around each body's
-        surface at x and x_prev (so around its motion in the step, a straight line per particle) grown by thickness / 2
-        overlap for no pair. Then no pair is near and none went through the other, and the response has nothing to do:
-        bodies apart cost a box per body, not a broad phase."""
-        sizes = np.array([len(p) for p in self.particles])
-        starts = (np.cumsum(sizes) - sizes)[sizes > 0]  # each body's rows are contiguous; a body without surface meets none
-        count = len(starts)
-        if count < 2:
+    def apart(self, xs, x_prevs) -> bool:
+        """Whether ``resolve`` has nothing to do for the bodies at ``xs`` after a step from ``x_prevs`` (each (n_b, 3)
+        [m] per body): no body's own pairs are kept here and no two bodies came within thickness of each other over
+        the step. The test: the boxes around each body's surface at x and x_prev (so around its motion in the step, a
+        straight line per particle) grown by thickness / 2 overlap for no pair; then no pair is near and none went
+        through the other. Bodies apart cost a box per body, not a broad phase."""
+        if self.self_on.any():
+            return False
+        starts = self.box_starts
+        if len(starts) < 2:
             return True
+        x = np.concatenate([xb if whole else xb[p] for xb, p, whole in zip(xs, self.particles, self.whole)])
+        x_prev = np.concatenate([xb if whole else xb[p] for xb, p, whole in zip(x_prevs, self.particles, self.whole)])
+        # reduceat: a body's box in one call for all (an axis-0 min of an (n, 3) array is several times slower)
         lo = np.minimum(np.minimum.reduceat(x, starts), np.minimum.reduceat(x_prev, starts)) - 0.5 * self.thickness
         hi = np.maximum(np.maximum.reduceat(x, starts), np.maximum.reduceat(x_prev, starts)) + 0.5 * self.thickness
         overlap = np.all((lo[:, None] <= hi[None]) & (lo[None] <= hi[:, None]), axis=2)
-        return not np.any(overlap[np.triu_indices(count, 1)])
+        return not np.triu(overlap, 1).any()
 
     def resolve(self, xs, x_prevs, colliders=()) -> int:
         """Push the bodies apart, in place on every ``xs[b]`` (n_b, 3) [m] and ``x_prevs[b]`` (their positions at the
         step's start; the velocity-free part of the response is added to them, as ``SelfCollision.resolve`` does).
         colliders: every collider of the step (particles resting on one weigh more, none is pushed deep into one).
         Returns the pairs corrected."""
+        if self.apart(xs, x_prevs):
+            return 0
         x = np.concatenate([xb[p] for xb, p in zip(xs, self.particles)])
         x_prev = np.concatenate([xb[p] for xb, p in zip(x_prevs, self.particles)])
-        if not self.self_on.any() and self._apart(x, x_prev):
-            return 0
         corrected = self.contact.resolve_beside_colliders(x, x_prev, colliders)
         start = 0
         for b, p in enumerate(self.particles):
