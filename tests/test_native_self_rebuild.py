@@ -180,3 +180,45 @@ def test_bad_input_is_refused(library):
         query.vertex_triangle(x, 0.01, skins[0], skins[1], np.array([-1], np.int64))  # key out of range
     with pytest.raises(ValueError):
         SelfPairQuery(library, np.array([[0, 1, len(x)]], np.int64), np.ascontiguousarray(sc.edges), len(x))
+
+
+def test_bodies_on_one_surface_list_and_grow_the_pairs_of_their_numpy_twin(library):
+    """Two crumpled sheets on one shared surface, as ``BodyContact`` builds it (``body`` per particle, the first
+    body's own pairs kept, the second's not): the native query lists every body's own pairs and the broad phase drops
+    those the filter does not keep, so the lists it builds and grows are the NumPy twin's, pair for pair."""
+    _, vertices, _ = _sheet(n=12)
+    n = len(vertices)
+    V, E, T = grid_cloth(12, 2.0, diagonals=False)
+    model = build_model(np.vstack([V, V + [3.0, 0.0, 0.0]]), np.vstack([E, E + n]), np.vstack([T, T + n]),
+                        total_mass=1.0)
+    x = np.ascontiguousarray(np.vstack([_crumpled(vertices, 5), _crumpled(vertices, 6) + [0.02, 0.0, 0.0]]))
+    twins = []
+    for compute in ("NUMPY", "AUTO"):
+        sc = SelfCollision(model, 0.02, compute=compute)
+        sc.body, sc.self_bodies = np.repeat([0, 1], n), np.array([True, False])
+        twins.append(sc)
+    numpy_twin, native = twins
+    assert native.native_pairs is not None and numpy_twin.native_pairs is None
+    rng = np.random.default_rng(4)
+    skins = _skins(numpy_twin, rng.uniform(0.0, 0.01, len(x)))
+    vt, ee = numpy_twin._query(x, numpy_twin.thickness, skins)
+    got_vt, got_ee = native._query(x, native.thickness, skins)
+    _assert_same_pairs(vt, got_vt, len(numpy_twin.triangles))
+    _assert_same_pairs(ee, got_ee, len(numpy_twin.edges))
+    first_body = numpy_twin.body[numpy_twin.triangles[vt[1], 0]]
+    assert np.any((numpy_twin.body[vt[0]] == 0) & (first_body == 0))  # the first body's own pairs listed
+    assert np.any(numpy_twin.body[vt[0]] != first_body)  # pairs between the bodies listed
+    assert not np.any((numpy_twin.body[vt[0]] == 1) & (first_body == 1))  # the second body's own pairs left out
+    # A growth: a particle outran its skin; both twins grow the same elements by the same pairs.
+    motion = np.zeros(len(x))
+    motion[rng.choice(len(x), 1)] = 0.05
+    for sc in twins:
+        sc._list = None
+        sc._build(x, sc._skin_for(np.zeros(len(x))))
+        listed = len(sc._list["dist"])
+        assert sc._grow(np.zeros(len(x)), motion)
+        assert len(sc._list["dist"]) > listed  # it found new pairs
+    for part in ("vt", "ee"):
+        for a, b in zip(numpy_twin._list[part], native._list[part]):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(native._list["dist"], numpy_twin._list["dist"], rtol=1e-14, atol=0.0)

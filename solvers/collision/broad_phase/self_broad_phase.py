@@ -71,8 +71,9 @@ class SelfBroadPhase:
     """Per-particle body ids (n,) int when the surface is shared by several bodies (``body_contact.BodyContact``), or
     None: one body, every pair kept."""
     native_pairs = None
-    """``solvers.native.self_kernels.SelfPairQuery`` of the body when the native library loaded (``_query`` then runs
-    in C for a single body), else None."""
+    """``solvers.native.self_kernels.SelfPairQuery`` of the body when the native library loaded (``_query`` and
+    ``_grow``'s queries then run in C; with ``body``, ``_kept_between`` drops the pairs the filter does not keep),
+    else None."""
     native_check = None
     """``solvers.native.self_kernels.SelfCallKernels`` of the body when the native library loaded (``_boxes`` and the
     filter of ``_candidates`` then run in C, bit for bit), else None."""
@@ -99,6 +100,17 @@ class SelfBroadPhase:
         kept = np.flatnonzero(keep)  # the exclusion search on the pairs left only (it is the costly test)
         keep[kept] = _drop(self.excluded_vt, v[kept], t[kept], len(tri))
         return keep
+
+    def _kept_between(self, vt, ee):
+        """The native query's pairs vt = (v, t, d) and ee = (e1, e2, d) without those ``_between`` does not keep (with
+        ``body``; the C query knows no bodies and lists every body's own pairs too): the pairs the NumPy query keeps,
+        in the same order."""
+        if self.body is None:
+            return vt, ee
+        (v, t, d_vt), (e1, e2, d_ee) = vt, ee
+        keep_vt = self._between(v, self.triangles[t, 0])
+        keep_ee = self._between(self.edges[e1, 0], self.edges[e2, 0])
+        return (v[keep_vt], t[keep_vt], d_vt[keep_vt]), (e1[keep_ee], e2[keep_ee], d_ee[keep_ee])
 
     def _admissible_ee(self, e1, e2):
         """Mask (k,) of the edge-edge pairs (e1, e2) that may be listed: no shared vertex, kept by ``_between``, not
@@ -132,14 +144,14 @@ class SelfBroadPhase:
         if skins is None:
             skins = (np.zeros(len(x)), np.zeros(len(tri)), np.zeros(len(self.edges)))
         s_v, s_t, s_e = skins
-        if self.native_pairs is not None and self.body is None:
+        if self.native_pairs is not None:
             # The native twin (solvers/native/src/self_collision.c): the same pair sets from a hash grid of boxes.
             # Both builds at once (their prepare steps overlap on several threads).
             native = self.native_pairs
             if len(self.edges) < 2:
                 vt = native.vertex_triangle(x, reach, s_v, s_t, self.excluded_vt)
-                return vt, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-            return native.pairs(x, reach, s_v, s_t, self.excluded_vt, s_e, self.excluded_ee)
+                return self._kept_between(vt, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)))
+            return self._kept_between(*native.pairs(x, reach, s_v, s_t, self.excluded_vt, s_e, self.excluded_ee))
         centroid, radius, mid, half = self._spheres(x)
         # Large elements (stretched, or a mesh of mixed sizes, or fast ones with a large skin) would widen every query
         # to their size: elements are joined in classes of size, each pair of classes within its own largest sizes.
@@ -243,13 +255,13 @@ class SelfBroadPhase:
                 return False
         s_v2, s_t2, s_e2 = new
         x0 = self._list["x"]
-        if self.native_pairs is not None and self.body is None:
+        if self.native_pairs is not None:
             # The native twin (src/self_collision.c): the same pair sets from the hash grid of the lists' build.
             # Both kinds at once (side by side on several threads).
             native, keys = self.native_pairs, self._list["keys"]
             vt, ee = native.grow(x0, self.thickness, new, self.excluded_vt, self.excluded_ee, keys[0], keys[1], vo, to,
                                  eo)
-            self._add_grown(x0, vt, ee, new)
+            self._add_grown(x0, *self._kept_between(vt, ee), new)
             return True
         # The spheres and k-d trees at the build's positions serve every growth until the next build.
         cache = self._list.setdefault("cache", {})
