@@ -172,3 +172,28 @@ def test_a_matrix_too_ill_conditioned_for_single_precision_is_solved_in_double()
     x = solves.solve_blocks(pattern, data, None, b)
     assert solves.method == "banded Cholesky" and not solves.single
     np.testing.assert_allclose(A @ x, b, atol=1e-6 * np.abs(b).max())
+
+
+def test_the_band_test_of_contact_blocks_is_the_maps():
+    """``BandScatter.leaves_band`` (the check before the band is filled) says a block leaves the band exactly where
+    mapping it (``_map``) raises BandTooWide, for blocks near and far from the diagonal of the ordering."""
+    from solvers.linalg.direct import BandScatter, BandTooWide
+
+    pattern, data, _ = grid_blocks(12)
+    solves = NewtonSolves()
+    solves.solve_blocks(pattern, data, None, np.ones(3 * pattern.free_count))
+    _, ordering, bandwidth = solves.plan
+    scatter = BandScatter(pattern.block_rows, pattern.block_cols, ordering, bandwidth)
+    rng = np.random.default_rng(8)
+    outcomes = set()
+    for _ in range(200):
+        rows = rng.integers(0, pattern.free_count, 2)
+        cols = np.clip(rows + rng.integers(-12, 13, 2), 0, pattern.free_count - 1)
+        try:
+            scatter._map(rows, cols)
+            mapped = True
+        except BandTooWide:
+            mapped = False
+        assert scatter.leaves_band(rows, cols) == (not mapped)
+        outcomes.add(mapped)
+    assert outcomes == {True, False}

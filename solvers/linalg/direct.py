@@ -416,6 +416,9 @@ class BandScatter:
         self.ordering = np.asarray(ordering, np.int64)
         self.inverse = np.empty(n, np.int64)
         self.inverse[self.ordering] = np.arange(n)
+        rows = self.inverse.reshape(-1, 3)
+        self.block_first, self.block_last = rows.min(axis=1), rows.max(axis=1)
+        """Per block row: the first and the last position of its three scalar rows in P A P^T (``leaves_band``)."""
         self.entries, self.positions = self._map(np.asarray(block_rows, np.int64), np.asarray(block_cols, np.int64))
         self.fortran_positions = self.fortran(self.positions)
         """``positions`` in ab's Fortran order (column j of the band contiguous, as LAPACK reads it): a C-ordered ab is
@@ -431,6 +434,13 @@ class BandScatter:
         columns = np.zeros((self.n, self.bandwidth + 1), dtype)
         return columns.T, columns.reshape(-1)
 
+    def leaves_band(self, block_rows, block_cols) -> bool:
+        """Whether a block (r, c) of these leaves the band: _map's test without the map (its farthest entry at or
+        above the diagonal is row first[r], column last[c])."""
+        if len(block_rows) == 0:
+            return False
+        return bool(np.max(self.block_last[block_cols] - self.block_first[block_rows]) > self.bandwidth)
+
     def _map(self, block_rows, block_cols):
         local = np.arange(3)
         i = self.inverse[((3 * block_rows)[:, None, None] + local[None, :, None] + 0 * local[None, None, :]).ravel()]
@@ -445,12 +455,18 @@ class BandScatter:
         """ab (bandwidth + 1, n) of ``dtype`` from block data (block_count, 3, 3) plus ``contact`` = (rows, cols,
         blocks): further blocks at reduced block rows and columns (c,), (c,), (c, 3, 3), or None. Raises BandTooWide
         where a contact block leaves the band."""
+        extra = None
+        if contact is not None and len(contact[0]):  # first: a contact block out of the band spares the fill
+            rows, cols, blocks = contact
+            rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+            if self.leaves_band(rows, cols):
+                raise BandTooWide(f"a block leaves the band of half-width {self.bandwidth}")
+            entries, positions = self._map(rows, cols)
+            extra = (self.fortran(positions), blocks.reshape(-1)[entries])
         ab, flat = self.empty_band(dtype)
         flat[self.fortran_positions] = data.reshape(-1)[self.entries]
-        if contact is not None and len(contact[0]):
-            rows, cols, blocks = contact
-            entries, positions = self._map(np.asarray(rows, np.int64), np.asarray(cols, np.int64))
-            np.add.at(flat, self.fortran(positions), blocks.reshape(-1)[entries])
+        if extra is not None:
+            np.add.at(flat, *extra)
         return ab
 
     def solve(self, factor, b, single):
