@@ -387,11 +387,14 @@ def _lockstep_scene(compute):
 
 def test_bodies_in_lockstep_take_one_frame_call_a_substep_each(library, monkeypatch):
     """Bodies stepping in lockstep take each substep as one C call of their frame (``native_frame_steps``), never
-    the per-substep path, with the same positions and velocities as the NumPy path bit for bit: bodies meeting (the
-    contact moves them between two calls), a body apart, pins moving, a moving sphere, air."""
+    the per-substep path, with the same positions and velocities as the NumPy path (NumPy contact between them too)
+    bit for bit: bodies meeting (the contact moves them between two calls), a body apart, pins moving, a moving
+    sphere, air."""
     results = {}
     for compute in ("NUMPY", "AUTO"):
         scene = _lockstep_scene(compute)
+        # The contact between them runs the kernels the bodies ask for.
+        assert (scene.contact.contact.native_pairs is None) == (compute == "NUMPY")
         if compute == "AUTO":
             def refused(*args, **kwargs):
                 raise AssertionError("a body covered by the frame call stepped substep by substep")

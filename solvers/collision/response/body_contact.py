@@ -114,7 +114,9 @@ class BodyContact:
         self.self_on = np.array(self_on, bool)
         self.thickness = max(float(config.thickness) for _, config, _ in bodies)
         surface = _Surface(np.concatenate(rest), np.concatenate(inv_mass), np.concatenate(triangles))
-        self.contact = SelfCollision(surface, self.thickness, DEFAULT_FRICTION)
+        # The kernels the bodies were set to run: NumPy when every body asks for it (the add-on's preference sets all).
+        compute = "NUMPY" if all(getattr(config, "compute", "AUTO") == "NUMPY" for _, config, _ in bodies) else "AUTO"
+        self.contact = SelfCollision(surface, self.thickness, DEFAULT_FRICTION, compute=compute)
         self.contact.pad2 = np.concatenate(pad2)
         body = np.concatenate(bodies_of)
         # Müller's rule (pairs closer than thickness at rest are neighbours, left alone) holds between bodies too: the
