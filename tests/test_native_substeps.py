@@ -385,11 +385,16 @@ def _lockstep_scene(compute):
     return Scene(bodies)
 
 
-def test_bodies_in_lockstep_take_one_frame_call_a_substep_each(library, monkeypatch):
+@pytest.mark.parametrize("collider", ["sphere", "box"])
+def test_bodies_in_lockstep_take_one_frame_call_a_substep_each(library, monkeypatch, collider):
     """Bodies stepping in lockstep take each substep as one C call of their frame (``native_frame_steps``), never
     the per-substep path, with the same positions and velocities as the NumPy path (NumPy contact between them too)
-    bit for bit: bodies meeting (the contact moves them between two calls), a body apart, pins moving, a moving
-    sphere, air."""
+    bit for bit: bodies meeting (the contact moves them between two calls), a body apart, pins moving, air, and a
+    moving collider they share: a sphere, or a box mesh (each body's kept planes and face pairs of it its own)."""
+    from scenario_scenes import box_mesh
+    from solvers.collision.colliders.mesh_collider import MeshCollider
+
+    corners, triangles = box_mesh(1.0, 1.0, 0.4)
     results = {}
     for compute in ("NUMPY", "AUTO"):
         scene = _lockstep_scene(compute)
@@ -401,9 +406,13 @@ def test_bodies_in_lockstep_take_one_frame_call_a_substep_each(library, monkeypa
 
             monkeypatch.setattr(FrameRun, "posed_substep", refused)
         for f in range(8):
-            sphere = Sphere(np.array([0.0, 0.0, 0.2 - 0.02 * f]), 0.5, friction=0.2)
+            if collider == "sphere":
+                shape = Sphere(np.array([0.0, 0.0, 0.2 - 0.02 * f]), 0.5, friction=0.2)
+            else:
+                # its top at 0.75 m, sliding under the first cloth as it lands (it hangs to 0.66 m around it)
+                shape = MeshCollider(corners + [-0.5 + 0.02 * f, -0.5, 0.35], triangles, 0.01, 0.2, "box")
             targets = [scene.bodies[0].model.rest_positions + [0.0, 0.01 * (f + 1), 0.0], None, None]
-            advance_scene_frame(scene, 1.0 / 24.0, [sphere], targets)
+            advance_scene_frame(scene, 1.0 / 24.0, [shape], targets)
         monkeypatch.undo()
         results[compute] = [(b.state.x.copy(), b.state.v.copy()) for b in scene.bodies]
         assert scene.touched == {0, 1}  # the first two met, the third stayed apart
