@@ -223,9 +223,10 @@ def test_a_folded_cloth_laid_within_the_grounds_thickness_keeps_its_layers_in_or
     for frame in range(12):
         advance_frame(body, state, 1.0 / FPS, body.config.substeps, ground)
         assert count_self_intersections(state.x, model.triangle_indices) == 0, f"frame {frame + 1}"
-        # It settles at 2 cm, a thickness above the lower layer; Projective Dynamics' long steps overshoot that by
-        # ~5 mm in the first frame (25.0-25.1 mm: the last bits of its solves differ between CPUs); a jump is 10-48 cm.
-        assert state.x[n:, 2].max() <= 0.03, f"frame {frame + 1}: the upper layer jumped"
+        # It settles at 2 cm, a thickness above the lower layer; Projective Dynamics' long steps overshoot that in the
+        # first frame by 5-13 mm (measured 25.0, 25.1 and 32.3 mm: with the CPU and the NumPy / SciPy versions, its
+        # solves' last bits differ and the overshoot follows them); a jump is 10-48 cm.
+        assert state.x[n:, 2].max() <= 0.05, f"frame {frame + 1}: the upper layer jumped"
     assert state.x[:n, 2].min() >= 0.0099  # the lower layer out to the ground's thickness
     assert 0.0099 <= state.x[n:, 2].mean() - state.x[:n, 2].mean() <= 0.011  # a thickness apart
 
