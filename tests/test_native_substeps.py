@@ -370,8 +370,8 @@ def test_a_diverging_frame_raises_as_numpy_does(library):
 
 
 def _lockstep_scene(compute):
-    """Three XPBD cloths in one scene: a pinned one whose pins a rig moves, a second dropped onto it over the sphere
-    (self-collision on: the scene's contact keeps its pairs), a third far aside; air on, the sphere moving."""
+    """Three XPBD cloths in one scene: a pinned one (the test moves its pins), a second dropped onto it (self-collision
+    on: the scene's contact keeps its pairs), a third far aside; air on."""
     bodies = []
     for k, (height, shift) in enumerate(((1.0, 0.0), (1.3, 0.0), (1.0, 8.0))):
         V, E, T = grid_cloth(10, 2.0, height)
@@ -390,7 +390,7 @@ def test_bodies_in_lockstep_take_one_frame_call_a_substep_each(library, monkeypa
     """Bodies stepping in lockstep take each substep as one C call of their frame (``native_frame_steps``), never
     the per-substep path, with the same positions and velocities as the NumPy path (NumPy contact between them too)
     bit for bit: bodies meeting (the contact moves them between two calls), a body apart, pins moving, air, and a
-    moving collider they share: a sphere, or a box mesh (each body's kept planes and face pairs of it its own)."""
+    moving collider they share: a sphere, or a box mesh (of which each body keeps its own planes and face pairs)."""
     from scenario_scenes import box_mesh
     from solvers.collision.colliders.mesh_collider import MeshCollider
 
