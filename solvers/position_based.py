@@ -317,11 +317,12 @@ class PositionBasedSolver(ProjectedContactSolver):
         steps.advance(run.substeps)
         return True
 
-    def native_frame_steps(self, run, dt: float, colliders=()):
+    def native_frame_steps(self, run, dt: float, colliders=(), posed=None):
         """``native_frame`` in pieces: the frame set up in C (``ClothFrame.prepare``) and returned as a
         ``NativeFrameSteps`` whose ``advance(k)`` runs its substeps up to k, so that bodies stepping in lockstep
         (``scene.advance_scene_frame``) take one C call a substep each; None (nothing done) for what that call does not
-        cover (``native_frame`` lists it)."""
+        cover (``native_frame`` lists it). posed: the colliders posed over each substep (``Collider.over``), when the
+        caller has them (the bodies of a scene share them), else posed here."""
         frame = self._cloth_frame()
         if frame is None or not frame_supports(colliders, self.native):
             return None
@@ -330,7 +331,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         wind = run.substep_winds() if frame.air is not None else None
         fields = run.substep_fields() if wind is None else None  # any other fields: their table a substep
         K, state, config = run.substeps, run.state, self.config
-        posed = [[c.over((k - 1) / K, k / K) for c in colliders] for k in range(1, K + 1)]
+        if posed is None:
+            posed = [[c.over((k - 1) / K, k / K) for c in colliders] for k in range(1, K + 1)]
         damping = np.exp(-config.damping * dt) if config.damping > 0.0 else None
         if frame.air is not None and frame.air is not getattr(run.loads, "native", None):
             return None

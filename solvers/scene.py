@@ -217,15 +217,18 @@ def _advance_lockstep(scene: Scene, frame_dt: float, per_body, pins, moved, load
         _naming(scene.lockstep[0], runs[0].run, dt, own[0])
         return [runs[0].finish()]
     every = _distinct([c for cs in own for c in cs])
+    # Each collider posed once per substep, shared by the bodies.
+    posed_over = [{id(c): c.over((k - 1) / K, k / K) for c in every} for k in range(1, K + 1)]
     # A body whose frame the native library covers takes each substep as one C call (``native_frame_steps``: the
     # substeps of ``posed_substep``, bit for bit), the others step here.
     native = []
     for i, run, cs in zip(scene.lockstep, runs, own):
         steps = getattr(run.solver, "native_frame_steps", None)
-        native.append(None if steps is None else _naming(i, steps, run, dt, cs))
+        if steps is not None:
+            steps = _naming(i, steps, run, dt, cs, [[p[id(c)] for c in cs] for p in posed_over])
+        native.append(steps)
     for k in range(1, K + 1):
-        t0, t1 = (k - 1) / K, k / K
-        posed = {id(c): c.over(t0, t1) for c in every}  # each collider posed once per substep, shared by the bodies
+        posed = posed_over[k - 1]
         starts = []
         for i, run, cs, steps in zip(scene.lockstep, runs, own, native):
             if i in loads:
