@@ -5,7 +5,7 @@ colours, internal damping 0.01 s; E 1e5 Pa, nu 0.4, 1 kg, ground friction 0.2).
 Solids: Blender's default ico sphere (2 subdivisions, r 1 m) and a 1 m cube, each tetrahedralized at resolution 10 (the
 add-on's default), lowest point 10 cm above the ground. Rows, each for Compute NUMPY and AUTO (native) with the
 speed-up, from the state after ``WARM_FRAMES`` frames (on the ground): one Gauss-Seidel sweep of the big colours, one
-symmetric sweep (forward and backward from the same state, averaged), the Jacobi tail (NumPy on both paths), one
+symmetric sweep (forward and backward from the same state, averaged), the Jacobi tail of tiny colours, one
 whole substep (``solver.step``) and one frame (``advance_frame``). Best of several repeats, both paths in one process.
 Also the volume error |V/V0 - 1| (sum of the tets' signed volumes) at the end and the worst over all frames, and
 whether both paths end with the same positions bit for bit.
@@ -78,7 +78,7 @@ def measure(model, compute: str, frames: int) -> dict:
     out["sweep (big colours)"] = best_seconds(lambda: sweep.fast.sweep(x, dt, lams, True), reset, 7, 5)
     out["symmetric sweep"] = best_seconds(lambda: sweep.fast.symmetric_sweep(x, dt, lams), reset, 7, 5)
     if sweep.tail is not None:
-        out["Jacobi tail (NumPy on both)"] = best_seconds(lambda: solver._jacobi(sweep.tail, x, dt, lams[-1], False),
+        out["Jacobi tail"] = best_seconds(lambda: solver._jacobi(sweep.tail, x, dt, lams[-1], False),
                                                           reset, 7, 5)
     saved_x, saved_v = state.x.copy(), state.v.copy()
     best_step = float("inf")

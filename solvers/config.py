@@ -109,7 +109,7 @@ class SolverConfig:
     """Where the hot loops run, read when a solver is built: AUTO = the native kernels (``solvers/native``, C compiled
     ahead of time) when the platform's library loads and passes its self-test, else NumPy; NUMPY = always the NumPy
     code (the reference). Both give the same results (bit for bit on x86-64). ``solvers.native.status(compute)``
-    says which runs and why. So far PBD/XPBD's Gauss-Seidel distance and bending sweeps have native kernels."""
+    says which runs and why; docs/design.md ("Native kernels") lists the loops that have a native twin."""
 
     def __post_init__(self):
         from .registry import REGISTRY, SOLVERS

@@ -19,7 +19,8 @@ from .material import material_arrays
 from .model import State, StepStats, measure_stats
 from .native import library as native_library
 from .native.mesh_frame import frame_supports
-from .native.kernels import AnalyticContacts, BendingJacobi, BendingSweep, ClothFrame, DistanceSweep, Tethers
+from .native.kernels import (AnalyticContacts, BendingJacobi, BendingSweep, ClothFrame, DistanceSweep, TetStrainJacobi,
+                             Tethers)
 from .sewing import seam_force, with_seams_closed
 
 
@@ -59,7 +60,7 @@ colours. Their constraints are swept together, Jacobi-style, after the big colou
 class _Jacobi:
     """A constraint set swept Jacobi-style: all projected from the same positions, then applied together."""
 
-    def __init__(self, constraints, particle_count: int):
+    def __init__(self, constraints, particle_count: int, native=None):
         self.constraints = constraints
         m, k = constraints.indices.shape
         # scatter @ dx.reshape(-1, 3) sums every constraint's correction into its particles.
@@ -69,7 +70,14 @@ class _Jacobi:
         self.count = np.bincount(constraints.indices.ravel(), minlength=particle_count).astype(float)
         self.constraint_count = self.count[constraints.indices].max(axis=1)
         self.native = None
-        """The same sweep in C (``native.kernels.BendingJacobi``, a bending tail with the native library), or None."""
+        """The same sweep in C with a loaded native library (``native``), or None: ``native.kernels.BendingJacobi``
+        for bending, ``TetStrainJacobi`` for tets of at least two (with one, NumPy's einsums sum in another order)."""
+        if native is None:
+            return
+        if isinstance(constraints, BendingConstraints) and native.ready("substeps"):
+            self.native = BendingJacobi(native, constraints, particle_count)
+        elif isinstance(constraints, TetStrainConstraints) and len(constraints) >= 2 and native.ready("solids"):
+            self.native = TetStrainJacobi(native, constraints, particle_count)
 
 
 class _Sweep:
@@ -102,11 +110,9 @@ class _Sweep:
             if self.fast is None and hasattr(constraints, "colour_sweep"):  # also where the native twin declines
                 self.fast = constraints.colour_sweep(big, particle_count)
             if small:
-                self.tail = _Jacobi(constraints.subset(np.concatenate(small)), particle_count)
-                if native is not None and isinstance(constraints, BendingConstraints) and native.ready("substeps"):
-                    self.tail.native = BendingJacobi(native, self.tail.constraints, particle_count)
+                self.tail = _Jacobi(constraints.subset(np.concatenate(small)), particle_count, native)
         else:
-            self.tail = _Jacobi(constraints, particle_count)
+            self.tail = _Jacobi(constraints, particle_count, native)
 
     def set_damping(self, gamma: float, x_prev) -> None:
         """Internal damping gamma = tau / dt for this step's sweeps (``TetStrainConstraints.set_damping``) with the

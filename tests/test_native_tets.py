@@ -1,8 +1,11 @@
 """The native tet-strain sweeps (solvers/native/src/tets.c, ``kernels.TetStrainSweep``) against their NumPy twin
 ``constraints.tet_strain.TetStrainColourSweep``: forward, reversed and symmetric sweeps, with and without internal
 damping, on jiggled blocks, a tetrahedralized ico sphere and meshes with flat, collapsed and inverted tets; bit for
-bit on x86-64 (``native_helpers.assert_same``), since the C code repeats the twin's operations in its order. Also the
-binding's refusals (ValueError naming the array) and a solid dropped on the ground, Compute AUTO against NUMPY.
+bit on x86-64 (``native_helpers.assert_same``), since the C code repeats the twin's operations in its order. The same
+for the Jacobi sweep (``kernels.TetStrainJacobi``, the tail of tiny colours and XPBD's Jacobi scheme) against
+``TetStrainConstraints.jacobi``, which itself is ``corrections`` summed per particle, to round-off. Also the bindings'
+refusals (ValueError naming the array) and a solid dropped on the ground, Compute AUTO against NUMPY (Gauss-Seidel
+with its Jacobi tail, and the Jacobi scheme).
 """
 import numpy as np
 import pytest
@@ -14,7 +17,7 @@ from solvers.constraints import TetStrainConstraints
 from solvers.constraints.tet_strain import TetStrainColourSweep
 from solvers.geometry import tetrahedralize
 from solvers.material import lame_parameters
-from solvers.native.kernels import TetStrainSweep
+from solvers.native.kernels import TetStrainJacobi, TetStrainSweep
 from solvers.native.selftest import tet_block
 from test_projective import icosphere
 
@@ -189,17 +192,21 @@ def test_tet_strain_sweep_refuses_bad_positions(tet_sweep, make_x, message):
         sweep.set_damping(2.0, make_x(x0))
 
 
-@pytest.mark.parametrize("solver", ["XPBD", "PBD"])
-def test_solid_dropped_on_the_ground_equals_numpy(library, solver):
+@pytest.mark.parametrize("solver, scheme", [("XPBD", "GAUSS_SEIDEL"), ("PBD", "GAUSS_SEIDEL"), ("XPBD", "JACOBI")])
+def test_solid_dropped_on_the_ground_equals_numpy(library, solver, scheme):
     """The ico sphere (1220 tets) dropped 10 cm onto a ground with friction 0.5, XPBD/PBD defaults (30 substeps, the
-    symmetric last sweep, the Jacobi tail, internal damping), 8 frames: every frame's positions equal on both paths."""
+    symmetric last sweep, the Jacobi tail, internal damping; or XPBD's Jacobi scheme: every tet in one Jacobi sweep),
+    8 frames: every frame's positions equal on both paths."""
     model, _, _ = ico_sphere()
     runs = {}
     for compute in ("NUMPY", "AUTO"):
-        cfg = SolverConfig(solver=solver, compute=compute)
+        cfg = SolverConfig(solver=solver, constraint_scheme=scheme, compute=compute)
         sim = make_solver(model, cfg)
-        kinds = {type(sweep.fast).__name__ for sweep in sim.sweeps}
-        assert kinds == ({"TetStrainSweep"} if compute == "AUTO" else {"TetStrainColourSweep"})
+        sweep = sim.sweeps[0]
+        if scheme == "GAUSS_SEIDEL":
+            assert type(sweep.fast).__name__ == ("TetStrainSweep" if compute == "AUTO" else "TetStrainColourSweep")
+        assert len(sweep.tail.constraints) >= 2
+        assert isinstance(sweep.tail.native, TetStrainJacobi) == (compute == "AUTO")
         state = State.at_rest(model)
         state.x[:, 2] += 1.1  # lowest point 10 cm above the ground
         ground = [GroundPlane((0.0, 0.0, 0.0), (0.0, 0.0, 1.0), friction=0.5)]
@@ -211,3 +218,122 @@ def test_solid_dropped_on_the_ground_equals_numpy(library, solver):
     assert runs["NUMPY"][-1][:, 2].min() < 0.01  # it reached the ground
     for a, b in zip(runs["NUMPY"], runs["AUTO"]):
         assert_same(b, a)
+
+
+def _jacobi_scale(tets, n, relaxation=1.0):
+    """1 / (relaxation + the largest constraint count over each tet's particles) (``_Jacobi.constraint_count``)."""
+    count = np.bincount(tets.indices.ravel(), minlength=n).astype(float)
+    return 1.0 / (relaxation + count[tets.indices].max(axis=1))
+
+
+@pytest.mark.parametrize("name", MESHES)
+@pytest.mark.parametrize("poisson_ratio", [0.4, -0.2])
+@pytest.mark.parametrize("damping", [0.0, 2.4])
+def test_tet_strain_jacobi_equals_its_numpy_twin(library, name, poisson_ratio, damping):
+    tets, x0, x_prev = mesh(name, poisson_ratio)
+    n = len(x0)
+    native = TetStrainJacobi(library, tets, n)
+    tets.set_damping(damping, x_prev)
+    scale = _jacobi_scale(tets, n, 1.0)
+    lam, ref_lam = np.zeros((len(tets), 2)), np.zeros((len(tets), 2))
+    x, y = x0.copy(), x0.copy()
+    for _ in range(4):
+        native.jacobi(x, DT, lam, 1.0)
+        tets.jacobi(y, tets.alpha(DT), ref_lam, constraint_scale=scale)
+        assert_same(x, y)
+        assert_same(lam, ref_lam, float(np.max(np.abs(ref_lam))))
+    assert not np.array_equal(x, x0)
+    assert np.all(np.isfinite(x))
+
+
+@pytest.mark.parametrize("damping", [0.0, 2.4])
+def test_tet_strain_jacobi_is_corrections_summed_per_particle(damping):
+    """``TetStrainConstraints.jacobi`` (the colour sweep's arithmetic) is ``corrections`` (the textbook form, batched
+    matmuls) scaled and summed per particle: the same update, to round-off; momentum kept (sum of dx / w = 0 on the
+    free particles when no corner is pinned)."""
+    tets, x0, x_prev, _ = tet_block(cells=3, seed=5)
+    n, m = len(x0), len(tets)
+    tets.set_damping(damping, x_prev)
+    alpha, scale = tets.alpha(DT), _jacobi_scale(tets, n, 0.5)
+    lam0 = np.random.default_rng(1).normal(scale=1e-4, size=(m, 2))
+    x, lam = x0.copy(), lam0.copy()
+    tets.jacobi(x, alpha, lam, constraint_scale=scale)
+    dx, dlam = tets.corrections(x0, alpha, lam0)
+    expected = x0.copy()
+    np.add.at(expected, tets.indices.ravel(), (dx * scale[:, None, None]).reshape(-1, 3))
+    moved = np.max(np.abs(expected - x0))
+    assert moved > 1e-3
+    np.testing.assert_allclose(x, expected, rtol=0.0, atol=1e-12 * moved)
+    np.testing.assert_allclose(lam, lam0 + dlam * scale[:, None], rtol=0.0, atol=1e-12 * np.max(np.abs(dlam)))
+    # per-particle average (PBD's lab form): the same sums divided by r + n_i
+    divisor = 0.5 + np.bincount(tets.indices.ravel(), minlength=n)
+    x, lam = x0.copy(), lam0.copy()
+    tets.jacobi(x, alpha, lam, particle_divisor=divisor)
+    total = np.zeros_like(x0)
+    np.add.at(total, tets.indices.ravel(), dx.reshape(-1, 3))
+    np.testing.assert_allclose(x, x0 + total / divisor[:, None], rtol=0.0, atol=1e-12 * np.max(np.abs(total)))
+
+
+def test_tet_strain_jacobi_takes_multipliers_it_does_not_own(library):
+    tets, x0, _, _ = tet_block()
+    n = len(x0)
+    native = TetStrainJacobi(library, tets, n)
+    start = np.random.default_rng(3).normal(scale=1e-3, size=(len(tets), 2))
+    lam, ref_lam = start.copy(), start.copy()
+    x, y = x0.copy(), x0.copy()
+    native.jacobi(x, DT, lam, 1.0)
+    tets.jacobi(y, tets.alpha(DT), ref_lam, constraint_scale=_jacobi_scale(tets, n))
+    assert lam is not native.lam
+    assert_same(x, y)
+    assert_same(lam, ref_lam)
+
+
+@pytest.fixture
+def tet_jacobi(library):
+    tets, x0, _, _ = tet_block(cells=2)
+    return TetStrainJacobi(library, tets, len(x0)), x0
+
+
+def _jacobi_bind_args(kernel):
+    return dict(particle_count=kernel.n, tets=kernel.tets.copy(), D=kernel.D.copy(), w=kernel.w.copy(),
+                kappa=kernel.kappa.copy(), scatter_start=kernel.scatter_start.copy(),
+                scatter_entry=kernel.scatter_entry.copy(), constraint_count=kernel.constraint_count.copy())
+
+
+def _swapped_entries(args):
+    args["scatter_entry"][[0, -1]] = args["scatter_entry"][[-1, 0]]
+
+
+@pytest.mark.parametrize("change, message", [
+    (_bad_index, r"tets: index \d+ out of range"),
+    (lambda a: a.update(D=a["D"][:, :3]), r"D: shape must be"),
+    (lambda a: a.update(w=a["w"].astype(np.float32)), "w: dtype must be float64"),
+    (lambda a: a.update(kappa=a["kappa"][:-1]), "kappa: shape must be"),
+    (lambda a: a.update(scatter_start=a["scatter_start"][:-1]), "scatter_start: shape must be"),
+    (lambda a: a.update(scatter_start=a["scatter_start"] * 2), "scatter_start must run from 0"),
+    (lambda a: a.update(scatter_entry=a["scatter_entry"] + 10 ** 6), r"scatter_entry: index \d+ out of range"),
+    (_swapped_entries, "scatter_entry must list each particle's own entries"),
+    (lambda a: a.update(constraint_count=a["constraint_count"][:-1]), "constraint_count: shape must be"),
+])
+def test_tet_strain_jacobi_binding_refuses_bad_arrays(tet_jacobi, change, message):
+    kernel, _ = tet_jacobi
+    args = _jacobi_bind_args(kernel)
+    change(args)
+    with pytest.raises(ValueError, match=message):
+        kernel.bind(**args)
+
+
+def test_tet_strain_jacobi_refuses_bad_input(library, tet_jacobi):
+    kernel, x0 = tet_jacobi
+    lam = np.zeros((kernel.m, 2))
+    with pytest.raises(ValueError, match="x: must be C-contiguous"):
+        kernel.jacobi(np.asfortranarray(x0), DT, lam, 1.0)
+    with pytest.raises(ValueError, match="lam: shape must be"):
+        kernel.jacobi(x0.copy(), DT, lam[:-1], 1.0)
+    kernel.twin.set_damping(2.0, x0[:-1].copy())
+    with pytest.raises(ValueError, match="x_prev: shape must be"):
+        kernel.jacobi(x0.copy(), DT, lam, 1.0)
+    kernel.twin.set_damping(0.0)
+    one, _, _, _ = tet_block(cells=1)
+    with pytest.raises(ValueError, match="a set of one tet stays on NumPy"):
+        TetStrainJacobi(library, one.subset([0]), len(x0))

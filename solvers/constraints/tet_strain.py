@@ -49,6 +49,7 @@ which tipped the ico sphere over by 109 mm). The alpha = 0 system is also singul
 Multipliers are (m, 2) per tet (lambda_D, lambda_H): ``multiplier_shape = (2,)``.
 """
 import numpy as np
+import scipy.sparse as sp
 
 from ..energies.neo_hookean import shape_derivatives
 from ..linalg.iterative import inverse_3x3
@@ -97,6 +98,7 @@ class TetStrainConstraints:
         self.w = inv_mass[self.indices]
         self.flat_indices = self.indices.ravel()  # matching dx.reshape(-1, 3)
         self.D_T = np.ascontiguousarray(np.swapaxes(self.D, 1, 2))  # (m, 3, 4)
+        self._jacobi_layout = None  # (n, D (4, 3, m), w (4, m), scatter (n, 4 m) CSR) of ``jacobi``
 
     @classmethod
     def from_model(cls, rest_positions, tet_indices, inv_mass, mu, lam, select=None):
@@ -198,6 +200,36 @@ class TetStrainConstraints:
         dx = wg_D * dlam[:, 0, None, None] + wg_H * dlam[:, 1, None, None]
         return dx, dlam
 
+    def jacobi(self, x, alpha, lam, constraint_scale=None, particle_divisor=None) -> None:
+        """One Jacobi sweep in place: every tet's update from the same x, summed per particle.
+
+        x (n, 3) float64 [m]; alpha (m, 2) (``alpha``); lam (m, 2) updated in place. constraint_scale (m,): each tet's
+        dx and dlambda are multiplied by it (XPBD's 1 / (r + n_c)); particle_divisor (n,): the summed dx of each
+        particle is divided by it (PBD's lab average r + n_i). The updates are those of ``TetStrainColourSweep``
+        (``tet_updates``, ``corrections``' formulas to round-off), each particle's corrections summed in increasing
+        (tet, corner) order: ``native.kernels.TetStrainJacobi`` repeats it bit for bit."""
+        m = len(self.indices)
+        layout = self._jacobi_layout
+        if layout is None or layout[0] != len(x):
+            scatter = sp.csr_matrix((np.ones(4 * m), (self.flat_indices, np.arange(4 * m))), shape=(len(x), 4 * m))
+            layout = self._jacobi_layout = (len(x), np.ascontiguousarray(np.transpose(self.D, (1, 2, 0))),
+                                            np.ascontiguousarray(self.w.T), scatter)
+        _, D, w, scatter = layout
+        corners = np.ascontiguousarray(x[self.indices].transpose(2, 1, 0))  # (3, 4, m)
+        prev = None
+        if self.damping > 0.0:
+            prev = np.ascontiguousarray(self.x_prev[self.indices].transpose(2, 1, 0))
+        dx, dlam = tet_updates(corners, D, w, self.kappa, alpha_rows(np.broadcast_to(alpha, (m, 2))), lam,
+                               self.damping, prev)
+        if constraint_scale is not None:
+            dx *= constraint_scale
+            dlam *= constraint_scale
+        lam += dlam.T
+        total = scatter @ dx.transpose(2, 1, 0).reshape(-1, 3)  # rows in (tet, corner) order
+        if particle_divisor is not None:
+            total /= particle_divisor[:, None]
+        x += total
+
     def colour_sweep(self, colours, particle_count: int):
         """The fast Gauss-Seidel sweep over ``colours`` (lists of tet indices sharing no particle), a
         ``TetStrainColourSweep``; None when the colours touch too few particles for it to pay
@@ -231,6 +263,73 @@ def _cofactor_index():
 
 
 _COFACTOR_INDEX = _cofactor_index()
+
+
+def alpha_rows(alpha: np.ndarray) -> np.ndarray:
+    """The compliances alpha (m, 2) (``TetStrainConstraints.alpha``) as the rows ``tet_updates`` reads, (4, m)
+    C-contiguous: alpha_D, alpha_H, alpha_D, and alpha_H where finite else 0 (the last two multiply lambda in the
+    residual; an infinite alpha_H drops the hydrostatic row)."""
+    finite = np.isfinite(alpha[:, 1])
+    return np.ascontiguousarray(np.stack([alpha[:, 0], alpha[:, 1], alpha[:, 0], np.where(finite, alpha[:, 1], 0.0)]))
+
+
+def tet_updates(corners, D, w, kappa, alpha, lam, damping: float = 0.0, prev_corners=None):
+    """The update of ``TetStrainConstraints.corrections`` for m tets in structure of arrays (the same formulas, to
+    round-off; src/tets.c repeats these operations in this order): corners (3, 4, m) [m] (corners[:, a] is corner a),
+    D (4, 3, m) [1/m] (d_a[j]), w (4, m) [1/kg], kappa (m,), alpha (4, m) (``alpha_rows``), lam (m, 2) the
+    multipliers; with damping = gamma > 0 (``TetStrainConstraints.set_damping``) the corners at the step's start
+    prev_corners (3, 4, m). Returns dx (3, 4, m) [m] and dlambda (2, m); nothing is changed in place."""
+    m = corners.shape[2]
+    # F[i, j] = sum_a x_a[i] d_a[j]
+    F = np.einsum("iat,ajt->ijt", corners, D)  # (3, 3, m)
+    F9 = F.reshape(9, m)
+    T = np.take(F9, _COFACTOR_INDEX, axis=0).reshape(4, 9, m)
+    M = np.empty((2, 9, m))  # dQ/dF (times C_D; below), cof F
+    cof = M[1]
+    np.multiply(T[0], T[1], out=cof)
+    cof -= np.multiply(T[2], T[3], out=T[0])
+    CJ = np.empty((2, m))  # (C_D, C_H = J - 1)
+    J1 = np.einsum("it,it->t", F9[0::3], cof[0::3], out=CJ[1])  # det F = f0 . (f1 x f2)
+    J1 -= 1.0
+    kJ1 = kappa * J1
+    Q = np.einsum("kt,kt->t", F9, F9)
+    Q -= 3.0
+    Q -= (2.0 - kJ1) * J1  # I_C - 3 - 2 (J - 1) + kappa (J - 1)^2
+    # C_D = sqrt(Q), and 0 (no direction, no correction) below Q_ROUND_OFF: as ``gradients``.
+    inv_C_D = np.sqrt(np.maximum(Q, Q_ROUND_OFF))
+    np.divide(Q > Q_ROUND_OFF, inv_C_D, out=inv_C_D)
+    np.multiply(Q, inv_C_D, out=CJ[0])  # C_D
+    np.multiply(cof, kJ1 - 1.0, out=M[0])
+    M[0] += F9  # F + (kappa (J - 1) - 1) cof F = C_D dC_D/dF
+    # g[X, i, a] = sum_j M[X, i, j] d_a[j]: per-corner gradients (X = 0: C_D times g_D, X = 1: g_H)
+    g = np.einsum("xijt,ajt->xiat", M.reshape(2, 3, 3, m), D)  # (2, 3, 4, m)
+    g[0] *= inv_C_D
+    wg = g * w
+    s = np.einsum("xiat,yiat->xyt", wg, g)  # s_XY = sum_a w_a g_Xa . g_Ya
+    if damping > 0.0:  # internal damping: (1 + gamma) S and gamma grad C . (x - x_prev) (set_damping)
+        s *= 1.0 + damping
+    # The 2x2 solve of ``corrections`` with r = C + alpha lambda (alpha_H lambda_H left out when alpha_H is
+    # infinite, where 1 / (s_HH + alpha_H) = 0 drops the hydrostatic row): dlambda = -S^-1 r by the Schur
+    # complement of the hydrostatic row.
+    r = np.multiply(alpha[2:], lam.T)
+    r += CJ
+    if damping > 0.0:  # gamma grad C . (x - x_prev) (g[0] is grad C_D by now)
+        r += damping * np.einsum("xiat,iat->xt", g, corners - prev_corners)
+    b = s[0, 1]
+    inv_d = 1.0 / (s[1, 1] + alpha[1])
+    b_inv_d = b * inv_d
+    schur = s[0, 0] + alpha[0]
+    schur -= b * b_inv_d
+    dlam = np.empty((2, m))
+    dlam_D, dlam_H = dlam
+    np.multiply(b_inv_d, r[1], out=dlam_D)
+    dlam_D -= r[0]
+    dlam_D /= schur  # dlambda_D = -(r_D - b r_H / d) / schur
+    np.multiply(b, dlam_D, out=dlam_H)
+    dlam_H += r[1]
+    inv_d *= -1.0
+    dlam_H *= inv_d  # dlambda_H = -(r_H + b dlambda_D) / d
+    return np.einsum("xiat,xt->iat", wg, dlam), dlam  # dx_a = w_a (g_Da dlambda_D + g_Ha dlambda_H)
 
 
 class TetStrainColourSweep:
@@ -301,11 +400,7 @@ class TetStrainColourSweep:
             self._dt = dt
             self.alpha = []
             for b in self.subsets:
-                alpha = b.alpha(dt)
-                finite = np.isfinite(alpha[:, 1])
-                # (alpha_D, alpha_H, alpha_D, alpha_H where finite else 0): the last two multiply lambda in the residual.
-                self.alpha.append(np.ascontiguousarray(
-                    np.stack([alpha[:, 0], alpha[:, 1], alpha[:, 0], np.where(finite, alpha[:, 1], 0.0)])))
+                self.alpha.append(alpha_rows(b.alpha(dt)))
         return self.alpha
 
     def sweep(self, x, dt: float, lams, compliant: bool = True, reverse: bool = False) -> None:
@@ -316,59 +411,11 @@ class TetStrainColourSweep:
 
         def project(k, Y):
             c = last - k if reverse else k
-            batch, lam, alpha = self.subsets[c], lams[c], alphas[c]
-            m = len(batch)
-            corners = Y[:, :4 * m].reshape(3, 4, m)  # a view: corners[:, a] is corner a (3, m)
-            # F[i, j] = sum_a x_a[i] d_a[j]
-            F = np.einsum("iat,ajt->ijt", corners, self.D[c])  # (3, 3, m)
-            F9 = F.reshape(9, m)
-            T = np.take(F9, _COFACTOR_INDEX, axis=0).reshape(4, 9, m)
-            M = np.empty((2, 9, m))  # dQ/dF (times C_D; below), cof F
-            cof = M[1]
-            np.multiply(T[0], T[1], out=cof)
-            cof -= np.multiply(T[2], T[3], out=T[0])
-            CJ = np.empty((2, m))  # (C_D, C_H = J - 1)
-            J1 = np.einsum("it,it->t", F9[0::3], cof[0::3], out=CJ[1])  # det F = f0 . (f1 x f2)
-            J1 -= 1.0
-            kJ1 = batch.kappa * J1
-            Q = np.einsum("kt,kt->t", F9, F9)
-            Q -= 3.0
-            Q -= (2.0 - kJ1) * J1  # I_C - 3 - 2 (J - 1) + kappa (J - 1)^2
-            # C_D = sqrt(Q), and 0 (no direction, no correction) below Q_ROUND_OFF: as ``gradients``.
-            inv_C_D = np.sqrt(np.maximum(Q, Q_ROUND_OFF))
-            np.divide(Q > Q_ROUND_OFF, inv_C_D, out=inv_C_D)
-            np.multiply(Q, inv_C_D, out=CJ[0])  # C_D
-            np.multiply(cof, kJ1 - 1.0, out=M[0])
-            M[0] += F9  # F + (kappa (J - 1) - 1) cof F = C_D dC_D/dF
-            # g[X, i, a] = sum_j M[X, i, j] d_a[j]: per-corner gradients (X = 0: C_D times g_D, X = 1: g_H)
-            g = np.einsum("xijt,ajt->xiat", M.reshape(2, 3, 3, m), self.D[c])  # (2, 3, 4, m)
-            g[0] *= inv_C_D
-            wg = g * self.w[c]
-            s = np.einsum("xiat,yiat->xyt", wg, g)  # s_XY = sum_a w_a g_Xa . g_Ya
-            if self.damping > 0.0:  # internal damping: (1 + gamma) S and gamma grad C . (x - x_prev) (set_damping)
-                s *= 1.0 + self.damping
-            # The 2x2 solve of ``corrections`` with r = C + alpha lambda (alpha_H lambda_H left out when alpha_H is
-            # infinite, where 1 / (s_HH + alpha_H) = 0 drops the hydrostatic row): dlambda = -S^-1 r by the Schur
-            # complement of the hydrostatic row.
-            r = np.multiply(alpha[2:], lam.T)
-            r += CJ
-            if self.damping > 0.0:  # gamma grad C . (x - x_prev) (g[0] is grad C_D by now)
-                r += self.damping * np.einsum("xiat,iat->xt", g, corners - self.prev_corners[c])
-            b = s[0, 1]
-            inv_d = 1.0 / (s[1, 1] + alpha[1])
-            b_inv_d = b * inv_d
-            schur = s[0, 0] + alpha[0]
-            schur -= b * b_inv_d
-            dlam = np.empty((2, m))
-            dlam_D, dlam_H = dlam
-            np.multiply(b_inv_d, r[1], out=dlam_D)
-            dlam_D -= r[0]
-            dlam_D /= schur  # dlambda_D = -(r_D - b r_H / d) / schur
-            np.multiply(b, dlam_D, out=dlam_H)
-            dlam_H += r[1]
-            inv_d *= -1.0
-            dlam_H *= inv_d  # dlambda_H = -(r_H + b dlambda_D) / d
-            corners += np.einsum("xiat,xt->iat", wg, dlam)  # dx_a = w_a (g_Da dlambda_D + g_Ha dlambda_H)
+            batch, lam = self.subsets[c], lams[c]
+            corners = Y[:, :4 * len(batch)].reshape(3, 4, len(batch))  # a view: corners[:, a] is corner a (3, m)
+            prev = self.prev_corners[c] if self.damping > 0.0 else None
+            dx, dlam = tet_updates(corners, self.D[c], self.w[c], batch.kappa, alphas[c], lam, self.damping, prev)
+            corners += dx
             lam += dlam.T
 
         (self.backward if reverse else self.forward).sweep(x, project)

@@ -713,13 +713,9 @@ class BendingJacobi:
         self.library = library
         self.twin = constraints
         indices = np.ascontiguousarray(constraints.indices, np.int64)
-        flat = indices.ravel()
-        count = np.bincount(flat, minlength=particle_count) if len(flat) else np.zeros(particle_count, np.int64)
         self.bind(particle_count, indices, np.ascontiguousarray(constraints.K, np.float64),
                   np.ascontiguousarray(constraints.wK, np.float64), np.ascontiguousarray(constraints.rest_norm, np.float64),
-                  np.concatenate([[0], np.cumsum(count)]).astype(np.int64),
-                  np.argsort(flat, kind="stable").astype(np.int64), count.astype(float)[indices].max(axis=1)
-                  if len(indices) else np.zeros(0))
+                  *_particle_scatter(indices, particle_count))
 
     def bind(self, particle_count, hinges, K, wK, rest_norm, scatter_start, scatter_entry, constraint_count) -> None:
         """Validate and keep: hinges (m, 4) int64 in [0, n), K and wK (m, 4), rest_norm (m,) float64, scatter_start
@@ -729,13 +725,8 @@ class BendingJacobi:
         self.hinges = checked_indices("hinges", hinges, particle_count, (m, 4))
         self.K, self.wK = checked("K", K, F64, (m, 4)), checked("wK", wK, F64, (m, 4))
         self.rest_norm = checked("rest_norm", rest_norm, F64, (m,))
-        self.scatter_start = checked("scatter_start", scatter_start, I64, (particle_count + 1,))
-        if self.scatter_start[0] != 0 or self.scatter_start[-1] != 4 * m or np.any(np.diff(self.scatter_start) < 0):
-            raise ValueError(f"scatter_start must run from 0 to {4 * m}, non-decreasing")
-        self.scatter_entry = checked_indices("scatter_entry", scatter_entry, max(4 * m, 1), (4 * m,))
-        if not np.array_equal(self.hinges.ravel()[self.scatter_entry],
-                              np.repeat(np.arange(particle_count), np.diff(self.scatter_start))):
-            raise ValueError("scatter_entry must list each particle's own entries, particle after particle")
+        self.scatter_start, self.scatter_entry = _checked_scatter(self.hinges, scatter_start, scatter_entry,
+                                                                  particle_count)
         self.constraint_count = checked("constraint_count", constraint_count, F64, (m,))
         self.n, self.m = particle_count, m
         self.curved = int(bool(np.any(self.rest_norm > 0.0)))
@@ -769,6 +760,103 @@ class BendingJacobi:
         p = self._pointers
         self.function(address, self.m, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], self.curved, self.n, p[8],
                       p[9], p[10])
+        if not direct:
+            lam[...] = self.lam
+
+
+def _particle_scatter(indices, particle_count: int):
+    """For constraints on indices (m, k) int64 of n particles: scatter_start (n + 1,) and scatter_entry (k m,), each
+    particle's flat entries k c + a in increasing order (the order of its row in ``position_based._Jacobi``'s CSR
+    scatter matrix), and constraint_count (m,) float64, the largest constraint count over each constraint's particles
+    (``_Jacobi.constraint_count``)."""
+    flat = indices.ravel()
+    count = np.bincount(flat, minlength=particle_count) if len(flat) else np.zeros(particle_count, np.int64)
+    return (np.concatenate([[0], np.cumsum(count)]).astype(np.int64), np.argsort(flat, kind="stable").astype(np.int64),
+            count.astype(float)[indices].max(axis=1) if len(indices) else np.zeros(0))
+
+
+def _checked_scatter(indices, scatter_start, scatter_entry, particle_count: int):
+    """Validated (scatter_start, scatter_entry) of ``_particle_scatter`` for checked indices (m, k) of n particles:
+    scatter_start (n + 1,) int64 from 0 to k m non-decreasing, scatter_entry (k m,) int64 listing each particle's own
+    entries, particle after particle; ValueError naming the array otherwise."""
+    size = indices.size
+    start = checked("scatter_start", scatter_start, I64, (particle_count + 1,))
+    if start[0] != 0 or start[-1] != size or np.any(np.diff(start) < 0):
+        raise ValueError(f"scatter_start must run from 0 to {size}, non-decreasing")
+    entry = checked_indices("scatter_entry", scatter_entry, max(size, 1), (size,))
+    if not np.array_equal(indices.ravel()[entry], np.repeat(np.arange(particle_count), np.diff(start))):
+        raise ValueError("scatter_entry must list each particle's own entries, particle after particle")
+    return start, entry
+
+
+class TetStrainJacobi:
+    """The Jacobi sweep of a tet-strain set in C (``softsim_tet_strain_jacobi``): the twin of
+    ``position_based.PositionBasedSolver._jacobi`` on a ``constraints.TetStrainConstraints`` set
+    (``TetStrainConstraints.jacobi`` with 1 / (relaxation + constraint count) per tet; these constraints are always
+    compliant, so the lab's per-particle average never applies), bit for bit: the same update per tet as the colour
+    sweeps (src/tets.c), each particle's corrections summed in increasing (tet, corner) order. Internal damping is
+    the set's own (``set_damping`` on the constraints, read at each call).
+
+    library: a ``library.NativeLibrary``; constraints: the set (its tets in its own order, at least 2: with one tet
+    NumPy's einsums sum in another order); particle_count: n."""
+
+    def __init__(self, library, constraints, particle_count: int):
+        if len(constraints) < 2:
+            raise ValueError("TetStrainJacobi: a set of one tet stays on NumPy (its einsums sum in another order)")
+        self.function = library.softsim_tet_strain_jacobi
+        self.library = library
+        self.twin = constraints
+        indices = np.ascontiguousarray(constraints.indices, np.int64)
+        self.bind(particle_count, indices, np.ascontiguousarray(constraints.D, np.float64),
+                  np.ascontiguousarray(constraints.w, np.float64), np.ascontiguousarray(constraints.kappa, np.float64),
+                  *_particle_scatter(indices, particle_count))
+
+    def bind(self, particle_count, tets, D, w, kappa, scatter_start, scatter_entry, constraint_count) -> None:
+        """Validate and keep: tets (m, 4) int64 in [0, n), D (m, 4, 3) [1/m], w (m, 4) [1/kg], kappa (m,) float64,
+        scatter_start (n + 1,) and scatter_entry (4 m,) int64 (``_checked_scatter``), constraint_count (m,) float64;
+        ValueError naming the array on anything wrong."""
+        m = len(tets) if isinstance(tets, np.ndarray) else -1
+        self.tets = checked_indices("tets", tets, particle_count, (m, 4))
+        self.D = checked("D", D, F64, (m, 4, 3))
+        self.w = checked("w", w, F64, (m, 4))
+        self.kappa = checked("kappa", kappa, F64, (m,))
+        self.scatter_start, self.scatter_entry = _checked_scatter(self.tets, scatter_start, scatter_entry,
+                                                                  particle_count)
+        self.constraint_count = checked("constraint_count", constraint_count, F64, (m,))
+        self.n, self.m = particle_count, m
+        self.alpha, self.scale = np.zeros((m, 4)), np.zeros(m)
+        self.lam, self.dx = np.zeros((m, 2)), np.zeros((4 * m, 3))
+        self.positions = _PositionsCheck(particle_count)
+        self._key = None
+        self._pointers = [pointer(a) for a in (self.tets, self.D, self.w, self.kappa, self.alpha, self.scale,
+                                               self.lam, self.scatter_start, self.scatter_entry, self.dx)]
+
+    def coefficients(self, dt: float, relaxation: float) -> None:
+        """The alphas (``tet_strain.alpha_rows`` of the twin's own ``alpha``) and 1 / (relaxation + constraint count),
+        once per (dt, relaxation)."""
+        if self._key == (dt, relaxation):
+            return
+        from ..constraints.tet_strain import alpha_rows
+
+        self.alpha[...] = alpha_rows(self.twin.alpha(dt)).T
+        self.scale[:] = 1.0 / (relaxation + self.constraint_count)
+        self._key = (dt, relaxation)
+
+    def jacobi(self, x, dt: float, lam, relaxation: float) -> None:
+        """One sweep in place on x (n, 3) float64 C-contiguous [m]; lam (m, 2) float64 the set's multipliers
+        (updated); relaxation: ``config.jacobi_relaxation``. With the twin's internal damping (gamma > 0) its x_prev
+        (n, 3) float64 C-contiguous is checked and read."""
+        address = self.positions(x)
+        self.coefficients(dt, relaxation)
+        damping, prev = float(self.twin.damping), None
+        if damping > 0.0:
+            prev = pointer(checked("x_prev", self.twin.x_prev, F64, (self.n, 3)))
+        direct = lam is self.lam
+        if not direct:
+            self.lam[...] = checked("lam", lam, F64, (self.m, 2))
+        p = self._pointers
+        self.function(address, self.m, p[0], p[1], p[2], p[3], p[4], p[5], p[6], damping, prev, self.n, p[7], p[8],
+                      p[9])
         if not direct:
             lam[...] = self.lam
 

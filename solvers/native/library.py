@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 21
+ABI_VERSION = 22
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -50,6 +50,7 @@ SIGNATURES = {
     "softsim_tether_apply": (_I, (_P, _I, _P, _P, _P, _P, _I, _P, _P)),
     # Solids (src/tets.c, kernels.TetStrainSweep).
     "softsim_tet_strain_sweep": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _I)),
+    "softsim_tet_strain_jacobi": (None, (_P, _I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _I, _P, _P, _P)),
     "softsim_tet_strain_symmetric_sweep": (None, (_P, _I, _I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P, _P)),
     "softsim_predict": (None, (_P, _P, _P, _I, _P, _P, _D)),
     "softsim_velocity": (None, (_P, _P, _P, _I, _D, _D, _I)),

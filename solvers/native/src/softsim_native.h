@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 21
+#define SOFTSIM_ABI_VERSION 22
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -149,6 +149,13 @@ SOFTSIM_API void softsim_tet_strain_symmetric_sweep(double *x, int64_t particle_
                                                     const double *w, const double *kappa, const double *alpha,
                                                     double *lambda, double damping, const double *x_prev,
                                                     double *x_back, double *lambda_back);
+/* A Jacobi sweep of such tets (a Gauss-Seidel sweep's tail of tiny colours, or XPBD's Jacobi scheme), each tet's
+ * update scaled by scale (m,) and summed per particle in the set's (tet, corner) order (tets.c). */
+SOFTSIM_API void softsim_tet_strain_jacobi(double *x, int64_t m, const int64_t *tets, const double *D, const double *w,
+                                           const double *kappa, const double *alpha, const double *scale,
+                                           double *lambda, double damping, const double *x_prev,
+                                           int64_t particle_count, const int64_t *scatter_start,
+                                           const int64_t *scatter_entry, double *dx);
 /* The position-based step's prediction: v += dt g on free particles, x_prev = x, x += dt v (contact.c). */
 SOFTSIM_API void softsim_predict(double *x, double *v, double *x_prev, int64_t n, const double *inv_mass,
                                  const double *gravity, double dt);
