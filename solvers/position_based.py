@@ -20,7 +20,7 @@ from .model import State, StepStats, measure_stats
 from .native import library as native_library
 from .native.mesh_frame import frame_supports
 from .native.kernels import (AnalyticContacts, BendingJacobi, BendingSweep, ClothFrame, DistanceSweep, TetStrainJacobi,
-                             Tethers)
+                             TetStrainSweep, Tethers)
 from .sewing import seam_force, with_seams_closed
 
 
@@ -304,9 +304,11 @@ class PositionBasedSolver(ProjectedContactSolver):
 
     def native_frame(self, run, dt: float, colliders=()) -> bool:
         """A whole frame of ``run`` (a ``frame.FrameRun`` at its start) in one C call (``native.kernels.ClothFrame``):
-        the same substeps as ``run.substep`` with ``_native_contact_step``, bit for bit. False (nothing done) for what
-        that call does not cover: no native library, tets, pressure, soft pins, the JACOBI scheme, a set without a
-        native sweep (sewing) or a distance set with a Jacobi tail, colliders other than ground planes, spheres and
+        the same substeps as ``run.substep`` with ``_native_contact_step``, bit for bit, for a cloth or a solid (its
+        tet sweeps, their Jacobi tail and a solid step's rules: CONTACT_ITERATIONS, SYMMETRIC_SWEEPS, internal
+        damping). False (nothing done) for what that call does not cover: no native library, pressure, soft pins, the
+        JACOBI scheme, a set without a native sweep (sewing, tets with a single-tet colour) or a distance set with a
+        Jacobi tail, colliders other than ground planes, spheres and
         mesh colliders, still, moving or deforming (``native.mesh_frame.frame_supports``). Force fields
         and air are covered: WIND blowing the same everywhere on a body with air as one air velocity a substep
         (``FrameRun.substep_winds``), any other fields as their table a substep (``FrameRun.substep_fields``,
@@ -342,9 +344,13 @@ class PositionBasedSolver(ProjectedContactSolver):
         damping = np.exp(-config.damping * dt) if config.damping > 0.0 else None
         if frame.air is not None and frame.air is not getattr(run.loads, "native", None):
             return None
+        solid = (0, False, 0, 0.0)
+        if frame.tets is not None:  # a solid's step rules (``_native_contact_step``)
+            solid = (CONTACT_ITERATIONS, SYMMETRIC_SWEEPS, self._steps + 1,
+                     config.internal_damping / dt if self.damped else 0.0)
         frame.prepare(state.x, state.v, dt, K, config.iterations, self.compliant, config.jacobi_relaxation, damping,
                       config.max_speed, self._gravity, run.start, run.end, posed, self.model.triangle_indices, wind,
-                      fields)
+                      fields, solid)
         return NativeFrameSteps(self, run, frame, posed, dt, damping)
 
     def _cloth_frame(self):
@@ -353,17 +359,24 @@ class PositionBasedSolver(ProjectedContactSolver):
         if hasattr(self, "_frame_kernel"):
             return self._frame_kernel
         self._frame_kernel = None
-        if (self.native_contacts is None or self.model.tet_count or self.pressure is not None or self.goals is not None
+        if (self.native_contacts is None or self.pressure is not None or self.goals is not None
                 or self.scheme != "GAUSS_SEIDEL" or not self.native.ready("substeps")):
             return None
-        distance = bending = tail = None
+        # The C substep sweeps distances, bending and its tail, then tets and theirs: the sets must come in that order.
+        distance = bending = tail = tets = tet_tail = None
         for sweep in self.sweeps:
-            if isinstance(sweep.fast, DistanceSweep) and distance is None and bending is None and sweep.tail is None:
+            if (isinstance(sweep.fast, DistanceSweep) and distance is None and bending is None and tets is None
+                    and sweep.tail is None):
                 distance = sweep.fast
-            elif isinstance(sweep.fast, BendingSweep) and bending is None:
+            elif isinstance(sweep.fast, BendingSweep) and bending is None and tets is None:
                 bending = sweep.fast
                 tail = sweep.tail.native if sweep.tail is not None else None
                 if sweep.tail is not None and tail is None:
+                    return None
+            elif isinstance(sweep.fast, TetStrainSweep) and tets is None:
+                tets = sweep.fast
+                tet_tail = sweep.tail.native if sweep.tail is not None else None
+                if sweep.tail is not None and tet_tail is None:
                     return None
             else:
                 return None
@@ -373,7 +386,8 @@ class PositionBasedSolver(ProjectedContactSolver):
 
         loads = body_loads(self)
         self._frame_kernel = ClothFrame(self.native, self.native_contacts, distance, bending, tail, self.tethers,
-                                        getattr(loads, "native", None), np.nonzero(self.model.inv_mass == 0.0)[0])
+                                        getattr(loads, "native", None), np.nonzero(self.model.inv_mass == 0.0)[0],
+                                        tets, tet_tail)
         if self.self_collision is not None:  # each substep's self-collision runs here, between two calls
             self._frame_kernel.hand_over()
         return self._frame_kernel

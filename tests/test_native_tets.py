@@ -337,3 +337,113 @@ def test_tet_strain_jacobi_refuses_bad_input(library, tet_jacobi):
     one, _, _, _ = tet_block(cells=1)
     with pytest.raises(ValueError, match="a set of one tet stays on NumPy"):
         TetStrainJacobi(library, one.subset([0]), len(x0))
+
+
+def _solid_frames(model, compute, frames, colliders_of, targets_of=None, whole=True, **settings):
+    """Frames of a solid on ``compute``: each frame's positions, and how many frames took the frame call
+    (``native_frame``); whole=False keeps the solver off it (the per-substep path)."""
+    from solvers.collision.colliders.shapes import frame_colliders
+    from solvers.position_based import PositionBasedSolver
+
+    config = SolverConfig(compute=compute, **settings)
+    sim = make_solver(model, config)
+    taken = []
+    original = sim.native_frame
+    sim.native_frame = (lambda run, dt, colliders=(): taken.append(original(run, dt, colliders)) or taken[-1]) \
+        if whole else (lambda run, dt, colliders=(): False)
+    assert isinstance(sim, PositionBasedSolver)
+    state, previous, out = State.at_rest(model), None, []
+    for f in range(frames):
+        current = colliders_of(f)
+        advance_frame(sim, state, 1.0 / 24.0, config.substeps, frame_colliders(previous, current),
+                      None if targets_of is None else targets_of(f))
+        previous = current
+        out.append(state.x.copy())
+    return out, sum(taken)
+
+
+@pytest.mark.parametrize("case", ["XPBD", "XPBD, no internal damping", "PBD", "pinned and rigged", "mesh box",
+                                  "moving sphere"])
+def test_solid_frames_in_one_call_equal_the_per_substep_path_and_numpy(library, case):
+    """A solid's whole frame in one C call (``native_frame``: tet sweeps, their Jacobi tail, CONTACT_ITERATIONS in
+    steps with contacts, the symmetric last sweep and alternating colour order, internal damping) gives the positions
+    of the per-substep native path and of Compute NUMPY, bit for bit, every frame: the ico sphere (1220 tets) dropped
+    10 cm onto a ground with friction 0.5; pinned at its top and moved by a rig; landing on a box mesh collider; or
+    hit by a sphere sweeping in from the side (against the per-substep path only: a moving sphere's face push agrees
+    with its NumPy twin to round-off, tests/test_native_contacts.py, which the rolling contact amplifies)."""
+    import dataclasses
+
+    from scenario_scenes import box_mesh
+    from solvers.collision.colliders.mesh_collider import MeshCollider
+    from solvers.collision.colliders.shapes import Sphere
+
+    base, _, _ = ico_sphere()
+    vertices = base.rest_positions + [0.0, 0.0, 1.1]  # lowest point 10 cm above the ground
+    pinned = None
+    settings = dict(solver="PBD" if case == "PBD" else "XPBD")
+    if case == "XPBD, no internal damping":
+        settings["internal_damping"] = 0.0
+    targets_of = None
+    if case == "pinned and rigged":
+        pinned = np.zeros(len(vertices), bool)
+        pinned[np.argmax(vertices[:, 2])] = True
+
+        def targets_of(f):
+            return vertices + [0.02 * (f + 1), 0.0, -0.03 * (f + 1)]
+    model = build_model(vertices, tets=base.tet_indices, pinned=pinned, total_mass=1.0)
+    ground = GroundPlane((0.0, 0.0, 0.0), (0.0, 0.0, 1.0), friction=0.5)
+    sphere = Sphere(np.array([2.0, 0.0, 0.6]), 0.6, friction=0.2)
+    corners, triangles = box_mesh(3.0, 3.0, 0.4)
+
+    def colliders_of(f):
+        if case == "mesh box":  # its top 5 cm under the solid's lowest point
+            return [MeshCollider(corners + [-1.5, -1.5, -0.35], triangles, 0.01, 0.3, "box")]
+        if case == "moving sphere":
+            return [ground, dataclasses.replace(sphere, center=sphere.center - [0.12 * f, 0.0, 0.0])]
+        return [ground]
+
+    whole, taken = _solid_frames(model, "AUTO", 8, colliders_of, targets_of, **settings)
+    pieces, _ = _solid_frames(model, "AUTO", 8, colliders_of, targets_of, whole=False, **settings)
+    assert taken == 8
+    # It reached the collider (the box's top at 0.05 m, its thickness 1 cm): steps with contacts were in the frames.
+    assert min(x[:, 2].min() for x in whole) <= (0.06 + 1e-6 if case == "mesh box" else 0.01)
+    for a, b in zip(whole, pieces):
+        assert_same(a, b)
+    if case != "moving sphere":
+        reference, _ = _solid_frames(model, "NUMPY", 8, colliders_of, targets_of, **settings)
+        for a, c in zip(whole, reference):
+            assert_same(a, c)
+
+
+def test_a_solid_in_lockstep_with_a_cloth_takes_the_frame_call(library, monkeypatch):
+    """A scene of an XPBD solid (the ico sphere, 1220 tets, scaled to 0.3 m) dropped onto a pinned XPBD cloth: both
+    bodies take each substep as one C call of their frame (``native_frame_steps``), never the per-substep path, with
+    the positions and velocities of Compute NUMPY bit for bit, the contact between them included."""
+    from solvers.builder import grid_cloth
+    from solvers.frame import FrameRun
+    from solvers.scene import Scene, advance_scene_frame
+
+    base, _, _ = ico_sphere()
+    results = {}
+    for compute in ("NUMPY", "AUTO"):
+        V, E, T = grid_cloth(12, 2.0, 1.0)
+        pinned = np.zeros(len(V), bool)
+        pinned[[0, 11, 132, 143]] = True
+        cloth = build_model(V, E, T, pinned=pinned, total_mass=0.5)
+        solid = build_model(0.3 * base.rest_positions + [0.0, 0.0, 1.35], tets=base.tet_indices, total_mass=1.0)
+        scene = Scene([(cloth, SolverConfig(solver="XPBD", compute=compute)),
+                       (solid, SolverConfig(solver="XPBD", compute=compute))])
+        if compute == "AUTO":
+            def refused(*args, **kwargs):
+                raise AssertionError("a body covered by the frame call stepped substep by substep")
+
+            monkeypatch.setattr(FrameRun, "posed_substep", refused)
+        ground = [GroundPlane((0.0, 0.0, 0.0), (0.0, 0.0, 1.0), friction=0.3)]
+        for _ in range(10):
+            advance_scene_frame(scene, 1.0 / 24.0, ground)
+        monkeypatch.undo()
+        assert scene.touched == {0, 1}  # the solid landed on the cloth
+        results[compute] = [(b.state.x.copy(), b.state.v.copy()) for b in scene.bodies]
+    for (x, v), (x_ref, v_ref) in zip(results["AUTO"], results["NUMPY"]):
+        assert_same(x, x_ref)
+        assert_same(v, v_ref)

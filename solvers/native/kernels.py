@@ -1083,6 +1083,12 @@ def _plan_structure():
         ("tether_slots", _I), ("tether_start", _P), ("tether_particle", _P), ("tether_pin", _P), ("tether_limit", _P),
         ("tether_stamp", _P), ("tether_seen", _P),
         ("mesh", _P), ("hand_over", _I), ("true_start", _P),
+        ("tet_m", _I), ("tet_colours", _I), ("contact_iterations", _I), ("symmetric", _I), ("first_step", _I),
+        ("tet_damping", _D), ("tet_start", _P), ("tet_tets", _P), ("tet_D", _P), ("tet_w", _P), ("tet_kappa", _P),
+        ("tet_alpha", _P), ("tet_lambda", _P), ("tet_x_back", _P), ("tet_lambda_back", _P),
+        ("tet_tail_m", _I), ("tet_tail_tets", _P), ("tet_tail_scatter_start", _P), ("tet_tail_scatter_entry", _P),
+        ("tet_tail_D", _P), ("tet_tail_w", _P), ("tet_tail_kappa", _P), ("tet_tail_alpha", _P), ("tet_tail_scale", _P),
+        ("tet_tail_lambda", _P), ("tet_tail_dx", _P),
     ]
 
     class Plan(ctypes.Structure):
@@ -1098,14 +1104,16 @@ class ClothFrame:
     contacts: the solver's ``AnalyticContacts`` (prediction, contacts, end-of-step push, velocity, and their buffers);
     distance: a ``DistanceSweep`` or None; bending: a ``BendingSweep`` or None; tail: a ``BendingJacobi`` (the bending
     set's Jacobi tail) or None; tethers: a ``Tethers`` or None; air: an ``AirLoads`` or None; pinned (p,) int64, the
-    pinned particles (inv_mass 0). A frame's force fields come with ``prepare`` (a table a substep, applied as
+    pinned particles (inv_mass 0); a solid's tets: a ``TetStrainSweep`` and tet_tail, its ``TetStrainJacobi`` tail, or
+    None (the solid's rules come with ``prepare``). A frame's force fields come with ``prepare`` (a table a substep, applied as
     ``FieldLoads`` applies them). Twin: ``frame.FrameRun.substep`` of ``PositionBasedSolver._native_contact_step``
     with those pieces, step after step (the same calls in the same order on the same buffers)."""
 
-    def __init__(self, library, contacts, distance, bending, tail, tethers, air, pinned):
+    def __init__(self, library, contacts, distance, bending, tail, tethers, air, pinned, tets=None, tet_tail=None):
         self.function = library.softsim_cloth_substeps
         self.library = library
         self.contacts, self.distance, self.bending, self.tail = contacts, distance, bending, tail
+        self.tets, self.tet_tail = tets, tet_tail
         self.tethers, self.air = tethers, air
         n = contacts.n
         self.n = n
@@ -1159,6 +1167,17 @@ class ClothFrame:
             plan.tail_m, plan.tail_curved = t.m, t.curved
             (plan.tail_hinges, plan.tail_K, plan.tail_wK, plan.tail_rest, plan.tail_alpha, plan.tail_inverse,
              plan.tail_scale, plan.tail_lambda, plan.tail_scatter_start, plan.tail_scatter_entry, plan.tail_dx) = q
+        if self.tets is not None:
+            t = self.tets
+            plan.tet_m, plan.tet_colours = t.m, t.colour_count
+            (plan.tet_start, plan.tet_tets, plan.tet_D, plan.tet_w, plan.tet_kappa, plan.tet_alpha, plan.tet_lambda,
+             plan.tet_x_back, plan.tet_lambda_back) = t._pointers
+        if self.tet_tail is not None:
+            t, q = self.tet_tail, self.tet_tail._pointers
+            plan.tet_tail_m = t.m
+            (plan.tet_tail_tets, plan.tet_tail_D, plan.tet_tail_w, plan.tet_tail_kappa, plan.tet_tail_alpha,
+             plan.tet_tail_scale, plan.tet_tail_lambda, plan.tet_tail_scatter_start, plan.tet_tail_scatter_entry,
+             plan.tet_tail_dx) = q
         if self.tethers is not None:
             t, q = self.tethers, self.tethers._pointers
             plan.tether_slots = t.slot_count
@@ -1237,7 +1256,7 @@ class ClothFrame:
 
     def prepare(self, x, v, dt: float, substeps: int, iterations: int, compliant: bool, relaxation: float,
                 damping_factor, max_speed: float, gravity, pin_start, pin_end, posed, body_triangles=None,
-                wind=None, fields=None) -> None:
+                wind=None, fields=None, solid=(0, False, 0, 0.0)) -> None:
         """Set up a frame: state x, v (n, 3) float64 C-contiguous; dt [s] per substep; the sweeps' coefficients for
         dt; damping_factor (None: undamped); gravity (3,) float64; pin_start, pin_end (p, 3) the pins' positions at
         the frame's start and end; posed: the posed colliders of each substep (``Collider.over``); body_triangles: the
@@ -1245,7 +1264,10 @@ class ClothFrame:
         wind: the air velocity (substeps, 3) [m/s] of each substep (``FrameRun.substep_winds``; needs the air) or None
         for still air; fields: (table (substeps, f, FIELD_ROW) float64, times (substeps,) float64 [s], weight) the
         force fields of each substep at its middle and their time, and the body's field weight
-        (``FrameRun.substep_fields``), or None (then wind or still air)."""
+        (``FrameRun.substep_fields``), or None (then wind or still air). solid: a solid's step rules
+        (contact_iterations, symmetric, first_step, tet_damping): the fewest iterations of a step with contacts (0:
+        none), whether the last iteration sweeps the tets both ways, the step count of the frame's first substep (the
+        tet sweeps' colour order alternates with it) and the internal damping gamma = tau / dt (0: none)."""
         plan = self.plan
         plan.x, plan.v = self.positions(x), self.velocities(v)
         plan.dt, plan.substeps, plan.iterations = float(dt), int(substeps), int(iterations)
@@ -1277,6 +1299,13 @@ class ClothFrame:
             self.bending._coefficients(dt)
         if self.tail is not None:
             self.tail.coefficients(dt, relaxation)
+        contact_iterations, symmetric, first_step, tet_damping = solid
+        plan.contact_iterations, plan.symmetric = int(contact_iterations), int(bool(symmetric))
+        plan.first_step, plan.tet_damping = int(first_step), float(tet_damping)
+        if self.tets is not None:
+            self.tets._alphas(dt)
+        if self.tet_tail is not None:
+            self.tet_tail.coefficients(dt, relaxation)
         self._contacts(posed, x, body_triangles)
 
     def run(self, first: int, last: int) -> tuple:

@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 22
+ABI_VERSION = 23
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 22
+#define SOFTSIM_ABI_VERSION 23
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -41,7 +41,7 @@
 #define SOFTSIM_FIELD_GRAVITY_FALLOFF 32
 #define SOFTSIM_FIELD_UNIFORM 64 /* fields._uniform: the falloff is 1 everywhere */
 
-/* Everything a cloth's substeps read and write (substep.c, softsim_cloth_substeps), filled by the binding
+/* Everything a cloth's or a solid's substeps read and write (substep.c, softsim_cloth_substeps), filled by the binding
  * (kernels.ClothFrame) from validated arrays it keeps alive; NULL / 0 counts for the parts a cloth has not. Every
  * field is 8 bytes (int64_t, double or a pointer): the ctypes mirror lists them in this order. */
 typedef struct {
@@ -105,6 +105,21 @@ typedef struct {
      * with true_start (n, 3) the step's start x_prev as it was before pre-stabilization when the step has contacts */
     int64_t hand_over;
     double *true_start;
+    /* a solid's tet-strain sweep (softsim_tet_strain_sweep: tet_m tets in tet_colours colours, 0: none) and its Jacobi
+     * tail (softsim_tet_strain_jacobi: tet_tail_m tets, 0: none). A step with contacts runs at least
+     * contact_iterations iterations (0: as many as the others); with symmetric != 0 the last iteration sweeps the
+     * colours both ways (softsim_tet_strain_symmetric_sweep), the others alternate their order, last to first when
+     * (iteration + step) is odd, step = first_step + k - 1 for substep k. tet_damping: internal damping gamma (0:
+     * none), against the step's start x_prev. */
+    int64_t tet_m, tet_colours, contact_iterations, symmetric, first_step;
+    double tet_damping;
+    const int64_t *tet_start, *tet_tets;
+    const double *tet_D, *tet_w, *tet_kappa, *tet_alpha;
+    double *tet_lambda, *tet_x_back, *tet_lambda_back;
+    int64_t tet_tail_m;
+    const int64_t *tet_tail_tets, *tet_tail_scatter_start, *tet_tail_scatter_entry;
+    const double *tet_tail_D, *tet_tail_w, *tet_tail_kappa, *tet_tail_alpha, *tet_tail_scale;
+    double *tet_tail_lambda, *tet_tail_dx;
 } SoftsimClothPlan;
 
 #if defined(_WIN32)

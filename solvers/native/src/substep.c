@@ -1,7 +1,8 @@
-/* A cloth's position-based substeps in C: the bending Jacobi tail, the air on the faces, the state check, and whole
- * frames of XPBD/PBD substeps in one call. Native twins of
+/* A cloth's (or a solid's) position-based substeps in C: the bending Jacobi tail, the air on the faces, the state
+ * check, and whole frames of XPBD/PBD substeps in one call. Native twins of
  *   solvers/position_based.py   PositionBasedSolver._jacobi for a bending tail (BendingConstraints.corrections and
- *                               the sparse scatter), _native_contact_step and _iterate for a cloth,
+ *                               the sparse scatter), _native_contact_step and _iterate for a cloth or a solid (its
+ *                               tet sweeps and their tail: tets.c),
  *   solvers/forces/air.py       AirDrag.area_vectors, _split, AirDrag.relax,
  *   solvers/forces/loads.py     BodyLoads.apply with air and no fields or uniform wind (with fields: fields.c),
  *   solvers/frame.py            FrameRun.posed_substep / _step (the pins moved per substep) and check_finite.
@@ -16,7 +17,7 @@
 #include "softsim_native.h"
 
 /* Every field of the plan is 8 bytes, 103 of them: kernels._plan_structure mirrors this layout. */
-_Static_assert(sizeof(SoftsimClothPlan) == 103 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
+_Static_assert(sizeof(SoftsimClothPlan) == 129 * 8, "SoftsimClothPlan layout changed: update kernels._plan_structure");
 
 static double row_dot(const double *u, const double *v) { return (u[0] * v[0] + u[2] * v[2]) + u[1] * v[1]; }
 
@@ -216,6 +217,10 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
             plan->bending_lambda[i] = 0.0;
         for (int64_t i = 0; i < 3 * plan->tail_m; ++i)
             plan->tail_lambda[i] = 0.0;
+        for (int64_t i = 0; i < 2 * plan->tet_m; ++i)
+            plan->tet_lambda[i] = 0.0;
+        for (int64_t i = 0; i < 2 * plan->tet_tail_m; ++i)
+            plan->tet_tail_lambda[i] = 0.0;
         int64_t contacts = 0;
         if (plan->collider_count && plan->mesh) {
             contacts = softsim_mesh_frame_find(plan, table);
@@ -237,7 +242,11 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
                                        plan->c_offset);
             softsim_contacts_project(x, contacts, plan->c_particle, plan->c_normal, plan->c_offset, plan->c_pushed);
         }
-        for (int64_t it = 0; it < plan->iterations; ++it) {
+        int64_t iterations = plan->iterations;
+        if (contacts && plan->contact_iterations > iterations)
+            iterations = plan->contact_iterations;
+        int64_t step = plan->first_step + k - 1;
+        for (int64_t it = 0; it < iterations; ++it) {
             if (plan->distance_m)
                 softsim_distance_sweep(x, plan->distance_colours, plan->distance_start, plan->distance_edges,
                                        plan->distance_rest, plan->distance_wi, plan->distance_wj, plan->distance_alpha,
@@ -251,9 +260,26 @@ int64_t softsim_cloth_substeps(const SoftsimClothPlan *plan, int64_t first, int6
                                        plan->tail_rest, plan->tail_alpha, plan->tail_inverse, plan->tail_scale,
                                        plan->tail_lambda, plan->tail_curved, n, plan->tail_scatter_start,
                                        plan->tail_scatter_entry, plan->tail_dx);
+            if (plan->tet_m) {
+                if (plan->symmetric && it + 1 == iterations)
+                    softsim_tet_strain_symmetric_sweep(x, n, plan->tet_colours, plan->tet_start, plan->tet_tets,
+                                                       plan->tet_D, plan->tet_w, plan->tet_kappa, plan->tet_alpha,
+                                                       plan->tet_lambda, plan->tet_damping, plan->x_prev,
+                                                       plan->tet_x_back, plan->tet_lambda_back);
+                else
+                    softsim_tet_strain_sweep(x, plan->tet_colours, plan->tet_start, plan->tet_tets, plan->tet_D,
+                                             plan->tet_w, plan->tet_kappa, plan->tet_alpha, plan->tet_lambda,
+                                             plan->tet_damping, plan->x_prev, (it + step) % 2 == 1);
+            }
+            if (plan->tet_tail_m)
+                softsim_tet_strain_jacobi(x, plan->tet_tail_m, plan->tet_tail_tets, plan->tet_tail_D, plan->tet_tail_w,
+                                          plan->tet_tail_kappa, plan->tet_tail_alpha, plan->tet_tail_scale,
+                                          plan->tet_tail_lambda, plan->tet_damping, plan->x_prev, n,
+                                          plan->tet_tail_scatter_start, plan->tet_tail_scatter_entry,
+                                          plan->tet_tail_dx);
             if (plan->tether_slots)
                 softsim_tether_apply(x, plan->tether_slots, plan->tether_start, plan->tether_particle,
-                                     plan->tether_pin, plan->tether_limit, it + 1 < plan->iterations ? 1 : 8,
+                                     plan->tether_pin, plan->tether_limit, it + 1 < iterations ? 1 : 8,
                                      plan->tether_stamp, plan->tether_seen);
             if (contacts)
                 softsim_contacts_project(x, contacts, plan->c_particle, plan->c_normal, plan->c_offset,
