@@ -6,6 +6,8 @@ twins, bit for bit on x86-64 (``native_helpers.assert_same``: the C code repeats
 - ``BlockMatrix`` <-> scipy's BSR product (random matrices with empty block rows, rectangular, the implicit solver's);
 - ``RotationSVD`` <-> ``linalg.eigen3.rotation_svd`` (near-rotations, general, inverted, flat, tiny, repeated singular
   values, zero and NaN matrices);
+- ``TetTargets`` <-> ``TetStrain.project``'s NumPy (the SVD, ``project_unit_product``, the targets) on the same
+  matrices, with the weights of a tet set;
 - whole runs, Compute AUTO against NUMPY: PROJECTIVE on a curved pinned cloth over a sphere (springs and curved hinges
   native, the end-of-step contacts in XPBD's ``AnalyticContacts.finish``), IMPLICIT_EULER with CG and with Jacobi on a cloth landing on a sphere,
   PROJECTIVE on a solid of tets landing on the ground (its per-tet SVD native);
@@ -19,8 +21,8 @@ from native_helpers import assert_same, native_library
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.energies import hinges_from_triangles
 from solvers.linalg.eigen3 import rotation_svd
-from solvers.native.implicit_kernels import BlockMatrix, RotationSVD, SphereProjection
-from solvers.projective.constraints import EdgeSprings, HingeBending, TetStrain
+from solvers.native.implicit_kernels import BlockMatrix, RotationSVD, SphereProjection, TetTargets
+from solvers.projective.constraints import EdgeSprings, HingeBending, TetStrain, project_unit_product
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +92,9 @@ def test_block_matrix_matches_scipy(library):
         assert_same(BlockMatrix(library, A) @ v, A @ v, np.abs(A @ v).max() + 1.0)
 
 
-def test_rotation_svd_matches_numpy(library):
-    rng = np.random.default_rng(4)
+def _svd_cases(rng):
+    """Matrices (3, 3, m) structure of arrays: near rest, general (half inverted), repeated singular values, tiny,
+    flat, zero and NaN."""
     F = np.concatenate([
         np.eye(3) + 0.01 * rng.normal(size=(300, 3, 3)),  # a solid near rest
         rng.normal(size=(300, 3, 3)),  # general, half of them inverted
@@ -101,7 +104,11 @@ def test_rotation_svd_matches_numpy(library):
         rng.normal(size=(5, 3, 3)) * np.array([1.0, 1.0, 0.0]),  # flat: a zero column
         np.zeros((1, 3, 3)), np.full((1, 3, 3), np.nan),
     ])
-    F = np.ascontiguousarray(F.transpose(1, 2, 0))
+    return np.ascontiguousarray(F.transpose(1, 2, 0))
+
+
+def test_rotation_svd_matches_numpy(library):
+    F = _svd_cases(np.random.default_rng(4))
     got, want = RotationSVD(library)(F), rotation_svd(F.copy())
     for a, b in zip(got, want):
         finite = np.isfinite(b)
@@ -111,6 +118,44 @@ def test_rotation_svd_matches_numpy(library):
     ok = np.isfinite(S).all(axis=0)
     rebuilt = np.einsum("iat,at,jat->ijt", U, S, V)
     assert np.abs(rebuilt - F)[..., ok].max() < 1e-9 * max(1.0, np.abs(F[..., ok]).max())  # F = U diag(S) V^T
+
+
+def test_tet_targets_match_numpy(library):
+    """PD's tet projection in C against ``TetStrain.project``'s NumPy on the SVD's cases, squashed and stretched tets
+    too (a volume projection with no root on its branch, left to the last scaling): S, s and the targets bit for bit
+    where finite, NaN where NumPy's are; s on the volume-preserving set."""
+    rng = np.random.default_rng(5)
+    F = np.concatenate([_svd_cases(rng), np.ascontiguousarray(
+        (np.diag([4.0, 1.0, 0.05])[None] + 0.01 * rng.normal(size=(20, 3, 3))).transpose(1, 2, 0))], axis=2)
+    m = F.shape[2]
+    w_strain, w_volume = rng.uniform(0.1, 3.0, m), rng.uniform(0.1, 3.0, m)
+    targets = TetTargets(library, w_strain, w_volume)
+    q, S, s = targets(F)
+    twin = TetStrain.__new__(TetStrain)  # the NumPy projection with these weights
+    twin.w_strain, twin.w_volume, twin.native = w_strain, w_volume, None
+    z = np.ascontiguousarray(F.transpose(2, 1, 0)).reshape(-1, 3)  # z[3 t + c, d] = F[d, c, t]
+    q_want, _ = twin.project(z)
+    _, S_want, _ = rotation_svd(F.copy())
+    s_want = project_unit_product(S_want.T).T
+    for a, b in ((S, S_want), (s, s_want), (q, q_want)):
+        finite = np.isfinite(b)
+        assert np.array_equal(np.isfinite(a), finite)
+        assert_same(a[finite], b[finite])
+    ok = np.isfinite(s).all(axis=0)
+    assert np.abs(s[:, ok].prod(axis=0) - 1.0).max() < 1e-12 and np.all(s[:, ok] > 0.0)
+    assert not np.array_equal(q, np.zeros_like(q))
+
+
+def test_tet_targets_refuse_bad_arrays(library):
+    targets = TetTargets(library, np.ones(4), np.ones(4))
+    with pytest.raises(ValueError, match="F: shape"):
+        targets(np.zeros((3, 3, 3)))
+    with pytest.raises(ValueError, match="F: must be C-contiguous"):
+        targets(np.zeros((3, 3, 8))[:, :, ::2])
+    with pytest.raises(ValueError, match="w_volume: shape"):
+        TetTargets(library, np.ones(4), np.ones(3))
+    with pytest.raises(ValueError, match="fewer than 2 tets"):
+        TetTargets(library, np.ones(1), np.ones(1))
 
 
 def test_rotation_svd_refuses_bad_arrays(library):
@@ -163,8 +208,8 @@ def test_projective_solid_native_equals_numpy(library):
     native_solver, a = _run(config, model, ground, 12, "AUTO", tilted)
     numpy_solver, b = _run(config, model, ground, 12, "NUMPY", tilted)
     tets = next(c for c, *_ in native_solver.projected if isinstance(c, TetStrain))
-    assert isinstance(tets.svd, RotationSVD)
-    assert next(c for c, *_ in numpy_solver.projected if isinstance(c, TetStrain)).svd is rotation_svd
+    assert isinstance(tets.native, TetTargets)
+    assert next(c for c, *_ in numpy_solver.projected if isinstance(c, TetStrain)).native is None
     assert a[-1, :, 2].min() < 0.01  # it landed (tilted, a corner first)
     assert_same(a, b, 1.0)
 

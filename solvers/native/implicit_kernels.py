@@ -127,3 +127,30 @@ class RotationSVD:
         U, S, V = np.empty((3, 3, m)), np.empty((3, m)), np.empty((3, 3, m))
         self.library.softsim_rotation_svd(m, pointer(F), pointer(U), pointer(S), pointer(V))
         return U, S, V
+
+
+class TetTargets:
+    """Projective Dynamics' tet targets in C (``softsim_tet_targets``): the twin of ``TetStrain.project``'s NumPy
+    (``rotation_svd``, ``project_unit_product``, the einsum of U diag(w_s + w_v s) V^T), bit for bit. Built per
+    TetStrain set with its weights w_strain, w_volume (m,) float64, m >= 2 (over a tet axis of length 1 NumPy's
+    einsum sums in another order); ``__call__(F)`` takes F (3, 3, m) float64 C-contiguous (the set's deformation
+    gradients, structure of arrays) and returns new arrays q (3 m, 3) (the targets' rows), S (3, m) (the singular
+    values) and s (3, m) (the closest ones with s0 s1 s2 = 1)."""
+
+    def __init__(self, library, w_strain, w_volume):
+        self.function = library.softsim_tet_targets
+        m = len(w_strain) if isinstance(w_strain, np.ndarray) else -1
+        self.w_strain = checked("w_strain", w_strain, F64, (m,))
+        self.w_volume = checked("w_volume", w_volume, F64, (m,))
+        if m < 2:
+            raise ValueError("TetTargets: a set of fewer than 2 tets stays on NumPy (its einsum sums in another order)")
+        self.m = m
+        self.U, self.V, self.work = np.empty((3, 3, m)), np.empty((3, 3, m)), np.empty((11, m))
+
+    def __call__(self, F):
+        m = self.m
+        F = checked("F", F, F64, (3, 3, m))
+        q, S, s = np.empty((3 * m, 3)), np.empty((3, m)), np.empty((3, m))
+        self.function(m, pointer(F), pointer(self.w_strain), pointer(self.w_volume), pointer(self.U), pointer(S),
+                      pointer(self.V), pointer(s), pointer(self.work), pointer(q))
+        return q, S, s

@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 23
+ABI_VERSION = 24
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -143,6 +143,7 @@ SIGNATURES = {
     "softsim_bsr3_matvec": (None, (_I, _P, _P, _P, _P, _P)),
     # The rotation-fixed SVD of 3x3 matrices (src/eigen3.c): PD's per-tet local step (implicit_kernels.RotationSVD).
     "softsim_rotation_svd": (None, (_I, _P, _P, _P, _P)),
+    "softsim_tet_targets": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _P, _P)),
     # NEWTON's IPC contact (src/ipc_distance.c; ipc_kernels): distances with their derivatives, the PSD projection.
     "softsim_ipc_distance2": (_I, (_I, _I, _P, _P, _P, _P, _P, _P, _P, _P)),
     "softsim_project_psd": (_I, (_I, _I, _P)),

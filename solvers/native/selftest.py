@@ -704,13 +704,13 @@ def self_select(library, n: int = 9) -> str:
 def implicit(library) -> str:
     """The implicit solvers' kernels (src/implicit.c) on the small cloth: PD's local step and right-hand side scatter of
     its edge springs (a zero-length edge included) and curved hinges, with pins; the 3x3-block product on a matrix of
-    the cloth's pattern; the rotation SVD of PD's tets (src/eigen3.c)."""
+    the cloth's pattern; the rotation SVD of PD's tets and their targets (src/eigen3.c)."""
     import scipy.sparse as sp
 
     from ..energies import hinges_from_triangles
-    from ..projective.constraints import EdgeSprings, HingeBending
+    from ..projective.constraints import EdgeSprings, HingeBending, project_unit_product
     from ..linalg.eigen3 import rotation_svd
-    from .implicit_kernels import BlockMatrix, RotationSVD, SphereProjection
+    from .implicit_kernels import BlockMatrix, RotationSVD, SphereProjection, TetTargets
 
     model, x, rng = _cloth()
     x[model.edge_indices[0, 1]] = x[model.edge_indices[0, 0]]  # a spring of zero length: projected along its rest
@@ -748,7 +748,12 @@ def implicit(library) -> str:
         problem = _differs(f"rotation SVD {name}", a, b, 1.0)
         if problem:
             return problem
-    return ""
+    # PD's tet targets from those matrices (TetStrain.project's NumPy): the volume projection and the targets.
+    w_strain, w_volume = rng.uniform(0.5, 2.0, F.shape[2]), rng.uniform(0.5, 2.0, F.shape[2])
+    q, S, s = TetTargets(library, w_strain, w_volume)(F)
+    s_want = project_unit_product(want[1].T).T
+    q_want = np.einsum("dat,at,cat->dct", want[0], w_strain + w_volume * s_want, want[2]).transpose(2, 1, 0).reshape(-1, 3)
+    return _differs("tet volume projection", s, s_want, 1.0) or _differs("tet targets", q, q_want, 1.0)
 
 
 def ipc(library) -> str:
@@ -803,6 +808,6 @@ FAMILIES = {
     # self_kernels.SelfPairQuery, SelfCallKernels, SelfPass (the skin growth of self_pass needs the 8 x 8 fold)
     "self": (partial(self_pairs, n=7), partial(self_response, n=7), partial(self_pass, n=8),
              partial(self_select, n=8)),
-    "implicit": (implicit,),  # implicit_kernels.SphereProjection, BlockMatrix, RotationSVD
+    "implicit": (implicit,),  # implicit_kernels.SphereProjection, BlockMatrix, RotationSVD, TetTargets
     "ipc": (ipc,),  # ipc_kernels.IPCKernels (NEWTON's contact barriers)
 }

@@ -166,22 +166,25 @@ class TetStrain:
         cols = np.broadcast_to(tets[:, :, None], (t, 4, 3))
         self.A = sp.csr_matrix((G.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * t, len(X)))
         self.laplacian = _weighted_gram(self.A, np.repeat(self.w_strain + self.w_volume, 3))
-        self.svd = rotation_svd
-        """The per-tet SVD: ``linalg.eigen3.rotation_svd``, or its native twin (``native.implicit_kernels.RotationSVD``,
-        bit for bit the same), which the solver sets when the library loads."""
+        self.native = None
+        """The whole projection in C (``native.implicit_kernels.TetTargets``, bit for bit the NumPy below), which the
+        solver sets when the library loads, or None."""
 
     def project(self, z, with_energy=False):
         t = len(z) // 3
         F = np.ascontiguousarray(z.reshape(t, 3, 3).transpose(2, 1, 0))  # (3, 3, t): F[d, c] = z[3t + c, d]
-        U, S, V = self.svd(F)
-        s = project_unit_product(S.T).T
-        # w_s U V^T + w_v U diag(s) V^T = U diag(w_s + w_v s) V^T.
-        q = np.einsum("dat,at,cat->dct", U, self.w_strain + self.w_volume * s, V)
+        if self.native is not None:
+            q, S, s = self.native(F)
+        else:
+            U, S, V = rotation_svd(F)
+            s = project_unit_product(S.T).T
+            # w_s U V^T + w_v U diag(s) V^T = U diag(w_s + w_v s) V^T.
+            q = np.einsum("dat,at,cat->dct", U, self.w_strain + self.w_volume * s, V).transpose(2, 1, 0).reshape(-1, 3)
         energy = None
         if with_energy:
             energy = 0.5 * float(np.dot(self.w_strain, np.sum((S - 1.0) ** 2, axis=0))
                                  + np.dot(self.w_volume, np.sum((S - s) ** 2, axis=0)))
-        return q.transpose(2, 1, 0).reshape(-1, 3), energy
+        return q, energy
 
 
 def project_unit_product(sigma: np.ndarray) -> np.ndarray:
@@ -189,11 +192,12 @@ def project_unit_product(sigma: np.ndarray) -> np.ndarray:
 
     The optimality condition s - sigma = lambda grad C(s), C = s0 s1 s2 - 1, reads s_i - sigma_i = lambda / s_i on
     C = 0, so s_i(lambda) = (sigma_i + sqrt(sigma_i^2 + 4 lambda)) / 2 (the root near sigma_i) and lambda solves
-    g(lambda) = sum_i log s_i(lambda) = 0, g increasing. Newton's method on g inside a bracket (bisection when a
-    step leaves it): at lambda = 1 - min sigma every s_i >= 1 (g >= 0), at lambda = 1 - max sigma every s_i <= 1.
-    A last uniform scaling puts s exactly on the set (it only matters where g has no root on this branch, a tet
-    squashed to less than a quarter of its largest stretch). Values below MIN_SINGULAR_VALUE (a flat or inverted
-    tet) are raised to it first, so the result is on the positive branch.
+    P(lambda) = s0 s1 s2 = 1, P increasing. Newton's method on P - 1 inside a bracket (bisection when a step leaves
+    it): at lambda = 1 - min sigma every s_i >= 1 (P >= 1), at lambda = 1 - max sigma every s_i <= 1. A last uniform
+    scaling by P^(-1/3) (``inverse_cube_root``) puts s on the set (it only matters where P = 1 has no root on this
+    branch, a tet squashed to less than a quarter of its largest stretch). Values below MIN_SINGULAR_VALUE (a flat or
+    inverted tet) are raised to it first, so the result is on the positive branch. Only +, -, *, /, sqrt and exact
+    exponent arithmetic: the native twin (src/eigen3.c, ``softsim_tet_targets``) repeats it bit for bit.
     """
     b = np.maximum(sigma, MIN_SINGULAR_VALUE).T.copy()  # (3, m): column arithmetic is cheaper than row reductions
     b2 = b * b
@@ -204,21 +208,41 @@ def project_unit_product(sigma: np.ndarray) -> np.ndarray:
 
     lam = np.zeros(b.shape[1])
     s, root = branch(lam)
-    g = np.log(s[0] * s[1] * s[2])
+    P = s[0] * s[1] * s[2]
+    g = P - 1.0
     edge = -0.25 * b2.min(axis=0)  # below this lambda the smallest s_i is complex
     low = np.where(g > 0.0, np.maximum(1.0 - b.max(axis=0), edge), 0.0)
     high = np.where(g > 0.0, 0.0, np.maximum(1.0 - b.min(axis=0), 0.0))
     for _ in range(VOLUME_PROJECTION_ITERATIONS):
         if np.abs(g).max() < 1e-15:
             break
-        slope = (1.0 / np.maximum(s * root, 1e-300)).sum(axis=0)
+        slope = P * (1.0 / np.maximum(s * root, 1e-300)).sum(axis=0)  # dP/dlambda = P sum_i 1 / (s_i root_i)
         step = lam - g / slope
         lam = np.where((step >= low) & (step <= high), step, 0.5 * (low + high))
         s, root = branch(lam)
-        g = np.log(s[0] * s[1] * s[2])
+        P = s[0] * s[1] * s[2]
+        g = P - 1.0
         low = np.where(g < 0.0, lam, low)
         high = np.where(g > 0.0, lam, high)
-    return (s * np.exp(-g / 3.0)).T
+    return (s * inverse_cube_root(P)).T
+
+
+CUBE_ROOT_ITERATIONS = 8
+"""Newton iterations of ``inverse_cube_root`` from a start within a factor of 2: the relative error squares each time
+(0.6 -> 1e-14 in six), the last two settle the rounding."""
+
+
+def inverse_cube_root(P: np.ndarray) -> np.ndarray:
+    """P^(-1/3) for P (m,) > 0 by Newton's method on P c^3 = 1, c <- (2 P c^3 + 1) / (3 P c^2), from c = 2^-(e // 3)
+    (P = f 2^e, f in [0.5, 1): within a factor of 2 of the root), CUBE_ROOT_ITERATIONS times: only exact exponent
+    arithmetic, *, + and /, so the native twin gets the same bits (np.cbrt may not). Non-finite P starts from c = 1."""
+    _, exponent = np.frexp(P)
+    exponent = np.where(np.isfinite(P), exponent, 0)
+    c = np.ldexp(1.0, -(exponent // 3))
+    for _ in range(CUBE_ROOT_ITERATIONS):
+        c2 = c * c
+        c = (2.0 * P * (c2 * c) + 1.0) / (3.0 * P * c2)
+    return c
 
 
 class SewingSprings:

@@ -116,7 +116,7 @@ from ..material import hinge_bending_stiffness, material_arrays
 from ..soft_pins import GoalAttachment, has_goals
 from ..model import State, StepStats, measure_stats
 from ..native import library as native_library
-from ..native.implicit_kernels import RotationSVD, SphereProjection
+from ..native.implicit_kernels import SphereProjection, TetTargets
 from ..native.kernels import AnalyticContacts
 from .acceleration import Anderson, Chebyshev, Plain
 from ..energies.pressure import gas_pressure
@@ -217,7 +217,7 @@ class ProjectiveSolver(ProjectedContactSolver):
         """The native kernel library when ``config.compute`` allows it and it loaded, else None (all NumPy); with it,
         the local step of the sets projected onto spheres (edge springs, curved hinges) and their share of the global
         right-hand side run in C (``native.implicit_kernels.SphereProjection``, the same arithmetic in the same order),
-        and the tet strain set's per-tet SVD (``RotationSVD``)."""
+        and the tet strain set's projection (``TetTargets``: its per-tet SVD, volume projection and targets)."""
         self.native_contacts = None
         """With the native library and no self-collision: the end-of-step contacts with ground planes and spheres in C
         (``native.kernels.AnalyticContacts.finish``, XPBD's twin of ``resolve_collider_contacts``); other colliders
@@ -236,8 +236,8 @@ class ProjectiveSolver(ProjectedContactSolver):
                 native = None
                 if implicit and hasattr(c, "sphere_targets"):
                     native = SphereProjection(self.native, A_free, A_free_T, *c.sphere_targets())
-                if implicit and isinstance(c, TetStrain):
-                    c.svd = RotationSVD(self.native)  # the rest of its projection stays NumPy
+                if implicit and isinstance(c, TetStrain) and len(c.w_strain) >= 2:
+                    c.native = TetTargets(self.native, c.w_strain, c.w_volume)
                 self.projected.append((c, A_free, A_free_T, c.A[:, self.pinned].tocsr(), native))
         # Pure quadratic terms (flat bending) enter Phi as 1/2 x^T Q x
         # = 1/2 x_F Q_FF x_F + x_F Q_FP x_P + 1/2 x_P Q_PP x_P (per coordinate).

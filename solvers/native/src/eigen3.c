@@ -1,6 +1,6 @@
 /* The rotation-fixed SVD of many 3x3 matrices (Irving, Teran, Fedkiw 2004), the twin of linalg/eigen3.py's
  * ``rotation_svd`` (and its ``jacobi_eigen``, ``det_3x3``): Projective Dynamics' per-tet local step spends most of its
- * time there.
+ * time there; and that local step's targets from it (softsim_tet_targets, at the end).
  *
  * Every array is structure of arrays, (3, 3, m) or (3, m): entry (i, j) of matrix k is at [(3 i + j) m + k], so the
  * loops run over the matrices innermost as the twin's whole-array arithmetic does. The twin's operations are repeated
@@ -154,5 +154,114 @@ void softsim_rotation_svd(int64_t m, const double *F, double *U, double *S, doub
                 AT(V, i, j, k, m) = v[i][j];
             }
         }
+    }
+}
+
+/* Projective Dynamics' per-tet targets (projective/constraints.py, TetStrain.project with project_unit_product and
+ * inverse_cube_root), from the SVD above; the same operations in the same order, the whole batch iteration by
+ * iteration as the twin's arrays are (its Newton loop stops when EVERY tet is converged). */
+
+#define MIN_SINGULAR_VALUE 1e-3 /* constraints.MIN_SINGULAR_VALUE */
+#define VOLUME_PROJECTION_ITERATIONS 8 /* constraints.VOLUME_PROJECTION_ITERATIONS */
+#define CUBE_ROOT_ITERATIONS 8 /* constraints.CUBE_ROOT_ITERATIONS */
+
+/* np.maximum / np.minimum of two doubles: NaN wins, else the larger (smaller), the first on a tie. */
+static double maximum(double a, double b)
+{
+    return (a >= b || a != a) ? a : b;
+}
+
+static double minimum(double a, double b)
+{
+    return (a <= b || a != a) ? a : b;
+}
+
+/* branch(lam) of project_unit_product for tet k: root_i = sqrt(max(b_i^2 + 4 lam, 0)), s_i = (b_i + root_i) / 2,
+ * and P = s0 s1 s2. b, root, s: (3, m). */
+static double branch(int64_t m, int64_t k, const double *b, double lam, double *root, double *s)
+{
+    for (int i = 0; i < 3; ++i) {
+        const double bi = b[i * m + k];
+        root[i * m + k] = sqrt(maximum(bi * bi + 4.0 * lam, 0.0));
+        s[i * m + k] = 0.5 * (bi + root[i * m + k]);
+    }
+    return s[k] * s[m + k] * s[2 * m + k];
+}
+
+/* inverse_cube_root: P^(-1/3) by Newton's method from 2^-(e // 3), P = f 2^e (non-finite P from 1). */
+static double inverse_cube_root(double P)
+{
+    int exponent = 0;
+    if (isfinite(P))
+        frexp(P, &exponent);
+    const int third = exponent >= 0 ? exponent / 3 : -((-exponent + 2) / 3); /* floor division, as // */
+    double c = ldexp(1.0, -third);
+    for (int it = 0; it < CUBE_ROOT_ITERATIONS; ++it) {
+        const double c2 = c * c;
+        c = (2.0 * P * (c2 * c) + 1.0) / (3.0 * P * c2);
+    }
+    return c;
+}
+
+/* F (3, 3, m) structure of arrays (F[d][c] of tet k at [(3 d + c) m + k], the twin's z.reshape(t, 3, 3).transpose(2, 1,
+ * 0)); w_s, w_v (m,) the strain and volume weights. Writes U, V (3, 3, m) and S (3, m) (softsim_rotation_svd), s (3,
+ * m) the closest singular values with s0 s1 s2 = 1 (scaled), q (3 m, 3) row-major: row 3 k + c, column d is
+ * sum_a (U[d][a] coef_a) V[c][a], coef_a = w_s + w_v s_a (the twin's einsum "dat,at,cat->dct", transposed);
+ * work: (11, m) scratch. */
+void softsim_tet_targets(int64_t m, const double *F, const double *w_s, const double *w_v, double *U, double *S,
+                         double *V, double *s, double *work, double *q)
+{
+    softsim_rotation_svd(m, F, U, S, V);
+    double *b = work, *root = work + 3 * m, *lam = work + 6 * m, *low = work + 7 * m, *high = work + 8 * m;
+    double *P = work + 9 * m, *g = work + 10 * m; /* P = s0 s1 s2 and g = P - 1 */
+    for (int64_t k = 0; k < m; ++k) {
+        for (int i = 0; i < 3; ++i)
+            b[i * m + k] = maximum(S[i * m + k], MIN_SINGULAR_VALUE);
+        lam[k] = 0.0;
+        P[k] = branch(m, k, b, 0.0, root, s);
+        g[k] = P[k] - 1.0;
+        const double b0 = b[k], b1 = b[m + k], b2 = b[2 * m + k];
+        const double edge = -0.25 * minimum(minimum(b0 * b0, b1 * b1), b2 * b2);
+        low[k] = g[k] > 0.0 ? maximum(1.0 - maximum(maximum(b0, b1), b2), edge) : 0.0;
+        high[k] = g[k] > 0.0 ? 0.0 : maximum(1.0 - minimum(minimum(b0, b1), b2), 0.0);
+    }
+    for (int it = 0; it < VOLUME_PROJECTION_ITERATIONS; ++it) {
+        double largest = 0.0; /* np.abs(g).max(): NaN wins */
+        for (int64_t k = 0; k < m; ++k)
+            largest = maximum(fabs(g[k]), largest);
+        if (m == 0 || largest < 1e-15)
+            break;
+        for (int64_t k = 0; k < m; ++k) {
+            double sum = 0.0;
+            for (int i = 0; i < 3; ++i)
+                sum = i == 0 ? 1.0 / maximum(s[k] * root[k], 1e-300)
+                             : sum + 1.0 / maximum(s[i * m + k] * root[i * m + k], 1e-300);
+            const double slope = P[k] * sum;
+            const double step = lam[k] - g[k] / slope;
+            lam[k] = (step >= low[k] && step <= high[k]) ? step : 0.5 * (low[k] + high[k]);
+            P[k] = branch(m, k, b, lam[k], root, s);
+            g[k] = P[k] - 1.0;
+            if (g[k] < 0.0)
+                low[k] = lam[k];
+            if (g[k] > 0.0)
+                high[k] = lam[k];
+        }
+    }
+    for (int64_t k = 0; k < m; ++k) {
+        const double c = inverse_cube_root(P[k]);
+        for (int i = 0; i < 3; ++i)
+            s[i * m + k] *= c;
+    }
+    for (int64_t k = 0; k < m; ++k) {
+        double coef[3];
+        for (int a = 0; a < 3; ++a)
+            coef[a] = w_s[k] + w_v[k] * s[a * m + k];
+        for (int c = 0; c < 3; ++c)
+            for (int d = 0; d < 3; ++d) {
+                double sum = 0.0;
+                for (int a = 0; a < 3; ++a)
+                    sum += (AT(U, d, a, k, m) * coef[a]) * AT(V, c, a, k, m);
+                q[3 * (3 * k + c) + d] = sum;
+            }
     }
 }

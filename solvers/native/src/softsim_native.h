@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 23
+#define SOFTSIM_ABI_VERSION 24
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -583,6 +583,10 @@ SOFTSIM_API void softsim_bsr3_matvec(int64_t block_rows, const int64_t *indptr, 
 /* The rotation-fixed SVD F = U diag(S) V^T of m 3x3 matrices (eigen3.c), structure of arrays: F, U, V (3, 3, m),
  * S (3, m); U and V rotations, S descending with only S_2 negative (an inverted F). */
 SOFTSIM_API void softsim_rotation_svd(int64_t m, const double *F, double *U, double *S, double *V);
+/* Projective Dynamics' per-tet targets (eigen3.c): that SVD, the singular values s closest to S with s0 s1 s2 = 1 and
+ * the targets q (3 m, 3) = rows of U diag(w_s + w_v s) V^T; work (11, m) scratch. */
+SOFTSIM_API void softsim_tet_targets(int64_t m, const double *F, const double *w_s, const double *w_v, double *U,
+                                     double *S, double *V, double *s, double *work, double *q);
 /* NEWTON's IPC contact (ipc_distance.c): the squared distances D (k,) of k point-triangle (kind 0: points x0,
  * triangles x1 x2 x3) or edge-edge pairs (kind 1: edges x0 x1 and x2 x3), every x (k, 3), with their distance types
  * (k,), gradients (k, 12) and Hessians (k, 12, 12) over the four points' coordinates; returns 0, or -1 for an unknown
