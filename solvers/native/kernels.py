@@ -1098,16 +1098,17 @@ def _plan_structure():
 
 
 class ClothFrame:
-    """Whole frames of a cloth's XPBD / PBD substeps in one C call (``softsim_cloth_substeps``), built from the
-    solver's own validated bindings (so every array the C code reads was checked when those were built):
+    """Whole frames of a cloth's or a solid's XPBD / PBD substeps in one C call (``softsim_cloth_substeps``), built
+    from the solver's own validated bindings (so every array the C code reads was checked when those were built):
 
     contacts: the solver's ``AnalyticContacts`` (prediction, contacts, end-of-step push, velocity, and their buffers);
     distance: a ``DistanceSweep`` or None; bending: a ``BendingSweep`` or None; tail: a ``BendingJacobi`` (the bending
     set's Jacobi tail) or None; tethers: a ``Tethers`` or None; air: an ``AirLoads`` or None; pinned (p,) int64, the
     pinned particles (inv_mass 0); a solid's tets: a ``TetStrainSweep`` and tet_tail, its ``TetStrainJacobi`` tail, or
-    None (the solid's rules come with ``prepare``). A frame's force fields come with ``prepare`` (a table a substep, applied as
-    ``FieldLoads`` applies them). Twin: ``frame.FrameRun.substep`` of ``PositionBasedSolver._native_contact_step``
-    with those pieces, step after step (the same calls in the same order on the same buffers)."""
+    None (the solid's rules come with ``prepare``). A frame's force fields come with ``prepare`` (a table a substep,
+    applied as ``FieldLoads`` applies them). Twin: ``frame.FrameRun.substep`` of
+    ``PositionBasedSolver._native_contact_step`` with those pieces, step after step (the same calls in the same order
+    on the same buffers)."""
 
     def __init__(self, library, contacts, distance, bending, tail, tethers, air, pinned, tets=None, tet_tail=None):
         self.function = library.softsim_cloth_substeps

@@ -752,7 +752,8 @@ def implicit(library) -> str:
     w_strain, w_volume = rng.uniform(0.5, 2.0, F.shape[2]), rng.uniform(0.5, 2.0, F.shape[2])
     q, S, s = TetTargets(library, w_strain, w_volume)(F)
     s_want = project_unit_product(want[1].T).T
-    q_want = np.einsum("dat,at,cat->dct", want[0], w_strain + w_volume * s_want, want[2]).transpose(2, 1, 0).reshape(-1, 3)
+    q_want = np.einsum("dat,at,cat->dct", want[0], w_strain + w_volume * s_want, want[2])
+    q_want = q_want.transpose(2, 1, 0).reshape(-1, 3)
     return _differs("tet volume projection", s, s_want, 1.0) or _differs("tet targets", q, q_want, 1.0)
 
 

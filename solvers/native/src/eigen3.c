@@ -232,10 +232,10 @@ void softsim_tet_targets(int64_t m, const double *F, const double *w_s, const do
         if (m == 0 || largest < 1e-15)
             break;
         for (int64_t k = 0; k < m; ++k) {
-            double sum = 0.0;
-            for (int i = 0; i < 3; ++i)
-                sum = i == 0 ? 1.0 / maximum(s[k] * root[k], 1e-300)
-                             : sum + 1.0 / maximum(s[i * m + k] * root[i * m + k], 1e-300);
+            /* P (1 / max(s root, 1e-300)).sum(axis=0): row 0, plus row 1, plus row 2 */
+            double sum = 1.0 / maximum(s[k] * root[k], 1e-300);
+            sum += 1.0 / maximum(s[m + k] * root[m + k], 1e-300);
+            sum += 1.0 / maximum(s[2 * m + k] * root[2 * m + k], 1e-300);
             const double slope = P[k] * sum;
             const double step = lam[k] - g[k] / slope;
             lam[k] = (step >= low[k] && step <= high[k]) ? step : 0.5 * (low[k] + high[k]);
