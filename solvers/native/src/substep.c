@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "air_relax.h"
+#include "jacobi_scatter.h"
 #include "mesh_frame.h"
 #include "softsim_native.h"
 
@@ -60,20 +61,7 @@ void softsim_bending_jacobi(double *x, int64_t m, const int64_t *hinges, const d
         for (int d = 0; d < 3; ++d)
             lam[d] += dlam[d] * scale[h];
     }
-    for (int64_t p = 0; p < particle_count; ++p) {
-        if (scatter_start[p] == scatter_start[p + 1])
-            continue; /* the twin adds 0.0: x unchanged (up to the sign of a zero) */
-        double sum[3] = {0.0, 0.0, 0.0};
-        for (int64_t k = scatter_start[p]; k < scatter_start[p + 1]; ++k) {
-            const double *e = dx + 3 * scatter_entry[k];
-            sum[0] += e[0];
-            sum[1] += e[1];
-            sum[2] += e[2];
-        }
-        x[3 * p] += sum[0];
-        x[3 * p + 1] += sum[1];
-        x[3 * p + 2] += sum[2];
-    }
+    jacobi_scatter(x, particle_count, scatter_start, scatter_entry, dx);
 }
 
 /* AirDrag.area_vectors and _split: cross (t, 3) scratch e1 x e2 per face; a_i summed over the particle's faces in

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "jacobi_scatter.h"
 #include "softsim_native.h"
 
 #define Q_ROUND_OFF 1e-14 /* tet_strain.Q_ROUND_OFF */
@@ -208,18 +209,5 @@ void softsim_tet_strain_jacobi(double *x, int64_t m, const int64_t *tets, const 
         lambda[2 * e] += dlam[0] * scale[e];
         lambda[2 * e + 1] += dlam[1] * scale[e];
     }
-    for (int64_t p = 0; p < particle_count; ++p) {
-        if (scatter_start[p] == scatter_start[p + 1])
-            continue; /* the twin adds 0.0: x unchanged (up to the sign of a zero) */
-        double sum[3] = {0.0, 0.0, 0.0};
-        for (int64_t k = scatter_start[p]; k < scatter_start[p + 1]; ++k) {
-            const double *c = dx + 3 * scatter_entry[k];
-            sum[0] += c[0];
-            sum[1] += c[1];
-            sum[2] += c[2];
-        }
-        x[3 * p] += sum[0];
-        x[3 * p + 1] += sum[1];
-        x[3 * p + 2] += sum[2];
-    }
+    jacobi_scatter(x, particle_count, scatter_start, scatter_entry, dx);
 }
