@@ -334,14 +334,14 @@ class TetStrainSweep:
             self.x_prev, self._prev_address = None, None
 
     def _alphas(self, dt: float) -> None:
-        """(alpha_D, alpha_H, alpha_D, alpha_H where finite else 0) per tet, from each colour's own NumPy code, as
-        ``TetStrainColourSweep._alphas`` (once per dt)."""
+        """(alpha_D, alpha_H, alpha_D, alpha_H where finite else 0) per tet, from each colour's own NumPy code by
+        ``tet_strain.alpha_rows``, as ``TetStrainColourSweep._alphas`` (once per dt)."""
         if self._dt == dt:
             return
+        from ..constraints.tet_strain import alpha_rows
+
         for s, a, b in zip(self.subsets, self.colour_start[:-1], self.colour_start[1:]):
-            alpha = s.alpha(dt)
-            self.alpha[a:b, 0], self.alpha[a:b, 1], self.alpha[a:b, 2] = alpha[:, 0], alpha[:, 1], alpha[:, 0]
-            self.alpha[a:b, 3] = np.where(np.isfinite(alpha[:, 1]), alpha[:, 1], 0.0)
+            self.alpha[a:b] = alpha_rows(s.alpha(dt)).T
         self._dt = dt
 
     def _enter(self, x, dt, lams):
