@@ -79,6 +79,27 @@ class _Jacobi:
         elif isinstance(constraints, TetStrainConstraints) and len(constraints) >= 2 and native.ready("solids"):
             self.native = TetStrainJacobi(native, constraints, particle_count)
 
+    def numpy_sweep(self, x, alpha, lam, relaxation: float, lab_average: bool) -> None:
+        """One Jacobi sweep in NumPy, in place on x (n, 3) [m] and the multipliers lam, with the set's alpha
+        (``PositionBasedSolver._alpha``) and relaxation r (``PositionBasedSolver._jacobi`` says what each form does):
+        the reference of ``native``. The lab form scales the positions' corrections only; the multipliers take the
+        whole dlambda, as ``DistanceConstraints.jacobi`` does."""
+        constraints = self.constraints
+        if hasattr(constraints, "jacobi"):  # distances: the same sums, gathered once and reduced per particle (test_kernels.py)
+            if lab_average:
+                constraints.jacobi(x, alpha, lam, particle_divisor=np.maximum(relaxation + self.count, 1e-12))
+            else:
+                constraints.jacobi(x, alpha, lam, constraint_scale=1.0 / (relaxation + self.constraint_count))
+            return
+        dx, dlam = constraints.corrections(x, alpha, lam)
+        if not lab_average:
+            scale = 1.0 / (relaxation + self.constraint_count)
+            x += self.scatter @ (dx * scale[:, None, None]).reshape(-1, 3)
+            lam += dlam * scale.reshape(scale.shape + (1,) * (dlam.ndim - 1))  # (m,) or (m, 3) multipliers
+        else:
+            x += (self.scatter @ dx.reshape(-1, 3)) / np.maximum(relaxation + self.count, 1e-12)[:, None]
+            lam += dlam
+
 
 class _Sweep:
     """One constraint set prepared for its sweep.
@@ -462,26 +483,11 @@ class PositionBasedSolver(ProjectedContactSolver):
         dx) is scaled by 1 / (r + max n over its particles): momentum is conserved, and XPBD keeps
         x - x_tilde = W grad_C^T lambda, without which it converges to the wrong stretch.
         """
-        constraints = sweep.constraints
         relaxation = self.config.jacobi_relaxation
         if sweep.native is not None and not lab_average:  # the same sums in C, in the scatter's order
             sweep.native.jacobi(x, dt, lam, relaxation)
             return
-        if hasattr(constraints, "jacobi"):  # the same sums, gathered once and reduced per particle (test_kernels.py)
-            if lab_average:
-                constraints.jacobi(x, self._alpha(constraints, dt), lam,
-                                   particle_divisor=np.maximum(relaxation + sweep.count, 1e-12))
-            else:
-                constraints.jacobi(x, self._alpha(constraints, dt), lam,
-                                   constraint_scale=1.0 / (relaxation + sweep.constraint_count))
-            return
-        dx, dlam = constraints.corrections(x, self._alpha(constraints, dt), lam)
-        if not lab_average:
-            scale = 1.0 / (relaxation + sweep.constraint_count)
-            x += sweep.scatter @ (dx * scale[:, None, None]).reshape(-1, 3)
-            lam += dlam * scale.reshape(scale.shape + (1,) * (dlam.ndim - 1))  # (m,) or (m, 3) multipliers
-        else:
-            x += (sweep.scatter @ dx.reshape(-1, 3)) / np.maximum(relaxation + sweep.count, 1e-12)[:, None]
+        sweep.numpy_sweep(x, self._alpha(sweep.constraints, dt), lam, relaxation, lab_average)
 
 
 class NativeFrameSteps:

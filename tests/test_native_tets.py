@@ -2,10 +2,10 @@
 ``constraints.tet_strain.TetStrainColourSweep``: forward, reversed and symmetric sweeps, with and without internal
 damping, on jiggled blocks, a tetrahedralized ico sphere and meshes with flat, collapsed and inverted tets; bit for
 bit on x86-64 (``native_helpers.assert_same``), since the C code repeats the twin's operations in its order. The same
-for the Jacobi sweep (``kernels.TetStrainJacobi``, the tail of tiny colours and XPBD's Jacobi scheme) against
-``TetStrainConstraints.jacobi``, which itself is ``corrections`` summed per particle, to round-off. Also the bindings'
-refusals (ValueError naming the array) and a solid dropped on the ground, Compute AUTO against NUMPY (Gauss-Seidel
-with its Jacobi tail, and the Jacobi scheme).
+for the Jacobi sweep (``kernels.TetStrainJacobi``, the tail of tiny colours and XPBD's Jacobi scheme) against the
+NumPy Jacobi sweep (``position_based._Jacobi``), which is ``corrections`` scaled and summed per particle. Also the
+bindings' refusals (ValueError naming the array) and a solid dropped on the ground, Compute AUTO against NUMPY
+(Gauss-Seidel with its Jacobi tail, and the Jacobi scheme).
 """
 import numpy as np
 import pytest
@@ -19,6 +19,7 @@ from solvers.geometry import tetrahedralize
 from solvers.material import lame_parameters
 from solvers.native.kernels import TetStrainJacobi, TetStrainSweep
 from solvers.native.selftest import tet_block
+from solvers.position_based import _Jacobi
 from test_projective import icosphere
 
 DT = 1.0 / 720.0
@@ -220,58 +221,47 @@ def test_solid_dropped_on_the_ground_equals_numpy(library, solver, scheme):
         assert_same(b, a)
 
 
-def _jacobi_scale(tets, n, relaxation=1.0):
-    """1 / (relaxation + the largest constraint count over each tet's particles) (``_Jacobi.constraint_count``)."""
-    count = np.bincount(tets.indices.ravel(), minlength=n).astype(float)
-    return 1.0 / (relaxation + count[tets.indices].max(axis=1))
-
-
 @pytest.mark.parametrize("name", MESHES)
 @pytest.mark.parametrize("poisson_ratio", [0.4, -0.2])
 @pytest.mark.parametrize("damping", [0.0, 2.4])
 def test_tet_strain_jacobi_equals_its_numpy_twin(library, name, poisson_ratio, damping):
     tets, x0, x_prev = mesh(name, poisson_ratio)
     n = len(x0)
-    native = TetStrainJacobi(library, tets, n)
+    native, reference = TetStrainJacobi(library, tets, n), _Jacobi(tets, n)
     tets.set_damping(damping, x_prev)
-    scale = _jacobi_scale(tets, n, 1.0)
     lam, ref_lam = np.zeros((len(tets), 2)), np.zeros((len(tets), 2))
     x, y = x0.copy(), x0.copy()
     for _ in range(4):
         native.jacobi(x, DT, lam, 1.0)
-        tets.jacobi(y, tets.alpha(DT), ref_lam, constraint_scale=scale)
+        reference.numpy_sweep(y, tets.alpha(DT), ref_lam, 1.0, False)
         assert_same(x, y)
         assert_same(lam, ref_lam, float(np.max(np.abs(ref_lam))))
     assert not np.array_equal(x, x0)
     assert np.all(np.isfinite(x))
 
 
-@pytest.mark.parametrize("damping", [0.0, 2.4])
-def test_tet_strain_jacobi_is_corrections_summed_per_particle(damping):
-    """``TetStrainConstraints.jacobi`` (the colour sweep's arithmetic) is ``corrections`` (the textbook form, batched
-    matmuls) scaled and summed per particle: the same update, to round-off; momentum kept (sum of dx / w = 0 on the
-    free particles when no corner is pinned)."""
+def test_tet_strain_numpy_jacobi_is_corrections_summed_per_particle():
+    """The NumPy twin: every tet's ``corrections`` from the same x, scaled by 1 / (r + the largest constraint count
+    over its particles) and summed per particle (XPBD's form), or summed and divided by r + n_i (PBD's lab form)."""
     tets, x0, x_prev, _ = tet_block(cells=3, seed=5)
     n, m = len(x0), len(tets)
-    tets.set_damping(damping, x_prev)
-    alpha, scale = tets.alpha(DT), _jacobi_scale(tets, n, 0.5)
+    tets.set_damping(2.4, x_prev)
+    alpha, relaxation = tets.alpha(DT), 0.5
+    count = np.bincount(tets.indices.ravel(), minlength=n).astype(float)
+    scale = 1.0 / (relaxation + count[tets.indices].max(axis=1))
     lam0 = np.random.default_rng(1).normal(scale=1e-4, size=(m, 2))
-    x, lam = x0.copy(), lam0.copy()
-    tets.jacobi(x, alpha, lam, constraint_scale=scale)
     dx, dlam = tets.corrections(x0, alpha, lam0)
-    expected = x0.copy()
-    np.add.at(expected, tets.indices.ravel(), (dx * scale[:, None, None]).reshape(-1, 3))
-    moved = np.max(np.abs(expected - x0))
-    assert moved > 1e-3
-    np.testing.assert_allclose(x, expected, rtol=0.0, atol=1e-12 * moved)
-    np.testing.assert_allclose(lam, lam0 + dlam * scale[:, None], rtol=0.0, atol=1e-12 * np.max(np.abs(dlam)))
-    # per-particle average (PBD's lab form): the same sums divided by r + n_i
-    divisor = 0.5 + np.bincount(tets.indices.ravel(), minlength=n)
-    x, lam = x0.copy(), lam0.copy()
-    tets.jacobi(x, alpha, lam, particle_divisor=divisor)
-    total = np.zeros_like(x0)
-    np.add.at(total, tets.indices.ravel(), dx.reshape(-1, 3))
-    np.testing.assert_allclose(x, x0 + total / divisor[:, None], rtol=0.0, atol=1e-12 * np.max(np.abs(total)))
+    for lab_average in (False, True):
+        x, lam = x0.copy(), lam0.copy()
+        _Jacobi(tets, n).numpy_sweep(x, alpha, lam, relaxation, lab_average)
+        total = np.zeros_like(x0)
+        np.add.at(total, tets.indices.ravel(), (dx if lab_average else dx * scale[:, None, None]).reshape(-1, 3))
+        expected = x0 + (total / (relaxation + count)[:, None] if lab_average else total)
+        moved = np.max(np.abs(expected - x0))
+        assert moved > 1e-4
+        np.testing.assert_allclose(x, expected, rtol=0.0, atol=1e-14 * moved)
+        expected_lam = lam0 + (dlam if lab_average else dlam * scale[:, None])  # the lab form: the whole dlambda
+        np.testing.assert_allclose(lam, expected_lam, rtol=0.0, atol=1e-14 * np.max(np.abs(dlam)))
 
 
 def test_tet_strain_jacobi_takes_multipliers_it_does_not_own(library):
@@ -282,7 +272,7 @@ def test_tet_strain_jacobi_takes_multipliers_it_does_not_own(library):
     lam, ref_lam = start.copy(), start.copy()
     x, y = x0.copy(), x0.copy()
     native.jacobi(x, DT, lam, 1.0)
-    tets.jacobi(y, tets.alpha(DT), ref_lam, constraint_scale=_jacobi_scale(tets, n))
+    _Jacobi(tets, n).numpy_sweep(y, tets.alpha(DT), ref_lam, 1.0, False)
     assert lam is not native.lam
     assert_same(x, y)
     assert_same(lam, ref_lam)

@@ -49,7 +49,6 @@ which tipped the ico sphere over by 109 mm). The alpha = 0 system is also singul
 Multipliers are (m, 2) per tet (lambda_D, lambda_H): ``multiplier_shape = (2,)``.
 """
 import numpy as np
-import scipy.sparse as sp
 
 from ..energies.neo_hookean import shape_derivatives
 from ..linalg.iterative import inverse_3x3
@@ -98,7 +97,7 @@ class TetStrainConstraints:
         self.w = inv_mass[self.indices]
         self.flat_indices = self.indices.ravel()  # matching dx.reshape(-1, 3)
         self.D_T = np.ascontiguousarray(np.swapaxes(self.D, 1, 2))  # (m, 3, 4)
-        self._jacobi_layout = None  # (n, D (4, 3, m), w (4, m), scatter (n, 4 m) CSR) of ``jacobi``
+        self._layout = None  # (D (4, 3, m), w (4, m)) of ``corrections``
 
     @classmethod
     def from_model(cls, rest_positions, tet_indices, inv_mass, mu, lam, select=None):
@@ -177,58 +176,21 @@ class TetStrainConstraints:
     def corrections(self, x, alpha, lam):
         """The coupled XPBD update of every tet from positions x (n, 3); lam (m, 2) the accumulated multipliers;
         alpha (m, 2) (``alpha(dt)``; these constraints are always compliant). Returns dx (m, 4, 3) [m] and
-        dlambda (m, 2)."""
-        C, g_D, g_H = self.gradients(x)
-        alpha = np.broadcast_to(alpha, C.shape)
-        wg_D, wg_H = self.w[:, :, None] * g_D, self.w[:, :, None] * g_H
-        scale = 1.0 + self.damping  # (1 + gamma) S: internal damping (set_damping)
-        a = scale * np.einsum("tai,tai->t", wg_D, g_D) + alpha[:, 0]
-        b = scale * np.einsum("tai,tai->t", wg_D, g_H)
-        d = scale * np.einsum("tai,tai->t", wg_H, g_H) + alpha[:, 1]
-        r = -(C + np.where(np.isfinite(alpha), alpha * lam, 0.0))
-        if self.damping > 0.0:  # gamma grad C . (x - x_prev), per constraint of the pair
-            moved = x[self.indices] - self.x_prev[self.indices]
-            r[:, 0] -= self.damping * np.einsum("tai,tai->t", g_D, moved)
-            r[:, 1] -= self.damping * np.einsum("tai,tai->t", g_H, moved)
-        # An infinite alpha_H (no hydrostatic stiffness) leaves the 1x1 deviatoric solve: b^2 / d -> 0.
-        inv_d = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0.0)
-        schur = a - b * b * inv_d
-        inv_schur = np.divide(1.0, schur, out=np.zeros_like(schur), where=schur > 1e-300)
-        dlam = np.empty_like(C)
-        dlam[:, 0] = (r[:, 0] - b * inv_d * r[:, 1]) * inv_schur
-        dlam[:, 1] = (r[:, 1] - b * dlam[:, 0]) * inv_d
-        dx = wg_D * dlam[:, 0, None, None] + wg_H * dlam[:, 1, None, None]
-        return dx, dlam
-
-    def jacobi(self, x, alpha, lam, constraint_scale=None, particle_divisor=None) -> None:
-        """One Jacobi sweep in place: every tet's update from the same x, summed per particle.
-
-        x (n, 3) float64 [m]; alpha (m, 2) (``alpha``); lam (m, 2) updated in place. constraint_scale (m,): each tet's
-        dx and dlambda are multiplied by it (XPBD's 1 / (r + n_c)); particle_divisor (n,): the summed dx of each
-        particle is divided by it (PBD's lab average r + n_i). The updates are those of ``TetStrainColourSweep``
-        (``tet_updates``, ``corrections``' formulas to round-off), each particle's corrections summed in increasing
-        (tet, corner) order: ``native.kernels.TetStrainJacobi`` repeats it bit for bit."""
+        dlambda (m, 2): ``tet_updates`` (the colour sweep's arithmetic, which src/tets.c repeats) on the tets' corners
+        gathered from x, so a Jacobi sweep of this set (``position_based._Jacobi``) is the native one's twin."""
+        layout = self._layout
+        if layout is None:  # the shape derivatives and inverse masses in tet_updates' layout, kept
+            layout = self._layout = (np.ascontiguousarray(np.transpose(self.D, (1, 2, 0))),
+                                     np.ascontiguousarray(self.w.T))
+        D, w = layout
         m = len(self.indices)
-        layout = self._jacobi_layout
-        if layout is None or layout[0] != len(x):
-            scatter = sp.csr_matrix((np.ones(4 * m), (self.flat_indices, np.arange(4 * m))), shape=(len(x), 4 * m))
-            layout = self._jacobi_layout = (len(x), np.ascontiguousarray(np.transpose(self.D, (1, 2, 0))),
-                                            np.ascontiguousarray(self.w.T), scatter)
-        _, D, w, scatter = layout
         corners = np.ascontiguousarray(x[self.indices].transpose(2, 1, 0))  # (3, 4, m)
         prev = None
         if self.damping > 0.0:
             prev = np.ascontiguousarray(self.x_prev[self.indices].transpose(2, 1, 0))
         dx, dlam = tet_updates(corners, D, w, self.kappa, alpha_rows(np.broadcast_to(alpha, (m, 2))), lam,
                                self.damping, prev)
-        if constraint_scale is not None:
-            dx *= constraint_scale
-            dlam *= constraint_scale
-        lam += dlam.T
-        total = scatter @ dx.transpose(2, 1, 0).reshape(-1, 3)  # rows in (tet, corner) order
-        if particle_divisor is not None:
-            total /= particle_divisor[:, None]
-        x += total
+        return dx.transpose(2, 1, 0), dlam.T
 
     def colour_sweep(self, colours, particle_count: int):
         """The fast Gauss-Seidel sweep over ``colours`` (lists of tet indices sharing no particle), a
@@ -240,10 +202,11 @@ class TetStrainConstraints:
 
     def native_sweep(self, library, colours, particle_count: int):
         """The same Gauss-Seidel sweeps as ``colour_sweep`` in C (``solvers.native.kernels.TetStrainSweep``), for a
-        loaded native ``library``; None where ``colour_sweep`` is None, so the NumPy path's per-colour batches (whose
-        batched matmuls round differently) run on both paths and Compute never changes a step. Also None when a
-        colour holds a single tet: NumPy's einsum then loops over a corner axis instead of the tets and sums in another
-        order (a few ulp apart); only a body whose largest colour has under 8 tets keeps one among its big colours."""
+        loaded native ``library``; None where ``colour_sweep`` is None, so both paths sweep the same per-colour
+        batches there (``corrections`` on gathered rows, not held equal to the C sweep) and Compute never changes a
+        step. Also None when a colour holds a single tet: NumPy's einsum then loops over a corner axis instead of the
+        tets and sums in another order (a few ulp apart); only a body whose largest colour has under 8 tets keeps one
+        among its big colours."""
         if not colour_order_pays(self.indices, colours, particle_count) or min(len(c) for c in colours) < 2:
             return None
         if not library.ready("solids"):  # its self-test failed: the NumPy sweeps (status() says why)
@@ -274,8 +237,9 @@ def alpha_rows(alpha: np.ndarray) -> np.ndarray:
 
 
 def tet_updates(corners, D, w, kappa, alpha, lam, damping: float = 0.0, prev_corners=None):
-    """The update of ``TetStrainConstraints.corrections`` for m tets in structure of arrays (the same formulas, to
-    round-off; src/tets.c repeats these operations in this order): corners (3, 4, m) [m] (corners[:, a] is corner a),
+    """The coupled XPBD update of m tets in structure of arrays (the 2 x 2 solve of the module docstring, with the
+    gradients of ``TetStrainConstraints.gradients`` to round-off; src/tets.c repeats these operations in this order),
+    behind ``TetStrainConstraints.corrections`` and the colour sweeps: corners (3, 4, m) [m] (corners[:, a] is corner a),
     D (4, 3, m) [1/m] (d_a[j]), w (4, m) [1/kg], kappa (m,), alpha (4, m) (``alpha_rows``), lam (m, 2) the
     multipliers; with damping = gamma > 0 (``TetStrainConstraints.set_damping``) the corners at the step's start
     prev_corners (3, 4, m). Returns dx (3, 4, m) [m] and dlambda (2, m); nothing is changed in place."""
@@ -336,10 +300,10 @@ class TetStrainColourSweep:
     """A Gauss-Seidel sweep of a TetStrainConstraints set, colour by colour, on contiguous slices.
 
     Each colour's four corners are one contiguous (3, 4, m) view of the
-    structure-of-arrays state in that colour's particle order (``colouring.ColourOrder``), and the update of
-    ``TetStrainConstraints.corrections`` (the same formulas, to round-off) runs as ~40 whole-array operations per
-    colour instead of gathers, scatters, einsums and batched matmuls on (m, 4, 3) rows: a tet set has as many colours
-    as its busiest particle has tets (~30), each only a few tets on a small mesh, so the per-call overhead is the cost.
+    structure-of-arrays state in that colour's particle order (``colouring.ColourOrder``), and ``tet_updates`` runs
+    on views of it instead of a gather and a scatter of (m, 4, 3) rows per colour (``corrections``): a tet set has as
+    many colours as its busiest particle has tets (~30), each only a few tets on a small mesh, so the per-call
+    overhead is the cost.
     ``sweep(..., reverse=True)`` visits the colours last to first (its own ``ColourOrder``).
     """
 

@@ -791,9 +791,9 @@ def _checked_scatter(indices, scatter_start, scatter_entry, particle_count: int)
 
 class TetStrainJacobi:
     """The Jacobi sweep of a tet-strain set in C (``softsim_tet_strain_jacobi``): the twin of
-    ``position_based.PositionBasedSolver._jacobi`` on a ``constraints.TetStrainConstraints`` set
-    (``TetStrainConstraints.jacobi`` with 1 / (relaxation + constraint count) per tet; these constraints are always
-    compliant, so the lab's per-particle average never applies), bit for bit: the same update per tet as the colour
+    ``position_based.PositionBasedSolver._jacobi`` on a ``constraints.TetStrainConstraints`` set (its
+    ``corrections`` times 1 / (relaxation + constraint count) per tet; these constraints are always compliant, so the
+    lab's per-particle average never applies), bit for bit: the same update per tet as the colour
     sweeps (src/tets.c), each particle's corrections summed in increasing (tet, corner) order. Internal damping is
     the set's own (``set_damping`` on the constraints, read at each call).
 

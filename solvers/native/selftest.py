@@ -143,10 +143,11 @@ def tet_block(cells: int = 3, seed: int = 2, jiggle: float = 0.08, poisson_ratio
 
 def run_solids(library, cells: int = 3) -> str:
     """'' when the tet-strain sweeps (forward, reversed, symmetric; with internal damping) match
-    ``TetStrainColourSweep`` and the Jacobi sweep ``TetStrainConstraints.jacobi`` on a jiggled block, else the first
-    difference found."""
+    ``TetStrainColourSweep`` and the Jacobi sweep matches the NumPy one (``position_based._Jacobi``) on a jiggled
+    block, else the first difference found."""
     from ..colouring import colour_constraints
     from ..constraints.tet_strain import TetStrainColourSweep
+    from ..position_based import _Jacobi
     from .kernels import TetStrainJacobi, TetStrainSweep
 
     tets, x0, x_prev, _ = tet_block(cells)
@@ -171,14 +172,12 @@ def run_solids(library, cells: int = 3) -> str:
         return found
     # The Jacobi sweep (a Gauss-Seidel sweep's tail, XPBD's Jacobi scheme), with the set's own damping.
     tets.set_damping(2.4, x_prev)
-    jacobi = TetStrainJacobi(library, tets, n)
-    count = np.bincount(tets.indices.ravel(), minlength=n).astype(float)
-    scale = 1.0 / (1.0 + count[tets.indices].max(axis=1))
+    jacobi, reference_jacobi = TetStrainJacobi(library, tets, n), _Jacobi(tets, n)
     lam, ref_lam = np.zeros((len(tets), 2)), np.zeros((len(tets), 2))
     x, y = x0.copy(), x0.copy()
     for _ in range(2):
         jacobi.jacobi(x, dt, lam, 1.0)
-        tets.jacobi(y, tets.alpha(dt), ref_lam, constraint_scale=scale)
+        reference_jacobi.numpy_sweep(y, tets.alpha(dt), ref_lam, 1.0, False)
     tets.set_damping(0.0)
     if np.array_equal(x, x0):
         return "tet-strain Jacobi sweep moved nothing"

@@ -7,7 +7,8 @@
  * its einsums contract over a short axis while looping over the tets innermost, so each contraction is a sum from 0
  * in increasing index order (over (i, a) with i outer for the two-index ones), and every other step is one
  * elementwise NumPy operation; the comments below name the NumPy line each step repeats. x is (n, 3) row-major.
- * The Jacobi sweep (softsim_tet_strain_jacobi) is the twin of TetStrainConstraints.jacobi, the same update per tet.
+ * The Jacobi sweep (softsim_tet_strain_jacobi) is the twin of PositionBasedSolver._jacobi on a tet set (whose
+ * TetStrainConstraints.corrections runs the same update per tet).
  * One exception: for a colour of a single tet the tet axis has length 1, einsum loops over a corner axis and sums in
  * another (unrolled) order, a few ulp apart; TetStrainConstraints.native_sweep leaves such sets to NumPy.
  */
@@ -188,7 +189,7 @@ void softsim_tet_strain_symmetric_sweep(double *x, int64_t particle_count, int64
     }
 }
 
-/* TetStrainConstraints.jacobi with constraint_scale (XPBD's Jacobi sweep, the tail of a Gauss-Seidel sweep): every
+/* PositionBasedSolver._jacobi on a tet set (XPBD's Jacobi sweep, the tail of a Gauss-Seidel sweep): every
  * tet's update (tet_update) from the same x, dx and dlambda times scale (m,) = 1 / (relaxation + max constraint count);
  * lambda += dlambda; each particle's corrections then summed from 0 in increasing (tet, corner) order, the order of
  * its row of the twin's CSR scatter matrix (scatter_start (n + 1,), scatter_entry (4 m,) = 4 e + a, per particle in
