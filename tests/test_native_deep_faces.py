@@ -166,9 +166,10 @@ def test_keep_out_equals_its_numpy_twin(library, seed, pads):
     assert np.array_equal(heavy_c, heavy_n)
 
 
-def test_keep_out_in_the_response_takes_c_only_for_analytic_colliders(library, monkeypatch):
+def test_keep_out_in_the_response_takes_c_for_analytic_colliders(library, monkeypatch):
     """SelfCollision._keep_out_of_colliders runs ``KeepOut`` with the native library and ground planes and spheres,
-    and its own loop with a mesh collider in the list."""
+    and its own loop with a mesh collider without its native queries in the list (with them:
+    tests/test_native_keep_out_mesh.py)."""
     calls = []
     monkeypatch.setattr(KeepOut, "run", lambda self, *a: calls.append(a) or 0)
     model, x, _, colliders = contact_scene(n=5, moving=False, thickness=0.01)
@@ -216,7 +217,7 @@ def test_keep_out_refuses_bad_input(library, change, message):
     assert np.array_equal(args["x"], before)
     with pytest.raises(ValueError, match="pad2"):
         KeepOut(library, len(x), np.zeros(len(x) - 1))
-    with pytest.raises(ValueError, match="ground planes and spheres"):
+    with pytest.raises(ValueError, match="ground planes, spheres and mesh colliders"):
         native.pose(colliders + [_mesh()])
 
 

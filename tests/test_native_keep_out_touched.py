@@ -1,7 +1,7 @@
 """The keep-out of self-collision's native passes bound once on the pass's touched mask
 (``KeepOut.bind_touched``, ``softsim_keep_out_touched``) against ``KeepOut.run`` and the NumPy twin
-(``SelfCollision._keep_out_of_colliders``) on the same particles; the response taking it only for ground planes and
-spheres; the binding's validation."""
+(``SelfCollision._keep_out_of_colliders``) on the same particles; the response taking it for ground planes and spheres
+(mesh colliders: tests/test_native_keep_out_mesh.py); the binding's validation."""
 from types import SimpleNamespace
 
 import numpy as np
@@ -50,9 +50,10 @@ def test_bound_keep_out_equals_run_and_its_numpy_twin(library, seed, pads):
     assert np.array_equal(heavy_b, heavy_r) and np.array_equal(heavy_b, heavy_n)
 
 
-def test_response_binds_the_keep_out_only_for_ground_planes_and_spheres(library):
-    """``_bind_keep_out`` gives a bound call for ground planes and spheres, None for a mesh collider in the list or
-    no colliders; ``_keep_out_of_colliders(x, None, ...)`` without a bound call reads the pass's touched particles."""
+def test_response_binds_the_keep_out_for_ground_planes_and_spheres(library):
+    """``_bind_keep_out`` gives a bound call for ground planes and spheres, None for a mesh collider without its
+    native queries in the list (with them: tests/test_native_keep_out_mesh.py) or no colliders;
+    ``_keep_out_of_colliders(x, None, ...)`` without a bound call reads the pass's touched particles."""
     model, x, _, colliders = contact_scene(n=5, moving=False, thickness=0.01)
     sc = SelfCollision(model, 0.01, compute="AUTO")
     assert sc.native_pass is not None

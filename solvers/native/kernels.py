@@ -604,9 +604,24 @@ def collider_rows(table, colliders) -> None:
                 row[12:15] = c.center - start.center
 
 
+def _keep_out_mesh_structure():
+    import ctypes
+
+    from .library import _D, _P
+
+    class KeepOutMesh(ctypes.Structure):
+        """src/softsim_native.h SoftsimKeepOutMesh, field for field."""
+        _fields_ = [("vertices", _P), ("triangles", _P), ("grid", _P), ("dims", _P), ("cell_start", _P), ("entry", _P),
+                    ("stamp", _P), ("thickness", _D), ("search_limit", _D)]
+
+    return KeepOutMesh
+
+
 class KeepOut:
-    """``self_contact.SelfCollision._keep_out_of_colliders`` over ground planes and spheres in C
-    (``softsim_keep_out``, ``src/contact.c``), bit for bit.
+    """``self_contact.SelfCollision._keep_out_of_colliders`` and the resting test of ``resolve_beside_colliders`` over
+    ground planes, spheres and mesh colliders in C (``softsim_keep_out``, ``softsim_resting``, ``src/contact.c``), bit
+    for bit: a mesh collider's rows ask ``softsim_mesh_closest`` through its native queries (``_Shared.native``), the
+    nearest triangles ``MeshCollider.distance_and_normal`` and ``within`` get from them.
 
     library: a ``library.NativeLibrary``; particle_count: n; pad2 (n,) float64 [m^2] or None (the sphere pads).
     ``pose(colliders)`` fills the collider table (a list of the same objects as last time is not read again);
@@ -627,19 +642,61 @@ class KeepOut:
         self._table = pointer(self.table)
         self._arrays, self._pointers = (None, None), (None, None)
         self._scratch = None
+        self._meshes = None  # the posed mesh colliders' structs (a ctypes array), or None without mesh colliders
+        self._held = ()  # the arrays those structs address (grids, vertices, stamps), alive while they are posed
+        self._mesh_scratch = (None, None)  # int64 (4 n,) and float64 (7 n,) for the mesh rows' queries
+        self._mesh_arguments = (None, None, None)
+
+    @staticmethod
+    def supports(colliders) -> bool:
+        """Whether every collider is a ground plane, a sphere or a mesh collider with its native queries
+        (``_Shared.native``; exactly those classes: a subclass may answer the protocol differently)."""
+        from ..collision.colliders.mesh_collider import MeshCollider
+
+        return all(AnalyticContacts.supports([c]) or (type(c) is MeshCollider and c.shared.native is not None)
+                   for c in colliders)
 
     def pose(self, colliders) -> None:
-        """The table of colliders (ground planes and spheres, ``AnalyticContacts.supports``)."""
+        """The table of colliders (``supports``): ground planes and spheres as rows of their own, a mesh collider as
+        a row of kind SOFTSIM_KIND_MESH naming its struct (its pose's vertices and triangle grid, thickness and
+        search reach)."""
+        from ..collision.colliders.mesh_collider import SEARCH_MARGIN
+
         colliders = list(colliders)
         if self._posed is not None and len(self._posed) == len(colliders) and all(
                 a is b for a, b in zip(self._posed, colliders)):
             return
-        if not AnalyticContacts.supports(colliders):
-            raise ValueError("KeepOut takes ground planes and spheres only")
+        if not self.supports(colliders):
+            raise ValueError("KeepOut takes ground planes, spheres and mesh colliders with their native queries only")
         if len(colliders) > len(self.table):
             self.table = np.zeros((len(colliders), self.ROW))
             self._table = pointer(self.table)
-        collider_rows(self.table, colliders)
+        meshes = [k for k, c in enumerate(colliders) if not AnalyticContacts.supports([c])]
+        for k, collider in enumerate(colliders):
+            if k not in meshes:
+                collider_rows(self.table[k:k + 1], [collider])
+        structs, held = None, []
+        if meshes:
+            structs = (_keep_out_mesh_structure() * len(meshes))()
+            for index, k in enumerate(meshes):
+                collider = colliders[k]
+                native = collider.shared.native
+                grid = native.grid_for(collider.vertices)  # checks the vertices (float64, (m, 3), finite)
+                row = self.table[k]
+                row.fill(0.0)
+                row[0], row[3] = 2.0, float(index)  # SOFTSIM_KIND_MESH, the struct's index
+                struct = structs[index]
+                struct.vertices, struct.triangles = pointer(grid.vertices), native.faces.pointer
+                struct.grid, struct.dims, struct.cell_start, struct.entry = grid.pointers
+                struct.stamp = native.faces.stamp_pointer
+                struct.thickness = float(collider.thickness)
+                struct.search_limit = float(collider.thickness + SEARCH_MARGIN)  # MeshCollider._closest's limit
+                held.append((grid, native.faces))
+            if self._mesh_scratch[0] is None:
+                self._mesh_scratch = (np.zeros(4 * self.n, I64), np.zeros(7 * self.n))
+        self._meshes, self._held = structs, tuple(held)
+        self._mesh_arguments = ((None, None, None) if structs is None else
+                                (structs, pointer(self._mesh_scratch[0]), pointer(self._mesh_scratch[1])))
         self.collider_count = len(colliders)
         self._posed = colliders
 
@@ -649,8 +706,9 @@ class KeepOut:
         if not (band == band):
             raise ValueError(f"band must be a number, got {band}")
         mask = np.zeros(self.n, np.uint8)
-        self.library.softsim_resting(self.positions(x), self.n, self._pad2, self.collider_count, self._table,
-                                     float(band), pointer(mask))
+        meshes, scratch_i, scratch_d = self._mesh_arguments
+        self.library.softsim_resting(self.positions(x), self.n, self._pad2, self.collider_count, self._table, meshes,
+                                     float(band), pointer(mask), scratch_i, scratch_d)
         return mask.view(np.bool_)
 
     def run(self, x, moved, inv_mass, heavy, slack: float, mass_factor: float) -> int:
@@ -665,8 +723,10 @@ class KeepOut:
             self._arrays, self._pointers = (inv_mass, heavy), (pointer(inv_mass), pointer(heavy))
         if not (slack >= 0.0) or not (mass_factor > 0.0):
             raise ValueError(f"slack must be >= 0 and mass_factor > 0, got {slack} and {mass_factor}")
+        meshes, scratch_i, scratch_d = self._mesh_arguments
         back = self.function(self.positions(x), self.n, *self._pointers, self._pad2, len(moved), pointer(moved),
-                             self.collider_count, self._table, float(slack), float(mass_factor))
+                             self.collider_count, self._table, meshes, float(slack), float(mass_factor), scratch_i,
+                             scratch_d)
         if back < 0:
             raise ValueError(f"moved must be strictly increasing indices in [0, {self.n})")
         return back
@@ -686,13 +746,16 @@ class KeepOut:
         if self._scratch is None:
             self._scratch = np.empty(self.n, I64)
         function = self.library.softsim_keep_out_touched
+        meshes, scratch_i, scratch_d = self._mesh_arguments
         arguments = (pointer(x), self.n, pointer(inv_mass), pointer(heavy), self._pad2, pointer(touched),
-                     pointer(self._scratch), self.collider_count, self._table, float(slack), float(mass_factor))
+                     pointer(self._scratch), self.collider_count, self._table, meshes, float(slack), float(mass_factor),
+                     scratch_i, scratch_d)
 
         def call() -> int:
             return function(*arguments)
 
-        call.held = (x, touched, inv_mass, heavy, self.pad2, self._scratch, self.table)  # their buffers stay alive
+        call.held = (x, touched, inv_mass, heavy, self.pad2, self._scratch, self.table, self._meshes, self._held,
+                     self._mesh_scratch)  # their buffers stay alive
         return call
 
 

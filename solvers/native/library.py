@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 24
+ABI_VERSION = 25
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -63,9 +63,9 @@ SIGNATURES = {
     "softsim_contacts_finish_sweeps": (_I, (_P, _P, _I, _P, _P, _I, _P, _I, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P,
                                             _P, _P, _P, _P, _P, _P, _P)),
     "softsim_contacts_deep_faces": (_I, (_P, _P, _I, _P, _I, _P, _P, _I, _P, _I, _P, _I, _P, _P, _P, _P, _P)),
-    "softsim_resting": (_I, (_P, _I, _P, _I, _P, _D, _P)),
-    "softsim_keep_out": (_I, (_P, _I, _P, _P, _P, _I, _P, _I, _P, _D, _D)),
-    "softsim_keep_out_touched": (_I, (_P, _I, _P, _P, _P, _P, _P, _I, _P, _D, _D)),
+    "softsim_resting": (_I, (_P, _I, _P, _I, _P, _P, _D, _P, _P, _P)),
+    "softsim_keep_out": (_I, (_P, _I, _P, _P, _P, _I, _P, _I, _P, _P, _D, _D, _P, _P)),
+    "softsim_keep_out_touched": (_I, (_P, _I, _P, _P, _P, _P, _P, _I, _P, _P, _D, _D, _P, _P)),
     # Cloth self-collision's broad phase (src/self_collision.c, self_kernels.SelfPairQuery).
     "softsim_self_vt_pairs": (_I, (_P, _I, _P, _I, _P, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),
     "softsim_self_ee_pairs": (_I, (_P, _I, _P, _I, _P, _D, _P, _I, _I, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P)),

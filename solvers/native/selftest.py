@@ -498,7 +498,41 @@ def mesh_closest(library, subdivisions: int = 1, seed: int = 5) -> str:
             return "mesh face pairs differ from NumPy"
     problem = (_differs("mesh corner pairs", got.corner_distance, want.corner_distance, 1.0)
                or _differs("mesh edge pairs", got.edge_distance, want.edge_distance, 1.0))
-    return problem or mesh_moving(library, vertices, triangles, x) or pose_normals(library, vertices, triangles)
+    return (problem or mesh_moving(library, vertices, triangles, x) or pose_normals(library, vertices, triangles)
+            or mesh_keep_out(library, native, x))
+
+
+def mesh_keep_out(library, collider, x) -> str:
+    """Self-collision's keep-out and resting test over a mesh collider (``kernels.KeepOut``'s mesh rows,
+    src/contact.c) against their twins (``SelfCollision._keep_out_of_colliders``' loop, ``MeshCollider.within``) on
+    the collider with its native queries and the points x (n, 3) put within a few mm of its surface: the same bits."""
+    from types import SimpleNamespace
+
+    from ..collision.response.self_contact import CONTACT_BAND, CONTACT_MASS_FACTOR, SelfCollision
+    from .kernels import KeepOut
+
+    radius = np.linalg.norm(collider.vertices, axis=1).max()
+    rng = np.random.default_rng(4)
+    x = np.ascontiguousarray(x / np.linalg.norm(x, axis=1)[:, None] * rng.uniform(radius - 0.03, radius + 0.02,
+                                                                                   len(x))[:, None])
+    inv_mass = np.where(rng.random(len(x)) < 0.1, 0.0, 1.0)
+    heavy = np.zeros(len(x), bool)
+    keep_out = KeepOut(library, len(x))
+    keep_out.pose([collider])
+    want = collider.within(x, CONTACT_BAND, None)
+    if not np.array_equal(keep_out.resting(x, CONTACT_BAND), want) or not 0 < want.sum() < len(x):
+        return "keep-out: the resting particles over a mesh collider differ from NumPy"
+    moved = np.flatnonzero(rng.random(len(x)) < 0.7)
+    y, z = x.copy(), x.copy()
+    masses, flags = (inv_mass.copy(), inv_mass.copy()), (heavy.copy(), heavy.copy())
+    if keep_out.run(y, moved, masses[0], flags[0], 0.0025, CONTACT_MASS_FACTOR) == 0:
+        return "keep-out over a mesh collider: moved nothing back"
+    twin = SimpleNamespace(native_pass=None, inv_mass=masses[1], _heavy=flags[1], pad2=None, thickness=0.01)
+    SelfCollision._keep_out_of_colliders(twin, z, moved, [collider])
+    if not np.array_equal(flags[0], flags[1]):
+        return "keep-out over a mesh collider: the heavy flags differ from NumPy"
+    return (_differs("keep-out over a mesh collider", y, z, 1.0)
+            or _differs("keep-out inverse masses over a mesh collider", masses[0], masses[1], 1.0))
 
 
 def pose_normals(library, vertices, triangles) -> str:
@@ -803,7 +837,7 @@ FAMILIES = {
     # The scenes are the smallest that still reach every branch each test checks (its "found no pairs" guards).
     "contacts": (_contacts,),  # kernels.AnalyticContacts, KeepOut (position-based and projective solvers)
     "substeps": (_substeps,),  # kernels.BendingJacobi, AirLoads, ClothFrame
-    "mesh": (mesh_closest,),  # mesh_kernels.MeshClosest, mesh_frame, pose_kernels.PoseNormals
+    "mesh": (mesh_closest,),  # mesh_kernels.MeshClosest, mesh_frame, pose_kernels.PoseNormals, KeepOut's mesh rows
     "solids": (partial(run_solids, cells=2),),  # kernels.TetStrainSweep, TetStrainJacobi
     # self_kernels.SelfPairQuery, SelfCallKernels, SelfPass (the skin growth of self_pass needs the 8 x 8 fold)
     "self": (partial(self_pairs, n=7), partial(self_response, n=7), partial(self_pass, n=8),

@@ -169,7 +169,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     run in C, bit for bit), else None."""
 
     _keep_out_touched = None
-    """During a native ``_respond`` beside ground planes and spheres: ``KeepOut.bind_touched`` on the native pass's
+    """During a native ``_respond`` beside colliders ``KeepOut`` takes: ``KeepOut.bind_touched`` on the native pass's
     touched particles (a bare C call, checked once a call of ``_respond``), else None."""
 
     def __init__(self, model, thickness: float, friction: float = DEFAULT_FRICTION, passes: int = PASSES,
@@ -314,9 +314,9 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         them (up to 103 crossing pairs a frame on that cloth). ``true_start``: as ``resolve``'s."""
         if not colliders or len(self.triangles) == 0:
             return self.resolve(x, x_prev, true_start)
-        from ...native.kernels import AnalyticContacts
+        from ...native.kernels import KeepOut
 
-        if self.native_pass is not None and AnalyticContacts.supports(colliders):
+        if self.native_pass is not None and KeepOut.supports(colliders):
             keep_out = self._native_keep_out(len(x))  # the same distances in C (src/contact.c)
             keep_out.pose(colliders)
             resting = keep_out.resting(x, CONTACT_BAND)
@@ -341,17 +341,18 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         collider contacts of the next step take them the rest of the way out.
 
         moved None: the particles the native pass touched last (``SelfPass.touched``). With the native library
-        (``native_pass``) and only ground planes and spheres, in C (``native.kernels.KeepOut``, bit for bit; on the
-        native pass's touched particles the call bound by ``_bind_keep_out``); mesh colliders take the loop below."""
+        (``native_pass``) and ground planes, spheres and mesh colliders with their native queries
+        (``KeepOut.supports``), in C (``native.kernels.KeepOut``, bit for bit; on the native pass's touched particles
+        the call bound by ``_bind_keep_out``); other colliders take the loop below."""
         if moved is None:
             if self._keep_out_touched is not None:
                 self._keep_out_touched()
                 return
             moved = self.native_pass.touched()
         slack = COLLIDER_SLACK * self.thickness
-        from ...native.kernels import AnalyticContacts
+        from ...native.kernels import KeepOut
 
-        if self.native_pass is not None and len(moved) and colliders and AnalyticContacts.supports(colliders):
+        if self.native_pass is not None and len(moved) and colliders and KeepOut.supports(colliders):
             keep_out = self._native_keep_out(len(x))
             keep_out.pose(colliders)
             keep_out.run(x, moved, self.inv_mass, self._heavy, slack, CONTACT_MASS_FACTOR)
@@ -381,10 +382,10 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
     def _bind_keep_out(self, x, colliders):
         """``KeepOut.bind_touched`` on the native pass's touched particles at x (n, 3) [m] with this call's inverse
-        masses and heavy flags, or None when the colliders are not all ground planes and spheres (or none)."""
-        from ...native.kernels import AnalyticContacts
+        masses and heavy flags, or None when ``KeepOut`` does not take the colliders (or there are none)."""
+        from ...native.kernels import KeepOut
 
-        if not colliders or not AnalyticContacts.supports(colliders):
+        if not colliders or not KeepOut.supports(colliders):
             return None
         keep_out = self._native_keep_out(len(x))
         keep_out.pose(colliders)

@@ -10,6 +10,8 @@
  *                                                    _push_out),
  *   solvers/collision/colliders/shapes.py            GroundPlane / Sphere distance_and_normal, contact, motion,
  *                                                    padded_radius,
+ *   solvers/collision/colliders/mesh_collider.py     MeshCollider.distance_and_normal / within (the keep-out's
+ *                                                    mesh rows, through softsim_mesh_closest),
  *   solvers/position_based.py                        the prediction at the top of PositionBasedSolver.step,
  *   solvers/base.py                                  the velocity and damping at the end of finish_step.
  *
@@ -19,7 +21,8 @@
  * Collider table: one row of SOFTSIM_COLLIDER_ROW doubles per collider, filled by the binding (kernels.py,
  * AnalyticContacts.pose) from the posed collider objects:
  *   [0] kind (0 ground plane, 1 sphere)  [1] moving (1 when the collider has a start pose)  [2] friction
- *   (a mesh row, kind 2 (mesh_frame.h): [1] moving as here, [2] friction)
+ *   (a mesh row, kind 2 (SOFTSIM_KIND_MESH): [1] moving as here, [2] friction; in softsim_resting and
+ *   softsim_keep_out [3] the index of its SoftsimKeepOutMesh)
  *   ground: [3..5] unit normal, [6] point . normal + thickness, [7..9] point - start.point
  *   sphere: [3..5] centre, [6] rho = radius + thickness, [7] cap2 = ((1 + PAD_LIMIT)^2 - 1) rho^2,
  *           [8..10] start centre, [11] radius - start.radius, [12..14] centre - start.centre
@@ -372,35 +375,107 @@ int64_t softsim_contacts_deep_faces(double *x, const double *x_prev, int64_t n, 
     return faces;
 }
 
-/* SelfCollision.resolve_beside_colliders' resting particles over analytic colliders: resting[p] = 1 where particle p
- * lies within band [m] of a collider's surface (its signed distance beyond thickness and pads, distance_and_normal,
- * below band) for some collider row, else 0. Returns how many rest. */
+/* The nearest triangles of a mesh collider row (SoftsimKeepOutMesh) within limit [m] of the points (k,) of x:
+ * MeshCollider._closest through softsim_mesh_closest (the binding's MeshClosest.closest). Outputs in scratch
+ * (scratch_i (4 n,): the points' list first, then out_row, out_tri, out_interior (n,) each; scratch_d (7 n,):
+ * out_bary, out_q (n, 3), out_d (n,)); returns how many points found one. */
+static int64_t mesh_nearest(const SoftsimKeepOutMesh *mesh, const double *x, int64_t n, int64_t k, double limit,
+                            int64_t *scratch_i, double *scratch_d)
+{
+    return softsim_mesh_closest(x, scratch_i, k, mesh->vertices, mesh->triangles, mesh->grid, mesh->dims,
+                                mesh->cell_start, mesh->entry, limit, mesh->stamp, scratch_i + n, scratch_i + 2 * n,
+                                scratch_d, scratch_d + 3 * n, scratch_d + 6 * n, scratch_i + 3 * n);
+}
+
+/* SelfCollision.resolve_beside_colliders' resting particles: resting[p] = 1 where particle p lies within band [m] of
+ * a collider's surface for some collider row, else 0. Analytic rows: the signed distance beyond thickness and pads
+ * (distance_and_normal) below band. Mesh rows (MeshCollider.within): the unsigned distance to the nearest triangle
+ * within thickness + max(band, 0) (1 + 1e-9) + 1e-12, less thickness, below band, asked for the particles no earlier
+ * row holds (the twin ORs every collider's mask). Returns how many rest. meshes, scratch_i, scratch_d: see
+ * mesh_nearest (null without mesh rows). */
 int64_t softsim_resting(const double *x, int64_t n, const double *pad2, int64_t collider_count,
-                        const double *colliders, double band, uint8_t *resting)
+                        const double *colliders, const SoftsimKeepOutMesh *meshes, double band, uint8_t *resting,
+                        int64_t *scratch_i, double *scratch_d)
 {
     int64_t count = 0;
     for (int64_t p = 0; p < n; ++p) {
         uint8_t rests = 0;
         for (int64_t k = 0; k < collider_count && !rests; ++k) {
+            const double *c = colliders + SOFTSIM_COLLIDER_ROW * k;
+            if (c[0] == SOFTSIM_KIND_MESH)
+                continue;
             double normal[3];
-            rests = distance_normal(colliders + SOFTSIM_COLLIDER_ROW * k, x + 3 * p, pad2, p, normal) < band;
+            rests = distance_normal(c, x + 3 * p, pad2, p, normal) < band;
         }
         resting[p] = rests;
         count += rests;
     }
+    for (int64_t k = 0; k < collider_count; ++k) {
+        const double *c = colliders + SOFTSIM_COLLIDER_ROW * k;
+        if (c[0] != SOFTSIM_KIND_MESH)
+            continue;
+        const SoftsimKeepOutMesh *mesh = meshes + (int64_t)c[3];
+        int64_t asked = 0;
+        for (int64_t p = 0; p < n; ++p)
+            if (!resting[p])
+                scratch_i[asked++] = p;
+        double limit = mesh->thickness + ((band > 0.0 ? band : 0.0) * (1.0 + 1e-9) + 1e-12);
+        int64_t found = mesh_nearest(mesh, x, n, asked, limit, scratch_i, scratch_d);
+        for (int64_t j = 0; j < found; ++j)
+            if (scratch_d[6 * n + j] - mesh->thickness < band) {
+                resting[scratch_i[n + j]] = 1;
+                ++count;
+            }
+    }
     return count;
 }
 
-/* SelfCollision._keep_out_of_colliders over analytic colliders: the particles moved (count,) that are free at
- * inv_mass (the response's own copy, (n,)), each collider row in turn, that lie deeper than slack inside it
- * (distance_and_normal with the pads pad2 (n,) or NULL) brought back to that depth along its normal; the first time
- * for a particle (heavy[p] 0) its inv_mass is divided by mass_factor and heavy[p] set. Returns the particles moved
- * back (a particle counts once per collider), or -1 with nothing touched when moved is not strictly increasing in
- * [0, n) (the twin's indices are sorted and distinct; checked here, a pass over count, instead of three NumPy
- * reductions in the binding on every call). */
+/* A mesh row of softsim_keep_out: the free particles of moved (count,) brought back to slack [m] inside the surface
+ * along the direction from their nearest point (MeshCollider.distance_and_normal: unsigned distance less thickness,
+ * normal (x - q) / distance, or x - q where the distance is 0; nothing found within search_limit: not inside). */
+static int64_t keep_out_mesh(const SoftsimKeepOutMesh *mesh, double *x, int64_t n, double *inv_mass, uint8_t *heavy,
+                             int64_t count, const int64_t *moved, double slack, double mass_factor,
+                             int64_t *scratch_i, double *scratch_d)
+{
+    int64_t asked = 0;
+    for (int64_t i = 0; i < count; ++i)
+        if (inv_mass[moved[i]] > 0.0)
+            scratch_i[asked++] = moved[i];
+    int64_t found = mesh_nearest(mesh, x, n, asked, mesh->search_limit, scratch_i, scratch_d);
+    const double *q = scratch_d + 3 * n, *dist = scratch_d + 6 * n;
+    int64_t back = 0;
+    for (int64_t j = 0; j < found; ++j) {
+        double d = dist[j] - mesh->thickness;
+        if (!(d < -slack))
+            continue;
+        int64_t p = scratch_i[n + j];
+        double *xp = x + 3 * p;
+        double scale = dist[j] > 0.0 ? dist[j] : 1.0;
+        double nrm[3] = {(xp[0] - q[3 * j]) / scale, (xp[1] - q[3 * j + 1]) / scale, (xp[2] - q[3 * j + 2]) / scale};
+        double depth = d + slack;
+        xp[0] -= depth * nrm[0];
+        xp[1] -= depth * nrm[1];
+        xp[2] -= depth * nrm[2];
+        if (!heavy[p]) {
+            inv_mass[p] /= mass_factor;
+            heavy[p] = 1;
+        }
+        ++back;
+    }
+    return back;
+}
+
+/* SelfCollision._keep_out_of_colliders: the particles moved (count,) that are free at inv_mass (the response's own
+ * copy, (n,)), each collider row in turn, that lie deeper than slack inside it (distance_and_normal with the pads
+ * pad2 (n,) or NULL; mesh rows: keep_out_mesh) brought back to that depth along its normal; the first time for a
+ * particle (heavy[p] 0) its inv_mass is divided by mass_factor and heavy[p] set. Returns the particles moved back (a
+ * particle counts once per collider), or -1 with nothing touched when moved is not strictly increasing in [0, n) (the
+ * twin's indices are sorted and distinct; checked here, a pass over count, instead of three NumPy reductions in the
+ * binding on every call). meshes, scratch_i, scratch_d: see mesh_nearest (null without mesh rows). */
 int64_t softsim_keep_out(double *x, int64_t n, double *inv_mass, uint8_t *heavy, const double *pad2, int64_t count,
-                         const int64_t *moved, int64_t collider_count, const double *colliders, double slack,
-                         double mass_factor)
+                         const int64_t *moved, int64_t collider_count, const double *colliders,
+                         const SoftsimKeepOutMesh *meshes, double slack, double mass_factor, int64_t *scratch_i,
+                         double *scratch_d)
 {
     for (int64_t i = 0; i < count; ++i)
         if (moved[i] < 0 || moved[i] >= n || (i > 0 && moved[i] <= moved[i - 1]))
@@ -408,6 +483,11 @@ int64_t softsim_keep_out(double *x, int64_t n, double *inv_mass, uint8_t *heavy,
     int64_t back = 0;
     for (int64_t k = 0; k < collider_count; ++k) {
         const double *c = colliders + SOFTSIM_COLLIDER_ROW * k;
+        if (c[0] == SOFTSIM_KIND_MESH) {
+            back += keep_out_mesh(meshes + (int64_t)c[3], x, n, inv_mass, heavy, count, moved, slack, mass_factor,
+                                  scratch_i, scratch_d);
+            continue;
+        }
         for (int64_t i = 0; i < count; ++i) {
             int64_t p = moved[i];
             /* the twin filters moved by inv_mass once, before the colliders: a particle made heavy by an earlier

@@ -7,11 +7,12 @@
 #include "softsim_native.h"
 
 /* softsim_keep_out on the particles p with touched[p] != 0 (touched (n,), one byte each), in increasing order;
- * scratch (n,) int64 receives their indices (its contents on return are unspecified). Returns softsim_keep_out's
- * count of particles moved back. */
+ * scratch (n,) int64 receives their indices (its contents on return are unspecified); meshes, scratch_i and scratch_d
+ * as softsim_keep_out's. Returns softsim_keep_out's count of particles moved back. */
 int64_t softsim_keep_out_touched(double *x, int64_t n, double *inv_mass, uint8_t *heavy, const double *pad2,
                                  const uint8_t *touched, int64_t *scratch, int64_t collider_count,
-                                 const double *colliders, double slack, double mass_factor)
+                                 const double *colliders, const SoftsimKeepOutMesh *meshes, double slack,
+                                 double mass_factor, int64_t *scratch_i, double *scratch_d)
 {
     int64_t count = 0;
     for (int64_t p = 0; p < n; ++p)
@@ -19,6 +20,6 @@ int64_t softsim_keep_out_touched(double *x, int64_t n, double *inv_mass, uint8_t
             scratch[count++] = p;
     if (count == 0)
         return 0;
-    return softsim_keep_out(x, n, inv_mass, heavy, pad2, count, scratch, collider_count, colliders, slack,
-                            mass_factor);
+    return softsim_keep_out(x, n, inv_mass, heavy, pad2, count, scratch, collider_count, colliders, meshes, slack,
+                            mass_factor, scratch_i, scratch_d);
 }

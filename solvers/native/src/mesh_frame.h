@@ -152,7 +152,6 @@ typedef struct SoftsimMeshFrame {
     double *own_x, *own_x_prev, *own_before;
 } SoftsimMeshFrame;
 
-#define SOFTSIM_KIND_MESH 2.0
 #define SOFTSIM_KIND_SPHERE 1.0 /* contact.c KIND_SPHERE */
 
 /* The substep loop's hooks (substep.c): the substep's start saved, the step's point contacts (analytic rows with

@@ -17,10 +17,12 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 24
+#define SOFTSIM_ABI_VERSION 25
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
+/* The kind ([0]) of a mesh collider's row in that table (mesh_frame.h, SoftsimKeepOutMesh). */
+#define SOFTSIM_KIND_MESH 2.0
 
 /* Force fields (fields.c): the fields of one instant as a table of SOFTSIM_FIELD_ROW doubles a field, packed by
  * kernels.field_table from fields.ForceField:
@@ -227,20 +229,38 @@ SOFTSIM_API int64_t softsim_contacts_deep_faces(double *x, const double *x_prev,
                                                 const int64_t *edges, int64_t face_passes, const double *settings,
                                                 double *topology_state, double *x0, int64_t *work_i, double *work_d);
 
-/* SelfCollision.resolve_beside_colliders' resting particles over analytic colliders (contact.c). */
-SOFTSIM_API int64_t softsim_resting(const double *x, int64_t n, const double *pad2, int64_t collider_count,
-                                    const double *colliders, double band, uint8_t *resting);
+/* A mesh collider at one pose for self-collision's keep-out and resting test: its row in the collider table has kind
+ * SOFTSIM_KIND_MESH (mesh_frame.h) and [3] the index of this struct. Every field is 8 bytes (kernels.KeepOut mirrors
+ * it). The triangles' grid of that pose and the query stamps as softsim_mesh_closest takes them. */
+typedef struct {
+    const double *vertices;   /* (m, 3) [m] */
+    const int64_t *triangles; /* (t, 3) */
+    const double *grid;
+    const int64_t *dims, *cell_start, *entry;
+    int64_t *stamp;           /* (1 + t,) */
+    double thickness;         /* [m] */
+    double search_limit;      /* [m] distance_and_normal's reach, thickness + SEARCH_MARGIN (mesh_collider.py) */
+} SoftsimKeepOutMesh;
 
-/* SelfCollision._keep_out_of_colliders over analytic colliders (contact.c). */
+/* SelfCollision.resolve_beside_colliders' resting particles over ground planes, spheres and mesh colliders
+ * (contact.c); meshes: the mesh rows' structs (null without mesh rows); scratch_i (4 n,), scratch_d (7 n,). */
+SOFTSIM_API int64_t softsim_resting(const double *x, int64_t n, const double *pad2, int64_t collider_count,
+                                    const double *colliders, const SoftsimKeepOutMesh *meshes, double band,
+                                    uint8_t *resting, int64_t *scratch_i, double *scratch_d);
+
+/* SelfCollision._keep_out_of_colliders over ground planes, spheres and mesh colliders (contact.c); meshes, scratch_i
+ * and scratch_d as softsim_resting's. */
 SOFTSIM_API int64_t softsim_keep_out(double *x, int64_t n, double *inv_mass, uint8_t *heavy, const double *pad2,
                                      int64_t count, const int64_t *moved, int64_t collider_count,
-                                     const double *colliders, double slack, double mass_factor);
+                                     const double *colliders, const SoftsimKeepOutMesh *meshes, double slack,
+                                     double mass_factor, int64_t *scratch_i, double *scratch_d);
 /* The same on the particles with touched[p] != 0 (touched (n,), self-collision's pass mask), scratch (n,) int64
  * (keep_out_touched.c). */
 SOFTSIM_API int64_t softsim_keep_out_touched(double *x, int64_t n, double *inv_mass, uint8_t *heavy,
                                              const double *pad2, const uint8_t *touched, int64_t *scratch,
-                                             int64_t collider_count, const double *colliders, double slack,
-                                             double mass_factor);
+                                             int64_t collider_count, const double *colliders,
+                                             const SoftsimKeepOutMesh *meshes, double slack, double mass_factor,
+                                             int64_t *scratch_i, double *scratch_d);
 
 /* Cloth self-collision's broad phase (self_collision.c): the vertex-triangle and edge-edge pairs within reach + the
  * two elements' skins (exact distances), from a hash grid of boxes in caller-owned buffers. Returns the pair count
