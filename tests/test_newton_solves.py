@@ -197,3 +197,57 @@ def test_the_band_test_of_contact_blocks_is_the_maps():
         assert scatter.leaves_band(rows, cols) == (not mapped)
         outcomes.add(mapped)
     assert outcomes == {True, False}
+
+
+def spring_network_blocks(particles, seed, shift=1.0, spread=1.0):
+    """A random spring network's Newton matrix as ``BlockPattern`` data: each particle tied to 4 random others
+    (weights in [0.5, 2] times 10^U(0, log10 spread)), plus shift * identity: SPD, with no band for RCM to find
+    (SuperLU's pattern). Returns (pattern, data, CSR matrix); seed picks the weights, the pattern is the same for
+    every seed."""
+    from solvers.linalg import BlockPattern
+
+    i = np.repeat(np.arange(particles), 4)
+    j = np.random.default_rng(0).integers(0, particles, len(i))
+    keep = i != j
+    i, j = i[keep], j[keep]
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.5, 2.0, len(i)) * 10.0 ** rng.uniform(0.0, np.log10(spread), len(i))
+    rows = np.concatenate([i, j, i, j, np.arange(particles)])
+    cols = np.concatenate([i, j, j, i, np.arange(particles)])
+    blocks = np.concatenate([w, w, -w, -w, np.full(particles, shift)])[:, None, None] * np.eye(3)
+    pattern = BlockPattern(rows, cols, np.ones(particles, bool))
+    data = pattern.assemble(blocks)
+    return pattern, data, pattern.matrix(data).tocsr()
+
+
+def test_a_sequence_on_superlu_keeps_its_factor_for_the_next_matrices():
+    """On SuperLU (a random spring network, no band) the plan's factor is kept: the next matrices, similar, are solved
+    by conjugate gradients preconditioned with it to the sequence's PCG tolerance, no new factorization, contact blocks
+    included; a matrix that factor no longer preconditions within LAGGED_MAX_ITERATIONS is factorized anew, solved
+    exactly, and its factor kept for the matrices after it."""
+    from solvers.linalg.direct import LAGGED_SUPERLU, block_matrix
+
+    pattern, data, A = spring_network_blocks(1000, seed=1)
+    b = np.random.default_rng(9).normal(size=A.shape[0])
+    solves = NewtonSolves()
+    x = solves.solve_blocks(pattern, data, None, b)
+    assert solves.plan[1] is None and solves.factorizations == 1
+    np.testing.assert_allclose(A @ x, b, atol=1e-9 * np.abs(b).max())
+    for seed in (2, 3):  # weights redrawn: another matrix of the same kind
+        _, data, A = spring_network_blocks(1000, seed=seed)
+        far = (np.array([0, 999, 0, 999]), np.array([0, 999, 999, 0]), np.stack([np.eye(3), np.eye(3), -np.eye(3),
+                                                                                   -np.eye(3)]))
+        for contact in (None, far):
+            before = solves.pcg_iterations
+            x = solves.solve_blocks(pattern, data, contact, b)
+            assert solves.method == LAGGED_SUPERLU and solves.factorizations == 1
+            assert solves.pcg_iterations > before + 1
+            M = block_matrix(pattern, data, contact)
+            assert np.linalg.norm(M @ x - b) <= 1.01 * solves.pcg_tolerance * np.linalg.norm(b)
+    _, data, A = spring_network_blocks(1000, seed=4, shift=1e-3, spread=1e4)  # stiffer by up to 1e4, spring by spring
+    x = solves.solve_blocks(pattern, data, None, b)
+    assert solves.method == "SuperLU" and solves.factorizations == 2
+    np.testing.assert_allclose(A @ x, b, atol=1e-9 * np.abs(b).max())
+    _, data, _ = spring_network_blocks(1000, seed=4, shift=1e-3, spread=1e4)
+    solves.solve_blocks(pattern, data * 1.01, None, b)  # close to the new factor's matrix
+    assert solves.method == LAGGED_SUPERLU and solves.factorizations == 2
