@@ -123,7 +123,7 @@ def test_block_solves_fill_the_band_directly_and_match_the_matrix_solve():
     pattern, data, A = grid_blocks(24, pinned=(0, 23))
     rng = np.random.default_rng(5)
     b = rng.normal(size=A.shape[0])
-    solves = NewtonSolves(single=True)
+    solves = NewtonSolves(single=True, lag=False)  # each system factorized (no earlier factor tried)
     x = solves.solve_blocks(pattern, data, None, b)
     x = solves.solve_blocks(pattern, data, None, b)  # the first call planned (and solved in double precision)
     assert solves.method == "banded Cholesky (single, refined)"
@@ -144,7 +144,7 @@ def test_block_solves_leave_the_band_for_superlu_and_refinement_falls_back_to_do
 
     pattern, data, A = grid_blocks(24)
     b = np.random.default_rng(6).normal(size=A.shape[0])
-    solves = NewtonSolves(single=True)
+    solves = NewtonSolves(single=True, lag=False)
     solves.solve_blocks(pattern, data, None, b)
     first, last = solves.plan[1][0] // 3, solves.plan[1][-1] // 3  # the particles at the ordering's two ends
     k = np.eye(3)
@@ -167,7 +167,7 @@ def test_a_matrix_too_ill_conditioned_for_single_precision_is_solved_in_double()
     them, its refinement stops gaining (or its factorization fails) and the double-precision factor solves."""
     pattern, data, A = grid_blocks(24, shift=1e-9)
     b = np.random.default_rng(7).normal(size=A.shape[0])
-    solves = NewtonSolves(single=True)
+    solves = NewtonSolves(single=True, lag=False)
     solves.solve_blocks(pattern, data, None, b)
     x = solves.solve_blocks(pattern, data, None, b)
     assert solves.method == "banded Cholesky" and not solves.single
@@ -225,7 +225,7 @@ def test_a_sequence_on_superlu_keeps_its_factor_for_the_next_matrices():
     by conjugate gradients preconditioned with it to the sequence's PCG tolerance, no new factorization, contact blocks
     included; a matrix that factor no longer preconditions within LAGGED_MAX_ITERATIONS is factorized anew, solved
     exactly, and its factor kept for the matrices after it."""
-    from solvers.linalg.direct import LAGGED_SUPERLU, block_matrix
+    from solvers.linalg.direct import LAGGED, block_matrix
 
     pattern, data, A = spring_network_blocks(1000, seed=1)
     b = np.random.default_rng(9).normal(size=A.shape[0])
@@ -240,7 +240,7 @@ def test_a_sequence_on_superlu_keeps_its_factor_for_the_next_matrices():
         for contact in (None, far):
             before = solves.pcg_iterations
             x = solves.solve_blocks(pattern, data, contact, b)
-            assert solves.method == LAGGED_SUPERLU and solves.factorizations == 1
+            assert solves.method == LAGGED and solves.factorizations == 1
             assert solves.pcg_iterations > before + 1
             M = block_matrix(pattern, data, contact)
             assert np.linalg.norm(M @ x - b) <= 1.01 * solves.pcg_tolerance * np.linalg.norm(b)
@@ -250,4 +250,26 @@ def test_a_sequence_on_superlu_keeps_its_factor_for_the_next_matrices():
     np.testing.assert_allclose(A @ x, b, atol=1e-9 * np.abs(b).max())
     _, data, _ = spring_network_blocks(1000, seed=4, shift=1e-3, spread=1e4)
     solves.solve_blocks(pattern, data * 1.01, None, b)  # close to the new factor's matrix
-    assert solves.method == LAGGED_SUPERLU and solves.factorizations == 2
+    assert solves.method == LAGGED and solves.factorizations == 2
+
+
+def test_a_band_sequence_without_weak_blocks_keeps_its_factor_and_one_with_them_does_not():
+    """On the full band (a grid with no weak blocks: a solid's case) the last factor preconditions the next similar
+    matrices as on SuperLU; a sequence with weak blocks (a cloth's bending wings) factorizes every band it solves."""
+    from solvers.linalg.direct import LAGGED, SINGLE_REFINED, block_matrix
+
+    pattern, data, A = grid_blocks(24, seed=0)
+    b = np.random.default_rng(8).normal(size=A.shape[0])
+    weak = np.zeros(pattern.block_count, bool)
+    weak[::7] = True
+    for mask, want in ((None, LAGGED), (weak, SINGLE_REFINED)):
+        solves = NewtonSolves(single=True, weak=mask, narrow=False)
+        solves.solve_blocks(pattern, data, None, b)  # plans, then factorizes the band
+        first = solves.factorizations
+        _, other, _ = grid_blocks(24, shift=1.2, seed=1)  # another matrix of the same pattern
+        x = solves.solve_blocks(pattern, other, None, b)
+        assert solves.method == want
+        assert solves.factorizations == first + (want != LAGGED)
+        tolerance = solves.pcg_tolerance if want == LAGGED else 1e-9
+        M = block_matrix(pattern, other, None)
+        assert np.linalg.norm(M @ x - b) <= 1.01 * tolerance * np.linalg.norm(b)

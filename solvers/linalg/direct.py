@@ -200,7 +200,7 @@ class NewtonSolves:
     With ``single`` it is factorized in single precision and refined in double (``solve_band_refined``), 1.6-2x faster
     than the double-precision factorization on the lab cloth (64x64: 62 vs 115 ms, one BLAS thread, shared machine)."""
 
-    def __init__(self, single: bool = False, weak: np.ndarray = None, narrow: bool = True):
+    def __init__(self, single: bool = False, weak: np.ndarray = None, narrow: bool = True, lag: bool = True):
         self.weak = None if weak is None or not np.any(weak) else np.asarray(weak, bool)
         """A mask over the blocks of the pattern ``solve_blocks`` is given: the weak couplings (``NarrowBand``), or
         None."""
@@ -224,7 +224,10 @@ class NewtonSolves:
         self.method = None
         """The last solve's method: "banded Cholesky", SINGLE_REFINED or "SuperLU"."""
         self._scatter = None  # (pattern, ordering, its BandScatter) of solve_blocks
-        self._lagged = None  # (unknowns, the solve of the last SuperLU factor) of solve_blocks (LAGGED_SUPERLU)
+        self._lagged = None  # (unknowns, the solve of the last factor) of solve_blocks (LAGGED)
+        self.lag = bool(lag)
+        """Whether ``solve_blocks`` tries the last factor first (``LAGGED``): on SuperLU, and on the full band where
+        there are no weak blocks (a cloth's sequence, whose matrices change more, keeps factorizing its band)."""
         self.single = single
         """Whether ``solve_blocks`` tries the single-precision factor first (until it once does not suffice), refined
         to REFINE_TOLERANCE in double precision. NEWTON turns it on: on the 31 x 31 box drape (frames 1-36) factorized on
@@ -246,7 +249,7 @@ class NewtonSolves:
                 pass
         self.method = "SuperLU"
         solve = _superlu(A).solve
-        self._lagged = (n, solve)  # the first factor of a sequence on SuperLU serves solve_blocks too
+        self._lagged = (n, solve)  # the first factor of a sequence on SuperLU serves solve_blocks too (LAGGED)
         return solve(b)
 
     def solve_blocks(self, pattern, data: np.ndarray, contact, b: np.ndarray) -> np.ndarray:
@@ -265,39 +268,50 @@ class NewtonSolves:
             if x is not None:
                 return x
         if ordering is not None:
+            if self.lag and self.weak is None:
+                x = self._solve_lagged(pattern, data, contact, b)
+                if x is not None:
+                    return x
             self.factorizations += 1
             if self._scatter is None or self._scatter[0] is not pattern or self._scatter[1] is not ordering:
                 self._scatter = (pattern, ordering, BandScatter(pattern.block_rows, pattern.block_cols, ordering, bandwidth))
             try:
-                x, self.method = solve_band_refined(self._scatter[2], data, contact,
-                                                    lambda v: block_matvec(pattern, data, contact, v), b, self.single)
+                x, self.method, solve = solve_band_refined(self._scatter[2], data, contact,
+                                                           lambda v: block_matvec(pattern, data, contact, v), b,
+                                                           self.single)
                 # Once single precision has not sufficed, the rest of the sequence (similar matrices) skips it.
                 self.single = self.method == SINGLE_REFINED
+                self._lagged = (n, solve)
                 return x
             except BandTooWide:
                 pass
-        return self._solve_superlu(pattern, data, contact, b)
-
-    def _solve_superlu(self, pattern, data, contact, b):
-        """x by conjugate gradients preconditioned with the sequence's last SuperLU factor (``LAGGED_SUPERLU``) to
-        ``pcg_tolerance`` where one of this size is kept and they reach it within LAGGED_MAX_ITERATIONS; else by a
-        new SuperLU factorization, kept for the next matrices."""
-        n = b.shape[0]
-        lagged = self._lagged
-        if lagged is not None and lagged[0] == n:
-            A = pattern.matrix(data)  # BSR: its 3x3-block product is ~4x faster than CSR's
-            C = None if contact is None or not len(contact[0]) else block_matrix_of(contact, n)
-            matvec = (lambda v: A @ v) if C is None else (lambda v: A @ v + C @ v)
-            x, iterations, residual = pcg(matvec, lagged[1], b, self.pcg_tolerance, LAGGED_MAX_ITERATIONS)
-            self.pcg_iterations += iterations
-            if residual <= self.pcg_tolerance:
-                self.method = LAGGED_SUPERLU
+        if self.lag:
+            x = self._solve_lagged(pattern, data, contact, b)
+            if x is not None:
                 return x
         self.method = "SuperLU"
         self.factorizations += 1
         solve = _superlu(block_matrix(pattern, data, contact)).solve
         self._lagged = (n, solve)
         return solve(b)
+
+    def _solve_lagged(self, pattern, data, contact, b):
+        """x by conjugate gradients preconditioned with the factor of an earlier matrix of the sequence (``LAGGED``),
+        to ``pcg_tolerance`` within LAGGED_MAX_ITERATIONS, or None where no factor of this size is kept or they do
+        not reach it (the caller factorizes this matrix, and keeps its factor)."""
+        n = b.shape[0]
+        lagged = self._lagged
+        if lagged is None or lagged[0] != n:
+            return None
+        A = pattern.matrix(data)  # BSR: its 3x3-block product is ~4x faster than CSR's
+        C = None if contact is None or not len(contact[0]) else block_matrix_of(contact, n)
+        matvec = (lambda v: A @ v) if C is None else (lambda v: A @ v + C @ v)
+        x, iterations, residual = pcg(matvec, lagged[1], b, self.pcg_tolerance, LAGGED_MAX_ITERATIONS)
+        self.pcg_iterations += iterations
+        if residual > self.pcg_tolerance:
+            return None
+        self.method = LAGGED
+        return x
 
     def _solve_narrow(self, pattern, data, contact, b, bandwidth):
         """x by the narrow band's PCG (``NarrowBand.solve``), or None where it is not planned, a contact block leaves
@@ -511,7 +525,7 @@ def solve_band_refined(scatter: BandScatter, data, contact, matvec, b, single: b
     refinement x += solve(b - A x) with the residual in double precision (``matvec``(x) = A x) until |b - A x| <=
     REFINE_TOLERANCE |b|. Where the single-precision factor fails (a pivot <= 0 in single precision), the refinement
     stops gaining (a residual no smaller than the one before) or does not reach the tolerance in REFINE_MAX_STEPS, and
-    without ``single``, the double-precision factor solves. Returns (x, method name)."""
+    without ``single``, the double-precision factor solves. Returns (x, method name, the factor's solve r -> A^-1 r)."""
     if single:
         factor, info = spbtrf(scatter.band(data, contact, np.float32), lower=0, overwrite_ab=1)
         if info == 0:
@@ -522,7 +536,7 @@ def solve_band_refined(scatter: BandScatter, data, contact, matvec, b, single: b
                 r = b - matvec(x)
                 size = float(np.linalg.norm(r))
                 if size <= limit:
-                    return x, SINGLE_REFINED
+                    return x, SINGLE_REFINED, lambda r: scatter.solve(factor, r, True)
                 if not size < last:  # diverging or stuck (nan included): single precision is too coarse here
                     break
                 last = size
@@ -530,7 +544,7 @@ def solve_band_refined(scatter: BandScatter, data, contact, matvec, b, single: b
     factor, info = dpbtrf(scatter.band(data, contact), lower=0, overwrite_ab=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"dpbtrf failed (info {info}): the Newton matrix is not positive definite")
-    return scatter.solve(factor, b, False), "banded Cholesky"
+    return scatter.solve(factor, b, False), "banded Cholesky", lambda r: scatter.solve(factor, r, False)
 
 
 SINGLE_REFINED = "banded Cholesky (single, refined)"
@@ -548,18 +562,21 @@ cloth's motion amplifies small differences; the exact path itself moves by 7-8 c
 to 0.009 m/s."""
 
 
-LAGGED_SUPERLU = "SuperLU factor of an earlier matrix, PCG"
-"""``NewtonSolves.method`` of a solve by conjugate gradients preconditioned with the SuperLU factor of an earlier matrix
-of the sequence. A solid's Newton matrices (tets: SuperLU, ``prefer_banded``) change little from one iteration and one
-frame to the next, and SuperLU's factorization is most of a Newton iteration (a 15.6k-tet sphere: 0.54 s, against 6 ms
-a solve with the factor): the old factor preconditions the new matrix well enough that conjugate gradients reach
-NEWTON_FORCING in ~10 iterations. Measured, that sphere dropped onto the ground, 40 frames (NEWTON defaults, the same 16
-Newton iterations, the lowest point within 0.1 mm at every frame): 932 against 228 ms a frame, 2 factorizations
-instead of 57."""
+LAGGED = "factor of an earlier matrix, PCG"
+"""``NewtonSolves.method`` of a solve by conjugate gradients preconditioned with the factor of an earlier matrix of the
+sequence (``NewtonSolves.lag``). A solid's Newton matrices change little from one iteration and one frame to the next,
+and their factorization is most of a Newton iteration (a 15.6k-tet sphere on SuperLU: 0.54 s, against 6 ms a solve
+with the factor): the old factor preconditions the new matrix well enough that conjugate gradients reach
+NEWTON_FORCING in ~10 iterations. Measured, ico spheres dropped onto the ground, 40 frames at NEWTON's defaults, the
+same Newton iterations and positions within 1e-7 m of the factorized path's at every frame: 15.6k tets (SuperLU) 983
+against 201 ms a frame (57 factorizations against 1, 362 PCG iterations), 5k tets (band half-width 542) 89 against
+45 ms (61 against 2). A cloth's matrices change more
+(contacts, compressed springs, folds): tried on the 64 x 64 lab cloth's narrow band it did not pay (docs/design.md),
+so a sequence with weak blocks keeps factorizing its band."""
 LAGGED_MAX_ITERATIONS = 40
 """Conjugate-gradient iterations tried with the earlier factor before the matrix is factorized anew (and its factor
-kept). Measured on that sphere: 10 took 246 ms a frame (3 factorizations, 288 iterations), 20 280 ms, 40 228 ms (1,
-358)."""
+kept). Measured on the 15.6k-tet sphere: 10 took 246 ms a frame (3 factorizations, 288 iterations), 20 280 ms, 40 228
+ms (1, 358)."""
 
 NARROW_BAND = "narrow band PCG"
 """``NewtonSolves.method`` of a solve by conjugate gradients preconditioned with the narrow band (``NarrowBand``)."""

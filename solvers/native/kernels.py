@@ -15,6 +15,8 @@ tests/test_native_*.py hold them equal bit for bit:
 - ``FieldLoads``     <-> ``forces.loads.BodyLoads.apply`` with fields (``fields.field_terms``, ``air_velocity``),
   bit for bit except a falloff's pow / acos (the C library's, within an ulp of NumPy's).
 """
+import functools
+
 import numpy as np
 
 from .library import pointer
@@ -604,6 +606,11 @@ def collider_rows(table, colliders) -> None:
                 row[12:15] = c.center - start.center
 
 
+KIND_MESH = 2.0
+"""The kind ([0]) of a mesh collider's row in a collider table (src/softsim_native.h SOFTSIM_KIND_MESH)."""
+
+
+@functools.lru_cache(maxsize=1)
 def _keep_out_mesh_structure():
     import ctypes
 
@@ -684,7 +691,7 @@ class KeepOut:
                 grid = native.grid_for(collider.vertices)  # checks the vertices (float64, (m, 3), finite)
                 row = self.table[k]
                 row.fill(0.0)
-                row[0], row[3] = 2.0, float(index)  # SOFTSIM_KIND_MESH, the struct's index
+                row[0], row[3] = KIND_MESH, float(index)  # [3]: the struct's index
                 struct = structs[index]
                 struct.vertices, struct.triangles = pointer(grid.vertices), native.faces.pointer
                 struct.grid, struct.dims, struct.cell_start, struct.entry = grid.pointers
@@ -1294,8 +1301,8 @@ class ClothFrame:
                 c.pose(rows[k])
                 table.fill(0.0)
                 table[analytic] = c.table[:len(analytic)]
-            for i in meshes:  # a mesh row: kind 2, moving (a start pose), friction (mesh_frame.h, contact.c)
-                table[i, 0], table[i, 1] = 2.0, float(colliders[i].start is not None)
+            for i in meshes:  # a mesh row: its kind, moving (a start pose), friction (mesh_frame.h, contact.c)
+                table[i, 0], table[i, 1] = KIND_MESH, float(colliders[i].start is not None)
                 table[i, 2] = float(colliders[i].friction)
         if meshes:
             if self.meshes is None:
