@@ -10,10 +10,10 @@
   origin, ground at z = -3, colliders 1 cm thick) at NEWTON's defaults; ``cloth-prepare`` runs frames 1..START and
   saves the state, ``cloth`` runs the next frames from it: seconds per frame, Newton iterations per step (median,
   max), halvings, split steps, factorizations and PCG iterations, and a cProfile summary; ``--exact`` factorizes every
-  Newton system (``solves.narrow = False``, no PCG on the narrow band); ``--compare`` runs each frame twice from the same
-  state, with each Newton system solved as a CSR matrix in double precision (``NewtonSolves.__call__``) and as NEWTON
-  solves them; ``--compare-exact`` likewise with the exact path against NEWTON's default, both going on from their
-  own states, and prints how far their positions differ.
+  Newton system (``solves.narrow = solves.lag = False``: no PCG on the narrow band or with an earlier factor);
+  ``--compare`` runs each frame twice from the same state, with each Newton system solved as a CSR matrix in double
+  precision (``NewtonSolves.__call__``) and as NEWTON solves them; ``--compare-exact`` likewise with the exact path
+  against NEWTON's default, both going on from their own states, and prints how far their positions differ.
 - ``cube``: the hammock of tests/test_bodies.py with its 0.4 m cube tetrahedralized at resolution 10 (2355
   particles) on NEWTON and the cloth on XPBD: seconds per frame, the cube's Newton iterations and a cProfile summary;
   ``--eigh`` projects the Neo-Hookean Hessian by the batched 9x9 eigh as before the analytic eigensystem.
@@ -171,7 +171,7 @@ def _report(recorder, seconds, first, last, profiler):
 
 def _frames(model, colliders, state, first, last, profile, config, exact=False):
     solver = make_solver(model, config)
-    solver.solves.narrow = not exact
+    solver.solves.narrow = solver.solves.lag = not exact
     recorder = StepRecorder(solver)
     profiler = cProfile.Profile() if profile else None
     seconds = []
@@ -240,7 +240,7 @@ def _compare_exact(model, colliders, state, first, last, config):
     runs = {}
     for name in ("exact", "default"):
         solver = make_solver(model, config)
-        solver.solves.narrow = name == "default"
+        solver.solves.narrow = solver.solves.lag = name == "default"
         run = State.at_rest(model)
         run.x[:], run.v[:] = state.x, state.v
         runs[name] = (solver, run, {"seconds": 0.0, "iterations": 0})

@@ -189,7 +189,9 @@ class NewtonSolver(Solver):
         self.solves = NewtonSolves(single=True, weak=_weak_blocks(self.pattern, stencils, constant, self.face_triangles))
         """The solves of the Newton systems (``linalg.direct.NewtonSolves``: conjugate gradients preconditioned with the
         narrow band where the weak couplings widen the band, else banded Cholesky, factorized in single precision and
-        refined in double, or SuperLU); ``solves.narrow = False`` factorizes every system (the exact path)."""
+        refined in double, or SuperLU, or by conjugate gradients preconditioned with an earlier factor where the body
+        has no weak blocks, ``LAGGED``); ``solves.narrow = False`` and ``solves.lag = False`` factorize every system
+        (the exact path)."""
         self.ipc = kernels_for(native_library.load(config.compute))
         """The contact barriers' distances, CCD and PSD projections in C (``native.ipc_kernels.IPCKernels``) when
         ``config.compute`` allows the native library and it loaded, else None (the barriers stay on NumPy). The

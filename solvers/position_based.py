@@ -85,7 +85,7 @@ class _Jacobi:
         the reference of ``native``. The lab form scales the positions' corrections only; the multipliers take the
         whole dlambda, as ``DistanceConstraints.jacobi`` does."""
         constraints = self.constraints
-        if hasattr(constraints, "jacobi"):  # distances: the same sums, gathered once and reduced per particle (test_kernels.py)
+        if hasattr(constraints, "jacobi"):  # distances: the same sums gathered once, reduced per particle (test_kernels.py)
             if lab_average:
                 constraints.jacobi(x, alpha, lam, particle_divisor=np.maximum(relaxation + self.count, 1e-12))
             else:

@@ -222,7 +222,7 @@ class NewtonSolves:
         self.plan = None
         """(unknowns, RCM ordering or None for SuperLU, bandwidth) of the sequence."""
         self.method = None
-        """The last solve's method: "banded Cholesky", SINGLE_REFINED or "SuperLU"."""
+        """The last solve's method: "banded Cholesky", SINGLE_REFINED, "SuperLU", NARROW_BAND or LAGGED."""
         self._scatter = None  # (pattern, ordering, its BandScatter) of solve_blocks
         self._lagged = None  # (unknowns, the solve of the last factor) of solve_blocks (LAGGED)
         self.lag = bool(lag)
@@ -570,13 +570,12 @@ with the factor): the old factor preconditions the new matrix well enough that c
 NEWTON_FORCING in ~10 iterations. Measured, ico spheres dropped onto the ground, 40 frames at NEWTON's defaults, the
 same Newton iterations and positions within 1e-7 m of the factorized path's at every frame: 15.6k tets (SuperLU) 983
 against 201 ms a frame (57 factorizations against 1, 362 PCG iterations), 5k tets (band half-width 542) 89 against
-45 ms (61 against 2). A cloth's matrices change more
-(contacts, compressed springs, folds): tried on the 64 x 64 lab cloth's narrow band it did not pay (docs/design.md),
-so a sequence with weak blocks keeps factorizing its band."""
+45 ms (61 against 2). A cloth's matrices change more (contacts, compressed springs, folds): tried on the 64 x 64 lab
+cloth's narrow band it did not pay (docs/design.md), so a sequence with weak blocks keeps factorizing its band."""
 LAGGED_MAX_ITERATIONS = 40
 """Conjugate-gradient iterations tried with the earlier factor before the matrix is factorized anew (and its factor
-kept). Measured on the 15.6k-tet sphere: 10 took 246 ms a frame (3 factorizations, 288 iterations), 20 280 ms, 40 228
-ms (1, 358)."""
+kept). Measured on the 15.6k-tet sphere with a first version of the SuperLU path: 10 took 246 ms a frame (3
+factorizations, 288 iterations), 20 280 ms, 40 228 ms (1, 358)."""
 
 NARROW_BAND = "narrow band PCG"
 """``NewtonSolves.method`` of a solve by conjugate gradients preconditioned with the narrow band (``NarrowBand``)."""
