@@ -430,6 +430,21 @@ int64_t softsim_resting(const double *x, int64_t n, const double *pad2, int64_t 
     return count;
 }
 
+/* The keep-out's move of particle p back along nrm by depth (x -= depth nrm), made heavy the first time (its inverse
+ * mass divided by mass_factor). */
+static inline void push_back(double *x, int64_t p, const double nrm[3], double depth, double *inv_mass, uint8_t *heavy,
+                             double mass_factor)
+{
+    double *xp = x + 3 * p;
+    xp[0] -= depth * nrm[0];
+    xp[1] -= depth * nrm[1];
+    xp[2] -= depth * nrm[2];
+    if (!heavy[p]) {
+        inv_mass[p] /= mass_factor;
+        heavy[p] = 1;
+    }
+}
+
 /* A mesh row of softsim_keep_out: the free particles of moved (count,) brought back to slack [m] inside the surface
  * along the direction from their nearest point (MeshCollider.distance_and_normal: unsigned distance less thickness,
  * normal (x - q) / distance, or x - q where the distance is 0; nothing found within search_limit: not inside). */
@@ -449,17 +464,10 @@ static int64_t keep_out_mesh(const SoftsimKeepOutMesh *mesh, double *x, int64_t 
         if (!(d < -slack))
             continue;
         int64_t p = scratch_i[n + j];
-        double *xp = x + 3 * p;
+        const double *xp = x + 3 * p;
         double scale = dist[j] > 0.0 ? dist[j] : 1.0;
         double nrm[3] = {(xp[0] - q[3 * j]) / scale, (xp[1] - q[3 * j + 1]) / scale, (xp[2] - q[3 * j + 2]) / scale};
-        double depth = d + slack;
-        xp[0] -= depth * nrm[0];
-        xp[1] -= depth * nrm[1];
-        xp[2] -= depth * nrm[2];
-        if (!heavy[p]) {
-            inv_mass[p] /= mass_factor;
-            heavy[p] = 1;
-        }
+        push_back(x, p, nrm, d + slack, inv_mass, heavy, mass_factor);
         ++back;
     }
     return back;
@@ -494,19 +502,11 @@ int64_t softsim_keep_out(double *x, int64_t n, double *inv_mass, uint8_t *heavy,
              * collider still has a positive inverse mass */
             if (!(inv_mass[p] > 0.0))
                 continue;
-            double *xp = x + 3 * p;
             double nrm[3];
-            double d = distance_normal(c, xp, pad2, p, nrm);
+            double d = distance_normal(c, x + 3 * p, pad2, p, nrm);
             if (!(d < -slack))
                 continue;
-            double depth = d + slack;
-            xp[0] -= depth * nrm[0];
-            xp[1] -= depth * nrm[1];
-            xp[2] -= depth * nrm[2];
-            if (!heavy[p]) {
-                inv_mass[p] /= mass_factor;
-                heavy[p] = 1;
-            }
+            push_back(x, p, nrm, d + slack, inv_mass, heavy, mass_factor);
             ++back;
         }
     }
