@@ -234,11 +234,15 @@ class NewtonSolves:
         its full band, a Newton iteration took 11.0 against 12.1-12.5 ms. Off by default here, for a caller that wants
         the double factor alone."""
 
+    def _plan(self, A: sp.spmatrix) -> None:
+        """Plan the sequence on its first matrix A (``plan``), without factorizing it."""
+        ordering, bandwidth = BandedCholesky.plan(A)
+        self.plan = (A.shape[0], ordering if prefer_banded(A, bandwidth) else None, bandwidth)
+
     def __call__(self, A: sp.spmatrix, b: np.ndarray) -> np.ndarray:
         n = A.shape[0]
         if self.plan is None or self.plan[0] != n:
-            ordering, bandwidth = BandedCholesky.plan(A)
-            self.plan = (n, ordering if prefer_banded(A, bandwidth) else None, bandwidth)
+            self._plan(A)
         _, ordering, bandwidth = self.plan
         if ordering is not None:
             try:
@@ -260,8 +264,7 @@ class NewtonSolves:
         contact block leaves the band."""
         n = b.shape[0]
         if self.plan is None or self.plan[0] != n:
-            self(block_matrix(pattern, data, contact), b)  # plans (and solves once: the first matrix of the sequence)
-            self.factorizations += 1
+            self._plan(block_matrix(pattern, data, contact))  # the first matrix of the sequence plans it
         _, ordering, bandwidth = self.plan
         if ordering is not None and self.narrow and self.weak is not None and len(self.weak) == pattern.block_count:
             x = self._solve_narrow(pattern, data, contact, b, bandwidth)
