@@ -141,12 +141,20 @@ first-order pin work)."""
 ANDERSON_WINDOW = 5
 """Differences Anderson acceleration keeps (3, 5 and 10 measured within 0.03 decades of each other, lab cloth)."""
 CONTACT_WEIGHT = 3.0
-"""Weight of a contact plane, as a multiple of its particle's diagonal of M/h^2 + L (``PlaneContacts``). Measured on
-the Blender box drape (31 x 31 cloth on a cube, 48 frames): 3 -> 1.8% largest strain, 10 -> 2.7%, 30 -> 9.4%; at 100
-the cloth blew up at frame 40, at 1000 at frame 19. A plane's weight enters the matrix in every direction, so within
-a step's few iterations it also holds the particle near its iterate along the plane, and the stiffer it is the
-further those iterates lag implicit Euler's solution (beyond what the energy check's 12 iterations recover); what a
-weak plane lets through, the end-of-step projection takes (a quarter of the load's sink at 3)."""
+"""Weight of a normal-only contact plane (a solid on the ground), as a multiple of its particle's diagonal of
+M/h^2 + L (``PlaneContacts``): it holds the particle off the plane without touching its motion along it. Measured with
+one weight for every plane on the Blender box drape (31 x 31 cloth on a cube, 48 frames): 3 -> 1.8% largest strain, 10
+-> 2.7%, 30 -> 9.4%; at 100 the cloth blew up at frame 40, at 1000 at frame 19."""
+SCALAR_CONTACT_WEIGHT = 0.5
+"""The same multiple for a plane that weighs in every direction (colliders reaching between corners, held planes).
+Within a step's few iterations its weight also holds the particle near its last iterate along the plane, a drag that
+no friction setting removes, and each step starts it again where the last one left the particle: on a frictionless
+sphere the cloth's resting part hung on while the rest pulled, and the strain grew step by step. The 64 x 64 lab cloth
+(PROJECTIVE 8 x 5, frictionless sphere, 60 frames, engine): largest strain 55% at 3 (its elastic energy from 21 to
+1170 J between frames 33 and 55, the cloth nearly at rest), 19% at 1, 11% at 0.5, 7.6% at 0.3, 3.4% at 0.1, 14% with
+these planes left to the end-of-step projection. The box drape (31 x 31, 72 frames, engine): 3.4% at 3, 2.2% at 1,
+1.6% at 0.5, 3.2% at 0.3, 8.4% at 0.2 (what a weak plane lets through, the end-of-step projection takes). 0.5 is good
+on both; the lab cloth's energy still creeps up (15 to 110 J over frames 30-96) where the drag remains."""
 
 
 @dataclass
@@ -358,7 +366,7 @@ class ProjectiveSolver(ProjectedContactSolver):
         diagonal = self._diagonals.get(h)
         if diagonal is None:
             diagonal = self._diagonals[h] = self._stiffness(h).diagonal() + self.mass_free / (h * h)
-        return PlaneContacts(sets, self._free_index, CONTACT_WEIGHT * diagonal, axis)
+        return PlaneContacts(sets, self._free_index, diagonal, axis)
 
     def _prepare(self, y, h, with_energy=True, x_ref=None):
         """What a step towards y (n, 3) keeps fixed: the pinned particles' share of every A x (and of Phi), and with
@@ -612,11 +620,12 @@ class PlaneContacts:
     planes are of this kind, those of colliders reaching between corners (whose normals differ) of the scalar kind.
 
     sets: (collider, particles (k,), normals (k, 3), offsets (k,) [m], normal_only) of the step's point contacts;
-    free_index (n,): each particle's row among the free ones; weight (nf,) [N/m]: the weight of a contact on each free
-    particle; axis (3,): the normal of the normal-only planes (None if there are none).
+    free_index (n,): each particle's row among the free ones; diagonal (nf,) [N/m]: each free particle's diagonal of
+    the global matrix, whose multiple is a contact's weight (CONTACT_WEIGHT for a normal-only plane,
+    SCALAR_CONTACT_WEIGHT for the others); axis (3,): the normal of the normal-only planes (None if there are none).
     """
 
-    def __init__(self, sets, free_index, weight, axis=None):
+    def __init__(self, sets, free_index, diagonal, axis=None):
         self.groups = []
         rows, normals, offsets, only, start = [], [], [], [], 0
         for collider, particles, normal, offset, normal_only in sets:
@@ -630,7 +639,7 @@ class PlaneContacts:
         self.normal = np.concatenate(normals)
         self.offset = np.concatenate(offsets)
         self.normal_only = np.concatenate(only)
-        self.w = weight[self.rows]
+        self.w = diagonal[self.rows] * np.where(self.normal_only, CONTACT_WEIGHT, SCALAR_CONTACT_WEIGHT)
         nf = len(free_index[free_index >= 0])
         self.diagonal = np.bincount(self.rows[~self.normal_only], self.w[~self.normal_only], nf)
         """Weights [N/m] (nf,) of the planes that weigh in every direction."""
