@@ -63,7 +63,9 @@ rest. Such a plane's weight enters the scalar matrix in every direction, so with
 holds the particle near its iterate along the plane, a tangential drag: bodies dropped on a frictionless ground
 drifted 33-159 mm with such planes (the projection alone: under 1 mm), and a sheet landing on its edge stopped dead
 instead of crumpling. On a mesh collider or a sphere that drag remains (friction hides it at the add-on's default
-0.2). The ground's planes under a solid share one normal n, so they are normal-only (``PlaneContacts``): their
+0.2), weaker than the normal-only planes' weight (SCALAR_CONTACT_WEIGHT against CONTACT_WEIGHT): each step starts it
+again where the last left the particle, and at the same weight it held a cloth stretched on a frictionless sphere. The
+ground's planes under a solid share one normal n, so they are normal-only (``PlaneContacts``): their
 weights enter only the matrix of the coordinate along n, and the global step is solved in a frame with n as an axis,
 two tangential coordinates with M/h^2 + L (+ the other planes' weights), the normal one with the ground's weights
 added (a second factorization per contact set; a cube at rest keeps its set, so it is factorized once). A ground
