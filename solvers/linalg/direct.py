@@ -280,8 +280,7 @@ class NewtonSolves:
                 self._scatter = (pattern, ordering, BandScatter(pattern.block_rows, pattern.block_cols, ordering, bandwidth))
             try:
                 x, self.method, solve = solve_band_refined(self._scatter[2], data, contact,
-                                                           lambda v: block_matvec(pattern, data, contact, v), b,
-                                                           self.single)
+                                                           pcg_matvec(pattern, data, contact), b, self.single)
                 # Once single precision has not sufficed, the rest of the sequence (similar matrices) skips it.
                 self.single = self.method == SINGLE_REFINED
                 self._lagged = (n, solve)
@@ -365,24 +364,14 @@ def block_matrix_of(blocks, n: int) -> sp.csr_matrix:
 
 
 def pcg_matvec(pattern, data, contact):
-    """v -> A v (n,) for A = block data plus contact blocks, for many products (conjugate gradients): the pattern's BSR
-    matrix (its 3x3-block product is ~4x faster than CSR's here) plus the contact blocks' CSR matrix, each built once."""
+    """v -> A v (n,) for A = block data plus contact blocks, for many products (conjugate gradients, the refinement of
+    ``solve_band_refined``): the pattern's BSR matrix (its 3x3-block product is ~4x faster than CSR's here) plus the
+    contact blocks' CSR matrix, each built once."""
     A = pattern.matrix(data)
     if contact is None or not len(contact[0]):
         return lambda v: A @ v
     C = block_matrix_of(contact, A.shape[0])
     return lambda v: A @ v + C @ v
-
-
-def block_matvec(pattern, data, contact, v: np.ndarray) -> np.ndarray:
-    """A v (n,) for A = block data plus contact blocks (``NewtonSolves.solve_blocks``)."""
-    out = pattern.matrix(data) @ v
-    if contact is not None and len(contact[0]):
-        rows, cols, blocks = contact
-        per_block = np.einsum("kab,kb->ka", blocks, v.reshape(-1, 3)[cols])
-        size = len(v) // 3
-        out += np.stack([np.bincount(rows, per_block[:, a], minlength=size) for a in range(3)], axis=1).ravel()
-    return out
 
 
 def _rcm(A: sp.csr_matrix) -> np.ndarray:
@@ -726,7 +715,7 @@ class NarrowBand:
             raise np.linalg.LinAlgError(f"the narrow band's factorization failed (info {info})")
         factored = perf_counter()
         self.factor_seconds = factored - began
-        x, iterations, residual = pcg(pcg_matvec(pattern, data, contact), lambda r: self.scatter.solve(factor, r, single), b, tolerance,
-                                      NARROW_MAX_ITERATIONS)
+        x, iterations, residual = pcg(pcg_matvec(pattern, data, contact), lambda r: self.scatter.solve(factor, r, single),
+                                      b, tolerance, NARROW_MAX_ITERATIONS)
         self.pcg_seconds = perf_counter() - factored
         return (x if residual <= tolerance else None), iterations
