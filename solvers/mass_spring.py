@@ -57,6 +57,7 @@ exp(-damping dt). The explicit integrators' largest stable step (dt <= c sqrt(m/
 ``explicit_stable_substep``.
 """
 import math
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -173,7 +174,7 @@ class MassSpringSolver(ProjectedContactSolver):
             self.native = None
         """The native kernel library when ``config.compute`` allows it and it loaded (implicit Euler only), else None:
         with it the linear solves' matrix-vector products run in C (``native.implicit_kernels.BlockMatrix``, scipy's
-        BSR product in its order, so the same bits)."""
+        BSR product in its order, so the same bits), and conjugate gradients wholly (``BlockMatrix.block_cg``)."""
         if self.method == "IMPLICIT_EULER":
             self._prepare_implicit()
             if self.elastic is None:
@@ -352,7 +353,11 @@ class MassSpringSolver(ProjectedContactSolver):
             D_inv = D_inv * _jacobi_weight(A_c, D)
         start_residual = float(np.linalg.norm(rhs.ravel() - A_c @ start.ravel()))
         product = A_c if self.native is None else BlockMatrix(self.native, A_c)  # the solve uses only A @ x
-        y, iterations, residual = solve(product, D_inv, rhs.ravel(), start.ravel(), tol, ceiling, atol)
+        if self.native is not None and solve is block_cg:
+            solve = product.block_cg  # the whole CG in C (src/block_cg.c), bit for bit
+        else:
+            solve = partial(solve, product)
+        y, iterations, residual = solve(D_inv, rhs.ravel(), start.ravel(), tol, ceiling, atol)
         v_new = y.reshape(-1, 3) + z
         r = b - (A @ v_new.ravel()).reshape(-1, 3)
         if momentum and not self.has_pins:

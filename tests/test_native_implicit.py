@@ -4,6 +4,8 @@ twins, bit for bit on x86-64 (``native_helpers.assert_same``: the C code repeats
 - ``SphereProjection.project`` <-> ``EdgeSprings.project`` / ``HingeBending.project`` of A_free x + z_pinned (targets
   and energy; zero-length springs, with and without pins, curved hinges); ``scatter`` <-> b + A_free_T @ q;
 - ``BlockMatrix`` <-> scipy's BSR product (random matrices with empty block rows, rectangular, the implicit solver's);
+  ``BlockMatrix.block_cg`` <-> ``linalg.iterative.block_cg`` (a solve to its tolerance, the iteration cap, a zero
+  start residual, atol, a zero matrix), with ``ordered_dot``'s sum held to its definition;
 - ``RotationSVD`` <-> ``linalg.eigen3.rotation_svd`` (near-rotations, general, inverted, flat, tiny, repeated singular
   values, zero and NaN matrices);
 - ``TetTargets`` <-> ``TetStrain.project``'s NumPy (the SVD, ``project_unit_product``, the targets) on the same
@@ -21,6 +23,7 @@ from native_helpers import assert_same, native_library
 from solvers import GroundPlane, SolverConfig, Sphere, State, advance_frame, build_model, grid_cloth, make_solver
 from solvers.energies import hinges_from_triangles
 from solvers.linalg.eigen3 import rotation_svd
+from solvers.linalg.iterative import DOT_LANES, block_cg, inverse_3x3, ordered_dot
 from solvers.native.implicit_kernels import BlockMatrix, RotationSVD, SphereProjection, TetTargets
 from solvers.projective.constraints import EdgeSprings, HingeBending, TetStrain, project_unit_product
 
@@ -90,6 +93,75 @@ def test_block_matrix_matches_scipy(library):
         A.data[:] = rng.normal(size=A.data.shape)
         v = rng.normal(size=3 * cols)
         assert_same(BlockMatrix(library, A) @ v, A @ v, np.abs(A @ v).max() + 1.0)
+
+
+def test_ordered_dot_sums_its_lanes_in_order():
+    """``ordered_dot`` against its definition, the running sums by np.add.accumulate (element i into sum i % DOT_LANES,
+    in order) folded in halves, bit for bit: the order src/block_cg.c repeats."""
+    rng = np.random.default_rng(6)
+    for n in (0, 1, 5, DOT_LANES - 1, DOT_LANES, DOT_LANES + 1, 7 * DOT_LANES + 3, 12289):
+        a = rng.normal(size=n) * 10.0 ** rng.integers(-8, 8, n)
+        b = rng.normal(size=n)
+        products = a * b
+        lanes = np.zeros(DOT_LANES)
+        head = n - n % DOT_LANES
+        if head:
+            lanes = np.add.accumulate(products[:head].reshape(-1, DOT_LANES), axis=0)[-1]
+        lanes[:n - head] += products[head:]
+        while len(lanes) > 1:
+            lanes = lanes[:len(lanes) // 2] + lanes[len(lanes) // 2:]
+        assert ordered_dot(a, b) == lanes[0] or n == 0 and ordered_dot(a, b) == 0.0
+        assert abs(ordered_dot(a, b) - float(a @ b)) <= 1e-12 * float(np.abs(products).sum())
+
+
+def _spd_blocks(rng, nodes=30, mass=1.0):
+    """An SPD matrix of 3x3 blocks (BSR): springs along a ring with chords (each edge's 3x3 block k d d^T + 0.1 k I)
+    plus mass on the diagonal, and its diagonal blocks' inverses."""
+    a = np.arange(nodes)
+    edges = np.concatenate([np.stack([a, (a + 1) % nodes], 1), np.stack([a, (a + 7) % nodes], 1)])
+    d = rng.normal(size=(len(edges), 3))
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    k = rng.uniform(10.0, 1e3, len(edges))
+    block = k[:, None, None] * (d[:, :, None] * d[:, None, :] + 0.1 * np.eye(3))
+    A = sp.lil_matrix((3 * nodes, 3 * nodes))
+    for (i, j), h in zip(edges, block):
+        for p, q, sign in ((i, i, 1.0), (j, j, 1.0), (i, j, -1.0), (j, i, -1.0)):
+            A[3 * p:3 * p + 3, 3 * q:3 * q + 3] += sign * h
+    A = A.tocsr() + mass * sp.eye(3 * nodes)
+    diagonal = np.stack([A[3 * i:3 * i + 3, 3 * i:3 * i + 3].toarray() for i in range(nodes)])
+    A = sp.bsr_matrix(A, blocksize=(3, 3))
+    A.sort_indices()
+    return A, inverse_3x3(diagonal)
+
+
+def test_block_cg_matches_numpy(library):
+    """The whole CG in C against ``block_cg`` bit for bit (x, iterations, residual): a solve to its tolerance (which
+    it reaches: |b - A x| <= tol |r0|), one cut by the iteration cap, a zero start residual, a start within atol, and
+    a zero matrix (p A p = 0 ends it at once). The start x is not changed."""
+    rng = np.random.default_rng(7)
+    A, D_inv = _spd_blocks(rng)
+    native = BlockMatrix(library, A)
+    b, x0 = rng.normal(size=A.shape[0]), rng.normal(size=A.shape[0])
+    start = x0.copy()
+    cases = [(b, x0, 1e-10, 500, 0.0), (b, x0, 1e-10, 3, 0.0), (np.zeros_like(b), np.zeros_like(b), 1e-3, 50, 0.0),
+             (b, x0, 1e-3, 50, 1e9)]
+    for rhs, x, tol, cap, atol in cases:
+        got, want = native.block_cg(D_inv, rhs, x, tol, cap, atol), block_cg(A, D_inv, rhs, x, tol, cap, atol)
+        assert_same(got[0], want[0], np.abs(want[0]).max() + 1.0)
+        assert got[1] == want[1]
+        assert_same(got[2], want[2])
+    assert np.array_equal(x0, start)
+    solved, iterations, residual = native.block_cg(D_inv, b, x0, 1e-10, 500, 0.0)
+    assert 3 < iterations < 500 and residual <= 1e-10
+    assert np.linalg.norm(b - A @ solved) <= 1e-10 * np.linalg.norm(b - A @ x0)
+    assert native.block_cg(D_inv, b, x0, 1e-10, 3, 0.0)[1] == 3
+    assert native.block_cg(D_inv, b, x0, 1e-3, 50, 1e9)[1:] == (0, 1.0)
+    zero = A.copy()
+    zero.data[:] = 0.0
+    got, want = BlockMatrix(library, zero).block_cg(D_inv, b, x0, 1e-3, 50), block_cg(zero, D_inv, b, x0, 1e-3, 50)
+    assert got[1] == want[1] == 0
+    assert_same(got[0], want[0])
+    assert_same(got[2], want[2])
 
 
 def _svd_cases(rng):
@@ -289,3 +361,16 @@ def test_block_matrix_refuses_bad_arrays(library):
         native @ np.zeros(12, np.float32)
     with pytest.raises(ValueError, match="x: must be C-contiguous"):
         native @ np.zeros(24)[::2]
+    D_inv = np.repeat(np.eye(3)[None], 4, axis=0)
+    b = np.ones(12)
+    with pytest.raises(ValueError, match="block_cg: the matrix must be square"):
+        BlockMatrix(library, sp.bsr_matrix(sp.kron(sp.eye(4, 5), np.ones((3, 3))), blocksize=(3, 3))).block_cg(
+            D_inv, b, b, 1e-3, 10)
+    with pytest.raises(ValueError, match="D_inv: shape"):
+        native.block_cg(D_inv[:3], b, b, 1e-3, 10)
+    with pytest.raises(ValueError, match="b: dtype"):
+        native.block_cg(D_inv, b.astype(np.float32), b, 1e-3, 10)
+    with pytest.raises(ValueError, match="x: shape"):
+        native.block_cg(D_inv, b, b[:-3], 1e-3, 10)
+    with pytest.raises(ValueError, match="max_iterations: must be an integer"):
+        native.block_cg(D_inv, b, b, 1e-3, 2.5)

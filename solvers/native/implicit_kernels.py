@@ -5,7 +5,8 @@
   targets q = w p, and the lengths |A x| its energy is computed from, by the set itself: ``energy_of``), ``scatter``
   is ``b + A_free_T @ q`` of ``ProjectiveSolver.global_solve``;
 - ``BlockMatrix`` <-> a scipy BSR matrix of 3x3 blocks in ``A @ x`` (``sparsetools.bsr_matvec``), for the implicit
-  mass-spring solver's CG and Jacobi solves (``linalg.iterative``), which only use ``A @ x``;
+  mass-spring solver's CG and Jacobi solves (``linalg.iterative``), which only use ``A @ x``; its ``block_cg`` is
+  ``linalg.iterative.block_cg`` on it wholly in C (``src/block_cg.c``);
 - ``RotationSVD`` <-> ``linalg.eigen3.rotation_svd`` (src/eigen3.c), the per-tet SVD of Projective Dynamics' tet
   strain set (``projective.constraints.TetStrain``).
 
@@ -112,6 +113,24 @@ class BlockMatrix:
         y = np.empty(self.shape[0])
         self.library.softsim_bsr3_matvec(*self._fixed, pointer(x), pointer(y))
         return y
+
+    def block_cg(self, D_inv, b, x, tol: float, max_iterations: int, atol: float = 0.0):
+        """``linalg.iterative.block_cg(self.matrix, D_inv, b, x, tol, max_iterations, atol)`` in C (src/block_cg.c),
+        bit for bit: (x (3 m,), iterations, |b - A x| / |r0|). A square; D_inv (m, 3, 3) the inverses of its
+        diagonal blocks; b, x (3 m,) float64, x the start (not changed)."""
+        if self.shape[0] != self.shape[1]:
+            raise ValueError(f"block_cg: the matrix must be square, got {self.shape}")
+        m = self.block_rows
+        D_inv = checked("D_inv", np.ascontiguousarray(D_inv), F64, (m, 3, 3))
+        b = checked("b", np.ascontiguousarray(b), F64, (3 * m,))
+        x = checked("x", np.array(x, order="C"), F64, (3 * m,))  # a copy: the solve writes it
+        if int(max_iterations) != max_iterations:
+            raise ValueError(f"max_iterations: must be an integer, got {max_iterations!r}")
+        work = np.empty((4, 3 * m))
+        residual = np.zeros(1)
+        iterations = self.library.softsim_block_cg(*self._fixed, pointer(D_inv), pointer(b), pointer(x), float(tol),
+                                                   float(atol), int(max_iterations), pointer(work), pointer(residual))
+        return x, int(iterations), float(residual[0])
 
 
 class RotationSVD:

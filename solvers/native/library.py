@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 25
+ABI_VERSION = 26
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -141,6 +141,8 @@ SIGNATURES = {
     "softsim_pd_sphere_project": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P)),
     "softsim_pd_scatter_add": (None, (_I, _P, _P, _P, _P, _P, _P)),
     "softsim_bsr3_matvec": (None, (_I, _P, _P, _P, _P, _P)),
+    # The implicit mass-spring solver's conjugate gradients (src/block_cg.c; implicit_kernels.BlockMatrix.block_cg).
+    "softsim_block_cg": (_I, (_I, _P, _P, _P, _P, _P, _P, _D, _D, _I, _P, _P)),
     # The rotation-fixed SVD of 3x3 matrices (src/eigen3.c): PD's per-tet local step (implicit_kernels.RotationSVD).
     "softsim_rotation_svd": (None, (_I, _P, _P, _P, _P)),
     "softsim_tet_targets": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _P, _P)),

@@ -737,7 +737,8 @@ def self_select(library, n: int = 9) -> str:
 def implicit(library) -> str:
     """The implicit solvers' kernels (src/implicit.c) on the small cloth: PD's local step and right-hand side scatter of
     its edge springs (a zero-length edge included) and curved hinges, with pins; the 3x3-block product on a matrix of
-    the cloth's pattern; the rotation SVD of PD's tets and their targets (src/eigen3.c)."""
+    the cloth's pattern and conjugate gradients on an SPD one (src/block_cg.c); the rotation SVD of PD's tets and their
+    targets (src/eigen3.c)."""
     import scipy.sparse as sp
 
     from ..energies import hinges_from_triangles
@@ -772,6 +773,16 @@ def implicit(library) -> str:
     problem = _differs("3x3-block product", BlockMatrix(library, A) @ v, A @ v, 1.0)
     if problem:
         return problem
+    # Conjugate gradients on an SPD matrix of that pattern (the product above with mass on the diagonal).
+    from ..linalg.iterative import block_cg, inverse_3x3
+
+    spd = sp.bsr_matrix(sp.kron(sets[0].laplacian, np.eye(3)) + sp.eye(3 * model.particle_count), blocksize=(3, 3))
+    diagonal = (1.0 + sets[0].laplacian.diagonal())[:, None, None] * np.eye(3)
+    D_inv = inverse_3x3(diagonal)
+    got, want = BlockMatrix(library, spd).block_cg(D_inv, v, -v, 1e-8, 200), block_cg(spd, D_inv, v, -v, 1e-8, 200)
+    problem = _differs("block conjugate gradients", got[0], want[0], 1.0)
+    if problem or got[1:] != want[1:]:
+        return problem or f"block conjugate gradients: {got[1:]} iterations and residual, NumPy {want[1:]}"
     # The rotation SVD of PD's tets: near-rotations, general and inverted matrices, one with a repeated eigenvalue.
     F = np.concatenate([np.eye(3) + 0.05 * rng.normal(size=(8, 3, 3)), rng.normal(size=(8, 3, 3)),
                         np.diag([2.0, 2.0, 1.0])[None]])
@@ -842,6 +853,6 @@ FAMILIES = {
     # self_kernels.SelfPairQuery, SelfCallKernels, SelfPass (the skin growth of self_pass needs the 8 x 8 fold)
     "self": (partial(self_pairs, n=7), partial(self_response, n=7), partial(self_pass, n=8),
              partial(self_select, n=8)),
-    "implicit": (implicit,),  # implicit_kernels.SphereProjection, BlockMatrix, RotationSVD, TetTargets
+    "implicit": (implicit,),  # implicit_kernels.SphereProjection, BlockMatrix (and its CG), RotationSVD, TetTargets
     "ipc": (ipc,),  # ipc_kernels.IPCKernels (NEWTON's contact barriers)
 }

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 25
+#define SOFTSIM_ABI_VERSION 26
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -600,6 +600,13 @@ SOFTSIM_API void softsim_pd_scatter_add(int64_t rows, const int64_t *indptr, con
                                         const double *data, const double *q, const double *b_in, double *b_out);
 SOFTSIM_API void softsim_bsr3_matvec(int64_t block_rows, const int64_t *indptr, const int64_t *indices,
                                      const double *blocks, const double *x, double *y);
+/* The implicit mass-spring solver's linear solve (block_cg.c): conjugate gradients on that matrix (block_rows x
+ * block_rows blocks) preconditioned with d_inv (block_rows, 3, 3), the inverses of its diagonal blocks, from x (3
+ * block_rows,) in place until |b - A x| <= max(tol |r0|, atol) or max_iterations; returns the iterations and writes
+ * |b - A x| / |r0| to residual (0 for r0 = 0, 1 when |r0| <= atol). work: (4, 3 block_rows) scratch. */
+SOFTSIM_API int64_t softsim_block_cg(int64_t block_rows, const int64_t *indptr, const int64_t *indices,
+                                     const double *blocks, const double *d_inv, const double *b, double *x, double tol,
+                                     double atol, int64_t max_iterations, double *work, double *residual);
 /* The rotation-fixed SVD F = U diag(S) V^T of m 3x3 matrices (eigen3.c), structure of arrays: F, U, V (3, 3, m),
  * S (3, m); U and V rotations, S descending with only S_2 negative (an inverted F). */
 SOFTSIM_API void softsim_rotation_svd(int64_t m, const double *F, double *U, double *S, double *V);
