@@ -63,6 +63,10 @@ class ProjectedContactSolver(Solver):
         (``collision.response.faces.sphere_pads``)."""
         if self.self_collision is not None:
             self.self_collision.pad2 = self.pad2
+        self.native_contacts = None
+        """A solver that has the native library sets this to its ``native.kernels.AnalyticContacts``: ``finish_step``
+        then projects out of ground planes and spheres in C (``AnalyticContacts.resolve``, the twin of
+        ``resolve_collider_contacts``, bit for bit)."""
 
     def resolve_self_collision(self, x, x_prev, colliders, true_start=None) -> None:
         """The self-collision part of ``finish_step``, in place on x and x_prev (n, 3) [m] after the collider contacts:
@@ -84,7 +88,7 @@ class ProjectedContactSolver(Solver):
             self.self_collision.resolve_beside_colliders(x, x_prev, colliders, true_start)
             if colliders and _moved(x, before):
                 resolve_deep_faces(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
-                                   FACE_ALLOWANCE * self.config.thickness, getattr(self, "native_contacts", None))
+                                   FACE_ALLOWANCE * self.config.thickness, self.native_contacts)
 
     def start_before_stabilizing(self, x_prev):
         """A copy of the step's start x_prev (n, 3) for ``resolve_self_collision`` when there is self-collision (which
@@ -93,9 +97,10 @@ class ProjectedContactSolver(Solver):
 
     def finish_step(self, x, x_prev, v, dt: float, colliders, velocity_from_positions: bool = True,
                     true_start=None) -> None:
-        """The end of every position-level step, in place: collider contacts (``resolve_collider_contacts``), then
-        self-collision (which treats particles resting on a collider as heavy) and the faces it left deeper than
-        FACE_ALLOWANCE * thickness in a collider pushed back to that depth, then the velocity and damping.
+        """The end of every position-level step, in place: collider contacts (``resolve_collider_contacts``, in C
+        with ``native_contacts``), then self-collision (which treats particles resting on a collider as heavy) and
+        the faces it left deeper than FACE_ALLOWANCE * thickness in a collider pushed back to that depth, then the
+        velocity and damping.
 
         x (n, 3): positions after the solve [m]; x_prev (n, 3): at the step's start (self-collision may move it: its
         velocity-free recovery of pairs closer than thickness); v (n, 3) [m/s]. ``velocity_from_positions``: v is
@@ -105,7 +110,11 @@ class ProjectedContactSolver(Solver):
         if not velocity_from_positions:
             before, prev_before = x.copy(), x_prev.copy()
         if colliders:
-            resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders, self.pad2)
+            if self.native_contacts is not None and self.native_contacts.supports(colliders):
+                self.native_contacts.resolve(x, x_prev, colliders)
+            else:
+                resolve_collider_contacts(x, x_prev, self.model.inv_mass, self.model.triangle_indices, colliders,
+                                          self.pad2)
         self.resolve_self_collision(x, x_prev, colliders, true_start)
         if velocity_from_positions:
             v[:] = (x - x_prev) / dt

@@ -74,6 +74,7 @@ from .energies.springs import HookeSprings
 from .material import hinge_bending_stiffness, material_arrays
 from .native import library as native_library
 from .native.implicit_kernels import BlockMatrix
+from .native.kernels import AnalyticContacts
 from .soft_pins import GoalSprings
 from .frame import StepNotConverged
 from .model import State, StepStats, measure_stats
@@ -174,7 +175,11 @@ class MassSpringSolver(ProjectedContactSolver):
             self.native = None
         """The native kernel library when ``config.compute`` allows it and it loaded (implicit Euler only), else None:
         with it the linear solves' matrix-vector products run in C (``native.implicit_kernels.BlockMatrix``, scipy's
-        BSR product in its order, so the same bits), and conjugate gradients wholly (``BlockMatrix.block_cg``)."""
+        BSR product in its order, so the same bits), conjugate gradients wholly (``BlockMatrix.block_cg``), and the
+        end-of-step contacts with ground planes and spheres (``native_contacts``, ``finish_step``)."""
+        if self.native is not None and self.native.ready("contacts"):
+            self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(model.inv_mass, np.float64),
+                                                    self.pad2, model.triangle_indices)
         if self.method == "IMPLICIT_EULER":
             self._prepare_implicit()
             if self.elastic is None:

@@ -11,7 +11,8 @@ twins, bit for bit on x86-64 (``native_helpers.assert_same``: the C code repeats
 - ``TetTargets`` <-> ``TetStrain.project``'s NumPy (the SVD, ``project_unit_product``, the targets) on the same
   matrices, with the weights of a tet set;
 - whole runs, Compute AUTO against NUMPY: PROJECTIVE on a curved pinned cloth over a sphere (springs and curved hinges
-  native, the end-of-step contacts in XPBD's ``AnalyticContacts.finish``), IMPLICIT_EULER with CG and with Jacobi on a cloth landing on a sphere,
+  native, the end-of-step contacts in XPBD's ``AnalyticContacts.finish``), IMPLICIT_EULER with CG and with Jacobi on a
+  cloth landing on a sphere (its CG and its end-of-step contacts in C),
   PROJECTIVE on a solid of tets landing on the ground (its per-tet SVD native);
 - the bindings' refusals: ValueError naming the array for a wrong dtype, shape, layout, index or row pointer.
 """
@@ -293,7 +294,7 @@ def test_implicit_euler_native_equals_numpy(library, linear_solver):
     config = dict(solver="IMPLICIT_EULER", linear_solver=linear_solver, substeps=2, stiffness=1e3)
     native_solver, a = _run(config, model, colliders, 12, "AUTO")
     _, b = _run(config, model, colliders, 12, "NUMPY")
-    assert native_solver.native is not None
+    assert native_solver.native is not None and native_solver.native_contacts is not None  # CG and contacts in C
     assert a[:, :, 2].min() < -0.5  # the cloth fell past the sphere's top (at z = -0.2): contacts were in the solves
     assert_same(a, b, 1.0)
 

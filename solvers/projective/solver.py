@@ -230,8 +230,8 @@ class ProjectiveSolver(ProjectedContactSolver):
         right-hand side run in C (``native.implicit_kernels.SphereProjection``, the same arithmetic in the same order),
         and the tet strain set's projection (``TetTargets``: its per-tet SVD, volume projection and targets)."""
         self.native_contacts = None
-        """With the native library and no self-collision: the end-of-step contacts with ground planes and spheres in C
-        (``native.kernels.AnalyticContacts.finish``, XPBD's twin of ``resolve_collider_contacts``); other colliders
+        """With the native library and no self-collision: ``finish_step``'s contacts with ground planes and spheres in
+        C (``native.kernels.AnalyticContacts.resolve``, XPBD's twin of ``resolve_collider_contacts``); other colliders
         take the NumPy path for that step."""
         if self.native is not None and self.self_collision is None and self.native.ready("contacts"):
             self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(model.inv_mass, np.float64),
@@ -536,7 +536,7 @@ class ProjectiveSolver(ProjectedContactSolver):
                 self.rho[h] = estimate_rho(self.log.residuals)
 
         solved = x.copy() if planar else None
-        self._finish(x, x_start, v, h, colliders, true_start)
+        self.finish_step(x, x_start, v, h, colliders, true_start=true_start)
         if planar:
             self.held.remember(solved, x, self.model.inv_mass, planar, self.pad2)
         stats = measure_stats(self.model, x) if measure else StepStats()
@@ -544,15 +544,6 @@ class ProjectiveSolver(ProjectedContactSolver):
         stats.pd_residual = residual
         return stats
 
-    def _finish(self, x, x_start, v, h, colliders, true_start=None):
-        """``finish_step``, its collider contacts in C where ``native_contacts`` supports the colliders; ``true_start``:
-        the step's start before ``_stabilize``, for self-collision."""
-        native = self.native_contacts
-        if native is None or not colliders or not native.supports(colliders):
-            self.finish_step(x, x_start, v, h, colliders, true_start=true_start)
-            return
-        native.resolve(x, x_start, colliders)
-        self.finish_step(x, x_start, v, h, ())  # the velocity and damping (no self-collision here)
 
     # ------------------------------------------------------------------ the energy check
 
