@@ -241,4 +241,4 @@ def test_bad_input_is_refused(library):
     kernel.begin(vt, ee, ok["side"], ok["target"], ok["approach_target"], first, sc.inv_mass)
     kernel.run(x.copy(), sc.thickness, 0.1, 0.7, False)
     with pytest.raises(ValueError, match="x"):
-        kernel.finish(x.astype(np.float32), False)
+        kernel.finish(x.astype(np.float32))

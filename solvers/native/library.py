@@ -122,9 +122,8 @@ SIGNATURES = {
     "softsim_self_ee_grow": (_I, (_P, _I, _P, _I, _P, _D, _P, _I, _P, _I, _P, _I, _P, _I, _P, _I, _P, _P, _I, _P, _P,
                                   _P, _P, _P)),
     # Self-collision's response passes (src/self_pass.c; self_kernels.SelfPass).
-    "softsim_self_pass": (_I, (_P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _D, _D, _D, _I, _I, _P, _I)
-                          + (_P,) * 28),
-    "softsim_self_pass_finish": (_I, (_P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _I, _P, _P)),
+    "softsim_self_pass": (_I, (_P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _D, _D, _D, _I, _I) + (_P,) * 28),
+    "softsim_self_pass_finish": (None, (_P, _P, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _P)),
     # Self-collision's candidate selection in one call (src/self_select.c; self_kernels.SelfSelect).
     "softsim_self_select": (_I, (_P, _P, _P, _I, _P, _I, _P, _I, _I, _P, _P, _I, _P, _P, _P, _P, _P, _P, _D, _I, _P, _P,
                                  _P, _P, _P, _P, _P, _P, _P)),
@@ -133,7 +132,7 @@ SIGNATURES = {
     "softsim_self_new_crossings": (_I, (_P, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _I, _P, _P)),
     "softsim_self_pass_friction": (_I, (_P, _P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _P, _D) + (_P,) * 15),
     # Self-collision's response set-up in one call (src/self_select.c; self_kernels.SelfPass.setup).
-    "softsim_self_pass_setup": (_I, (_P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _D) + (_P,) * 19),
+    "softsim_self_pass_setup": (_I, (_P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _D) + (_P,) * 18),
     # The watched pairs' sides at the step's true start (src/self_sides.c; self_kernels.SelfPass.true_sides).
     "softsim_self_true_sides": (_I, (_P, _P, _I, _P, _P, _I, _P, _P, _I, _P, _P, _D, _P, _P, _P, _P, _P)),
     # The implicit solvers (src/implicit.c): PD's local step of sphere-projected sets and its right-hand side scatter

@@ -533,7 +533,7 @@ class SelfPass(_BodyBinding):
             return
         c = max(count, 2 * self._capacity)
         self._capacity = c
-        self.pos, self.live, self.batch = np.zeros(c, np.int64), np.zeros(c, np.int64), np.zeros(2 * c, np.int64)
+        self.pos, self.batch = np.zeros(c, np.int64), np.zeros(2 * c, np.int64)
         self.idx, self.coef = np.zeros((c, 4), np.int64), np.zeros((c, 4))
         self.r, self.normal = np.zeros((c, 3)), np.zeros((c, 3))
         self.dist, self.plane = np.zeros(c), np.zeros(c)
@@ -549,12 +549,12 @@ class SelfPass(_BodyBinding):
         self._setup_p = tuple(pointer(a) for a in (
             self.kept_v, self.kept_t, self.kept_a, self.kept_b, self.kept_count, self.idx, self.coef, self.r,
             self.normal, self.dist, self.plane, self.ok, self.interior, self.side_buffer, self.target_buffer,
-            self.approach_buffer, self.live, self.depth_buffer, self.ever_buffer))
+            self.approach_buffer, self.depth_buffer, self.ever_buffer))
         # The kept pairs' addresses as the pass reads them (views of these buffers start at the same address).
         kept_v, kept_t, kept_a, kept_b = self._setup_p[:4]
         self._kept_p = (kept_v, kept_t, kept_a, kept_b, self._setup_p[13], self._setup_p[14])
         self._finish_own_p = (self._setup_p[15],)
-        self._results_own_p = (pointer(self.work_d), pointer(self.flags), self._setup_p[17], self._setup_p[18])
+        self._results_own_p = (pointer(self.work_d), pointer(self.flags), self._setup_p[16], self._setup_p[17])
         self._recovery_p = (pointer(self.recovery), pointer(self.delta))
         self._own = [pointer(a) for a in (self.idx, self.coef, self.r, self.normal, self.dist, self.plane, self.ok,
                                           self.interior)]
@@ -567,7 +567,7 @@ class SelfPass(_BodyBinding):
         self._sweep = [pointer(a) for a in (self.work_d, self.flags, self.colour, self.order, self.start, self.last,
                                             self.t_pos, self.t_idx, self.t_coef, self.t_r, self.t_normal, self.t_dist,
                                             self.t_plane, self.t_ok, self.t_interior, self.batch_size)]
-        self._live_p, self._pos_p, self._batch_p = pointer(self.live), pointer(self.pos), pointer(self.batch)
+        self._pos_p, self._batch_p = pointer(self.pos), pointer(self.batch)
 
     def begin(self, vt, ee, side, target, approach_target, first, inv_mass) -> None:
         """One call's watched pairs vt = (v, t), ee = (e1, e2) (c in all) with their side, target and approach_target
@@ -593,8 +593,6 @@ class SelfPass(_BodyBinding):
                       checked("first.interior", first.interior, np.dtype(bool), (c,)))
         self._grow(c)
         self.count, self.k_vt, self.pairs = c, k_vt, (v, t, a, b)
-        self.live[:c] = np.arange(c)
-        self.live_count = c
         self.depth = np.zeros(c)
         self.ever = np.zeros(c, bool)
         self.given = True
@@ -646,7 +644,6 @@ class SelfPass(_BodyBinding):
         self.approach_target = self.approach_buffer[:c]
         self.depth, self.ever = self.depth_buffer[:c], self.ever_buffer[:c]
         self.count, self.k_vt, self.pairs = c, kept, (v, t, a, b)
-        self.live_count = c
         self.given = True
         self.m = 0
         self._call_p = (self._inv_mass_p, self.n, *self._elements_p, c, kept, *self._kept_p)
@@ -674,7 +671,7 @@ class SelfPass(_BodyBinding):
         self.given = False
         active = self.library.softsim_self_pass(
             address, *self._call_p, float(thickness), float(tolerance), float(relaxation),
-            int(bool(restrict_violating)), given, self._live_p, self.live_count, *self._masks_p, self._pos_p,
+            int(bool(restrict_violating)), given, *self._masks_p, self._pos_p,
             self._batch_p, *self._own, *self._sweep)
         self.m = int(self.batch_size[0])
         return int(active)
@@ -692,13 +689,12 @@ class SelfPass(_BodyBinding):
         """The particles (sorted) with a nonzero weight in the last ``run``'s active stencils (``self_contact._particles``)."""
         return np.flatnonzero(self.touched_mask)
 
-    def finish(self, x_prev, update_live: bool) -> None:
+    def finish(self, x_prev) -> None:
         """The second half of the pass: the recovery share applied to x_prev (n, 3) [m] in place, with the inverse
-        masses as they are now; the depths and corrected pairs; with ``update_live`` only the violating pairs stay."""
+        masses as they are now; the depths and corrected pairs."""
         work_d, flags, depth, ever = self._results_p
-        self.live_count = int(self.library.softsim_self_pass_finish(
-            self._x_prev(x_prev), *self._finish_p, self._pos_p, self.m, self._own[0], self._own[1], work_d,
-            flags, depth, ever, int(bool(update_live)), self._live_p, self.live_count, *self._recovery_p))
+        self.library.softsim_self_pass_finish(self._x_prev(x_prev), *self._finish_p, self._pos_p, self.m, self._own[0],
+                                              self._own[1], work_d, flags, depth, ever, *self._recovery_p)
 
 
 class SelfSelect(_BodyBinding):

@@ -77,7 +77,7 @@ static void apply_pairs(double *positions, int64_t n, const double *inv_mass, in
                         double *delta) {
     for (int64_t i = 0; i < 3 * n; i++) delta[i] = 0.0;
     for (int64_t i = 0; i < m; i++) {
-        if (!(active[i] & 1)) continue; /* bit 0: moved (bit 1, violating at the pass's start, may be set alone) */
+        if (!(active[i] & 1)) continue; /* bit 0: moved */
         const double *impulse = state + PASS_STRIDE * i + PASS_IMPULSE;
         for (int j = 0; j < 4; j++) {
             int64_t p = idx[4 * i + j];
@@ -110,11 +110,10 @@ static inline void pair_values(const double *inv_mass, double sd, double target,
 }
 
 /* The first half of a pass over the watched pairs (count of them: vertex-triangle pairs list_v, list_t (k_vt), then
- * edge-edge pairs list_a, list_b (count - k_vt)) with side, target (count,) of SelfCollision._respond. live
- * (live_count of them, ascending): the pairs still in play. given != 0: the batch is every live pair and its stencils
- * are already in idx .. interior (the first pass); else the batch is the live pairs with a particle marked in
- * `changed` (n,) and their stencils are made here into those buffers (capacity count). restrict_violating: only the
- * violating pairs are active (passes beyond SelfCollision.passes).
+ * edge-edge pairs list_a, list_b (count - k_vt)) with side, target (count,) of SelfCollision._respond. given != 0:
+ * the batch is every pair and its stencils are already in idx .. interior (the first pass); else the batch is the
+ * pairs with a particle marked in `changed` (n,) and their stencils are made here into those buffers (capacity
+ * count). restrict_violating: only the violating pairs are active (passes beyond SelfCollision.passes).
  *
  * The active pairs are coloured in batch order (colour: 1 + the colour of the last earlier active pair at each of its
  * particles of nonzero weight, the twin's _colours; by counting sort into `order`, `start` (count + 1), `last` (n,)
@@ -122,30 +121,28 @@ static inline void pair_values(const double *inv_mass, double sd, double target,
  * stencils through the t_* buffers into the batch's rows), and those still short of their target (C < 0, W > 0)
  * moved by relaxation * -C / W along their direction, each particle's share added in pair order (_add_each). Writes
  * pos (the batch's list positions), the per-pair state (work_d, PASS_STRIDE per pair: the gap and C where its colour
- * measured it, the relaxation, the impulse), flags (bit 0 moved, bit 1 violating at the pass's start), `changed`
+ * measured it, the relaxation, the impulse), flags (bit 0 moved), `changed`
  * (every particle of a moved pair) and `touched` (those with a nonzero weight), and returns the number of pairs
  * moved (0: nothing changed; the twin's loop ends). */
 int64_t softsim_self_pass(double *x, const double *inv_mass, int64_t n, const int64_t *triangles, const int64_t *edges,
                           int64_t count, int64_t k_vt, const int64_t *list_v, const int64_t *list_t,
                           const int64_t *list_a, const int64_t *list_b, const double *side, const double *target,
                           double thickness, double tolerance, double relaxation, int64_t restrict_violating,
-                          int64_t given, const int64_t *live, int64_t live_count, unsigned char *changed,
+                          int64_t given, unsigned char *changed,
                           unsigned char *touched, int64_t *pos, int64_t *batch, int64_t *idx, double *coef, double *r,
                           double *normal, double *dist, double *plane, unsigned char *ok, unsigned char *interior,
                           double *work_d, unsigned char *flags, int64_t *colour, int64_t *order, int64_t *start,
                           int64_t *last, int64_t *t_pos, int64_t *t_idx, double *t_coef, double *t_r,
                           double *t_normal, double *t_dist, double *t_plane, unsigned char *t_ok,
                           unsigned char *t_interior, int64_t *batch_size) {
-    (void)count;
     int64_t m = 0;
     if (given) {
-        for (int64_t i = 0; i < live_count; i++) pos[m++] = live[i];
+        for (int64_t i = 0; i < count; i++) pos[m++] = i;
     } else {
         int64_t corners[4];
-        for (int64_t i = 0; i < live_count; i++) {
-            stencil_particles(triangles, edges, k_vt, list_v, list_t, list_a, list_b, live[i], corners);
-            if (changed[corners[0]] | changed[corners[1]] | changed[corners[2]] | changed[corners[3]])
-                pos[m++] = live[i];
+        for (int64_t i = 0; i < count; i++) {
+            stencil_particles(triangles, edges, k_vt, list_v, list_t, list_a, list_b, i, corners);
+            if (changed[corners[0]] | changed[corners[1]] | changed[corners[2]] | changed[corners[3]]) pos[m++] = i;
         }
         batch_stencils(x, triangles, edges, k_vt, list_v, list_t, list_a, list_b, pos, m, batch, idx, coef, r, normal,
                        dist, plane, ok, interior);
@@ -158,9 +155,8 @@ int64_t softsim_self_pass(double *x, const double *inv_mass, int64_t n, const in
         pair_values(inv_mass, side[pos[i]], target[pos[i]], idx + 4 * i, coef + 4 * i, r + 3 * i, normal + 3 * i,
                     dist[i], plane[i], ok[i], interior[i], &gap, &C, &W, direction);
         int active = C < 0.0 && W > 0.0;
-        int violating = active && (gap < 0.0 || C < limit);
-        if (restrict_violating) active = violating;
-        flags[i] = (unsigned char)(active | (violating << 1));
+        if (restrict_violating) active = active && (gap < 0.0 || C < limit);
+        flags[i] = (unsigned char)active;
         if (active) order[active_count++] = i;
     }
     if (active_count == 0) return 0;
@@ -238,13 +234,11 @@ int64_t softsim_self_pass(double *x, const double *inv_mass, int64_t n, const in
 
 /* The second half of a pass (after the caller's collider check, which may have made particles heavier: inv_mass is
  * read again): per active pair, the part of its correction beyond restoring its gap at the step's start
- * (approach_target) is recovery, applied to x_prev too (when any pair has some); depth += approach * scale, ever = 1;
- * with update_live, live becomes the batch's violating pairs (returned count; else *live_count is returned as
- * given). */
-int64_t softsim_self_pass_finish(double *x_prev, const double *inv_mass, int64_t n, const double *approach_target,
-                                 const int64_t *pos, int64_t m, const int64_t *idx, const double *coef, double *work_d,
-                                 const unsigned char *flags, double *depth, unsigned char *ever, int64_t update_live,
-                                 int64_t *live, int64_t live_count, double *recovery, double *delta) {
+ * (approach_target) is recovery, applied to x_prev too (when any pair has some); depth += approach * scale, ever = 1. */
+void softsim_self_pass_finish(double *x_prev, const double *inv_mass, int64_t n, const double *approach_target,
+                              const int64_t *pos, int64_t m, const int64_t *idx, const double *coef, double *work_d,
+                              const unsigned char *flags, double *depth, unsigned char *ever, double *recovery,
+                              double *delta) {
     int any_recovery = 0;
     for (int64_t i = 0; i < m; i++) {
         if (!(flags[i] & 1)) continue;
@@ -257,11 +251,6 @@ int64_t softsim_self_pass_finish(double *x_prev, const double *inv_mass, int64_t
         ever[pos[i]] = 1;
     }
     if (any_recovery) apply_pairs(x_prev, n, inv_mass, m, idx, coef, flags, work_d, recovery, delta);
-    if (!update_live) return live_count;
-    int64_t kept = 0;
-    for (int64_t i = 0; i < m; i++)
-        if (flags[i] & 2) live[kept++] = pos[i];
-    return kept;
 }
 
 /* The response's friction (SelfCollision._respond's friction step and SelfCollision._friction) over the pairs the

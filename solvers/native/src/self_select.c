@@ -145,7 +145,7 @@ int64_t softsim_self_select(const double *x, const double *x_prev, const double 
  * - the kept pairs' stencils at x_prev (one batch): side (the sign of the plane distance at x_prev where there is a
  *   normal and it is beyond 1e-12, else that of the plane distance at x, + for 0), approach_target = min(thickness,
  *   dist at x_prev) and target = min(thickness, dist at x_prev + recovery) (recovery = RECOVERY * thickness);
- * - live = 0 .. c - 1, depth = 0, ever = 0 (SelfPass.begin).
+ * - depth = 0, ever = 0 (SelfPass.begin).
  * Returns c, the kept pairs' count. Every output buffer holds k_vt + k_ee pairs (list_v, list_t, list_a, list_b
  * and side .. ever each that many, the stencils that many rows). */
 int64_t softsim_self_pass_setup(const double *x, const double *x_prev, const double *inv_mass,
@@ -155,7 +155,7 @@ int64_t softsim_self_pass_setup(const double *x, const double *x_prev, const dou
                                 int64_t *list_v, int64_t *list_t, int64_t *list_a, int64_t *list_b, int64_t *kept_vt,
                                 int64_t *idx, double *coef, double *r, double *n, double *dist, double *plane,
                                 unsigned char *ok, unsigned char *interior, double *side, double *target,
-                                double *approach_target, int64_t *live, double *depth, unsigned char *ever) {
+                                double *approach_target, double *depth, unsigned char *ever) {
     int64_t border = 0;
     for (int64_t i = 0; i < k_vt; i++) {
         const int64_t *c = triangles + 3 * cand_t[i];
@@ -210,7 +210,6 @@ int64_t softsim_self_pass_setup(const double *x, const double *x_prev, const dou
             side[i] = plane[i] < 0.0 ? -1.0 : 1.0;
         approach_target[i] = np_min(thickness, dist_prev);
         target[i] = np_min(thickness, dist_prev + recovery);
-        live[i] = i;
         depth[i] = 0.0;
         ever[i] = 0;
     }

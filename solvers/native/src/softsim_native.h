@@ -503,26 +503,25 @@ SOFTSIM_API int64_t softsim_self_ee_grow(const double *x, int64_t n, const int64
                                          int64_t *needs, double *box_scratch);
 /* One pass of self-collision's response (self_pass.c; the pass loop of SelfCollision._respond): the batch of watched
  * pairs the last pass touched, their stencils, the active ones swept colour by colour (Gauss-Seidel) with their
- * corrections applied to x (returns how many moved); then, after the caller's collider check, the recovery share applied to x_prev, the friction
- * depths and the pairs still violating (returns the new live count). */
+ * corrections applied to x (returns how many moved); then, after the caller's collider check, the recovery share
+ * applied to x_prev and the friction depths. */
 SOFTSIM_API int64_t softsim_self_pass(double *x, const double *inv_mass, int64_t n, const int64_t *triangles,
                                       const int64_t *edges, int64_t count, int64_t k_vt, const int64_t *list_v,
                                       const int64_t *list_t, const int64_t *list_a, const int64_t *list_b,
                                       const double *side, const double *target, double thickness, double tolerance,
                                       double relaxation, int64_t restrict_violating, int64_t given,
-                                      const int64_t *live, int64_t live_count, unsigned char *changed,
+                                      unsigned char *changed,
                                       unsigned char *touched, int64_t *pos, int64_t *batch, int64_t *idx, double *coef,
                                       double *r, double *normal, double *dist, double *plane, unsigned char *ok,
                                       unsigned char *interior, double *work_d, unsigned char *flags, int64_t *colour,
                                       int64_t *order, int64_t *start, int64_t *last, int64_t *t_pos, int64_t *t_idx,
                                       double *t_coef, double *t_r, double *t_normal, double *t_dist, double *t_plane,
                                       unsigned char *t_ok, unsigned char *t_interior, int64_t *batch_size);
-SOFTSIM_API int64_t softsim_self_pass_finish(double *x_prev, const double *inv_mass, int64_t n,
-                                             const double *approach_target, const int64_t *pos, int64_t m,
-                                             const int64_t *idx, const double *coef, double *work_d,
-                                             const unsigned char *flags, double *depth, unsigned char *ever,
-                                             int64_t update_live, int64_t *live, int64_t live_count,
-                                             double *recovery, double *delta);
+SOFTSIM_API void softsim_self_pass_finish(double *x_prev, const double *inv_mass, int64_t n,
+                                          const double *approach_target, const int64_t *pos, int64_t m,
+                                          const int64_t *idx, const double *coef, double *work_d,
+                                          const unsigned char *flags, double *depth, unsigned char *ever,
+                                          double *recovery, double *delta);
 /* Cloth self-collision's candidate selection in one call (self_select.c; SelfBroadPhase._candidates): with
  * SELF_SELECT_MOTION the step's motion and the motion since the list's build (relative to the mean) and whether the
  * list holds (-1 when not), with SELF_SELECT_PAIRS the listed pairs near enough at x, in list order (sorted by key). */
@@ -546,8 +545,7 @@ SOFTSIM_API int64_t softsim_self_pass_setup(const double *x, const double *x_pre
                                             int64_t *list_a, int64_t *list_b, int64_t *kept_vt, int64_t *idx,
                                             double *coef, double *r, double *n, double *dist, double *plane,
                                             unsigned char *ok, unsigned char *interior, double *side, double *target,
-                                            double *approach_target, int64_t *live, double *depth,
-                                            unsigned char *ever);
+                                            double *approach_target, double *depth, unsigned char *ever);
 /* The watched pairs' sides read where the step really started (self_sides.c; SelfCollision._true_sides): in place on
  * side, approach_target and target (k_vt + k_ee,); moved (n,) zero on entry and on return, pick (k_vt + k_ee,)
  * scratch; returns how many pairs took their true side. */
