@@ -73,7 +73,7 @@ from .energies.sewing import SewingSprings
 from .energies.springs import HookeSprings
 from .material import hinge_bending_stiffness, material_arrays
 from .native import library as native_library
-from .native.implicit_kernels import BlockMatrix
+from .native.implicit_kernels import BlockAssembly, BlockMatrix
 from .native.kernels import AnalyticContacts
 from .soft_pins import GoalSprings
 from .frame import StepNotConverged
@@ -175,8 +175,9 @@ class MassSpringSolver(ProjectedContactSolver):
             self.native = None
         """The native kernel library when ``config.compute`` allows it and it loaded (implicit Euler only), else None:
         with it the linear solves' matrix-vector products run in C (``native.implicit_kernels.BlockMatrix``, scipy's
-        BSR product in its order, so the same bits), conjugate gradients wholly (``BlockMatrix.block_cg``), and the
-        end-of-step contacts with ground planes and spheres (``native_contacts``, ``finish_step``)."""
+        BSR product in its order, so the same bits), conjugate gradients wholly (``BlockMatrix.block_cg``), the Newton
+        matrix's assembly (``BlockAssembly``) and the end-of-step contacts with ground planes and spheres
+        (``native_contacts``, ``finish_step``)."""
         if self.native is not None and self.native.ready("contacts"):
             self.native_contacts = AnalyticContacts(self.native, np.ascontiguousarray(model.inv_mass, np.float64),
                                                     self.pad2, model.triangle_indices)
@@ -258,6 +259,9 @@ class MassSpringSolver(ProjectedContactSolver):
         self.reduced = self.pattern.reduced
         """Each particle's row among the free ones (-1: pinned)."""
         self.nf = self.pattern.free_count
+        self.assemble = self.pattern.assemble if self.native is None else BlockAssembly(self.native, self.pattern)
+        """The energies' Hessian blocks (b, 3, 3) -> the pattern's block data (``BlockPattern.assemble``; in C with the
+        native library, the same bits)."""
         self.mass_free = self.model.mass[self.free_index]
         self.max_linear_iterations = max(int(self.config.iterations), MIN_LINEAR_ITERATIONS)
         # Size [J] of the elastic energy's terms (k L^2 per spring, (mu + lam) V per tet): the round-off of Phi.
@@ -468,7 +472,7 @@ class _ImplicitStep:
         xk = self.x + dt * u
         f = solver.forces(xk)
         energy_blocks = solver._energy_blocks(xk)
-        data = dt**2 * solver.pattern.assemble(np.concatenate(energy_blocks))
+        data = dt**2 * solver.assemble(np.concatenate(energy_blocks))
         data[solver.pattern.diagonal_slot] += solver.mass_free[:, None, None] * np.eye(3)
         u_free = u[free]
         gradient = -dt * f  # dPhi/du: M (u - v0) - dt f(x + dt u) on free rows, -dt f on pinned ones

@@ -7,6 +7,8 @@
 - ``BlockMatrix`` <-> a scipy BSR matrix of 3x3 blocks in ``A @ x`` (``sparsetools.bsr_matvec``), for the implicit
   mass-spring solver's CG and Jacobi solves (``linalg.iterative``), which only use ``A @ x``; its ``block_cg`` is
   ``linalg.iterative.block_cg`` on it wholly in C (``src/block_cg.c``);
+- ``BlockAssembly`` <-> ``linalg.pattern.BlockPattern.assemble`` (scipy's csr_matvecs of its ``sum_matrix`` with the
+  energies' Hessian blocks), the implicit mass-spring solver's assembly of its Newton matrix;
 - ``RotationSVD`` <-> ``linalg.eigen3.rotation_svd`` (src/eigen3.c), the per-tet SVD of Projective Dynamics' tet
   strain set (``projective.constraints.TetStrain``).
 
@@ -131,6 +133,25 @@ class BlockMatrix:
         iterations = self.library.softsim_block_cg(*self._fixed, pointer(D_inv), pointer(b), pointer(x), float(tol),
                                                    float(atol), int(max_iterations), pointer(work), pointer(residual))
         return x, int(iterations), float(residual[0])
+
+
+class BlockAssembly:
+    """``linalg.pattern.BlockPattern.assemble`` in C (``softsim_csr9_matvecs``, scipy's csr_matvecs in its order, so the
+    same bits): built once per pattern (its ``sum_matrix`` checked: CSR, row pointers, every column within range);
+    ``__call__(blocks)`` takes the triplets' blocks (entry_count, 3, 3) float64 C-contiguous and returns a new
+    (block_count, 3, 3) array of summed block data."""
+
+    def __init__(self, library, pattern):
+        self.library = library
+        self.rows, self.entries = pattern.block_count, pattern.entry_count
+        self.sum_matrix = _csr("pattern.sum_matrix", pattern.sum_matrix, (self.rows, self.entries))
+        self._fixed = (self.rows, *(pointer(a) for a in self.sum_matrix))
+
+    def __call__(self, blocks):
+        blocks = checked("blocks", blocks, F64, (self.entries, 3, 3))
+        out = np.empty((self.rows, 3, 3))
+        self.library.softsim_csr9_matvecs(*self._fixed, pointer(blocks), pointer(out))
+        return out
 
 
 class RotationSVD:

@@ -136,10 +136,12 @@ SIGNATURES = {
     # The watched pairs' sides at the step's true start (src/self_sides.c; self_kernels.SelfPass.true_sides).
     "softsim_self_true_sides": (_I, (_P, _P, _I, _P, _P, _I, _P, _P, _I, _P, _P, _D, _P, _P, _P, _P, _P)),
     # The implicit solvers (src/implicit.c): PD's local step of sphere-projected sets and its right-hand side scatter
-    # (implicit_kernels.SphereProjection), the 3x3-block matrix-vector product (implicit_kernels.BlockMatrix).
+    # (implicit_kernels.SphereProjection), the 3x3-block matrix-vector product (implicit_kernels.BlockMatrix), the
+    # assembly of Hessian blocks into a block pattern (implicit_kernels.BlockAssembly).
     "softsim_pd_sphere_project": (None, (_I, _P, _P, _P, _P, _P, _P, _P, _D, _P, _P)),
     "softsim_pd_scatter_add": (None, (_I, _P, _P, _P, _P, _P, _P)),
     "softsim_bsr3_matvec": (None, (_I, _P, _P, _P, _P, _P)),
+    "softsim_csr9_matvecs": (None, (_I, _P, _P, _P, _P, _P)),
     # The implicit mass-spring solver's conjugate gradients (src/block_cg.c; implicit_kernels.BlockMatrix.block_cg).
     "softsim_block_cg": (_I, (_I, _P, _P, _P, _P, _P, _P, _D, _D, _I, _P, _P)),
     # The rotation-fixed SVD of 3x3 matrices (src/eigen3.c): PD's per-tet local step (implicit_kernels.RotationSVD).

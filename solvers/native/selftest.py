@@ -737,14 +737,14 @@ def self_select(library, n: int = 9) -> str:
 def implicit(library) -> str:
     """The implicit solvers' kernels (src/implicit.c) on the small cloth: PD's local step and right-hand side scatter of
     its edge springs (a zero-length edge included) and curved hinges, with pins; the 3x3-block product on a matrix of
-    the cloth's pattern and conjugate gradients on an SPD one (src/block_cg.c); the rotation SVD of PD's tets and their
-    targets (src/eigen3.c)."""
+    the cloth's pattern, the assembly of blocks into such a pattern and conjugate gradients on an SPD one
+    (src/block_cg.c); the rotation SVD of PD's tets and their targets (src/eigen3.c)."""
     import scipy.sparse as sp
 
     from ..energies import hinges_from_triangles
     from ..projective.constraints import EdgeSprings, HingeBending, project_unit_product
     from ..linalg.eigen3 import rotation_svd
-    from .implicit_kernels import BlockMatrix, RotationSVD, SphereProjection, TetTargets
+    from .implicit_kernels import BlockAssembly, BlockMatrix, RotationSVD, SphereProjection, TetTargets
 
     model, x, rng = _cloth()
     x[model.edge_indices[0, 1]] = x[model.edge_indices[0, 0]]  # a spring of zero length: projected along its rest
@@ -771,6 +771,16 @@ def implicit(library) -> str:
     A.data[:] = rng.normal(size=A.data.shape)
     v = rng.normal(size=A.shape[1])
     problem = _differs("3x3-block product", BlockMatrix(library, A) @ v, A @ v, 1.0)
+    if problem:
+        return problem
+    # The assembly of Hessian blocks into a block pattern (linalg.pattern.BlockPattern.assemble), duplicates summed.
+    from ..linalg.pattern import BlockPattern
+
+    e = model.edge_indices
+    pattern = BlockPattern(np.concatenate([e[:, 0], e[:, 1], e[:, 0]]), np.concatenate([e[:, 0], e[:, 1], e[:, 1]]),
+                           free)
+    blocks = rng.normal(size=(pattern.entry_count, 3, 3))
+    problem = _differs("block assembly", BlockAssembly(library, pattern)(blocks), pattern.assemble(blocks), 1.0)
     if problem:
         return problem
     # Conjugate gradients on an SPD matrix of that pattern (the product above with mass on the diagonal).
@@ -853,6 +863,6 @@ FAMILIES = {
     # self_kernels.SelfPairQuery, SelfCallKernels, SelfPass (the skin growth of self_pass needs the 8 x 8 fold)
     "self": (partial(self_pairs, n=7), partial(self_response, n=7), partial(self_pass, n=8),
              partial(self_select, n=8)),
-    "implicit": (implicit,),  # implicit_kernels.SphereProjection, BlockMatrix (and its CG), RotationSVD, TetTargets
+    "implicit": (implicit,),  # SphereProjection, BlockMatrix (and its CG), BlockAssembly, RotationSVD, TetTargets
     "ipc": (ipc,),  # ipc_kernels.IPCKernels (NEWTON's contact barriers)
 }

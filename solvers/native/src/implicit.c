@@ -1,6 +1,7 @@
 /* The implicit solvers' hot loops: Projective Dynamics' local step for the constraint sets that project onto a sphere
  * (edge springs, curved isometric-bending hinges) with the scatter of their targets into the global right-hand side,
- * and the 3x3-block sparse matrix-vector product of the implicit mass-spring solver's linear solves.
+ * the 3x3-block sparse matrix-vector product of the implicit mass-spring solver's linear solves and the assembly of its
+ * energies' Hessian blocks into its block pattern.
  *
  * Each repeats its NumPy twin's arithmetic in the twin's order, so the results agree bit for bit:
  * - softsim_pd_sphere_project <-> projective.constraints.EdgeSprings.project / HingeBending.project of
@@ -9,7 +10,9 @@
  *   (z * (w R / |z|), the fallback direction with |z| = 1 where |z| <= tiny);
  * - softsim_pd_scatter_add <-> ``b + A_free_T @ q`` in ProjectiveSolver.global_solve (csr_matvecs, then the sum);
  * - softsim_bsr3_matvec <-> scipy's bsr_matvec for 3x3 blocks (each block row's y from 0, block by block in BSR order,
- *   each row of a block summed left to right onto y: sparsetools' gemv).
+ *   each row of a block summed left to right onto y: sparsetools' gemv);
+ * - softsim_csr9_matvecs <-> scipy's csr_matvecs with 9 vectors, ``linalg.pattern.BlockPattern.assemble``'s
+ *   ``sum_matrix @ blocks.reshape(-1, 9)`` (each output row from 0, its entries in CSR order, y += a x).
  * Arrays are row-major; (k, 3) vectors hold row i at [3i .. 3i+2]. Indices were checked by the binding
  * (native/implicit_kernels.py); nothing here checks them.
  */
@@ -80,6 +83,20 @@ void softsim_pd_scatter_add(int64_t rows, const int64_t *indptr, const int64_t *
 
 /* y = A x for A (3 block_rows, 3 block_cols) in BSR with 3x3 blocks (indptr (block_rows + 1,), indices, blocks
  * (nnzb, 3, 3) row-major), x (3 block_cols,), y (3 block_rows,), written whole. */
+void softsim_csr9_matvecs(int64_t rows, const int64_t *indptr, const int64_t *indices, const double *data,
+                          const double *x, double *y)
+{
+    for (int64_t i = 0; i < rows; ++i) {
+        double acc[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        for (int64_t jj = indptr[i]; jj < indptr[i + 1]; ++jj) {
+            const double a = data[jj];
+            const double *row = x + 9 * indices[jj];
+            for (int k = 0; k < 9; ++k) acc[k] += a * row[k]; /* sparsetools' axpy: y[k] += a x[k] */
+        }
+        for (int k = 0; k < 9; ++k) y[9 * i + k] = acc[k];
+    }
+}
+
 void softsim_bsr3_matvec(int64_t block_rows, const int64_t *indptr, const int64_t *indices, const double *blocks,
                          const double *x, double *y)
 {

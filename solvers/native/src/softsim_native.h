@@ -598,6 +598,10 @@ SOFTSIM_API void softsim_pd_scatter_add(int64_t rows, const int64_t *indptr, con
                                         const double *data, const double *q, const double *b_in, double *b_out);
 SOFTSIM_API void softsim_bsr3_matvec(int64_t block_rows, const int64_t *indptr, const int64_t *indices,
                                      const double *blocks, const double *x, double *y);
+/* y (rows, 9) = S x for S (rows, entries) in CSR and x (entries, 9): the implicit solver's assembly of its energies'
+ * Hessian blocks into its block pattern (implicit.c). */
+SOFTSIM_API void softsim_csr9_matvecs(int64_t rows, const int64_t *indptr, const int64_t *indices, const double *data,
+                                      const double *x, double *y);
 /* The implicit mass-spring solver's linear solve (block_cg.c): conjugate gradients on that matrix (block_rows x
  * block_rows blocks) preconditioned with d_inv (block_rows, 3, 3), the inverses of its diagonal blocks, from x (3
  * block_rows,) in place until |b - A x| <= max(tol |r0|, atol) or max_iterations; returns the iterations and writes
