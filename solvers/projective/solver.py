@@ -544,7 +544,6 @@ class ProjectiveSolver(ProjectedContactSolver):
         stats.pd_residual = residual
         return stats
 
-
     # ------------------------------------------------------------------ the energy check
 
     def _start_energy(self, step, start_free, v_free):

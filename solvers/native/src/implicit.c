@@ -20,22 +20,18 @@
 
 #include "softsim_native.h"
 
-/* Row i of A v for A in CSR (indptr, indices, data) and v (cols, 3): the row's sum from 0 in CSR order, coordinate by
- * coordinate (scipy's csr_matvecs), written to z (3,). */
-static void csr_row3(int64_t i, const int64_t *indptr, const int64_t *indices, const double *data, const double *v,
-                     double z[3])
+/* Row i of A v for A in CSR (indptr, indices, data) and v (cols, width), width <= 9: the row's sum from 0 in CSR order,
+ * coordinate by coordinate (scipy's csr_matvecs: y[k] += a v[k]), written to z (width,). */
+static inline void csr_row(int64_t i, const int64_t *indptr, const int64_t *indices, const double *data, const double *v,
+                           int width, double *z)
 {
-    double z0 = 0.0, z1 = 0.0, z2 = 0.0;
+    double acc[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     for (int64_t jj = indptr[i]; jj < indptr[i + 1]; ++jj) {
         const double a = data[jj];
-        const double *row = v + 3 * indices[jj];
-        z0 += a * row[0];
-        z1 += a * row[1];
-        z2 += a * row[2];
+        const double *row = v + width * indices[jj];
+        for (int k = 0; k < width; ++k) acc[k] += a * row[k];
     }
-    z[0] = z0;
-    z[1] = z1;
-    z[2] = z2;
+    for (int k = 0; k < width; ++k) z[k] = acc[k];
 }
 
 /* rows: the constraints r; A (r, nf) in CSR (indptr (r + 1,), indices, data); x_free (nf, 3); z_pinned (r, 3), the
@@ -48,7 +44,7 @@ void softsim_pd_sphere_project(int64_t rows, const int64_t *indptr, const int64_
 {
     for (int64_t i = 0; i < rows; ++i) {
         double z[3];
-        csr_row3(i, indptr, indices, data, x_free, z);
+        csr_row(i, indptr, indices, data, x_free, 3, z);
         double z0 = z[0] + z_pinned[3 * i];
         double z1 = z[1] + z_pinned[3 * i + 1];
         double z2 = z[2] + z_pinned[3 * i + 2];
@@ -74,29 +70,22 @@ void softsim_pd_scatter_add(int64_t rows, const int64_t *indptr, const int64_t *
 {
     for (int64_t i = 0; i < rows; ++i) {
         double y[3];
-        csr_row3(i, indptr, indices, data, q, y);
+        csr_row(i, indptr, indices, data, q, 3, y);
         b_out[3 * i] = b_in[3 * i] + y[0];
         b_out[3 * i + 1] = b_in[3 * i + 1] + y[1];
         b_out[3 * i + 2] = b_in[3 * i + 2] + y[2];
     }
 }
 
-/* y = A x for A (3 block_rows, 3 block_cols) in BSR with 3x3 blocks (indptr (block_rows + 1,), indices, blocks
- * (nnzb, 3, 3) row-major), x (3 block_cols,), y (3 block_rows,), written whole. */
+/* y (rows, 9) = A x for A in CSR (indptr (rows + 1,), indices, data) and x (cols, 9): csr_row per row. */
 void softsim_csr9_matvecs(int64_t rows, const int64_t *indptr, const int64_t *indices, const double *data,
                           const double *x, double *y)
 {
-    for (int64_t i = 0; i < rows; ++i) {
-        double acc[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-        for (int64_t jj = indptr[i]; jj < indptr[i + 1]; ++jj) {
-            const double a = data[jj];
-            const double *row = x + 9 * indices[jj];
-            for (int k = 0; k < 9; ++k) acc[k] += a * row[k]; /* sparsetools' axpy: y[k] += a x[k] */
-        }
-        for (int k = 0; k < 9; ++k) y[9 * i + k] = acc[k];
-    }
+    for (int64_t i = 0; i < rows; ++i) csr_row(i, indptr, indices, data, x, 9, y + 9 * i);
 }
 
+/* y = A x for A (3 block_rows, 3 block_cols) in BSR with 3x3 blocks (indptr (block_rows + 1,), indices, blocks
+ * (nnzb, 3, 3) row-major), x (3 block_cols,), y (3 block_rows,), written whole. */
 void softsim_bsr3_matvec(int64_t block_rows, const int64_t *indptr, const int64_t *indices, const double *blocks,
                          const double *x, double *y)
 {
