@@ -190,7 +190,7 @@ def test_witnesses_of_border_batches(library):
     assert len(border) > 3
     empty = np.zeros(0, np.int64)
     sc._list = dict(lst, vt=(vt[0][border], vt[1][border]), ee=(empty, empty),
-                    dist=np.zeros(len(border)), first=lst["first"][border], second=lst["second"][border])
+                    dist=np.zeros(len(border)))
     check = _check(library, sc, len(x))
     v, t, _, _ = sc._witnesses(x, x_start, lo, hi, motion, moved, slack)
     pos = check.witnesses(x, x_start, lo, hi, motion, moved + motion, sc._list["vt"], sc._list["ee"],

@@ -23,7 +23,7 @@ from solvers.native.self_kernels import SelfPass, SelfSelect
 from test_impact_zones import driven_through, two_sheets
 
 STENCIL_FIELDS = ("idx", "coef", "r", "n", "dist", "plane", "ok", "interior")
-LIST_FIELDS = ("dist", "first", "second", "x")
+LIST_FIELDS = ("dist", "x")
 
 
 @pytest.fixture(scope="module")

@@ -109,6 +109,7 @@ class SelfPairQuery(_BodyBinding):
         self.scale = np.zeros(4)  # the grid's scale, as the prepare step leaves it for the queries
         self._part_out = []  # the output buffers (i, j, d) of parts 1, 2, ... (part 0's: out_i, out_j, out_d)
         self.edge_side = None  # ``pairs``' buffers of the edge-edge build (a SelfPairQuery of the same body)
+        self._checked_keys = {}  # ``_excluded``'s: name -> (the array last checked, its limit)
 
     def _entries(self, capacity: int) -> None:
         self.entry_element = np.zeros(capacity, np.int64)
@@ -122,11 +123,17 @@ class SelfPairQuery(_BodyBinding):
     def _skins(self, name, skin, count) -> int:
         return pointer(checked(name, skin, F64, (count,)))
 
-    @staticmethod
-    def _excluded(name, keys, limit) -> np.ndarray:
+    def _excluded(self, name, keys, limit) -> np.ndarray:
+        """``keys`` checked as sorted pair keys within [0, limit) (int64, contiguous); the array last checked under
+        ``name`` is not checked again (the excluded pairs are one array for the body's life, a list's keys one per
+        list)."""
+        known = self._checked_keys.get(name)
+        if known is not None and known[0] is keys and known[1] == limit:
+            return keys
         keys = checked(name, keys, I64, (None,))
         if len(keys) and (keys[0] < 0 or keys[-1] >= limit or np.any(keys[1:] < keys[:-1])):
             raise ValueError(f"{name}: must be sorted pair keys within [0, {limit})")
+        self._checked_keys[name] = (keys, limit)  # held here: the array stays this one while it is kept
         return keys
 
     def _call(self, function, fixed, skins_and_rest):
@@ -183,27 +190,35 @@ class SelfPairQuery(_BodyBinding):
                 return found
             self._grow_outputs(part, int(found * 1.5) + 16)
 
-    def _joined(self, counts):
-        """(i, j, d) of the parts that found ``counts`` pairs, in part order (copies)."""
-        if len(counts) == 1:
-            i, j, d = self._outputs(0)
-            c = counts[0]
-            return i[:c].copy(), j[:c].copy(), d[:c].copy()
+    def _in_key_order(self, ranges, counts):
+        """(i, j, d) of the parts that ran the slices ``ranges`` (``threads.slices``) and found ``counts`` pairs,
+        sorted by pair key (i, then j; copies). A part lists its pairs by query element i ascending, each element's by
+        j ascending (src/self_collision.c), and the parts' blocks of elements interleave: the blocks' runs of pairs,
+        put in the order of their first elements, are the pairs sorted by key, with no sort."""
         outputs = [self._outputs(part) for part in range(len(counts))]
-        return tuple(np.concatenate([out[k][:c] for out, c in zip(outputs, counts)]) for k in range(3))
+        runs = []  # (the block's first element, part, its pairs' start and stop in the part's output)
+        for part, ((first, last, _, stride), count) in enumerate(zip(ranges, counts)):
+            starts = np.arange(first, last, stride)
+            bounds = np.searchsorted(outputs[part][0][:count], starts).tolist() + [count]
+            runs += [(s, part, a, b) for s, a, b in zip(starts.tolist(), bounds[:-1], bounds[1:]) if b > a]
+        runs.sort()
+        if not runs:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        return tuple(np.concatenate([outputs[part][k][a:b] for _, part, a, b in runs]) for k in range(3))
 
     def _build(self, prepare, query, prepare_args, query_args, count: int):
         """A build on several threads: ``prepare`` once (growing the grid until it fits), then ``query`` over slices
         of the ``count`` query elements, each part into its own buffers (grown and run again until its pairs fit);
-        (i, j, d) of every part, in part order."""
+        (i, j, d) of every part, sorted by key (``_in_key_order``)."""
         shared = self._prepare(prepare, prepare_args)
         parts = self.threads if self.threads is not None else thread_count()
         self._part_buffers(parts)
+        ranges = slices(count, parts if count >= self.minimum else 1, self.block)
 
         def run_part(part, first, last, block, stride):
             return self._query_part(query, query_args, shared, part, first, last, block, stride)
 
-        return self._joined(run_ranges(run_part, count, parts, self.block, self.minimum))
+        return self._in_key_order(ranges, run_ranges(run_part, count, parts, self.block, self.minimum))
 
     def _vt_arguments(self, x, reach, skin_v, skin_t, excluded):
         tri, t = self.triangles, len(self.triangles)
@@ -217,14 +232,6 @@ class SelfPairQuery(_BodyBinding):
         excluded = self._excluded("excluded_ee", excluded, max(e, 1) * max(e, 1))
         head = (self._x(x), self.n, pointer(self.edges), e, self._skins("skin_e", skin_e, e), float(reach))
         return head, (*head, pointer(excluded), len(excluded)), e if e >= 2 else 0, excluded
-
-    def _sorted_vt(self, v, tt, d):
-        order = np.argsort(v * len(self.triangles) + tt, kind="stable")
-        return v[order], tt[order], d[order]
-
-    def _sorted_ee(self, a, b, d):
-        order = np.argsort(a * len(self.edges) + b, kind="stable")
-        return a[order], b[order], d[order]
 
     def pairs(self, x, reach: float, skin_v, skin_t, excluded_vt, skin_e, excluded_ee):
         """``vertex_triangle`` and ``edge_edge`` at once: ((v, t, d), (e1, e2, d)), the same bits.
@@ -263,21 +270,18 @@ class SelfPairQuery(_BodyBinding):
         # run_ranges over the kind with more parts hands out the part numbers (its slices are the ones above).
         most = (count_ee, ranges_ee) if len(ranges_ee) >= len(ranges_vt) else (count_vt, ranges_vt)
         counts = run_ranges(lambda part, *_: run_part(part), most[0], parts, self.block, self.minimum)
-        vt = self._joined([c[0] for c in counts[:len(ranges_vt)]])
-        ee = side._joined([c[1] for c in counts[:len(ranges_ee)]])
-        return self._sorted_vt(*vt), self._sorted_ee(*ee)
+        return (self._in_key_order(ranges_vt, [c[0] for c in counts[:len(ranges_vt)]]),
+                side._in_key_order(ranges_ee, [c[1] for c in counts[:len(ranges_ee)]]))
 
     def vertex_triangle(self, x, reach: float, skin_v, skin_t, excluded):
         """Pairs (v, t, d) sorted by v * t_count + t: vertex v within reach + skin_v[v] + skin_t[t] of triangle t."""
         head, args, count, _ = self._vt_arguments(x, reach, skin_v, skin_t, excluded)
-        return self._sorted_vt(*self._build(self.library.softsim_self_vt_prepare, self.library.softsim_self_vt_query,
-                                            head, args, count))
+        return self._build(self.library.softsim_self_vt_prepare, self.library.softsim_self_vt_query, head, args, count)
 
     def edge_edge(self, x, reach: float, skin_e, excluded):
         """Pairs (e1, e2, d), e1 < e2, sorted by e1 * e_count + e2: within reach + skin_e[e1] + skin_e[e2]."""
         head, args, count, _ = self._ee_arguments(x, reach, skin_e, excluded)
-        return self._sorted_ee(*self._build(self.library.softsim_self_ee_prepare, self.library.softsim_self_ee_query,
-                                            head, args, count))
+        return self._build(self.library.softsim_self_ee_prepare, self.library.softsim_self_ee_query, head, args, count)
 
     def vertex_triangle_grow(self, x, reach: float, skin_v, skin_t, excluded, listed, grown_v, grown_t):
         """The pairs a skin growth adds (``SelfBroadPhase._grow``): (v, t, d) sorted by v * t_count + t, every
@@ -731,6 +735,8 @@ class SelfSelect(_BodyBinding):
     def _outputs(self, count: int) -> None:
         if count <= self._capacity:
             return
+        # Half again as much: a list that grows by a few pairs at each skin growth does not reallocate every time.
+        count = max(count, self._capacity + self._capacity // 2)
         self._capacity = count
         self.out_v, self.out_t = np.zeros(count, np.int64), np.zeros(count, np.int64)
         self.out_a, self.out_b = np.zeros(count, np.int64), np.zeros(count, np.int64)

@@ -199,18 +199,17 @@ class SelfBroadPhase:
         ``_candidates``). An element's skin is the largest of its particles'."""
         skins = (skin, _row_max(skin, self.triangles), _row_max(skin, self.edges) if len(self.edges) else np.zeros(0))
         (v, t, dv), (e1, e2, de) = self._query(x, self.thickness, skins)
-        # The list is kept sorted by pair key (the native query's order already; _add_grown merges in that order): the
-        # pairs ``_candidates`` keeps, in list order, are then in the one order its response needs.
-        n, m = len(x), len(self.triangles)
-        key_vt, key_ee = _pair_keys(v, t, m), _pair_keys(e1, e2, len(self.edges))
-        order_vt, order_ee = np.argsort(key_vt, kind="stable"), np.argsort(key_ee, kind="stable")
-        v, t, dv, e1, e2, de = v[order_vt], t[order_vt], dv[order_vt], e1[order_ee], e2[order_ee], de[order_ee]
-        # Each pair's two elements, numbered vertices, then triangles, then edges (``_pair_bound``).
-        first = np.concatenate([v, n + m + e1])
-        second = np.concatenate([n + t, n + m + e2])
+        # The list is kept sorted by pair key (_add_grown merges in that order): the pairs ``_candidates`` keeps, in
+        # list order, are then in the one order its response needs. The native query's pairs come in that order (and
+        # stay so when ``_kept_between`` drops some); the k-d tree joins' are sorted here.
+        key_vt, key_ee = _pair_keys(v, t, len(self.triangles)), _pair_keys(e1, e2, len(self.edges))
+        if self.native_pairs is None:
+            order_vt, order_ee = np.argsort(key_vt, kind="stable"), np.argsort(key_ee, kind="stable")
+            v, t, dv, key_vt = v[order_vt], t[order_vt], dv[order_vt], key_vt[order_vt]
+            e1, e2, de, key_ee = e1[order_ee], e2[order_ee], de[order_ee], key_ee[order_ee]
         # The pair keys sorted ("keys"), for the membership tests of the skin growths (``_grow``).
-        self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), first=first, second=second,
-                          x=x.copy(), skins=skins, keys=(key_vt[order_vt], key_ee[order_ee]))
+        self._list = dict(vt=(v, t), ee=(e1, e2), dist=np.concatenate([dv, de]), x=x.copy(), skins=skins,
+                          keys=(key_vt, key_ee))
         self.rebuilds += 1
 
     def _refresh(self, x, moved, motion):
@@ -316,7 +315,6 @@ class SelfBroadPhase:
         tri, edges = self.triangles, self.edges
         lst = self._list
         (v0, t0), (a0, b0) = lst["vt"], lst["ee"]
-        n, m = len(x0), len(tri)
         # The new pairs are sorted by key and none is listed yet: merged into the list (sorted by key, ``_build``) and
         # its sorted keys in place of a sort. Each merge puts the new entries at their places and the old ones in the
         # rest, in order (np.insert's result, one mask per part for every array).
@@ -328,8 +326,6 @@ class SelfBroadPhase:
         lst["vt"] = (_merged(v0, at_vt, v), _merged(t0, at_vt, t))
         lst["ee"] = (_merged(a0, at_ee, e1), _merged(b0, at_ee, e2))
         lst["dist"] = _merged(lst["dist"], at_all, np.concatenate([d_vt, d_ee]))
-        lst["first"] = _merged(lst["first"], at_all, np.concatenate([v, n + m + e1]))
-        lst["second"] = _merged(lst["second"], at_all, np.concatenate([n + t, n + m + e2]))
         lst["skins"] = tuple(skins)
         lst["keys"] = (_merged(lst["keys"][0], at_vt, new_vt), _merged(lst["keys"][1], at_ee, new_ee))
         self.grown += 1
@@ -368,10 +364,19 @@ class SelfBroadPhase:
         return np.concatenate([per_particle, _row_max(per_particle, self.triangles),
                                _row_max(per_particle, self.edges) if len(self.edges) else np.zeros(0)])
 
+    def _pair_elements(self):
+        """Each listed pair's two elements, numbered vertices, then triangles, then edges (as ``_element_values``
+        numbers them): (first, second), each (k,). Made from the list's pairs when asked (only the NumPy selection
+        and fail-safe read them; the native ones take the pairs themselves)."""
+        (v, t), (e1, e2) = self._list["vt"], self._list["ee"]
+        n, m = len(self._list["x"]), len(self.triangles)
+        return np.concatenate([v, n + m + e1]), np.concatenate([n + t, n + m + e2])
+
     def _pair_bound(self, per_particle):
         """Per listed pair: the largest ``per_particle`` value over each of its two elements, summed (k,)."""
         per_element = self._element_values(per_particle)
-        return per_element[self._list["first"]] + per_element[self._list["second"]]
+        first, second = self._pair_elements()
+        return per_element[first] + per_element[second]
 
     def _candidates(self, x, x_prev):
         """Pairs that may be within thickness of each other at ``x``, or went through each other since x_prev:
@@ -436,7 +441,7 @@ class SelfBroadPhase:
         list, ascending, and their reaches reach_a, reach_b [m] (``_candidates``; motion, moved (n,) [m])."""
         # Near: within reach less what the two elements moved since the build (one gather per element of the pair
         # for both bounds; the reach itself only for the near pairs).
-        first, second = self._list["first"], self._list["second"]
+        first, second = self._pair_elements()
         e_motion = self._element_values(motion)
         e_both = e_motion + self._element_values(moved)
         near = np.nonzero(self._list["dist"] - self.thickness <= e_both[first] + e_both[second])[0]
