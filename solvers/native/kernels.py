@@ -42,7 +42,8 @@ def checked(name: str, array, dtype, shape: tuple) -> np.ndarray:
 def checked_indices(name: str, array, count: int, shape: tuple) -> np.ndarray:
     """``checked`` int64 indices, each within [0, count)."""
     array = checked(name, array, I64, shape)
-    if array.size and (array.min() < 0 or array.max() >= count):
+    # One pass for both bounds: read as unsigned, a negative index is larger than any count.
+    if array.size and array.view(np.uint64).max() >= int(count):
         bad = array[(array < 0) | (array >= count)].ravel()[0]
         raise ValueError(f"{name}: index {bad} out of range [0, {count})")
     return array

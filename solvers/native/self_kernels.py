@@ -528,6 +528,7 @@ class SelfPass(_BodyBinding):
         self._elements_p = (pointer(self.triangles), pointer(self.edges))
         self._masks_own_p = (pointer(self.changed), pointer(self.touched_mask))
         self._moved = np.zeros(n, np.uint8)  # true_sides' scratch: zero between calls
+        self._sides_scratch_p = pointer(self._moved)
         self._true_start = _PositionsCheck(n)
         self._capacity = -1
         self._grow(16)
@@ -545,6 +546,7 @@ class SelfPass(_BodyBinding):
         self.work_d, self.flags = np.zeros((c, 6)), np.zeros(c, np.uint8)
         self.recovery = np.zeros(c)
         self.pick = np.zeros(c, np.int64)  # true_sides' scratch
+        self._pick_p = pointer(self.pick)
         # setup's outputs: the kept pairs (vertex-triangle, edge-edge), their per-pair values and results.
         self.kept_v, self.kept_t = np.zeros(c, np.int64), np.zeros(c, np.int64)
         self.kept_a, self.kept_b = np.zeros(c, np.int64), np.zeros(c, np.int64)
@@ -609,6 +611,7 @@ class SelfPass(_BodyBinding):
                         pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target))
         self._masks_p = (pointer(self.changed), pointer(self.touched_mask))
         self._finish_p = (pointer(self.inv_mass), self.n, pointer(self.approach_target))
+        self._sides_p = self._call_p[10], self._finish_p[2], self._call_p[11]  # side, approach_target, target
         self._results_p = (pointer(self.work_d), pointer(self.flags), pointer(self.depth), pointer(self.ever))
 
     def setup(self, x, x_prev, vt, ee, reach, inv_mass, thickness: float, recovery: float, selected=None) -> int:
@@ -653,6 +656,7 @@ class SelfPass(_BodyBinding):
         self._call_p = (self._inv_mass_p, self.n, *self._elements_p, c, kept, *self._kept_p)
         self._masks_p = self._masks_own_p
         self._finish_p = (self._inv_mass_p, self.n, *self._finish_own_p)
+        self._sides_p = self._call_p[10], self._finish_p[2], self._call_p[11]  # side, approach_target, target
         self._results_p = self._results_own_p
         return c
 
@@ -661,11 +665,11 @@ class SelfPass(_BodyBinding):
         bit): their ``side``, ``approach_target`` and ``target`` read where the step really started, true_start (n, 3)
         [m], for a start x_prev (n, 3) [m] that pre-stabilization moved; ``target_value`` [m] the target of a pair that
         takes its true side. Returns how many did."""
-        v, t, a, b = self.pairs
+        v_p, t_p, a_p, b_p = self._call_p[6:10]  # the pairs' addresses, as ``run`` takes them
         return int(self.library.softsim_self_true_sides(
-            self._x_prev(x_prev), self._true_start(true_start), self.n, *self._elements_p, self.k_vt, pointer(v),
-            pointer(t), len(a), pointer(a), pointer(b), float(target_value), pointer(self._moved), pointer(self.pick),
-            pointer(self.side), pointer(self.approach_target), pointer(self.target)))
+            self._x_prev(x_prev), self._true_start(true_start), self.n, *self._elements_p, self.k_vt, v_p, t_p,
+            self.count - self.k_vt, a_p, b_p, float(target_value), self._sides_scratch_p, self._pick_p,
+            *self._sides_p))
 
     def run(self, x, thickness: float, tolerance: float, relaxation: float, restrict_violating: bool) -> int:
         """The first half of one pass on x (n, 3) [m], in place (its Gauss-Seidel sweep over colours of the active
