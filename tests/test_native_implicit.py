@@ -12,8 +12,8 @@ twins, bit for bit on x86-64 (``native_helpers.assert_same``: the C code repeats
 - ``TetTargets`` <-> ``TetStrain.project``'s NumPy (the SVD, ``project_unit_product``, the targets) on the same
   matrices, with the weights of a tet set;
 - whole runs, Compute AUTO against NUMPY: PROJECTIVE on a curved pinned cloth over a sphere (springs and curved hinges
-  native, the end-of-step contacts in XPBD's ``AnalyticContacts.finish``), IMPLICIT_EULER with CG and with Jacobi on a
-  cloth landing on a sphere (its CG and its end-of-step contacts in C),
+  native, the end-of-step contacts in XPBD's ``AnalyticContacts.resolve`` through ``finish_step``), IMPLICIT_EULER
+  with CG and with Jacobi on a cloth landing on a sphere (its CG and its end-of-step contacts in C),
   PROJECTIVE on a solid of tets landing on the ground (its per-tet SVD native);
 - the bindings' refusals: ValueError naming the array for a wrong dtype, shape, layout, index or row pointer.
 """

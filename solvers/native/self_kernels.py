@@ -206,6 +206,11 @@ class SelfPairQuery(_BodyBinding):
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         return tuple(np.concatenate([outputs[part][k][a:b] for _, part, a, b in runs]) for k in range(3))
 
+    def _slices(self, count: int, parts: int):
+        """The slices of ``count`` query elements that ``run_ranges`` gives ``parts`` parts with this object's block and
+        minimum (``threads.slices``)."""
+        return slices(count, parts if count >= self.minimum else 1, self.block)
+
     def _build(self, prepare, query, prepare_args, query_args, count: int):
         """A build on several threads: ``prepare`` once (growing the grid until it fits), then ``query`` over slices
         of the ``count`` query elements, each part into its own buffers (grown and run again until its pairs fit);
@@ -213,7 +218,7 @@ class SelfPairQuery(_BodyBinding):
         shared = self._prepare(prepare, prepare_args)
         parts = self.threads if self.threads is not None else thread_count()
         self._part_buffers(parts)
-        ranges = slices(count, parts if count >= self.minimum else 1, self.block)
+        ranges = self._slices(count, parts)
 
         def run_part(part, first, last, block, stride):
             return self._query_part(query, query_args, shared, part, first, last, block, stride)
@@ -245,8 +250,7 @@ class SelfPairQuery(_BodyBinding):
         head_vt, args_vt, count_vt, excluded_vt = self._vt_arguments(x, reach, skin_v, skin_t, excluded_vt)
         head_ee, args_ee, count_ee, excluded_ee = self._ee_arguments(x, reach, skin_e, excluded_ee)
         parts = self.threads if self.threads is not None else thread_count()
-        ranges_vt = slices(count_vt, parts if count_vt >= self.minimum else 1, self.block)
-        ranges_ee = slices(count_ee, parts if count_ee >= self.minimum else 1, self.block)
+        ranges_vt, ranges_ee = self._slices(count_vt, parts), self._slices(count_ee, parts)
         if max(len(ranges_vt), len(ranges_ee)) == 1:
             return self.vertex_triangle(x, reach, skin_v, skin_t, excluded_vt), self.edge_edge(x, reach, skin_e,
                                                                                                  excluded_ee)
@@ -611,7 +615,6 @@ class SelfPass(_BodyBinding):
                         pointer(v), pointer(t), pointer(a), pointer(b), pointer(self.side), pointer(self.target))
         self._masks_p = (pointer(self.changed), pointer(self.touched_mask))
         self._finish_p = (pointer(self.inv_mass), self.n, pointer(self.approach_target))
-        self._sides_p = self._call_p[10], self._finish_p[2], self._call_p[11]  # side, approach_target, target
         self._results_p = (pointer(self.work_d), pointer(self.flags), pointer(self.depth), pointer(self.ever))
 
     def setup(self, x, x_prev, vt, ee, reach, inv_mass, thickness: float, recovery: float, selected=None) -> int:
@@ -656,7 +659,6 @@ class SelfPass(_BodyBinding):
         self._call_p = (self._inv_mass_p, self.n, *self._elements_p, c, kept, *self._kept_p)
         self._masks_p = self._masks_own_p
         self._finish_p = (self._inv_mass_p, self.n, *self._finish_own_p)
-        self._sides_p = self._call_p[10], self._finish_p[2], self._call_p[11]  # side, approach_target, target
         self._results_p = self._results_own_p
         return c
 
@@ -665,11 +667,12 @@ class SelfPass(_BodyBinding):
         bit): their ``side``, ``approach_target`` and ``target`` read where the step really started, true_start (n, 3)
         [m], for a start x_prev (n, 3) [m] that pre-stabilization moved; ``target_value`` [m] the target of a pair that
         takes its true side. Returns how many did."""
-        v_p, t_p, a_p, b_p = self._call_p[6:10]  # the pairs' addresses, as ``run`` takes them
+        # The pairs', sides' and targets' addresses as ``run`` and ``finish`` take them.
+        v_p, t_p, a_p, b_p, side_p, target_p = self._call_p[6:12]
         return int(self.library.softsim_self_true_sides(
             self._x_prev(x_prev), self._true_start(true_start), self.n, *self._elements_p, self.k_vt, v_p, t_p,
-            self.count - self.k_vt, a_p, b_p, float(target_value), self._sides_scratch_p, self._pick_p,
-            *self._sides_p))
+            self.count - self.k_vt, a_p, b_p, float(target_value), self._sides_scratch_p, self._pick_p, side_p,
+            self._finish_p[2], target_p))
 
     def run(self, x, thickness: float, tolerance: float, relaxation: float, restrict_violating: bool) -> int:
         """The first half of one pass on x (n, 3) [m], in place (its Gauss-Seidel sweep over colours of the active
