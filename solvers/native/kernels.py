@@ -458,9 +458,8 @@ class AnalyticContacts:
     def supports(colliders) -> bool:
         """Whether every collider is a ground plane or a sphere (exactly those classes: a subclass may answer the
         protocol differently)."""
-        from ..collision.colliders.shapes import GroundPlane, Sphere
-
-        return all(type(c) is GroundPlane or type(c) is Sphere for c in colliders)
+        ground, sphere = _analytic_types()
+        return all(type(c) is ground or type(c) is sphere for c in colliders)
 
     def pose(self, colliders) -> None:
         """Fill the collider table from posed colliders (``Collider.over``); a list of the same objects as last time
@@ -612,6 +611,23 @@ KIND_MESH = 2.0
 
 
 @functools.lru_cache(maxsize=1)
+def _analytic_types():
+    """(GroundPlane, Sphere), imported once: the colliders' checks run several times a substep, and an import statement
+    in a function runs the import machinery at each call."""
+    from ..collision.colliders.shapes import GroundPlane, Sphere
+
+    return GroundPlane, Sphere
+
+
+@functools.lru_cache(maxsize=1)
+def _mesh_collider_type():
+    """MeshCollider, imported once (``_analytic_types`` says why)."""
+    from ..collision.colliders.mesh_collider import MeshCollider
+
+    return MeshCollider
+
+
+@functools.lru_cache(maxsize=1)
 def _keep_out_mesh_structure():
     import ctypes
 
@@ -659,21 +675,21 @@ class KeepOut:
     def supports(colliders) -> bool:
         """Whether every collider is a ground plane, a sphere or a mesh collider with its native queries
         (``_Shared.native``; exactly those classes: a subclass may answer the protocol differently)."""
-        from ..collision.colliders.mesh_collider import MeshCollider
-
-        return all(AnalyticContacts.supports([c]) or (type(c) is MeshCollider and c.shared.native is not None)
+        ground, sphere = _analytic_types()
+        mesh = _mesh_collider_type()
+        return all(type(c) is ground or type(c) is sphere or (type(c) is mesh and c.shared.native is not None)
                    for c in colliders)
 
     def pose(self, colliders) -> None:
         """The table of colliders (``supports``): ground planes and spheres as rows of their own, a mesh collider as
         a row of kind SOFTSIM_KIND_MESH naming its struct (its pose's vertices and triangle grid, thickness and
         search reach)."""
-        from ..collision.colliders.mesh_collider import SEARCH_MARGIN
-
         colliders = list(colliders)
         if self._posed is not None and len(self._posed) == len(colliders) and all(
                 a is b for a, b in zip(self._posed, colliders)):
             return
+        from ..collision.colliders.mesh_collider import SEARCH_MARGIN
+
         if not self.supports(colliders):
             raise ValueError("KeepOut takes ground planes, spheres and mesh colliders with their native queries only")
         if len(colliders) > len(self.table):

@@ -120,6 +120,7 @@ substep 1.88 s a frame (32 rebuilds, 85k pairs listed at the end), every 2nd 2.3
 Modules: ``self_broad_phase`` (the Verlet lists), ``impact_zones`` (the fail-safe), this one (the response)."""
 import numpy as np
 
+from ...native.kernels import KeepOut
 from ..broad_phase.self_broad_phase import MAX_SKIN_FRACTION, SKIN_FRACTION, SelfBroadPhase
 from ..broad_phase.self_pairs import _pair_keys, _row_max, _Stencils
 from ..narrow_phase.crossings import triangle_edges
@@ -314,8 +315,6 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         them (up to 103 crossing pairs a frame on that cloth). ``true_start``: as ``resolve``'s."""
         if not colliders or len(self.triangles) == 0:
             return self.resolve(x, x_prev, true_start)
-        from ...native.kernels import KeepOut
-
         if self.native_pass is not None and KeepOut.supports(colliders):
             keep_out = self._native_keep_out(len(x))  # the same distances in C (src/contact.c)
             keep_out.pose(colliders)
@@ -350,8 +349,6 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
                 return
             moved = self.native_pass.touched()
         slack = COLLIDER_SLACK * self.thickness
-        from ...native.kernels import KeepOut
-
         if self.native_pass is not None and len(moved) and colliders and KeepOut.supports(colliders):
             keep_out = self._native_keep_out(len(x))
             keep_out.pose(colliders)
@@ -372,8 +369,6 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
     def _native_keep_out(self, particle_count: int):
         """The body's ``native.kernels.KeepOut`` for the current pads (made on first use)."""
-        from ...native.kernels import KeepOut
-
         keep_out = self.__dict__.get("_native_keep_out_of")
         if keep_out is None or keep_out[0] is not self.pad2:
             keep_out = self._native_keep_out_of = (self.pad2, KeepOut(self.native_pass.library, particle_count,
@@ -383,8 +378,6 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     def _bind_keep_out(self, x, colliders):
         """``KeepOut.bind_touched`` on the native pass's touched particles at x (n, 3) [m] with this call's inverse
         masses and heavy flags, or None when ``KeepOut`` does not take the colliders (or there are none)."""
-        from ...native.kernels import KeepOut
-
         if not colliders or not KeepOut.supports(colliders):
             return None
         keep_out = self._native_keep_out(len(x))
