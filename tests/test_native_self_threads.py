@@ -78,6 +78,22 @@ def test_any_thread_count_gives_the_same_bits_on_a_crumpled_cloth(library):
                 _assert_bitwise(expected, _builds(query, sc, x, reach, skins))
 
 
+@pytest.mark.parametrize("runs_from", [0, 10**9])
+def test_both_joins_of_the_parts_give_the_same_bits(library, monkeypatch, runs_from):
+    # The parts' outputs joined by their runs of blocks (runs_from 0) or by a stable sort (10**9), whatever the size.
+    monkeypatch.setattr(self_kernels, "RUNS_JOIN_MINIMUM", runs_from)
+    x, sc = _crumpled()
+    skins = _skins(sc, x, 6, 0.05)
+    expected = _builds(_query(library, sc, x, threads=1), sc, x, sc.thickness, skins)
+    assert len(expected[0]) and len(expected[3])
+    for count in (2, 3):
+        for block in (1, 16):
+            query = _query(library, sc, x, threads=count, block=block, minimum=0)
+            _assert_bitwise(expected, _builds(query, sc, x, sc.thickness, skins))
+            _assert_bitwise(expected, [a for kind in query.pairs(x, sc.thickness, *skins[:2], sc.excluded_vt,
+                                                                 skins[2], sc.excluded_ee) for a in kind])
+
+
 def test_the_one_call_builds_equal_prepare_and_query(library):
     # softsim_self_vt_pairs / _ee_pairs (the single-thread kernels) against the split, in their own order.
     _, x, sc = self_pair_scene(n=12, seed=5)
