@@ -124,13 +124,13 @@ def _fold(compute, native_pass=True, frames=14, native_growth=True):
     if not native_growth and sc.native_pairs is not None:
         _numpy_growth(sc)
     corrected = []
-    resolve = sc._resolve
+    resolve = sc.resolve_beside_colliders
 
     def counted(*a):
         corrected.append(resolve(*a))
         return corrected[-1]
 
-    sc._resolve = counted
+    sc.resolve_beside_colliders = counted
     state = State.at_rest(model)
     state.v[:] = [-0.4, 0.0, -1.0]
     ground = [GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], 0.005, 1.0)]

@@ -218,6 +218,7 @@ def _fold_states(frames=10, every=7):
     config = SolverConfig(solver="XPBD", use_self_collision=True, thickness=0.01, compute="AUTO")
     solver = make_solver(model, config)
     sc = solver.self_collision
+    sc.use_native_step = False  # the flow call by call, whose inputs are recorded (tests/test_native_self_step.py: the same)
     states, calls = [], [0]
     resolve = sc._resolve
 

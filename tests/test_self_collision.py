@@ -411,6 +411,8 @@ def test_passing_over_the_fail_safe_without_candidates_changes_nothing(solver, m
         return answer or forced[0]
 
     monkeypatch.setattr(SelfCollision, "_may_cross", may_cross)
+    # The flow call by call (SelfCollision.native_step runs the same test in C, tests/test_native_self_step.py).
+    monkeypatch.setattr(SelfCollision, "use_native_step", False)
     ends = []
     for forced[0] in (False, True):
         skipped.clear()

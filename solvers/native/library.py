@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 26
+ABI_VERSION = 27
 """The C side's SOFTSIM_ABI_VERSION (src/softsim_native.h) these bindings were written for."""
 
 COMPUTE_MODES = ("AUTO", "NUMPY")
@@ -133,6 +133,9 @@ SIGNATURES = {
     "softsim_self_pass_friction": (_I, (_P, _P, _P, _I, _P, _P, _I, _I, _P, _P, _P, _P, _P, _P, _P, _D) + (_P,) * 15),
     # Self-collision's response set-up in one call (src/self_select.c; self_kernels.SelfPass.setup).
     "softsim_self_pass_setup": (_I, (_P, _P, _P, _P, _P, _I, _P, _P, _I, _P, _P, _P, _D, _D) + (_P,) * 18),
+    # Self-collision's whole call in one (src/self_step.c; self_step.SelfStep).
+    "softsim_self_step_size": (_I, ()),
+    "softsim_self_step": (_I, (_P, _I)),
     # The watched pairs' sides at the step's true start (src/self_sides.c; self_kernels.SelfPass.true_sides).
     "softsim_self_true_sides": (_I, (_P, _P, _I, _P, _P, _I, _P, _P, _I, _P, _P, _D, _P, _P, _P, _P, _P)),
     # The implicit solvers (src/implicit.c): PD's local step of sphere-projected sets and its right-hand side scatter

@@ -151,7 +151,7 @@ class ImpactZones:
             e1, e2 = e1[keep], e2[keep]
         return v, t, e1, e2
 
-    def _fail_safe(self, x, x_prev, x_start, colliders=()):
+    def _fail_safe(self, x, x_prev, x_start, colliders=(), found=None):
         """Undo any crossing the response left: rigid impact zones (Provot 1997, Bridson et al. 2002), translation only.
 
         The particles of each new crossing pair are joined into zones (connected components); a zone moves as one
@@ -162,8 +162,10 @@ class ImpactZones:
         changed so that it ends no deeper in them than the response may push (``_clamp_zones``; the colliders' push
         is external, so then momentum is not kept): on the 21 x 21 lab scene in PROJECTIVE 8 x 5, as the add-on
         builds it, zones fired in every substep from frame 60 on and carried the cloth 154 mm into the sphere.
+        ``found``: the new crossings (edge, triangle) (c, 2) when the caller has them already (``native.self_step``).
         """
-        found = self._new_crossings(x, x_start)
+        if found is None:
+            found = self._new_crossings(x, x_start)
         if len(found) == 0:
             return
         self.zones += 1

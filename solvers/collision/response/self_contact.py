@@ -103,7 +103,10 @@ response 0.21, fail-safe 0.08; the two versions alternated on a loaded machine),
 (``solvers/native/src/self_pass.c``), the skin growths, the candidate selection, the response's and the
 fail-safe's set-up and the friction step (``src/self_select.c``; about 1,100 Python-level calls a substep), with the
 lists' builds on several threads (``native/threads.py``); around self-collision, XPBD/PBD's native contact step
-(prediction, contacts, the end-of-step collider push, round-off-equal to NumPy's over a sphere, and velocity). The
+(prediction, contacts, the end-of-step collider push, round-off-equal to NumPy's over a sphere, and velocity); and a
+whole call, everything but a list's refresh and the impact zones, is one C call of those kernels
+(``native.self_step.SelfStep``, ``native_step``; 61 -> 52 ms a frame on the late frames of the lab cloth below, 218 ->
+199 as it folds). The
 profile's frames 31-36 from the crumpled state at frame 30 (under cProfile, 2 cores): 0.180 s a frame, self-collision
 0.143 of it (rebuilds 0.050, about 3 a frame, the edge-edge build's grid scan the most; the list check 0.032; the
 response 0.036; the fail-safe 0.020; 20 rebuilds, 48 skin growths, 53833 pairs listed, 0 crossings); the Blender bake
@@ -168,6 +171,15 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
     native_pass = None
     """``solvers.native.self_kernels.SelfPass`` of the body when the native library loaded (the response's passes then
     run in C, bit for bit), else None."""
+
+    native_step = None
+    """``solvers.native.self_step.SelfStep`` of the body when the native library loaded: a call runs as one C call
+    (the same kernels in the same order as the flow below, bit for bit), coming back to Python to refresh a list, grow
+    the response's buffers or freeze impact zones."""
+
+    use_native_step = True
+    """Whether ``native_step`` runs the calls it can (the list built, colliders ``KeepOut`` takes); False runs the flow
+    below call by call (tests compare the two)."""
 
     _keep_out_touched = None
     """During a native ``_respond`` beside colliders ``KeepOut`` takes: ``KeepOut.bind_touched`` on the native pass's
@@ -236,6 +248,11 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
             if len(self.edges):
                 self.native_check.bind_adjacency(self.vertex_edge_start, self.vertex_edges, self.edge_triangle_start,
                                                  self.edge_triangles)
+            from ...native.self_step import SelfStep
+
+            self.native_step = SelfStep(self, (RECOVERY * self.thickness, min(self.thickness, RECOVERY * self.thickness),
+                                               PASS_TOLERANCE, RELAXATION, MAX_PASSES, CONTACT_BAND,
+                                               COLLIDER_SLACK * self.thickness, CONTACT_MASS_FACTOR))
         x0 = model.rest_positions
         if skin is None:
             e = self.edges if len(self.edges) else triangle_edges(self.triangles)
@@ -269,7 +286,18 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         ``true_start`` (n, 3) [m]: where the step really started when pre-stabilization moved some of x_prev onto
         collider planes (``_true_sides``), or None.
         """
+        step = self._step_for(())
+        if step is not None:
+            return step.resolve(x, x_prev, None, true_start)
         return self._resolve(x, x_prev, (), true_start)
+
+    def _step_for(self, colliders):
+        """``native_step`` when this call can run as one C call (the list built; colliders ``KeepOut`` takes, checked
+        by the caller), else None."""
+        if self.native_step is None or not self.use_native_step or self._list is None or self.native_pass is None \
+                or self.native_select is None or self.native_check is None:  # (tests take some of them away)
+            return None
+        return self.native_step
 
     def _resolve(self, x, x_prev, colliders, true_start=None):
         if len(self.triangles) == 0:
@@ -318,6 +346,9 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         if self.native_pass is not None and KeepOut.supports(colliders):
             keep_out = self._native_keep_out(len(x))  # the same distances in C (src/contact.c)
             keep_out.pose(colliders)
+            step = self._step_for(colliders)
+            if step is not None:
+                return step.resolve(x, x_prev, keep_out, true_start, colliders)
             resting = keep_out.resting(x, CONTACT_BAND)
         else:
             resting = np.zeros(len(x), bool)

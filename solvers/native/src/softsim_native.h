@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define SOFTSIM_ABI_VERSION 26
+#define SOFTSIM_ABI_VERSION 27
 
 /* Doubles per collider in the collider table of the contact kernels (contact.c). */
 #define SOFTSIM_COLLIDER_ROW 16
@@ -576,6 +576,97 @@ SOFTSIM_API int64_t softsim_self_fail_safe_witnesses(const double *x, const doub
                                                      const double *skin_e, int64_t what, double *motion,
                                                      double *moved, double *lo, double *hi, double *bound,
                                                      int64_t *out_pos, double *scratch);
+
+/* Self-collision's whole call in one (self_step.c; SelfCollision.resolve_beside_colliders and resolve with the native
+ * kernels above): the resting test and the call's inverse masses, the candidate selection, the response's set-up,
+ * true sides, passes with the collider keep-out, friction, and the fail-safe's witnesses and new crossings, each the
+ * kernel above with the arguments its binding passes. It stops where Python has work: a Verlet list that no longer
+ * holds (SOFTSIM_SELF_STEP_LIST: refresh it, bind the new list, call again at `resume`), pass buffers smaller than the
+ * candidates (SOFTSIM_SELF_STEP_CAPACITY: grow them to `candidates`, call again at SOFTSIM_SELF_STAGE_SETUP), new
+ * crossings (SOFTSIM_SELF_STEP_CROSSINGS: `crossings` of them, the first crossing_capacity written, for the impact
+ * zones). Every pointer is a buffer the binding (self_kernels.SelfStep) owns or checked; every field is 8 bytes. */
+enum {
+    SOFTSIM_SELF_STAGE_START = 0,         /* resting test, x_start, selection with the step's motion */
+    SOFTSIM_SELF_STAGE_SELECT_GIVEN = 1,  /* selection with the motion given (after a refresh) */
+    SOFTSIM_SELF_STAGE_SETUP = 2,         /* from the response's set-up on, the selection's candidates kept */
+    SOFTSIM_SELF_STAGE_WITNESS_GIVEN = 3  /* the fail-safe's witnesses with the motion given (after a refresh) */
+};
+enum {
+    SOFTSIM_SELF_STEP_DONE = 0,
+    SOFTSIM_SELF_STEP_LIST = 1,
+    SOFTSIM_SELF_STEP_CAPACITY = 2,
+    SOFTSIM_SELF_STEP_CROSSINGS = 3
+};
+typedef struct {
+    /* the body: n particles, its triangles (t, 3) and edges (e, 2), their inverse masses (n,) [1/kg] */
+    int64_t n, t_count, e_count;
+    const int64_t *triangles, *edges;
+    const double *inv_mass;
+    /* settings [m] and counts: thickness, RECOVERY * thickness, the true sides' target, PASS_TOLERANCE, RELAXATION,
+     * friction; passes, MAX_PASSES */
+    double thickness, recovery, side_target, tolerance, relaxation, friction;
+    int64_t passes, max_passes;
+    /* this call: x, x_prev (n, 3) [m] in place, true_start (n, 3) or null; x_start (n, 3) written at the start */
+    double *x, *x_prev;
+    const double *true_start;
+    double *x_start;
+    /* colliders (0: none; then inv_call is the body's inv_mass and nothing is heavy): the keep-out table as
+     * kernels.KeepOut posed it, the call's inverse masses and heavy flags (n,), keep_out_touched's scratch (n,) */
+    int64_t collider_count;
+    const double *colliders;
+    const SoftsimKeepOutMesh *meshes;
+    const double *pad2;
+    int64_t *mesh_scratch_i;
+    double *mesh_scratch_d;
+    double band, slack, mass_factor;
+    double *inv_call;
+    uint8_t *heavy;
+    int64_t *keep_out_scratch;
+    /* the Verlet list: build positions (n, 3), k vertex-triangle and m edge-edge pairs, distances (k + m,), skins */
+    const double *x0;
+    int64_t k;
+    const int64_t *list_v, *list_t;
+    int64_t m;
+    const int64_t *list_a, *list_b;
+    const double *dist, *skin_v, *skin_t, *skin_e;
+    /* the selection's buffers (self_kernels.SelfSelect; outputs of capacity >= k + m) */
+    double *motion, *moved;
+    int64_t *out_v, *out_t, *out_a, *out_b;
+    double *out_reach;
+    int64_t *out_split;
+    double *select_scratch, *lo, *hi, *bound;
+    int64_t *out_pos;
+    /* the response's buffers (self_kernels.SelfPass) of capacity pass_capacity */
+    int64_t pass_capacity;
+    int64_t *kept_v, *kept_t, *kept_a, *kept_b, *kept_count, *idx;
+    double *coef, *r, *normal, *pair_dist, *plane;
+    uint8_t *ok, *interior;
+    double *side, *target, *approach_target, *depth;
+    uint8_t *ever, *sides_scratch;
+    int64_t *pick;
+    uint8_t *changed, *touched;
+    int64_t *pos, *batch;
+    double *work_d;
+    uint8_t *flags;
+    int64_t *colour, *order, *start, *last, *t_pos, *t_idx;
+    double *t_coef, *t_r, *t_normal, *t_dist, *t_plane;
+    uint8_t *t_ok, *t_interior;
+    int64_t *batch_size;
+    double *recovery_share, *delta, *load;
+    /* the fail-safe: adjacency (SelfCollision's CSR), the witnesses' pairs (capacity >= k + m), the crossings */
+    const int64_t *vertex_edge_start, *vertex_edges, *edge_triangle_start, *edge_triangles;
+    int64_t witness_capacity;
+    int64_t *witness_v, *witness_t, *witness_a, *witness_b;
+    int64_t crossing_capacity;
+    int64_t *crossing_edge, *crossing_triangle;
+    /* results: the selection's candidates and how many are vertex-triangle ones, the pairs kept within reach, those
+     * ever corrected, the witnesses, the new crossings, the stage to call again at after SOFTSIM_SELF_STEP_LIST */
+    int64_t candidates, split, kept, corrected, witnesses, crossings, resume;
+} SoftsimSelfStep;
+/* sizeof(SoftsimSelfStep), for the binding's check of its mirror. */
+SOFTSIM_API int64_t softsim_self_step_size(void);
+SOFTSIM_API int64_t softsim_self_step(SoftsimSelfStep *step, int64_t stage);
+
 /* Self-collision's friction after the passes (self_pass.c; SelfCollision._friction on the corrected pairs): applied to
  * x; returns how many pairs it ran on. */
 SOFTSIM_API int64_t softsim_self_pass_friction(double *x, const double *x_prev, const double *inv_mass, int64_t n,
