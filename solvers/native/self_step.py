@@ -91,6 +91,7 @@ class SelfStep:
         self.heavy = np.zeros(n, bool)
         self.keep_out_scratch = np.zeros(n, np.int64)
         s.x_start, s.keep_out_scratch = pointer(self.x_start), pointer(self.keep_out_scratch)
+        self._colliders_own = (pointer(self.inv_call), pointer(self.heavy))
         s.motion, s.moved = pointer(select.motion), pointer(select.moved)
         s.lo, s.hi, s.bound = pointer(select.lo), pointer(select.hi), pointer(select.bound)
         s.select_scratch = pointer(select._scratch)
@@ -179,7 +180,7 @@ class SelfStep:
         else:
             self._bind_colliders(keep_out)
             s.collider_count = keep_out.collider_count
-            s.inv_call, s.heavy = pointer(self.inv_call), pointer(self.heavy)
+            s.inv_call, s.heavy = self._colliders_own
         self._bind_list()
         self._bind_pass()
         self._bind_crossings()
