@@ -8,8 +8,9 @@ kernels with the same arguments in the same order, so the same bits (tests/test_
 comes back here only for what Python does: refreshing a Verlet list that no longer holds (``_refresh``), growing the
 response's buffers, and the impact zones of new crossings (``_fail_safe``).
 
-Why: between its kernels that flow ran about 90 Python-level calls a substep (150-250 us on the 64 x 64 lab cloth, 5 ms a
-frame of its ~60 late in the bake, 25 of ~210 while it folds).
+Why: between its kernels that flow ran about 90 Python-level calls a substep. On the 64 x 64 lab cloth (engine, runs
+alternated) one call a substep instead took frames 62-71 from 69.5 to 63.5 ms a frame, 22-31 (the fold) from 234 to
+227, the 100 frames from 105 to 100; what Python still does there is mostly the lists' refreshes.
 
 The struct (``SoftsimSelfStep``, src/softsim_native.h) is mirrored field for field by ``_Structure``; its size is checked
 against the library's. Every address in it is a buffer of the body's ``SelfPass``, ``SelfSelect``, ``SelfCallKernels`` or

@@ -105,8 +105,8 @@ fail-safe's set-up and the friction step (``src/self_select.c``; about 1,100 Pyt
 lists' builds on several threads (``native/threads.py``); around self-collision, XPBD/PBD's native contact step
 (prediction, contacts, the end-of-step collider push, round-off-equal to NumPy's over a sphere, and velocity); and a
 whole call, everything but a list's refresh and the impact zones, is one C call of those kernels
-(``native.self_step.SelfStep``, ``native_step``; 61 -> 52 ms a frame on the late frames of the lab cloth below, 218 ->
-199 as it folds). The
+(``native.self_step.SelfStep``, ``native_step``; the 64 x 64 lab cloth below, engine, runs alternated: frames 62-71
+69.5 -> 63.5 ms a frame, 22-31 as it folds 234 -> 227, the 100 frames 105 -> 100). The
 profile's frames 31-36 from the crumpled state at frame 30 (under cProfile, 2 cores): 0.180 s a frame, self-collision
 0.143 of it (rebuilds 0.050, about 3 a frame, the edge-edge build's grid scan the most; the list check 0.032; the
 response 0.036; the fail-safe 0.020; 20 rebuilds, 48 skin growths, 53833 pairs listed, 0 crossings); the Blender bake
