@@ -160,7 +160,7 @@ class SelfStep:
         s.colliders, s.meshes, s.pad2 = keep_out._table, None if meshes is None else ctypes.addressof(meshes), \
             keep_out._pad2
         s.mesh_scratch_i, s.mesh_scratch_d = scratch_i, scratch_d
-        self._keep_out, self._posed = keep_out, posed
+        self._keep_out, self._posed = keep_out, posed  # held: the struct points into its table and meshes
 
     # ------------------------------------------------------------------ the call
 

@@ -584,7 +584,8 @@ SOFTSIM_API int64_t softsim_self_fail_safe_witnesses(const double *x, const doub
  * holds (SOFTSIM_SELF_STEP_LIST: refresh it, bind the new list, call again at `resume`), pass buffers smaller than the
  * candidates (SOFTSIM_SELF_STEP_CAPACITY: grow them to `candidates`, call again at SOFTSIM_SELF_STAGE_SETUP), new
  * crossings (SOFTSIM_SELF_STEP_CROSSINGS: `crossings` of them, the first crossing_capacity written, for the impact
- * zones). Every pointer is a buffer the binding (self_kernels.SelfStep) owns or checked; every field is 8 bytes. */
+ * zones); -1 for an unknown stage. Every pointer is a buffer the binding (self_step.SelfStep) owns or checked; every
+ * field is 8 bytes. */
 enum {
     SOFTSIM_SELF_STAGE_START = 0,         /* resting test, x_start, selection with the step's motion */
     SOFTSIM_SELF_STAGE_SELECT_GIVEN = 1,  /* selection with the motion given (after a refresh) */
