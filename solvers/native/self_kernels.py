@@ -198,7 +198,8 @@ class SelfPairQuery(_BodyBinding):
         """(i, j, d) of the parts that ran the slices ``ranges`` (``threads.slices``) and found ``counts`` pairs,
         sorted by pair key (i, then j; copies). A part lists its pairs by query element i ascending, each element's by
         j ascending (src/self_collision.c), and the parts' blocks of elements interleave: the blocks' runs of pairs,
-        put in the order of their first elements, are the pairs sorted by key, with no sort."""
+        put in the order of their first elements, are the pairs sorted by key, with no sort (below RUNS_JOIN_MINIMUM
+        pairs a stable sort by i is sooner)."""
         outputs = [self._outputs(part) for part in range(len(counts))]
         if sum(counts) < RUNS_JOIN_MINIMUM:
             # Few pairs: a stable sort by i of the parts' outputs one after the other gives the same order (each
