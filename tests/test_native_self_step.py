@@ -151,6 +151,18 @@ def test_bodies_meeting_each_other_are_the_same_as_call_by_call(library, calls, 
     assert calls[(self_step.START, self_step.DONE)]
 
 
+def test_a_copy_runs_the_flow_call_by_call(library):
+    """A copy of a SelfCollision (``copy.copy``: its lists replaced, as the self-tests do) does not take the original's
+    step, which is bound to the original's lists and buffers."""
+    import copy
+
+    _, sc = _falling([], 4)
+    assert sc._step_for(()) is sc.native_step is not None
+    twin = copy.copy(sc)
+    twin._list = copy.deepcopy(sc._list)
+    assert twin._step_for(()) is None
+
+
 def test_a_library_with_another_struct_is_refused(library):
     _, sc = _falling([], 0)
     fake = SimpleNamespace(softsim_self_step_size=lambda: 8, softsim_self_step=None)

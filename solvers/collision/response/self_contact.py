@@ -293,11 +293,13 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
 
     def _step_for(self, colliders):
         """``native_step`` when this call can run as one C call (the list built; colliders ``KeepOut`` takes, checked
-        by the caller), else None."""
-        if self.native_step is None or not self.use_native_step or self._list is None or self.native_pass is None \
-                or self.native_select is None or self.native_check is None:  # (tests take some of them away)
-            return None
-        return self.native_step
+        by the caller), else None. Not for a copy of this object (``copy.copy``): the step is bound to the original's
+        lists and buffers."""
+        step = self.native_step
+        if step is None or not self.use_native_step or self._list is None or step.collision is not self \
+                or self.native_pass is None or self.native_select is None or self.native_check is None:
+            return None  # (tests take some of the bindings away)
+        return step
 
     def _resolve(self, x, x_prev, colliders, true_start=None):
         if len(self.triangles) == 0:
