@@ -153,14 +153,15 @@ class SelfStep:
     def _bind_colliders(self, keep_out) -> None:
         """The collider table as ``keep_out`` (a posed ``kernels.KeepOut``) holds it."""
         s = self.s
-        posed = (keep_out._table, keep_out._meshes, keep_out._mesh_arguments, keep_out.collider_count, keep_out._pad2)
+        # A pose that reads the colliders anew makes a new _mesh_arguments tuple; a new table, a new address.
+        posed = (keep_out, keep_out._table, keep_out._mesh_arguments)
         if self._posed is not None and all(a is b for a, b in zip(posed, self._posed)):
             return
         meshes, scratch_i, scratch_d = keep_out._mesh_arguments
         s.colliders, s.meshes, s.pad2 = keep_out._table, None if meshes is None else ctypes.addressof(meshes), \
             keep_out._pad2
         s.mesh_scratch_i, s.mesh_scratch_d = scratch_i, scratch_d
-        self._keep_out, self._posed = keep_out, posed  # held: the struct points into its table and meshes
+        self._posed = posed  # holds the KeepOut: the struct points into its table and meshes
 
     # ------------------------------------------------------------------ the call
 

@@ -286,14 +286,14 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         ``true_start`` (n, 3) [m]: where the step really started when pre-stabilization moved some of x_prev onto
         collider planes (``_true_sides``), or None.
         """
-        step = self._step_for(())
+        step = self._step_for()
         if step is not None:
             return step.resolve(x, x_prev, None, true_start)
         return self._resolve(x, x_prev, (), true_start)
 
-    def _step_for(self, colliders):
-        """``native_step`` when this call can run as one C call (the list built; colliders ``KeepOut`` takes, checked
-        by the caller), else None. Not for a copy of this object (``copy.copy``): the step is bound to the original's
+    def _step_for(self):
+        """``native_step`` when this call can run as one C call (the list built; that ``KeepOut`` takes the colliders
+        is the caller's check), else None. Not for a copy of this object (``copy.copy``): the step is bound to the original's
         lists and buffers."""
         step = self.native_step
         if step is None or not self.use_native_step or self._list is None or step.collision is not self \
@@ -348,7 +348,7 @@ class SelfCollision(SelfBroadPhase, ImpactZones):
         if self.native_pass is not None and KeepOut.supports(colliders):
             keep_out = self._native_keep_out(len(x))  # the same distances in C (src/contact.c)
             keep_out.pose(colliders)
-            step = self._step_for(colliders)
+            step = self._step_for()
             if step is not None:
                 return step.resolve(x, x_prev, keep_out, true_start, colliders)
             resting = keep_out.resting(x, CONTACT_BAND)

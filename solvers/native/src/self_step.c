@@ -54,14 +54,14 @@ static int64_t respond(SoftsimSelfStep *s) {
                                         s->target, s->approach_target, s->depth, s->ever);
     s->kept = c;
     if (c == 0) return 0;
-    int64_t kept = s->kept_count[0];
+    int64_t kept_vt = s->kept_count[0]; /* of the c kept pairs, the vertex-triangle ones (first) */
     if (s->true_start)
-        softsim_self_true_sides(s->x_prev, s->true_start, s->n, s->triangles, s->edges, kept, s->kept_v, s->kept_t,
-                                c - kept, s->kept_a, s->kept_b, s->side_target, s->sides_scratch, s->pick, s->side,
-                                s->approach_target, s->target);
+        softsim_self_true_sides(s->x_prev, s->true_start, s->n, s->triangles, s->edges, kept_vt, s->kept_v,
+                                s->kept_t, c - kept_vt, s->kept_a, s->kept_b, s->side_target, s->sides_scratch, s->pick,
+                                s->side, s->approach_target, s->target);
     for (int64_t pass = 0; pass < s->max_passes; pass++) {
         int64_t active = softsim_self_pass(
-            s->x, s->inv_call, s->n, s->triangles, s->edges, c, kept, s->kept_v, s->kept_t, s->kept_a, s->kept_b,
+            s->x, s->inv_call, s->n, s->triangles, s->edges, c, kept_vt, s->kept_v, s->kept_t, s->kept_a, s->kept_b,
             s->side, s->target, s->thickness, s->tolerance, s->relaxation, pass >= s->passes, pass == 0, s->changed,
             s->touched, s->pos, s->batch, s->idx, s->coef, s->r, s->normal, s->pair_dist, s->plane, s->ok,
             s->interior, s->work_d, s->flags, s->colour, s->order, s->start, s->last, s->t_pos, s->t_idx, s->t_coef,
@@ -72,7 +72,7 @@ static int64_t respond(SoftsimSelfStep *s) {
                                  s->coef, s->work_d, s->flags, s->depth, s->ever, s->recovery_share, s->delta);
     }
     if (s->friction > 0.0 &&
-        softsim_self_pass_friction(s->x, s->x_prev, s->inv_call, s->n, s->triangles, s->edges, c, kept, s->kept_v,
+        softsim_self_pass_friction(s->x, s->x_prev, s->inv_call, s->n, s->triangles, s->edges, c, kept_vt, s->kept_v,
                                    s->kept_t, s->kept_a, s->kept_b, s->side, s->depth, s->ever, s->friction,
                                    s->touched, s->pos, s->batch, s->idx, s->coef, s->r, s->normal, s->pair_dist,
                                    s->plane, s->ok, s->interior, s->work_d, s->flags, s->load, s->delta) &&
