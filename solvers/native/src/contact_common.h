@@ -151,11 +151,14 @@ static inline void closest_vw(const double *P, const double *A, const double *B,
  * mark NULL: sums and count (n, 3) and (n,) are zeroed and x updated for all n particles, the twin's whole-body
  * arrays. mark non-NULL (n,), zero on entry and on return: the sums are zeroed and x moved only for the stencils'
  * particles (the same operations in the same order on those), every other particle gets x + 0.0, the twin's
- * x + 0 / 1 (it turns -0.0 into 0.0); for a few pushes on a large cloth. */
+ * x + 0 / 1 (it turns -0.0 into 0.0); for a few pushes on a large cloth. With `clean` as well, x holds no -0.0 (an
+ * earlier call that moved has run since x was last written otherwise): x + 0.0 would change nothing, so only the
+ * stencils' particles are visited. No sum here yields -0.0 (in round-to-nearest a sum is -0.0 only when both terms
+ * are, and sums start at +0.0), so after a call that moved, x holds none. */
 static inline int64_t mesh_push_apply(double *x, int64_t n, const double *inv_mass, int64_t k, int64_t width,
                                       const int64_t *stencil, const double *weights, const double *direction,
                                       const double *depth, const double *slip, double friction, double *sums,
-                                      double *count, int64_t *mark)
+                                      double *count, int64_t *mark, int clean)
 {
     if (mark) {
         for (int64_t i = 0; i < width * k; ++i) {
@@ -209,6 +212,20 @@ static inline int64_t mesh_push_apply(double *x, int64_t n, const double *inv_ma
             for (int a = 0; a < 3; ++a)
                 x[3 * p + a] += sums[3 * p + a] / c;
         }
+        return moved;
+    }
+    if (clean) { /* each stencil particle moved once (mark: moved already), in any order: the moves are independent */
+        for (int64_t i = 0; i < width * k; ++i) {
+            int64_t p = stencil[i];
+            if (mark[p])
+                continue;
+            mark[p] = 1;
+            double c = max2(count[p], 1.0);
+            for (int a = 0; a < 3; ++a)
+                x[3 * p + a] += sums[3 * p + a] / c;
+        }
+        for (int64_t i = 0; i < width * k; ++i)
+            mark[stencil[i]] = 0;
         return moved;
     }
     for (int64_t i = 0; i < width * k; ++i)

@@ -795,15 +795,19 @@ static void linearized(const SoftsimStillMesh *c, const double *x, int64_t k, in
 }
 
 /* softsim_mesh_push_apply (MeshFacePushes._apply) with its sums kept for the pairs' particles only
- * (mesh_push_apply's touched-particles mode; f->mark is zero between calls). */
+ * (mesh_push_apply's touched-particles mode; f->mark is zero between calls). *clean: x holds no -0.0 (set once a
+ * call moved: mesh_push_apply then visits only the stencils' particles). */
 static int64_t apply(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, const SoftsimStillMesh *c, double *x,
                      int64_t k, int64_t width, const int64_t *stencil, const double *weights, const double *direction,
-                     const double *depth, const double *slip)
+                     const double *depth, const double *slip, int *clean)
 {
     if (k == 0)
         return 0;
-    return mesh_push_apply(x, plan->n, plan->inv_mass, k, width, stencil, weights, direction, depth, slip,
-                           c->friction, f->sums, f->counts, f->mark);
+    int64_t moved = mesh_push_apply(x, plan->n, plan->inv_mass, k, width, stencil, weights, direction, depth, slip,
+                                    c->friction, f->sums, f->counts, f->mark, *clean);
+    if (moved)
+        *clean = 1;
+    return moved;
 }
 
 /* MeshFacePushes._face_passes (resolve_faces) in place on x from x_prev (the body's, or a translating collider's
@@ -815,7 +819,7 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
     if (plan->face_count == 0 || c->t == 0)
         return 0;
     int64_t found = 0, nc = 0, ne = 0, passes = (int64_t)S[FACE_PASSES];
-    int measured = 0;
+    int measured = 0, clean = 0; /* clean: x holds no -0.0 (apply), true from the first pass that moved on */
     for (int64_t pass = 0; pass < passes; ++pass) {
         int64_t moved;
         if (measured && sqrt(max2(largest_shift(x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_origin),
@@ -823,11 +827,13 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
                             S[LINEAR_DRIFT] * c->thickness) {
             linearized(c, x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
                        c->cp_origin);
-            moved = apply(plan, f, c, x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->at_depth, c->at_slip);
+            moved = apply(plan, f, c, x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->at_depth, c->at_slip,
+                           &clean);
             /* the edges at the positions the corners left */
             linearized(c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip,
                        c->ep_origin);
-            moved += apply(plan, f, c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->at_depth, c->at_slip);
+            moved += apply(plan, f, c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->at_depth, c->at_slip,
+                           &clean);
         } else {
             if (face_list(plan, f, c, index, x) < 0)
                 return -1;
@@ -835,11 +841,13 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
                                             c->pair_corner, c->pair_triangle, c->list_state[1], c->thickness,
                                             c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
                                             c->cp_origin);
-            moved = apply(plan, f, c, x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip);
+            moved = apply(plan, f, c, x, nc, 3, c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
+                           &clean);
             ne = softsim_mesh_edge_pushes(x, x_prev, plan->edges, c->vertices, c->start_vertices, c->sharp, c->pair_edge,
                                           c->pair_body_edge, c->list_state[2], c->thickness, c->ep_stencil,
                                           c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip, c->ep_origin);
-            moved += apply(plan, f, c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip);
+            moved += apply(plan, f, c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->ep_depth, c->ep_slip,
+                           &clean);
             measured = 1;
         }
         if (pass == 0)
@@ -901,7 +909,9 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
         } else
             kept_contact(plan, f, c, x, x_prev, margin);
         for (int64_t p = 0; p < n; ++p) {
-            if (!(plan->inv_mass[p] > 0.0))
+            double d = f->plane_d[p];
+            /* no plane here (d = inf) fails d < limit whatever the limit: passed over before its roots */
+            if (!(plan->inv_mass[p] > 0.0) || !(d < INFINITY))
                 continue;
             const double *xp = x + 3 * p, *xq = x_prev + 3 * p;
             double limit = 0.0;
@@ -914,7 +924,6 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
                 } else if (c->translating)
                     limit = limit + sqrt(dot_rows(travel, travel)); /* step_margin's motion: the same everywhere */
             }
-            double d = f->plane_d[p];
             if (!(d < limit))
                 continue;
             const double *nrm = f->plane_n + 3 * p;
