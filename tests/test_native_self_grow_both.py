@@ -1,10 +1,11 @@
 """``self_kernels.SelfPairQuery.grow``: a skin growth's vertex-triangle and edge-edge queries at once (side by side on
-several threads, the edge-edge one into the second set of buffers) give the pairs of the two separate calls, bit for
-bit, for any thread count; no edge-edge call without grown edges."""
+several threads from GROW_PARALLEL_MINIMUM edges, the edge-edge one into the second set of buffers) give the pairs of
+the two separate calls, bit for bit, for any thread count; no edge-edge call without grown edges."""
 import numpy as np
 import pytest
 
 from native_helpers import native_library
+from solvers.native import self_kernels
 from solvers.native.self_kernels import SelfPairQuery
 
 from test_native_self_grow import _grown_pair
@@ -15,10 +16,16 @@ def library():
     return native_library()
 
 
+@pytest.mark.parametrize("side_by_side", [True, False])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("seed", [1, 4])
-def test_both_growths_at_once_equal_the_separate_calls(library, threads, seed):
+def test_both_growths_at_once_equal_the_separate_calls(library, threads, seed, side_by_side, monkeypatch):
     native, _, moved, motion = _grown_pair(seed, 3)
+    edge_count = len(native.native_pairs.edges)
+    # This cloth is below the minimum: the side-by-side path is taken by lowering the minimum to its size.
+    assert edge_count < self_kernels.GROW_PARALLEL_MINIMUM
+    if side_by_side:
+        monkeypatch.setattr(self_kernels, "GROW_PARALLEL_MINIMUM", edge_count)
     lst = native._list
     s_v, s_t, s_e = (s.copy() for s in lst["skins"])
     rng = np.random.default_rng(seed)
@@ -40,3 +47,5 @@ def test_both_growths_at_once_equal_the_separate_calls(library, threads, seed):
         assert len(want_vt[0]) and (len(want_ee[0]) or not len(e))
         for got, want in zip(vt + ee, want_vt + want_ee):
             np.testing.assert_array_equal(got, want)
+    # The edge-edge side ran on its own buffers only when the two ran side by side.
+    assert (query.edge_side is not None) == (side_by_side and threads > 1)

@@ -50,6 +50,12 @@ PARALLEL_MINIMUM = 1024
 """Query elements (vertices, edges) below which a build runs on one thread: handing a part to the pool costs some 50
 microseconds, the query of an element 1-3 (2 threads on folded cloths: 930 edges 0.83 -> 0.94 ms, 2162 edges 3.0 ->
 2.3 ms)."""
+GROW_PARALLEL_MINIMUM = 6000
+"""Edges below which a skin growth's two kinds run one after the other on the caller's thread (``grow``): each scans
+every element of its kind, so its work follows the body's size, not the few grown elements, and on a small body the
+hand-off to the pool and the two calls' Python, which hold the GIL, cost more than the overlap gives. Measured per
+growth (2 threads against 1, two runs each): the 31 x 31 box drape with self-collision (2.8k edges, ~25 elements
+grown) 343-355 against 239-254 us; the 64 x 64 lab cloth (12k edges, ~40 grown) 797-959 against 972-1027 us."""
 RUNS_JOIN_MINIMUM = 12000
 """Pairs from which a threaded build's parts are joined by their runs of blocks rather than by a stable sort
 (``SelfPairQuery._in_key_order``; the same order). Measured on the 64 x 64 lab cloth's builds: 840 pairs 82 -> 28 us,
@@ -320,8 +326,8 @@ class SelfPairQuery(_BodyBinding):
     def grow(self, x, reach: float, skins, excluded_vt, excluded_ee, listed_vt, listed_ee, grown_v, grown_t, grown_e):
         """``vertex_triangle_grow`` and ``edge_edge_grow`` of one skin growth at once: ((v, t, d), (e1, e2, d)), the same
         bits (skins: (skin_v (n,), skin_t (t,), skin_e (e,)) [m]; no edge-edge call without grown edges). On several
-        threads the two run side by side, the edge-edge one on a pool thread into the buffers of ``edge_side`` (the
-        second set ``pairs`` keeps)."""
+        threads and from GROW_PARALLEL_MINIMUM edges the two run side by side, the edge-edge one on a pool thread into
+        the buffers of ``edge_side`` (the second set ``pairs`` keeps)."""
         skin_v, skin_t, skin_e = skins
         empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
 
@@ -331,7 +337,7 @@ class SelfPairQuery(_BodyBinding):
         if len(grown_e) == 0:
             return vertex_triangle(), empty
         parts = self.threads if self.threads is not None else thread_count()
-        if parts < 2 or len(self.edges) < 2:
+        if parts < 2 or len(self.edges) < max(2, GROW_PARALLEL_MINIMUM):
             return vertex_triangle(), self.edge_edge_grow(x, reach, skin_e, excluded_ee, listed_ee, grown_e)
         side = self._edge_side()
         return tuple(run_parts([vertex_triangle, lambda: side.edge_edge_grow(x, reach, skin_e, excluded_ee, listed_ee,
