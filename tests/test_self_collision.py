@@ -423,26 +423,28 @@ def test_passing_over_the_fail_safe_without_candidates_changes_nothing(solver, m
 
 
 @pytest.mark.parametrize("solver", ["XPBD", "PROJECTIVE"])
-def test_passing_over_the_deep_face_push_where_self_collision_moved_nothing_changes_nothing(solver, monkeypatch):
+def test_passing_over_the_deep_face_push_where_self_collision_moved_little_changes_nothing(solver, monkeypatch):
     """Over a mesh collider the face push after self-collision (``collider_contacts.resolve_deep_faces``) runs only in
-    the steps where self-collision moved a particle (``base._moved``): a 21 x 21 cloth dropped onto a box Mesh
-    Collider with self-collision ends bit for bit where it ends with the push run on every step, with nothing inside
-    the box, and both kinds of step occurred. (Each run has colliders of its own: a mesh collider keeps face-pair
+    the steps where self-collision moved a particle by at least DEEP_FACE_MOTION of the allowance
+    (``base._moved_at_least``): a 21 x 21 cloth dropped onto a box Mesh Collider with self-collision ends bit for bit
+    where it ends with the push run on every step, with nothing inside the box; steps that moved particles were passed
+    over, and with XPBD the push ran in some steps. (Each run has colliders of its own: a mesh collider keeps face-pair
     lists across frames, whose refresh timing is part of the bits.)"""
     import solvers.base as base
     from solvers import MeshCollider
     from scenario_scenes import box_mesh
 
     corners, triangles = box_mesh(1.2, 1.2, 0.4)
-    original = base._moved
-    moved, forced = [], [False]
+    original = base._moved_at_least
+    moved, passed_over_a_move, forced = [], [], [False]
 
-    def watched(x, before):
-        answer = original(x, before)
+    def watched(x, before, distance):
+        answer = original(x, before, distance)
         moved.append(answer)
+        passed_over_a_move.append(not answer and not np.array_equal(x, before))
         return answer or forced[0]
 
-    monkeypatch.setattr(base, "_moved", watched)
+    monkeypatch.setattr(base, "_moved_at_least", watched)
     ends = []
     for forced[0] in (False, True):
         moved.clear()
@@ -455,7 +457,10 @@ def test_passing_over_the_deep_face_push_where_self_collision_moved_nothing_chan
         for _ in range(30):
             advance_frame(solver_, state, 1.0 / FPS, solver_.config.substeps, [box, ground])
         ends.append(state.x.copy())
-        assert any(moved) and not all(moved), (solver, sum(moved), len(moved))
+        # PROJECTIVE's response moves no particle here as far as the push's threshold (2 mm): it is the XPBD run that
+        # takes both kinds of step; both pass over steps that moved particles.
+        assert (any(moved) or solver == "PROJECTIVE") and not all(moved), (solver, sum(moved), len(moved))
+        assert any(passed_over_a_move), solver
     np.testing.assert_array_equal(ends[0], ends[1])
     inside = np.all((ends[0] > [-0.6, -0.6, 0.0]) & (ends[0] < [0.6, 0.6, 0.4]), axis=1)
     assert not inside.any()
