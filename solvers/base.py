@@ -136,11 +136,11 @@ class ProjectedContactSolver(Solver):
 
 
 def _moved_at_least(x, before, distance: float) -> bool:
-    """Whether some position of x (n, 3) lies ``distance`` [m] or farther from where it was in ``before`` (a copy
-    taken earlier), or True when there is none."""
+    """Whether some position of x (n, 3) moved from where it was in ``before`` (a copy taken earlier), by ``distance``
+    [m] or more; True when there is no copy."""
     if before is None:
         return True
     if np.array_equal(x, before):  # most steps: self-collision moved nothing (a third of the distances' cost)
-        return distance <= 0.0
+        return False
     step = x - before
     return bool(np.max(np.einsum("ij,ij->i", step, step), initial=0.0) >= distance * distance)
