@@ -20,11 +20,12 @@ DEEP_FACE_MOTION = 0.5
 self-collision moved some particle by at least this fraction of the allowance (FACE_ALLOWANCE * thickness). The
 collider contacts have just pushed every face out to the thickness, and a face's gap to a collider's corner or edge
 shrinks by at most the largest move of its particles, so smaller moves leave every face at least half the allowance
-short of the push's depth: the push would find nothing (the contacts' face passes leave well under 1 mm undone: on the
-box drape their last pass moves pairs by at most 0.1-1 mm). On the box drape with self-collision (31 x 31, 48
-frames) self-collision moved some particle in 100 of 1440 steps, by at most 0.03-4.8 mm (median 0.34 mm); the push ran
-in those 100 steps at ~0.9 ms each (11% of the bake) and found nothing; it now runs in the 9 whose moves reach 2 mm,
-and the cloth ends at the same bits as with the push run in all 100 steps, or in every step."""
+short of the push's depth: the push would find nothing (the contacts' face passes leave well under 1 mm undone: on
+the box drape the last of their four passes moved no pair by more than 1 mm). On the box drape with self-collision
+(31 x 31, 48 frames) self-collision moved some particle in 100 of 1440 steps, by at most 0.03-4.8 mm (median
+0.34 mm); the push ran in those 100 steps at ~0.9 ms each (11% of the bake) and found nothing; it now runs in the 9
+whose moves reach 2 mm, and the cloth ends at the same bits as with the push run in all 100 steps, or in every
+step."""
 
 
 class Solver:

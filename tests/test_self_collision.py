@@ -448,6 +448,7 @@ def test_passing_over_the_deep_face_push_where_self_collision_moved_little_chang
     ends = []
     for forced[0] in (False, True):
         moved.clear()
+        passed_over_a_move.clear()
         box = MeshCollider(corners - [0.6, 0.6, 0.0], triangles, 0.01, 0.2)
         ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], 0.01, 0.2)
         V, E, T = grid_cloth(21, 2.0, 0.7)
