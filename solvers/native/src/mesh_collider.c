@@ -190,20 +190,52 @@ static inline void runner_up(Runner *second, double *lower, double d, int64_t tr
         *lower = min2(*lower, d);
 }
 
+/* The squared distance from coordinate a to the slab of cell i along one axis of the grid (origin, cell size h, the
+ * triangles' upper bound), the slab grown by grow on both sides. Cell_of clamps coordinates beyond the grid into its
+ * first and last cells, but every triangle's box lies within origin .. upper: the last cell's slab ends there. */
+static inline double slab_gap2(double a, double origin, double h, double upper, int64_t i, double grow)
+{
+    double low = origin + (double)i * h - grow;
+    double high = min2(origin + (double)(i + 1) * h, upper) + grow;
+    double gap = max2(max2(low - a, a - high), 0.0);
+    return gap * gap;
+}
+
 /* Test the triangles of cells lo .. hi not yet tested for this query (stamp[f] != query). A triangle whose box lies
  * farther than the nearest distance so far, or than limit, by more than round-off (the margins of the second visit's
  * reach) is passed over: its computed distance exceeds both, so it could neither be the nearest nor tie with it, nor
  * be within limit; the answer is the one of testing it. The box's distance is compared squared, against the square
  * of that bound grown by 1e-12 relative: a box passed over so lies farther than the bound after the square root
- * too (its rounding and the square's are ~1e-16), so no triangle is passed over that the bound would keep. */
-static void visit(const double *P, const double *vertices, const int64_t *triangles, const int64_t *dims,
-                  const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo, const int64_t *hi,
-                  int64_t *stamp, int64_t query, double limit, Nearest *best, double *lower, Runner *second)
+ * too (its rounding and the square's are ~1e-16), so no triangle is passed over that the bound would keep.
+ *
+ * A whole cell farther than that bound, and than `keep`, is passed over the same way, unread. A triangle's point
+ * nearest P lies, at the grid's pose, in a cell the triangle is listed in, and at the asking pose within drift of it:
+ * within the cell's slabs grown by drift and by far more than cell_of's round-off (1e-9 of the coordinates, against
+ * its ~1e-16). So a triangle whose box is within the bound is tested in the cell of that point, and one listed only
+ * in cells passed over lies at least as far as the nearest of them, which bounds it for the certificates (lower); a
+ * caller with certificates keeps every cell within the reach its certificate states (keep), so lower is what testing
+ * every box there gives it. */
+static void visit(const double *P, const double *vertices, const int64_t *triangles, const double *grid,
+                  const int64_t *dims, const int64_t *cell_start, const int64_t *entry_tri, const int64_t *lo,
+                  const int64_t *hi, int64_t *stamp, int64_t query, double limit, double drift, double keep,
+                  Nearest *best, double *lower, Runner *second)
 {
     double far = limit * (1.0 + 1e-9) + 1e-12;
-    for (int64_t k = lo[2]; k <= hi[2]; ++k)
-        for (int64_t j = lo[1]; j <= hi[1]; ++j)
+    double h = grid[3], grow[3];
+    for (int a = 0; a < 3; ++a)
+        grow[a] = 1e-9 * (fabs(grid[a]) + (double)(dims[a] + 1) * h) + drift;
+    for (int64_t k = lo[2]; k <= hi[2]; ++k) {
+        double gz = slab_gap2(P[2], grid[2], h, grid[6], k, grow[2]);
+        for (int64_t j = lo[1]; j <= hi[1]; ++j) {
+            double gyz = slab_gap2(P[1], grid[1], h, grid[5], j, grow[1]) + gz;
             for (int64_t i = lo[0]; i <= hi[0]; ++i) {
+                double cell2 = slab_gap2(P[0], grid[0], h, grid[4], i, grow[0]) + gyz;
+                double cull = max2(min2(far, best->d * (1.0 + 1e-9) + 1e-12), keep);
+                if (cell2 > cull * cull * (1.0 + 1e-12)) {
+                    if (lower)
+                        *lower = min2(*lower, sqrt(cell2));
+                    continue;
+                }
                 int64_t c = i + dims[0] * (j + dims[1] * k);
                 for (int64_t e = cell_start[c]; e < cell_start[c + 1]; ++e) {
                     int64_t f = entry_tri[e];
@@ -224,6 +256,8 @@ static void visit(const double *P, const double *vertices, const int64_t *triang
                         runner_up(second, lower, best->tri == f ? was : d, best->tri == f ? was_tri : f);
                 }
             }
+        }
+    }
 }
 
 /* The distance from P to the triangles' bounds grid[0..2], grid[4..6] grown by drift on each axis: every triangle
@@ -358,8 +392,8 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
             }
             if (best.tri < 0) { /* no first guess: its own cell (or the nearest one) first, a bound on the distance */
                 cell_range(P, P, grid, dims, lo, hi);
-                visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best,
-                      cert ? &lower : 0, &second);
+                visit(P, vertices, triangles, grid, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, drift,
+                      INFINITY, &best, cert ? &lower : 0, &second);
             }
             /* Then every cell within that bound, widened past round-off (a triangle of the same computed distance
              * may lie a rounding farther), and never beyond limit (plus the certificate's margin). */
@@ -368,8 +402,8 @@ int64_t mesh_closest_drift(const double *x, const int64_t *points, int64_t k, co
             double low[3] = {P[0] - reach, P[1] - reach, P[2] - reach};
             double high[3] = {P[0] + reach, P[1] + reach, P[2] + reach};
             cell_range(low, high, grid, dims, lo, hi);
-            visit(P, vertices, triangles, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, &best,
-                  cert ? &lower : 0, &second);
+            visit(P, vertices, triangles, grid, dims, cell_start, entry_tri, lo, hi, stamp + 1, query, limit, drift,
+                  cert ? within + margin : 0.0, &best, cert ? &lower : 0, &second);
             if (cert)
                 certify(P, p, cert, best.tri, &second, min2(lower, within + margin));
             if (hint && best.tri >= 0)
