@@ -361,7 +361,8 @@ class PositionBasedSolver(ProjectedContactSolver):
         fields = run.substep_fields() if wind is None else None  # any other fields: their table a substep
         K, state, config = run.substeps, run.state, self.config
         if posed is None:
-            posed = [[c.over((k - 1) / K, k / K) for c in colliders] for k in range(1, K + 1)]
+            by_collider = [c.over_substeps(K) for c in colliders]
+            posed = [[poses[k] for poses in by_collider] for k in range(K)]
         damping = np.exp(-config.damping * dt) if config.damping > 0.0 else None
         if frame.air is not None and frame.air is not getattr(run.loads, "native", None):
             return None

@@ -218,7 +218,8 @@ def _advance_lockstep(scene: Scene, frame_dt: float, per_body, pins, moved, load
         return [runs[0].finish()]
     every = _distinct([c for cs in own for c in cs])
     # Each collider posed once per substep, shared by the bodies.
-    posed_over = [{id(c): c.over((k - 1) / K, k / K) for c in every} for k in range(1, K + 1)]
+    by_collider = {id(c): c.over_substeps(K) for c in every}
+    posed_over = [{key: poses[k] for key, poses in by_collider.items()} for k in range(K)]
     # A body whose frame the native library covers takes each substep as one C call (``native_frame_steps``: the
     # substeps of ``posed_substep``, bit for bit), the others step here.
     native = []

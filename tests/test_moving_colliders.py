@@ -156,3 +156,46 @@ def test_a_translations_substep_poses_carry_offsets_and_read_vertices_when_asked
     assert len(moving.shared.frame_poses) == 1  # one set of poses for the frame, read once
     turned = frame_colliders([first], [MeshCollider(base @ np.diag([1.0, 1.0, 1.01]), triangles, 0.01, name="Ball")])
     assert turned[0].start is not None and turned[0].translation is None
+
+
+def _assert_same_pose(a, b):
+    """Two posed mesh colliders alike: the same fields (the same objects), offsets and vertices bit for bit."""
+    assert type(a) is type(b) and set(a.__dict__) == set(b.__dict__)
+    for name, value in a.__dict__.items():
+        other = b.__dict__[name]
+        if name == "translation" and value is not None:
+            assert value[0] is other[0] and value[1].tobytes() == other[1].tobytes()
+        elif name == "_pending":
+            assert value[0] is other[0] and value[1:] == other[1:]
+        elif name != "start":
+            assert value is other, name
+    assert a.vertices.tobytes() == b.vertices.tobytes()
+
+
+def test_every_substeps_poses_at_once_are_overs_poses():
+    """``over_substeps(K)``: the colliders of ``over((k - 1) / K, k / K)``, k = 1 .. K, bit for bit: a translation's
+    at once (its offsets from one product), any other collider's (moving, still, analytic) as ``over`` makes them."""
+    from solvers import MeshCollider
+    from solvers.builder import ico_sphere
+
+    base, triangles = ico_sphere(2)
+
+    def read(vertices):
+        return MeshCollider(vertices, triangles, 0.01, name="Ball")
+
+    translating = frame_colliders([read(base)], [read(base + [0.3, -0.1, 0.05])])[0]
+    turned = frame_colliders([read(base)], [read(base @ np.diag([1.0, 1.0, 1.01]))])[0]
+    assert translating.translation is not None and turned.start is not None and turned.translation is None
+    for K in (1, 7, 30):
+        for collider in (translating, turned):
+            at_once = collider.over_substeps(K)
+            one_by_one = [collider.over((k - 1) / K, k / K) for k in range(1, K + 1)]
+            assert len(at_once) == K
+            for a, b in zip(at_once, one_by_one):
+                _assert_same_pose(a, b)
+                _assert_same_pose(a.start, b.start)
+    still = read(base)
+    sliding = GroundPlane([0.0, 0.0, 1.0], [0, 0, 1]).moving_from(GroundPlane([0.0, 0.0, 0.0], [0, 0, 1]))
+    assert all(p is still for p in still.over_substeps(4))
+    assert [p.point.tolist() for p in sliding.over_substeps(4)] == [sliding.over((k - 1) / 4, k / 4).point.tolist()
+                                                                     for k in range(1, 5)]

@@ -1311,16 +1311,17 @@ class ClothFrame:
             c._capacity(count)  # the contact buffers hold n contacts of every collider, meshes too
             c._posed = None
         rows = [[colliders[i] for i in analytic] for colliders in steps]
-        for k, (table, colliders) in enumerate(zip(self.tables, steps)):
-            if k and all(a is b for a, b in zip(rows[k], rows[0])):
-                table[:] = self.tables[0]  # the same ground planes and spheres: the same rows (meshes' below)
-            else:
-                c.pose(rows[k])
-                table.fill(0.0)
-                table[analytic] = c.table[:len(analytic)]
-            for i in meshes:  # a mesh row: its kind, moving (a start pose), friction (mesh_frame.h, contact.c)
-                table[i, 0], table[i, 1] = KIND_MESH, float(colliders[i].start is not None)
-                table[i, 2] = float(colliders[i].friction)
+        # A substep with the first one's ground planes and spheres takes the first one's rows (meshes' below).
+        repeats = [k for k in range(1, len(steps)) if all(a is b for a, b in zip(rows[k], rows[0]))]
+        for k in sorted(set(range(len(steps))).difference(repeats)):
+            c.pose(rows[k])
+            self.tables[k].fill(0.0)
+            self.tables[k, analytic] = c.table[:len(analytic)]
+        self.tables[repeats] = self.tables[0]
+        for i in meshes:  # a mesh row: its kind, moving (a start pose), friction (mesh_frame.h, contact.c)
+            self.tables[:, i, 0] = KIND_MESH
+            self.tables[:, i, 1] = [float(colliders[i].start is not None) for colliders in steps]
+            self.tables[:, i, 2] = [float(colliders[i].friction) for colliders in steps]
         if meshes:
             if self.meshes is None:
                 self.meshes = MeshFrame(self.library, self.n, c.triangles, c.edges)

@@ -528,6 +528,30 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
         del self.__dict__["_pending"]
         return vertices
 
+    def over_substeps(self, substeps: int) -> list:
+        """``over`` of each substep of a translation at once: the same colliders, the offsets of every substep's end
+        and start from one product (``_translation_at``'s arithmetic row by row, so the same bits: k / K is the same
+        division as an array's, and a row's product and sum are its elements')."""
+        own = self._own_frame() if self.start is not None else None
+        if own is None or self.start.vertices.shape != self.vertices.shape:
+            return super().over_substeps(substeps)
+        anchor, end, begin = own
+        offsets = begin + (np.arange(substeps + 1) / substeps)[:, None] * (end - begin)
+        fields = {name: self.__dict__[name] for name in _FIELDS if name not in ("vertices", "start", "translation")}
+        posed = []
+        for k in range(1, substeps + 1):
+            t0, t1 = (k - 1) / substeps, k / substeps
+            if self._substep(t0, t1) is None:
+                posed.append(self.over(t0, t1))
+                continue
+            start, end_pose = object.__new__(MeshCollider), object.__new__(MeshCollider)
+            start.__dict__.update(fields)
+            start.start, start._pending, start.translation = None, (self, t0, t1, False), (anchor, offsets[k - 1])
+            end_pose.__dict__.update(fields)
+            end_pose.start, end_pose._pending, end_pose.translation = start, (self, t0, t1, True), (anchor, offsets[k])
+            posed.append(end_pose)
+        return posed
+
     def over(self, t0: float, t1: float):
         own = self._own_frame() if self.start is not None else None
         if (own is not None and self._substep(t0, t1) is not None

@@ -68,6 +68,11 @@ class Collider:
         end.start = self.start.interpolate(self, t0)
         return end
 
+    def over_substeps(self, substeps: int) -> list:
+        """``over`` of each of ``substeps`` equal parts of the motion, in order: the K colliders
+        ``over((k - 1) / K, k / K)`` for k = 1 .. K."""
+        return [self.over((k - 1) / substeps, k / substeps) for k in range(1, substeps + 1)]
+
     def at_fraction(self, s: float):
         """The static pose at fraction s of the motion (s = 1: this pose)."""
         if self.start is None or s >= 1.0:
