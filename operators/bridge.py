@@ -522,12 +522,11 @@ def read_collider_mesh(obj_eval):
     if obj_eval.type != "MESH":
         raise InputError(f"'{obj_eval.name}' is a {obj_eval.type.lower()}, not a mesh: a Mesh Collider must be a mesh "
                          f"object (convert it with Object > Convert > Mesh, or set its Role to None)")
-    mesh = obj_eval.to_mesh()
-    try:
-        vertices = read_mesh_positions(mesh)
-        triangles = read_loop_triangles(mesh)
-    finally:
-        obj_eval.to_mesh_clear()
+    # The evaluated object's own mesh (modifiers applied), read in place: a copy (``to_mesh``) would triangulate its
+    # faces anew on every read (1.3 ms a frame for a 49k-triangle collider), where this one keeps its triangles.
+    mesh = obj_eval.data
+    vertices = read_mesh_positions(mesh)
+    triangles = read_loop_triangles(mesh)
     if len(triangles) == 0:
         raise InputError(f"'{obj_eval.name}' has no faces, so it cannot be a Mesh Collider: give it faces or use a "
                          f"Ground or Sphere collider")
