@@ -102,6 +102,21 @@ def test_the_box_drape_in_whole_frames_equals_the_per_substep_path_and_numpy(lib
     assert whole.x[len(whole.x) // 2, 2] < 0.6  # it landed on the top
 
 
+def test_a_still_box_read_anew_every_frame_reuses_its_struct_from_the_second_frame(library):
+    """The bridge reads a still collider anew every frame; the frame's read takes over the normals and grids derived
+    for the first (``MeshCollider.moving_from``), so from the second frame on its struct is the last one's
+    (``MeshFrame.fast``): the first frame alone derives them."""
+    _, read = _box_scene(level=2)
+    v, e, t = grid_cloth(11, 2.0, height=0.7)
+    body = make_solver(build_model(v, e, t), SolverConfig(solver="XPBD"))
+    state, previous = State.at_rest(body.model), None
+    for frame in range(1, 7):
+        current = read()
+        advance_frame(body, state, 1.0 / FPS, body.config.substeps, frame_colliders(previous, current))
+        previous = current
+    assert body._frame_kernel.meshes.fast == 5
+
+
 def test_a_subdivided_box_in_whole_frames_equals_the_per_substep_path(library):
     """The box cut by a level-2 Simple Subdivision (192 triangles, 48 sharp edges in straight runs, 8 corners)."""
     vertices, read = _box_scene(level=2)

@@ -475,10 +475,7 @@ class MeshFrame:
             vertices = known[0]  # a still collider read anew with the same vertices: the grids of these serve
         grid = native.faces.grid_for(vertices)  # checks vertices (float64, (m, 3), finite)
         # A frame like the last one (the same arrays, grids and buffers, all checked then): its struct again.
-        sources = (row, vertices, grid, native.corners, native.sharp, collider.__dict__.get("face_normals"),
-                   collider.__dict__.get("_pseudo"), collider.shared.corners, collider.shared.edges, planes.x0,
-                   planes.normal, planes.d0, planes.clear, float(collider.thickness), float(collider.friction),
-                   mine.capacity)
+        sources = self._sources(row, vertices, grid, collider, native, mine, planes)
         last = getattr(mine, "sources", None)
         if (last is not None and len(last) == len(sources) and all(_same(a, b) for a, b in zip(last, sources))
                 and self._grids_current(native, vertices, mine)):
@@ -534,7 +531,17 @@ class MeshFrame:
         mine.struct = s
         self._buffers(mine)
         mine.saved = _MeshStruct.from_buffer_copy(s)
-        mine.sources = sources
+        # What the struct was made of, read again: the normals and the corner and sharp-edge grids derived above are
+        # the collider's now, so the next frame's read, which takes them over (``MeshCollider.moving_from``), is fast.
+        mine.sources = self._sources(row, vertices, grid, collider, native, mine, planes)
+
+    @staticmethod
+    def _sources(row, vertices, grid, collider, native, mine, planes) -> tuple:
+        """What a still collider's struct is made of (``_fill``): the same objects and numbers, the same struct."""
+        return (row, vertices, grid, native.corners, native.sharp, collider.__dict__.get("face_normals"),
+                collider.__dict__.get("_pseudo"), collider.shared.corners, collider.shared.edges, planes.x0,
+                planes.normal, planes.d0, planes.clear, float(collider.thickness), float(collider.friction),
+                mine.capacity)
 
     def _fill_moving(self, s, row, collider, native, mine, posed) -> None:
         """The struct of a moving collider (``collider``: its pose of substep 1): its topology, thickness, friction,
