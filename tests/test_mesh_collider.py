@@ -411,6 +411,28 @@ def test_straight_runs_of_sharp_edges_become_one_segment_each():
         assert np.array_equal(straight_runs(vertices, lone), lone)
 
 
+def test_a_finely_cut_box_of_float32_coordinates_away_from_the_origin_keeps_its_12_edges_and_8_corners():
+    """A level-6 box as Blender hands it over: float32 coordinates (a scaled cube's corners at 1 + 1.2e-7), moved
+    3 m away. Its 3 cm pieces along each edge meet up to ~2.4e-7 m off their lines (more than 1e-5 rad of a
+    piece), within the coordinates' round-off: each edge is one straight run, and only the box's 8 corners are
+    corners. The same box bent by 1 mm at one edge's midpoint has a corner there, its edge two runs."""
+    from bench.profile_mesh_collider import box_mesh
+    from solvers.collision.broad_phase.mesh_broad_phase import coordinate_noise
+
+    vertices, triangles = box_mesh(6)
+    vertices = (vertices * np.float32(1.0000001)).astype(np.float32).astype(np.float64) + [-3.0, 0.0, 0.25]
+    assert coordinate_noise(vertices) > 3e-7
+    collider = MeshCollider(vertices, triangles, thickness=0.01)
+    assert len(collider.shared.sharp) == 12 * 64
+    assert len(collider.shared.edges) == 12 and len(collider.shared.corners) == 8
+    lowest = np.flatnonzero((vertices[:, 0] == vertices[:, 0].min()) & (vertices[:, 1] == vertices[:, 1].min()))
+    middle = lowest[np.argsort(vertices[lowest, 2])[len(lowest) // 2]]
+    bent = vertices.copy()
+    bent[middle, :2] -= 0.001
+    collider = MeshCollider(bent, triangles, thickness=0.01)
+    assert middle in collider.shared.corners and len(collider.shared.edges) > 12
+
+
 def test_points_that_cannot_have_crossed_a_closed_mesh_keep_the_side_read_at_the_step_start():
     """Points around a closed box, inside and outside, moving by up to 2 cm, some through its faces: the contact
     planes equal those of a collider that reads every point's side at the step's start (its travel set so large

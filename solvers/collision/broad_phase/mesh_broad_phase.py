@@ -99,13 +99,26 @@ def sharp_edges(vertices, triangles, min_angle: float = SHARP_ANGLE, topology=No
 
 STRAIGHT_RUN = 1e-5
 """A run of sharp edges is merged into one segment (``straight_runs``) when each inner vertex lies within this fraction
-of the run's length of the segment joining the run's ends."""
+of the run's length of the segment joining the run's ends (or within ``coordinate_noise``)."""
+
+COORDINATE_NOISE = 16 * 2.0**-23
+"""Round-off of a collider's vertex positions, as a fraction of its largest coordinate: Blender's meshes are float32,
+each coordinate within half a float32 ulp (at most 2**-24 of its size) of where it was computed, and the bridge
+moves them to world space. A vertex this near the line of its neighbours lies on it."""
+
+
+def coordinate_noise(vertices) -> float:
+    """[m] How far round-off may put the vertices (m, 3) off the lines and planes they were made on:
+    ``COORDINATE_NOISE`` of their largest coordinate (0 for none)."""
+    return COORDINATE_NOISE * float(np.abs(vertices).max()) if len(vertices) else 0.0
 
 
 def _straight_inner(vertices, edges):
     """The vertices in the middle of a straight run of the edges (k, 2): exactly two of the edges meet there, in a
-    straight line to 1e-5 rad (Blender's meshes are float32: a subdivided edge's midpoints are off the line by ~1e-7
-    of its length). Returns (those vertices (i,), the two edges meeting at each (i,), (i,)), vertices ascending."""
+    straight line to 1e-5 rad, or with the vertex within ``coordinate_noise`` of the segment between its two
+    neighbours (a box of float32 coordinates at 4 m from the origin, cut into 3 cm pieces along its edges, has
+    its pieces' joints up to ~2.4e-7 m off their lines: 1e-5 rad of a 3 cm piece is 3e-7 m). Returns (those vertices
+    (i,), the two edges meeting at each (i,), (i,)), vertices ascending."""
     ends = np.concatenate([edges[:, 0], edges[:, 1]])
     count = np.bincount(ends, minlength=len(vertices))
     inner = np.flatnonzero(count == 2)
@@ -117,14 +130,17 @@ def _straight_inner(vertices, edges):
     u = vertices[other[first]] - vertices[inner]
     w = vertices[other[first + 1]] - vertices[inner]
     cross = _cross(u, w)
-    straight = (_dot(cross, cross) <= 1e-10 * _dot(u, u) * _dot(w, w)) & (_dot(u, w) < 0.0)
+    chord = w - u  # |u x w| = |w - u| times the vertex's distance from the line through its neighbours
+    in_line = (_dot(cross, cross) <= 1e-10 * _dot(u, u) * _dot(w, w)) | (
+        _dot(cross, cross) <= coordinate_noise(vertices) ** 2 * _dot(chord, chord))
+    straight = in_line & (_dot(u, w) < 0.0)
     return inner[straight], edge[first[straight]], edge[first[straight] + 1]
 
 
 def straight_runs(vertices, edges, inner=None) -> np.ndarray:
     """The sharp edges (k, 2) with each straight run of them (a subdivided box's edge: 2**L pieces in a line) merged into
     the one segment between its ends (sorted), in the place of the run's first edge; a run with an inner vertex
-    farther than STRAIGHT_RUN of its length from that segment keeps its pieces.
+    farther than STRAIGHT_RUN of its length (and than ``coordinate_noise``) from that segment keeps its pieces.
 
     The edge tests then meet one segment where they met every piece of it: fewer pairs, and no joint where a body
     edge's closest point sits on the end of two pieces at once (neither piece's interior). The corner tests are
@@ -151,13 +167,14 @@ def straight_runs(vertices, edges, inner=None) -> np.ndarray:
     grouped = ends[at_end[order]]
     segment = np.zeros((runs, 2), np.int64)
     segment[chain] = np.sort(grouped[chain[end_run[order]]].reshape(-1, 2), axis=1)
-    # Merged only where every inner vertex lies on the segment to STRAIGHT_RUN of its length.
+    # Merged only where every inner vertex lies on the segment to STRAIGHT_RUN of its length (or to the coordinates'
+    # round-off): |off| is its distance from the segment's line times the segment's length.
     r = run[a]
     p, q = vertices[segment[r, 0]], vertices[segment[r, 1]]
     along = q - p
     off = _cross(vertices[inner] - p, along)
     length2 = _dot(along, along)
-    loose = ~chain[r] | (_dot(off, off) > STRAIGHT_RUN**2 * length2 * length2)
+    loose = ~chain[r] | (_dot(off, off) > np.maximum(STRAIGHT_RUN**2 * length2, coordinate_noise(vertices) ** 2) * length2)
     merged = chain.copy()
     merged[r[loose]] = False
     _, first = np.unique(run, return_index=True)
