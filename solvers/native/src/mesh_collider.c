@@ -230,8 +230,8 @@ static void visit(const double *P, const double *vertices, const int64_t *triang
             double gyz = slab_gap2(P[1], grid[1], h, grid[5], j, grow[1]) + gz;
             for (int64_t i = lo[0]; i <= hi[0]; ++i) {
                 double cell2 = slab_gap2(P[0], grid[0], h, grid[4], i, grow[0]) + gyz;
-                double cull = max2(min2(far, best->d * (1.0 + 1e-9) + 1e-12), keep);
-                if (cell2 > cull * cull * (1.0 + 1e-12)) {
+                double passed = max2(min2(far, best->d * (1.0 + 1e-9) + 1e-12), keep); /* cells beyond: unread */
+                if (cell2 > passed * passed * (1.0 + 1e-12)) {
                     if (lower)
                         *lower = min2(*lower, sqrt(cell2));
                     continue;
