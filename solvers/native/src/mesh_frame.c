@@ -869,9 +869,9 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
 {
     const SoftsimMeshFrame *f = plan->mesh;
     int64_t n = plan->n;
-    /* MeshCollider.contact's margin: the largest motion of any particle (travel 0), at least SEARCH_MARGIN */
-    double reach = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) + 0.0 : 0.0;
-    double margin = reach > f->settings[SEARCH_MARGIN] ? reach : f->settings[SEARCH_MARGIN];
+    /* The largest motion of any particle over the step, measured when a still or moving collider first asks for it
+     * (-1: not yet): a still collider's margin (MeshCollider.contact's, travel 0) is it, at least SEARCH_MARGIN */
+    double reach = -1.0;
     int64_t count = 0;
     for (int64_t k = 0; k < plan->collider_count; ++k) {
         const double *row = table + SOFTSIM_COLLIDER_ROW * k;
@@ -889,7 +889,9 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
         double travel[3] = {0.0, 0.0, 0.0}; /* a translating collider's motion over the step */
         if (c->moving) {
             /* its own margin: the largest motion plus its travel; step_margin adds the surface's motion under x */
-            double own = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) + c->travel : 0.0;
+            if (reach < 0.0)
+                reach = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) : 0.0;
+            double own = n ? reach + c->travel : 0.0;
             int64_t found = moving_contact(plan, f, c, x, x_prev,
                                            own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN],
                                            mode ? 0 : memo);
@@ -906,8 +908,13 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
                          own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN]);
             for (int a = 0; a < 3; ++a)
                 travel[a] = offsets[a] - offsets[3 + a];
-        } else
-            kept_contact(plan, f, c, x, x_prev, margin);
+        } else {
+            if (reach < 0.0)
+                reach = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) : 0.0;
+            double still = reach + 0.0;
+            kept_contact(plan, f, c, x, x_prev,
+                         still > f->settings[SEARCH_MARGIN] ? still : f->settings[SEARCH_MARGIN]);
+        }
         for (int64_t p = 0; p < n; ++p) {
             double d = f->plane_d[p];
             /* no plane here (d = inf) fails d < limit whatever the limit: passed over before its roots */
