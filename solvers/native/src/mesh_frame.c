@@ -863,14 +863,23 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
 /* Every collider's contacts at x, in table order (point_contacts): mode 1 the step's contact set (a particle within
  * its step's motion, offset = n . x - d, pushed 0; each mesh's face-pair list then brought up to x, as
  * find_contacts asks for it), mode 0 resolve_contacts' (a particle inside, offset = d). Returns the count, or -1. */
+/* The largest motion of any particle from x_prev to x (0 without particles), measured on a call's first ask
+ * (*measured < 0: not yet) and kept in *measured for its later ones. */
+static double largest_motion(const double *x, const double *x_prev, int64_t n, double *measured)
+{
+    if (*measured < 0.0)
+        *measured = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) : 0.0;
+    return *measured;
+}
+
 static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, const double *x, const double *x_prev,
                            int64_t mode, int64_t *particle, int64_t *owner, double *normal, double *offset,
                            double *pushed, int memo)
 {
     const SoftsimMeshFrame *f = plan->mesh;
     int64_t n = plan->n;
-    /* The largest motion of any particle over the step, measured when a still or moving collider first asks for it
-     * (-1: not yet): a still collider's margin (MeshCollider.contact's, travel 0) is it, at least SEARCH_MARGIN */
+    /* The particles' largest motion over the step (largest_motion; -1: not measured yet): a still collider's margin
+     * (MeshCollider.contact's, travel 0) is it, at least SEARCH_MARGIN */
     double reach = -1.0;
     int64_t count = 0;
     for (int64_t k = 0; k < plan->collider_count; ++k) {
@@ -889,9 +898,7 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
         double travel[3] = {0.0, 0.0, 0.0}; /* a translating collider's motion over the step */
         if (c->moving) {
             /* its own margin: the largest motion plus its travel; step_margin adds the surface's motion under x */
-            if (reach < 0.0)
-                reach = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) : 0.0;
-            double own = n ? reach + c->travel : 0.0;
+            double own = n ? largest_motion(x, x_prev, n, &reach) + c->travel : 0.0;
             int64_t found = moving_contact(plan, f, c, x, x_prev,
                                            own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN],
                                            mode ? 0 : memo);
@@ -909,9 +916,7 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
             for (int a = 0; a < 3; ++a)
                 travel[a] = offsets[a] - offsets[3 + a];
         } else {
-            if (reach < 0.0)
-                reach = n ? sqrt(largest_motion2(x, x_prev, n, dot_rows)) : 0.0;
-            double still = reach + 0.0;
+            double still = largest_motion(x, x_prev, n, &reach) + 0.0;
             kept_contact(plan, f, c, x, x_prev,
                          still > f->settings[SEARCH_MARGIN] ? still : f->settings[SEARCH_MARGIN]);
         }
