@@ -537,33 +537,37 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
             return super().over_substeps(substeps)
         anchor, end, begin = own
         offsets = begin + (np.arange(substeps + 1) / substeps)[:, None] * (end - begin)
-        fields = {name: self.__dict__[name] for name in _FIELDS if name not in ("vertices", "start", "translation")}
+        fields = self._pose_fields()
         posed = []
         for k in range(1, substeps + 1):
             t0, t1 = (k - 1) / substeps, k / substeps
             if self._substep(t0, t1) is None:
                 posed.append(self.over(t0, t1))
                 continue
-            start, end_pose = object.__new__(MeshCollider), object.__new__(MeshCollider)
-            start.__dict__.update(fields)
-            start.start, start._pending, start.translation = None, (self, t0, t1, False), (anchor, offsets[k - 1])
-            end_pose.__dict__.update(fields)
-            end_pose.start, end_pose._pending, end_pose.translation = start, (self, t0, t1, True), (anchor, offsets[k])
-            posed.append(end_pose)
+            posed.append(self._pending_substep(t0, t1, (anchor, offsets[k]), (anchor, offsets[k - 1]), fields))
         return posed
+
+    def _pose_fields(self) -> dict:
+        """This collider's fields but its vertices, start and translation: what every pose of its motion shares."""
+        return {name: self.__dict__[name] for name in _FIELDS if name not in ("vertices", "start", "translation")}
+
+    def _pending_substep(self, t0: float, t1: float, end, begin, fields: dict):
+        """A translation's substep (t0, t1) (``over``): its pose and start pose with the translations ``end`` and
+        ``begin`` ((anchor, offset (3,) [m])) now, their vertices (``FramePoses``, the same arrays as a moving
+        collider's) when something reads them (``__getattr__``). fields: ``_pose_fields``."""
+        start, pose = object.__new__(MeshCollider), object.__new__(MeshCollider)
+        start.__dict__.update(fields)
+        start.start, start._pending, start.translation = None, (self, t0, t1, False), begin
+        pose.__dict__.update(fields)
+        pose.start, pose._pending, pose.translation = start, (self, t0, t1, True), end
+        return pose
 
     def over(self, t0: float, t1: float):
         own = self._own_frame() if self.start is not None else None
         if (own is not None and self._substep(t0, t1) is not None
                 and self.start.vertices.shape == self.vertices.shape):
-            # A translation's substep: its offsets now, its vertices (``FramePoses``, the same arrays as below) when
-            # something reads them (``__getattr__``).
-            posed = self._posed(None, self._posed(None, None))
-            for pose, end in ((posed, True), (posed.start, False)):
-                del pose.__dict__["vertices"]
-                pose._pending = (self, t0, t1, end)
-            posed.translation, posed.start.translation = self._translation_at(t1), self._translation_at(t0)
-            return posed
+            return self._pending_substep(t0, t1, self._translation_at(t1), self._translation_at(t0),
+                                         self._pose_fields())
         poses = self.frame_poses(t0, t1)
         if poses is not None:
             k = round(t1 * poses.substeps)
