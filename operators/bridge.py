@@ -201,13 +201,18 @@ def transform_points(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
 def read_mesh_positions(mesh) -> np.ndarray:
     """Vertex positions of a mesh datablock in object space, (n, 3) float64 (float32 buffer read): its ``position``
     attribute read as one block (MeshVertex.co, read vertex by vertex, takes ~100x as long on a large mesh)."""
+    return _positions32(mesh).reshape(-1, 3).astype(np.float64)
+
+
+def _positions32(mesh) -> np.ndarray:
+    """``read_mesh_positions`` as read, (3 n,) float32."""
     buf = np.empty(len(mesh.vertices) * 3, np.float32)
     attribute = mesh.attributes.get("position")
     if attribute is not None and attribute.domain == "POINT" and attribute.data_type == "FLOAT_VECTOR":
         attribute.data.foreach_get("vector", buf)
     else:
         mesh.vertices.foreach_get("co", buf)
-    return buf.reshape(-1, 3).astype(np.float64)
+    return buf
 
 
 def read_corner_vertices(mesh) -> np.ndarray:
@@ -232,10 +237,20 @@ def read_loop_triangles(mesh) -> np.ndarray:
     unsigned, so a uint32 buffer reads them as one block; MeshLoopTriangle.vertices is read triangle by triangle)
     mapped to their vertices (``read_corner_vertices``). Looked up in the int32 table as read, widened after: a
     collider of 49k triangles read every frame took 1.6 ms through the int64 table, 0.2 ms so."""
+    return _triangles_of(_loop_triangle_corners(mesh), _corner_vertices32(mesh))
+
+
+def _loop_triangle_corners(mesh) -> np.ndarray:
+    """The corners (loops) of Blender's loop triangles of a mesh datablock as read, (3 t,) uint32."""
     mesh.calc_loop_triangles()
     corners = np.empty(len(mesh.loop_triangles) * 3, np.uint32)
     mesh.loop_triangles.foreach_get("loops", corners)
-    return np.take(_corner_vertices32(mesh), corners).astype(np.int64).reshape(-1, 3)
+    return corners
+
+
+def _triangles_of(corners: np.ndarray, corner_vertices: np.ndarray) -> np.ndarray:
+    """(t, 3) int64 vertex indices of the loop triangles' corners (3 t,) through the corners' vertices (l,) int32."""
+    return np.take(corner_vertices, corners).astype(np.int64).reshape(-1, 3)
 
 
 def _group_mask(mesh, index: int) -> np.ndarray:
@@ -509,28 +524,79 @@ def collider_from_object(obj_eval, settings):
             raise InputError(f"'{obj_eval.name}': the ground's scale is zero, so it has no normal")
         return solvers.GroundPlane(m[:3, 3], normal, settings.thickness, settings.friction, obj_eval.name)
     if settings.role == "MESH":
-        vertices, triangles = read_collider_mesh(obj_eval)
-        return solvers.MeshCollider(transform_points(m, vertices), triangles, settings.thickness, settings.friction,
+        read = _COLLIDER_READS.read(obj_eval)
+        return solvers.MeshCollider(read.world(m), read.triangles, settings.thickness, settings.friction,
                                     obj_eval.name)
     radius = 0.5 * max(obj_eval.dimensions)
     return solvers.Sphere(m[:3, 3], radius, settings.thickness, settings.friction, obj_eval.name)
 
 
-def read_collider_mesh(obj_eval):
-    """(local vertex positions (m, 3), triangles (t, 3)) of an evaluated object's mesh, modifiers applied; raises
-    InputError naming the object when it is not a mesh or has no faces."""
-    if obj_eval.type != "MESH":
-        raise InputError(f"'{obj_eval.name}' is a {obj_eval.type.lower()}, not a mesh: a Mesh Collider must be a mesh "
-                         f"object (convert it with Object > Convert > Mesh, or set its Role to None)")
-    # The evaluated object's own mesh (modifiers applied), read in place: a copy (``to_mesh``) would triangulate its
-    # faces anew on every read (1.3 ms a frame for a 49k-triangle collider), where this one keeps its triangles.
-    mesh = obj_eval.data
-    vertices = read_mesh_positions(mesh)
-    triangles = read_loop_triangles(mesh)
-    if len(triangles) == 0:
-        raise InputError(f"'{obj_eval.name}' has no faces, so it cannot be a Mesh Collider: give it faces or use a "
-                         f"Ground or Sphere collider")
-    return vertices, triangles
+@dataclass
+class _ColliderRead:
+    """One read of a Mesh Collider's evaluated mesh: the buffers as Blender gave them (positions (3 m,) float32, the
+    loop triangles' corners (3 t,) uint32, the corners' vertices (l,) int32), what they make (local vertices (m, 3)
+    float64, triangles (t, 3) int64) and the world vertices last made from them (``world``)."""
+    positions: np.ndarray
+    corners: np.ndarray
+    corner_vertices: np.ndarray
+    vertices: np.ndarray
+    triangles: np.ndarray
+    matrix: np.ndarray = None
+    world_vertices: np.ndarray = None
+
+    def same_buffers(self, positions, corners, corner_vertices) -> bool:
+        """Whether the buffers of a new read hold what this read's held (bit for bit: the same triangles, and vertices
+        of the same bits)."""
+        return (np.array_equal(self.positions.view(np.uint32), positions.view(np.uint32))
+                and np.array_equal(self.corners, corners) and np.array_equal(self.corner_vertices, corner_vertices))
+
+    def world(self, matrix: np.ndarray) -> np.ndarray:
+        """The vertices in world space through ``matrix`` (4, 4): the last frame's array again when the matrix is the
+        same, so that a still collider hands the solver the arrays it already knows."""
+        if self.matrix is None or not np.array_equal(self.matrix, matrix):
+            self.matrix, self.world_vertices = matrix.copy(), transform_points(matrix, self.vertices)
+        return self.world_vertices
+
+
+class _ColliderReads:
+    """The last read of each Mesh Collider object (by name). A collider's evaluated mesh is read on every frame (a
+    rig, shape keys or modifiers may change it), but most colliders stand still in their own space: when the buffers
+    come back with the same bits, the read's vertices and triangles are the arrays of the last one, and its world
+    vertices too under the same matrix. The solver's colliders then find a still collider by identity rather than by
+    comparing every vertex and triangle (``MeshCollider.moving_from``, ``mesh_frame``), and the bridge skips widening
+    and transforming 49k-triangle buffers on every frame."""
+
+    def __init__(self):
+        self._reads = {}
+
+    def read(self, obj_eval) -> _ColliderRead:
+        """The read of an evaluated object's mesh, modifiers applied (local vertices, triangles); raises InputError
+        naming the object when it is not a mesh or has no faces."""
+        if obj_eval.type != "MESH":
+            raise InputError(f"'{obj_eval.name}' is a {obj_eval.type.lower()}, not a mesh: a Mesh Collider must be a "
+                             f"mesh object (convert it with Object > Convert > Mesh, or set its Role to None)")
+        # The evaluated object's own mesh (modifiers applied), read in place: a copy (``to_mesh``) would triangulate
+        # its faces anew on every read (1.3 ms a frame for a 49k-triangle collider), where this one keeps its
+        # triangles.
+        mesh = obj_eval.data
+        positions, corners, corner_vertices = _positions32(mesh), _loop_triangle_corners(mesh), _corner_vertices32(mesh)
+        if len(corners) == 0:
+            raise InputError(f"'{obj_eval.name}' has no faces, so it cannot be a Mesh Collider: give it faces or use a "
+                             f"Ground or Sphere collider")
+        last = self._reads.get(obj_eval.name)
+        if last is not None and last.same_buffers(positions, corners, corner_vertices):
+            return last
+        read = _ColliderRead(positions, corners, corner_vertices, positions.reshape(-1, 3).astype(np.float64),
+                             _triangles_of(corners, corner_vertices))
+        self._reads[obj_eval.name] = read
+        return read
+
+    def keep_only(self, names) -> None:
+        """Forget the reads of every object not named in ``names`` (deleted, renamed or no longer a Mesh Collider)."""
+        self._reads = {name: read for name, read in self._reads.items() if name in names}
+
+
+_COLLIDER_READS = _ColliderReads()
 
 
 def scene_colliders(scene, depsgraph) -> list:
@@ -539,6 +605,7 @@ def scene_colliders(scene, depsgraph) -> list:
     for obj in scene.objects:
         if obj.softsim.role in COLLIDER_ROLES and takes_part(obj, depsgraph):
             result.append(collider_from_object(obj.evaluated_get(depsgraph), obj.softsim))
+    _COLLIDER_READS.keep_only({collider.name for collider in result})
     return result
 
 

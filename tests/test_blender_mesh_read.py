@@ -86,3 +86,55 @@ def test_a_mesh_collider_reads_its_evaluated_triangles(addon):
     m = np.array(evaluated.matrix_world)
     np.testing.assert_allclose(collider.vertices, co @ m[:3, :3].T + m[:3, 3], atol=1e-12)
     assert len(collider.triangles) == 6 * 64 * 2
+
+
+def test_a_still_collider_read_again_hands_on_the_same_arrays_and_a_changed_one_is_read_anew(addon):
+    """A Mesh Collider read on every frame: while its evaluated mesh and matrix hold the same bits, every read gives
+    the last read's arrays (the solver then finds it still by identity); a moved vertex, another triangulation, a new
+    matrix each give what a first read of that mesh gives."""
+    from soft_sim.operators.bridge import collider_from_object
+
+    evaluated = _meshes()[0]
+    cube = evaluated.original
+    cube.softsim.role = "MESH"
+
+    def read():
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        return collider_from_object(cube.evaluated_get(depsgraph), cube.softsim)
+
+    def expected():
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        mesh = cube.evaluated_get(depsgraph).to_mesh()
+        try:
+            co, _, triangles = _per_element(mesh)
+        finally:
+            cube.evaluated_get(depsgraph).to_mesh_clear()
+        m = np.array(cube.matrix_world)
+        return co @ m[:3, :3].T + m[:3, 3], triangles
+
+    first = read()
+    again = read()
+    assert again.vertices is first.vertices and again.triangles is first.triangles
+
+    cube.data.vertices[0].co.x += 0.25  # one vertex moved: the subdivided surface changes, its triangles do not
+    bpy.context.view_layer.update()
+    moved = read()
+    vertices, triangles = expected()
+    assert moved.vertices is not first.vertices and np.array_equal(moved.triangles, first.triangles)
+    np.testing.assert_allclose(moved.vertices, vertices, atol=1e-12)
+    assert not np.array_equal(moved.vertices, first.vertices)
+
+    cube.modifiers["Subdivision"].levels = 2  # another topology
+    bpy.context.view_layer.update()
+    coarser = read()
+    vertices, triangles = expected()
+    assert np.array_equal(coarser.triangles, triangles) and len(triangles) == 6 * 16 * 2
+    np.testing.assert_allclose(coarser.vertices, vertices, atol=1e-12)
+
+    cube.location.z += 1.0  # the same mesh under another matrix: new world positions of the same local read
+    bpy.context.view_layer.update()
+    lifted = read()
+    vertices, _ = expected()
+    assert lifted.triangles is coarser.triangles and lifted.vertices is not coarser.vertices
+    np.testing.assert_allclose(lifted.vertices, vertices, atol=1e-12)
+    np.testing.assert_allclose(lifted.vertices[:, 2], coarser.vertices[:, 2] + 1.0, atol=1e-12)

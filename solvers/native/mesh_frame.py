@@ -471,7 +471,8 @@ class MeshFrame:
         n, m = self.n, len(collider.vertices)
         vertices = collider.vertices
         known = getattr(mine, "keep", None)
-        if known is not None and known[0].shape == vertices.shape and np.array_equal(known[0], vertices):
+        if known is not None and (known[0] is vertices or (known[0].shape == vertices.shape
+                                                           and np.array_equal(known[0], vertices))):
             vertices = known[0]  # a still collider read anew with the same vertices: the grids of these serve
         grid = native.faces.grid_for(vertices)  # checks vertices (float64, (m, 3), finite)
         # A frame like the last one (the same arrays, grids and buffers, all checked then): its struct again.

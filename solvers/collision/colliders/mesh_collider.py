@@ -96,6 +96,11 @@ def _sums(index: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
     return np.stack([np.bincount(index, values[:, a], minlength=count) for a in range(3)], axis=1)
 
 
+def _rows_of_three(array: np.ndarray) -> np.ndarray:
+    """``array`` as (k, 3) rows: itself when it already has that shape."""
+    return array if array.ndim == 2 and array.shape[1] == 3 else array.reshape(-1, 3)
+
+
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two float64 arrays hold the same bits (-0.0 and 0.0 differ; NaNs of the same bits agree)."""
     return (a is b or (a.shape == b.shape and a.dtype == b.dtype == np.float64 and a.flags.c_contiguous
@@ -263,8 +268,10 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
     reaches_between_corners = True
 
     def __post_init__(self):
-        self.vertices = np.ascontiguousarray(self.vertices, float).reshape(-1, 3)
-        self.triangles = np.ascontiguousarray(self.triangles, np.int64).reshape(-1, 3)
+        # The arrays given, where they already are what the collider keeps (a still collider's read handed on keeps
+        # its identity: ``pose_differs``, ``moving_from``).
+        self.vertices = _rows_of_three(np.ascontiguousarray(self.vertices, float))
+        self.triangles = _rows_of_three(np.ascontiguousarray(self.triangles, np.int64))
         if self.shared is None:
             self.shared = _Shared(self.vertices, self.triangles)
 
@@ -392,13 +399,15 @@ class MeshCollider(Collider, MeshBroadPhase, MeshFacePairs, MeshFacePushes):
     # ----------------------------------------------------------------- motion
 
     def pose_differs(self, other) -> bool:
+        if self.vertices is other.vertices:  # one read handed on (a still collider: operators.bridge)
+            return False
         return self.vertices.shape != other.vertices.shape or not np.array_equal(self.vertices, other.vertices)
 
     def moving_from(self, previous):
         same = previous is not None and previous.vertices.shape == self.vertices.shape
         moving = super().moving_from(previous if same else None)
-        same_topology = (same and previous.triangles.shape == self.triangles.shape
-                         and np.array_equal(previous.triangles, self.triangles))
+        same_topology = same and (previous.triangles is self.triangles or (
+            previous.triangles.shape == self.triangles.shape and np.array_equal(previous.triangles, self.triangles)))
         if same_topology and moving.start is None and previous.shared.travel == 0.0:
             # Not moved since the previous frame, which did not move either: its trees, pieces and kept candidates
             # (built on this very pose) serve this frame too, and through this read the next one's; so do what the
