@@ -43,9 +43,11 @@ def half_edges(vertex_count: int, triangles) -> tuple:
     starts in that order (e,)). One stable sort of the keys gives them all, where ``np.unique`` with its inverse and a
     stable sort of that inverse take two (of 147k keys for a 49k-triangle collider)."""
     triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
-    half = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]), axis=1)
+    tail = np.concatenate([triangles[:, 0], triangles[:, 1], triangles[:, 2]])
+    head = np.concatenate([triangles[:, 1], triangles[:, 2], triangles[:, 0]])
     scale = max(int(vertex_count), 1)
-    key = half[:, 0] * scale + half[:, 1]
+    # Each half-edge's vertices low first (two columns: np.minimum and np.maximum, not a sort along rows).
+    key = np.minimum(tail, head) * scale + np.maximum(tail, head)
     order = np.argsort(key, kind="stable")
     ordered = key[order]
     starts_run = np.ones(len(key), bool)
