@@ -860,9 +860,6 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
 
 /* ------------------------------------------------------------------------------------------ the step's contacts */
 
-/* Every collider's contacts at x, in table order (point_contacts): mode 1 the step's contact set (a particle within
- * its step's motion, offset = n . x - d, pushed 0; each mesh's face-pair list then brought up to x, as
- * find_contacts asks for it), mode 0 resolve_contacts' (a particle inside, offset = d). Returns the count, or -1. */
 /* The largest motion of any particle from x_prev to x (0 without particles), measured on a call's first ask
  * (*measured < 0: not yet) and kept in *measured for its later ones. */
 static double largest_motion(const double *x, const double *x_prev, int64_t n, double *measured)
@@ -872,6 +869,9 @@ static double largest_motion(const double *x, const double *x_prev, int64_t n, d
     return *measured;
 }
 
+/* Every collider's contacts at x, in table order (point_contacts): mode 1 the step's contact set (a particle within
+ * its step's motion, offset = n . x - d, pushed 0; each mesh's face-pair list then brought up to x, as
+ * find_contacts asks for it), mode 0 resolve_contacts' (a particle inside, offset = d). Returns the count, or -1. */
 static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, const double *x, const double *x_prev,
                            int64_t mode, int64_t *particle, int64_t *owner, double *normal, double *offset,
                            double *pushed, int memo)
