@@ -728,6 +728,37 @@ def test_a_translating_collider_keeps_what_follows_its_shape():
         assert all(name not in collider.shared.__dict__ for name in SHAPE_DERIVED)
 
 
+def test_translated_answers_as_its_plain_formula():
+    """``translated`` (one scratch array, magnitudes as max(v.max(), -v.min())) answers as the plain formula on
+    translations at and around its tolerance, turned and dented poses, and poses holding NaN or infinity."""
+    from solvers.collision.broad_phase.mesh_broad_phase import TRANSLATION_TOLERANCE, translated
+
+    def plain(a, b):
+        shift = a - b
+        spread = float(np.abs(shift - shift[0]).max())
+        return spread <= TRANSLATION_TOLERANCE * (1.0 + float(np.abs(a).max()) + float(np.abs(b).max()))
+
+    rng = np.random.default_rng(7)
+    b = (rng.uniform(-1.0, 1.0, (500, 3)) + [-3.0, 0.5, 0.25]).astype(np.float32).astype(np.float64)
+    cases = []
+    for offset in ([0.0, 0.0, 0.0], [0.1, -0.03, 0.2], [-40.0, 7.5, 1e-3]):
+        a = b + np.array(offset)  # float32 vertices placed by a float64 matrix: a translation to round-off
+        cases.append(a)
+        limit = TRANSLATION_TOLERANCE * (1.0 + np.abs(a).max() + np.abs(b).max())
+        for scale in (0.5, 0.999999, 1.0, 1.000001, 2.0):  # one vertex moved off the translation near the limit
+            nudged = a.copy()
+            nudged[17, 1] += scale * limit
+            cases.append(nudged)
+    for bad in (np.nan, np.inf, -np.inf):
+        spoiled = b.copy()
+        spoiled[3, 2] = bad
+        cases.append(spoiled)
+    answers = [translated(a, b) for a in cases]
+    assert answers == [plain(a, b) for a in cases]
+    assert answers[0] and answers[6] and not answers[5]  # the cases cover both answers
+    assert not translated(b[:10], b) and not translated(b[:0], b[:0])
+
+
 def test_pseudo_normals_equal_the_plain_formula_bit_for_bit():
     """``_feature_normals`` (each side measured once, sums by bincount) against the formula written plainly (both sides
     of every corner, np.add.at over the corners in turn), on a jittered subdivided box: the same bits."""
