@@ -196,7 +196,7 @@ def matrix_to_numpy(matrix) -> np.ndarray:
 def transform_points(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Apply a 4x4 affine matrix to points (n, 3)."""
     out = points @ matrix[:3, :3].T
-    out += matrix[:3, 3]  # in place: a second (n, 3) array for the sum cost a moving 25k-vertex collider 1 ms a frame
+    out += matrix[:3, 3]  # in place: a second (n, 3) array for the sum took 25k vertices from 0.36 to 1.34 ms
     return out
 
 

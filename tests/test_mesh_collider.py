@@ -730,7 +730,7 @@ def test_a_translating_collider_keeps_what_follows_its_shape():
 
 def test_translated_answers_as_its_plain_formula():
     """``translated`` (one scratch array, magnitudes as max(v.max(), -v.min())) answers as the plain formula on
-    translations at and around its tolerance, turned and dented poses, and poses holding NaN or infinity."""
+    translations, the same with one vertex moved off by about its tolerance, and poses holding NaN or infinity."""
     from solvers.collision.broad_phase.mesh_broad_phase import TRANSLATION_TOLERANCE, translated
 
     def plain(a, b):
