@@ -5,7 +5,8 @@ import time
 import numpy as np
 
 from solvers import grid_cloth
-from solvers.collision.narrow_phase.crossings import count_self_intersections, deepest_face_penetration, segments_cross_triangles
+from solvers.collision.narrow_phase.crossings import (_overlapping_spheres, count_self_intersections, deepest_face_penetration,
+                                                      segments_cross_triangles, triangle_edges)
 from solvers.collision.narrow_phase.primitives import closest_points_on_triangles
 
 
@@ -129,6 +130,47 @@ def test_sheet_folded_through_itself_counts_and_a_clean_fold_does_not():
     # about two pierced pairs per triangle row along it, tens in all.
     crossings = count_self_intersections(x, t)
     assert crossings > 10
+
+
+def test_overlapping_spheres_are_the_brute_force_pairs_across_sizes():
+    # Radii over five orders of magnitude, a few spheres as large as the whole cloud: every overlapping pair, no other.
+    rng = np.random.default_rng(3)
+    a_centre, b_centre = rng.uniform(-1.0, 1.0, (400, 3)), rng.uniform(-1.0, 1.0, (300, 3))
+    a_radius = 10.0 ** rng.uniform(-4.0, -1.0, 400)
+    b_radius = 10.0 ** rng.uniform(-4.0, -1.0, 300)
+    a_radius[:3], b_radius[:2] = 2.0, 1.5
+    i, j = _overlapping_spheres(a_centre, a_radius, b_centre, b_radius)
+    gap = np.linalg.norm(a_centre[:, None] - b_centre[None], axis=2)
+    want_i, want_j = np.nonzero(gap <= a_radius[:, None] + b_radius[None])
+    assert np.array_equal(i, want_i) and np.array_equal(j, want_j)  # both sorted by i, then j
+
+
+def _crossings_by_brute_force(x, triangles):
+    """Every (edge, triangle) pair sharing no vertex through the narrow phase: what count_self_intersections counts."""
+    edges = triangle_edges(triangles)
+    e, t = (a.ravel() for a in np.meshgrid(np.arange(len(edges)), np.arange(len(triangles)), indexing="ij"))
+    tri = triangles[t]
+    shares = np.any(tri == edges[e, 0:1], axis=1) | np.any(tri == edges[e, 1:2], axis=1)
+    e, t = e[~shares], t[~shares]
+    return int(segments_cross_triangles(x[edges[e, 0]], x[edges[e, 1]], *(x[triangles[t, k]] for k in range(3))).sum())
+
+
+def test_one_vertex_far_away_lists_few_candidates_and_the_same_crossings():
+    # A sheet through itself with one vertex flung 1 km away (an exploded step): its few long edges and triangles
+    # reach everything, the rest only their neighbours. The count is the brute force's, and the broad phase lists
+    # about 5% of all pairs (one join within the longest edge's reach listed them all: tens of GB at 128 x 128).
+    x, t = _folded(16, pierce=True)
+    x[40] += [1000.0, 0.0, 0.0]
+    edges = triangle_edges(t)
+    p, q = x[edges[:, 0]], x[edges[:, 1]]
+    corners = x[t]
+    centroid = corners.mean(axis=1)
+    reach = np.sqrt(np.max(np.sum((corners - centroid[:, None, :]) ** 2, axis=2), axis=1))
+    i, _ = _overlapping_spheres(0.5 * (p + q), 0.5 * np.linalg.norm(q - p, axis=1), centroid, reach)
+    assert len(i) < 0.1 * len(edges) * len(t)
+    crossings = count_self_intersections(x, t)
+    assert crossings > 10
+    assert crossings == _crossings_by_brute_force(x, t)
 
 
 def test_count_is_fast_on_a_64x64_cloth():

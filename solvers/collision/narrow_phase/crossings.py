@@ -74,9 +74,9 @@ def self_intersecting_pairs(x: np.ndarray, triangles: np.ndarray):
     """The (edge, triangle) pairs of the mesh that cross: (edges (e, 2), pairs (k, 2) of [edge index, triangle
     index]). Pairs that share a vertex are never tested (an edge of a triangle, or one meeting it at a corner).
 
-    Broad phase: a k-d tree over the edge midpoints and one over the triangle centroids, joined within (largest
-    half edge length + largest centroid-to-corner distance); then each pair is kept only if the two bounding spheres
-    (midpoint, half length) and (centroid, centroid-to-corner) overlap. Narrow phase: ``segments_cross_triangles``.
+    Broad phase: the pairs whose bounding spheres (edge midpoint, half length) and (triangle centroid, centroid to
+    corner) overlap (``_overlapping_spheres``). Narrow phase: ``segments_cross_triangles``. Pairs sorted by edge,
+    then triangle.
     """
     x = np.asarray(x, float)
     triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
@@ -89,16 +89,42 @@ def self_intersecting_pairs(x: np.ndarray, triangles: np.ndarray):
     corners = x[triangles]
     centroid = corners.mean(axis=1)
     reach = np.sqrt(np.max(np.sum((corners - centroid[:, None, :]) ** 2, axis=2), axis=1))
-    radius = float(half.max() + reach.max())
-    found = cKDTree(mid).sparse_distance_matrix(cKDTree(centroid), radius, output_type="ndarray")
-    e, t = found["i"].astype(np.int64), found["j"].astype(np.int64)
-    keep = found["v"] <= half[e] + reach[t]
-    e, t = e[keep], t[keep]
+    e, t = _overlapping_spheres(mid, half, centroid, reach)
     tri = triangles[t]
     shares = np.any(tri == edges[e, 0:1], axis=1) | np.any(tri == edges[e, 1:2], axis=1)
     e, t = e[~shares], t[~shares]
     hit = segments_cross_triangles(p[e], q[e], x[triangles[t, 0]], x[triangles[t, 1]], x[triangles[t, 2]])
     return edges, np.stack([e[hit], t[hit]], axis=1)
+
+
+def _overlapping_spheres(a_centre, a_radius, b_centre, b_radius):
+    """(i, j) int64 arrays, sorted by i then j, of the pairs of spheres (a_centre (m, 3), a_radius (m,)) and
+    (b_centre (k, 3), b_radius (k,)) with |a_i - b_j| <= a_radius_i + b_radius_j.
+
+    The spheres of each side are put in size classes (radii within a factor of 2, by their binary exponent) and each
+    pair of classes is joined with k-d trees within its largest radii's sum. One join within the largest radii of all
+    would list every pair of a mesh with one long edge (an exploded 128 x 128 cloth: tens of GB); a class's join lists
+    at most the pairs within twice their own reach."""
+    classes = []
+    for centre, radius in ((a_centre, a_radius), (b_centre, b_radius)):
+        exponent = np.frexp(np.maximum(radius, 1e-300))[1]
+        groups = {}
+        for value in np.unique(exponent):
+            members = np.flatnonzero(exponent == value)
+            groups[int(value)] = (members, cKDTree(centre[members]), float(radius[members].max()))
+        classes.append(groups)
+    found_i, found_j = [], []
+    for members_a, tree_a, largest_a in classes[0].values():
+        for members_b, tree_b, largest_b in classes[1].values():
+            found = tree_a.sparse_distance_matrix(tree_b, largest_a + largest_b, output_type="ndarray")
+            i, j = members_a[found["i"]], members_b[found["j"]]
+            keep = found["v"] <= a_radius[i] + b_radius[j]
+            found_i.append(i[keep])
+            found_j.append(j[keep])
+    i = np.concatenate(found_i).astype(np.int64) if found_i else np.zeros(0, np.int64)
+    j = np.concatenate(found_j).astype(np.int64) if found_j else np.zeros(0, np.int64)
+    order = np.lexsort((j, i))
+    return i[order], j[order]
 
 
 def count_self_intersections(x: np.ndarray, triangles: np.ndarray) -> int:
