@@ -829,3 +829,60 @@ def test_edge_topology_and_side_ids_are_uniques(mesh):
     for got, want in zip(edge_topology(len(vertices), triangles), expected):
         assert got.dtype == want.dtype and np.array_equal(got, want)
     assert np.array_equal(_Shared(vertices, triangles).side_edge, side_ids)
+
+
+def test_far_from_separates_along_one_axis_beyond_the_reach():
+    """``far_from``: every point farther than the reach from the collider's box along one axis; a point within the
+    reach on that axis, or an axis whose coordinates hold a NaN, does not separate."""
+    vertices, triangles = box()  # x, y in [-1, 1], z in [0, 0.5]
+    collider = MeshCollider(vertices, triangles, thickness=0.01)
+    above = np.array([[0.0, 0.0, 0.7], [5.0, -5.0, 0.61]])  # 0.11 m above the top at the lowest
+    assert collider.far_from(above, 0.1)
+    assert not collider.far_from(above, 0.11)  # exactly at the reach: not farther
+    beside = np.array([[-1.3, 0.0, 0.2], [-2.0, 3.0, 5.0]])  # 0.3 m beside x = -1
+    assert collider.far_from(beside, 0.25) and not collider.far_from(beside, 0.35)
+    assert not collider.far_from(np.vstack([above, [[0.0, 0.0, 0.55]]]), 0.1)  # one point within reach
+    nan = above.copy()
+    nan[0, 2] = np.nan
+    assert not collider.far_from(nan, 0.1)  # the only separating axis holds a NaN
+    nan[:, 0] += 2.5  # x from 2.5 m: 1.5 m beside x = 1
+    nan[1, 1] = np.nan
+    assert collider.far_from(nan, 1.0) is True  # an axis of numbers separates still
+    assert not collider.far_from(np.zeros((0, 3)), 0.1)
+
+
+def test_a_body_out_of_reach_leaves_the_kept_planes_and_face_lists_unmeasured_and_changes_nothing():
+    """A cloth falling towards a box from 1 m above it and a second box 4 m away that it never comes near: while the
+    cloth is out of reach of a box, that box measures no contact plane and keeps no face-pair list (its planes stay
+    unmeasured, clear = -inf); the near box measures them once the cloth comes within reach. The far box changes
+    nothing: the bake is the one without it, bit for bit, on both compute paths."""
+    vertices, triangles = box()
+    far_vertices = vertices + np.array([4.0, 0.0, 0.0])
+    v, e, t = grid_cloth(9, 1.2, height=1.5)
+    model = build_model(v, e, t)
+
+    def bake(compute, with_far, frames):
+        body = make_solver(model, SolverConfig(solver="XPBD", compute=compute))
+        state, previous = State.at_rest(model), None
+        near = MeshCollider(vertices, triangles, 0.01, 0.2, "Box")
+        far = MeshCollider(far_vertices, triangles, 0.01, 0.2, "Far")
+        for _ in range(frames):
+            current = [near] + ([far] if with_far else [])
+            advance_frame(body, state, 1.0 / 24, body.config.substeps, frame_colliders(previous, current))
+            previous = current
+        return state, near, far
+
+    def planes_measured(collider):
+        slots = collider.shared.kept_planes.get(collider.thickness)
+        return slots is not None and any(np.isfinite(p.clear).any() for p in slots.items)
+
+    for compute in ("AUTO", "NUMPY"):
+        state, near, far = bake(compute, True, 3)  # still about 0.9 m above the box
+        assert not planes_measured(near) and not planes_measured(far)
+        assert not near.shared.face_cache and not far.shared.face_cache
+        state, near, far = bake(compute, True, 16)  # landed on the box
+        assert state.x[:, 2].max() < 0.6
+        assert planes_measured(near) and not planes_measured(far) and not far.shared.face_cache
+        alone, _, _ = bake(compute, False, 16)
+        np.testing.assert_array_equal(state.x, alone.x)
+        np.testing.assert_array_equal(state.v, alone.v)

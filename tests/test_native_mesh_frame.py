@@ -225,6 +225,28 @@ def test_two_boxes_in_whole_frames_equal_the_per_substep_path(library):
     assert_same(whole.x, numpy.x)
 
 
+def test_boxes_out_of_reach_in_whole_frames_equal_the_per_substep_path_and_numpy(library):
+    """The box drape with two more boxes the cloth never reaches (4 m beside it, one cut at level 2) and the box it
+    lands on: the out-of-reach test (``MeshBroadPhase.far_from``, mesh_frame.c body_far) skips each box while the
+    falling cloth is far from it, the same way in C and in NumPy; positions and velocities bit for bit."""
+    vertices, triangles = box_mesh(0)
+    beside, beside_triangles = box_mesh(2, centre=(4.0, 0.0, 0.25))
+    behind = vertices + np.array([0.0, -4.0, 0.0])
+    ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=0.01, friction=0.2, name="Ground")
+
+    def read():
+        return [MeshCollider(beside.copy(), beside_triangles.copy(), 0.01, 0.2, "Beside"),
+                MeshCollider(vertices.copy(), triangles.copy(), 0.01, 0.2, "Box"), ground,
+                MeshCollider(behind.copy(), triangles.copy(), 0.02, 0.5, "Behind")]
+
+    whole, per_substep, numpy = _three_ways(read, 21, 2.6, 1.2, 14, check_box=vertices)
+    assert_same(whole.x, per_substep.x)
+    assert_same(whole.v, per_substep.v)
+    assert_same(whole.x, numpy.x)
+    assert_same(whole.v, numpy.v)
+    assert whole.x[len(whole.x) // 2, 2] < 0.6  # it landed on the box
+
+
 def test_a_moving_mesh_collider_goes_substep_by_substep_when_switched_off(library, monkeypatch):
     """With MOVING_IN_FRAME off, a box rising through the frames moves (``start`` set): the whole-frame call declines
     every frame after the first (which has no earlier pose, so stands still), and the bake is the per-substep path's.

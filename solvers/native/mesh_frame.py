@@ -60,7 +60,7 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("piece_boxes", _P), ("nearest_hint", _P),
     ("lazy", _I), ("edge_count", _I), ("ready", _P), ("vertex_ready", _P), ("asked", _P), ("missing", _P),
     ("missing_count", _P), ("side_edge", _P), ("edge_start", _P), ("edge_faces", _P),
-    ("translating", _I), ("offsets", _P),
+    ("translating", _I), ("offsets", _P), ("bounds", _P),
 ]
 
 _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order
@@ -524,9 +524,10 @@ class MeshFrame:
             s.sharp_grid, s.sharp_dims, s.sharp_cell_start, s.sharp_entry = grids[-1].pointers
             s.sharp_stamp = native.sharp.stamp_pointer
         piece_boxes = np.zeros(6 * centres.shape[1])  # the allowances' scratch (mesh_frame.h)
-        mine.keep = mine.keep + (piece_boxes, grids, native.faces, native.corners, native.sharp)
+        bounds = checked("box", np.ascontiguousarray(collider.box(), np.float64), F64, (6,))
+        mine.keep = mine.keep + (bounds, piece_boxes, grids, native.faces, native.corners, native.sharp)
         s.piece_count, s.piece_centres, s.piece_radius = centres.shape[1], pointer(centres), float(radius)
-        s.piece_boxes, s.nearest_hint = pointer(piece_boxes), pointer(mine.nearest_hint)
+        s.piece_boxes, s.nearest_hint, s.bounds = pointer(piece_boxes), pointer(mine.nearest_hint), pointer(bounds)
         s.plane_x0, s.plane_normal, s.plane_d0, s.plane_clear = map(pointer, (planes.x0, planes.normal, planes.d0,
                                                                               planes.clear))
         mine.struct = s

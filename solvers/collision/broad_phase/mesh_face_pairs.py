@@ -55,6 +55,11 @@ class MeshFacePairs:
         anew. The one candidate list of the position-level face push and of NEWTON's barrier (which asks at every
         iterate)."""
         reach = self.thickness if reach is None else float(reach)
+        if self.start is None and self.shared.travel == 0.0 and self.far_from(x, reach):
+            # A still collider out of reach of the whole body: no pair, and the kept list stays as it is (its
+            # references and allowances say when it must be refreshed, however many asks passed it by).
+            empty = np.zeros(0, np.int64)
+            return FacePairs(self, (empty, empty), (empty, empty), np.zeros(0), np.zeros(0))
         key = (reach, self.shared.travel), id(triangles)  # per body: solvers pass the same triangles every step
         kept = self.shared.face_cache.get(key)
         if kept is not None and kept.triangles is triangles and kept.reference.shape == x.shape:

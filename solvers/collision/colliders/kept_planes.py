@@ -63,11 +63,22 @@ def body_planes(collider, x) -> KeptPlanes:
     return planes
 
 
+def _no_planes(count: int):
+    """``kept_contact``'s answer for ``count`` points with no plane: d inf (count,), n +z (count, 3)."""
+    n = np.zeros((count, 3))
+    n[:, 2] = 1.0
+    return np.full(count, np.inf), n
+
+
 def kept_contact(collider, x, x_prev, margin: float):
     """``MeshCollider.contact`` of a collider standing still through its frame: (d (n,) [m], n (n, 3)), d inf for points
     farther than thickness + margin [m] along their plane (module docstring)."""
     thickness = collider.thickness
     planes = body_planes(collider, x)
+    if collider.far_from(x, thickness + (margin + SKIN)):
+        # Nothing of the collider within the widest search below: no plane, and the kept ones stay as they are (each
+        # is checked against its own x0 when the body comes near).
+        return _no_planes(len(x))
     native = collider.shared.native  # the same passes in C (native/mesh_kernels.py), or None
     if native is not None:
         x, x_prev = np.ascontiguousarray(x, np.float64), np.ascontiguousarray(x_prev, np.float64)
@@ -89,9 +100,7 @@ def kept_contact(collider, x, x_prev, margin: float):
         planes.clear[rows] = np.where(d + thickness > 0.0, dist, 0.0)  # 0: not on its own side, measured every time
     if native is not None:
         return native.kept_planes(planes, x, margin)
-    d = np.full(len(x), np.inf)
-    n = np.zeros((len(x), 3))
-    n[:, 2] = 1.0
+    d, n = _no_planes(len(x))
     rows = np.flatnonzero(np.isfinite(planes.d0))
     linear = planes.d0[rows] + _dot(x[rows] - planes.x0[rows], planes.normal[rows])
     rows, linear = rows[linear <= margin], linear[linear <= margin]

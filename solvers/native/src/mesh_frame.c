@@ -470,14 +470,66 @@ static int64_t contact_rows(const SoftsimClothPlan *plan, const SoftsimMeshFrame
     return found;
 }
 
+/* The box of a body's points (n, 3), taken once for every collider that asks at the same positions (body_box): each
+ * axis's lowest and highest coordinate, and whether all of that axis's coordinates are numbers. */
+typedef struct {
+    const double *x; /* the positions it was taken of (0: not yet) */
+    double low[3], high[3];
+    int nan[3];
+} BodyBox;
+
+/* b's box of the points x (n >= 1, 3), taken unless b already holds x's. */
+static const BodyBox *body_box(BodyBox *b, const double *x, int64_t n)
+{
+    if (b->x == x)
+        return b;
+    /* in locals: stores through b might alias x, and would be made at every point */
+    double low[3] = {x[0], x[1], x[2]}, high[3] = {x[0], x[1], x[2]};
+    int nan[3] = {0, 0, 0};
+    for (int64_t p = 0; p < n; ++p) {
+        for (int a = 0; a < 3; ++a) {
+            double v = x[3 * p + a];
+            low[a] = v < low[a] ? v : low[a];
+            high[a] = v > high[a] ? v : high[a];
+            nan[a] |= v != v;
+        }
+    }
+    for (int a = 0; a < 3; ++a) {
+        b->low[a] = low[a];
+        b->high[a] = high[a];
+        b->nan[a] = nan[a];
+    }
+    b->x = x;
+    return b;
+}
+
+/* MeshBroadPhase.far_from: 1 when the points x (n, 3) all lie farther than reach [m] from c's box along one axis
+ * (the same arithmetic: each axis's lowest and highest coordinate, then the two gaps; the box of x from b, taken there
+ * if b holds another's); 0 without points, without a box (a moving collider) or when no axis separates. An axis where
+ * a point has a NaN coordinate never separates (NumPy's min and max carry the NaN, and it compares false). */
+static int body_far(const SoftsimStillMesh *c, BodyBox *b, const double *x, int64_t n, double reach)
+{
+    if (c->bounds == 0 || c->moving || n == 0)
+        return 0;
+    const BodyBox *box = body_box(b, x, n);
+    for (int a = 0; a < 3; ++a)
+        if (!box->nan[a] && (box->low[a] - c->bounds[3 + a] > reach || c->bounds[a] - box->high[a] > reach))
+            return 1;
+    return 0;
+}
+
 /* kept_contact: the stale points measured anew within margin + SKIN and their planes kept, then every point's
- * answer from the planes: f->plane_d (n,) and f->plane_n (n, 3). */
-static void kept_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c,
-                         const double *x, const double *x_prev, double margin)
+ * answer from the planes: f->plane_d (n,) and f->plane_n (n, 3). Returns 1 (planes untouched, f->plane_d and
+ * f->plane_n not written: no point has a plane) when the body is out of that reach of the collider's box
+ * (body_far), else 0. */
+static int kept_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c,
+                        const double *x, const double *x_prev, double margin, BodyBox *box)
 {
     const double *S = f->settings;
     int64_t n = plan->n;
     double th = c->thickness;
+    if (body_far(c, box, x, n, th + (margin + S[SKIN])))
+        return 1;
     int64_t count = softsim_kept_stale(x, x_prev, n, c->plane_x0, c->plane_d0, c->plane_clear, S[KEPT_DRIFT] * th,
                                        th + margin, f->stale);
     if (count) {
@@ -501,6 +553,7 @@ static void kept_contact(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f
         }
     }
     softsim_kept_planes(x, n, c->plane_x0, c->plane_normal, c->plane_d0, margin, f->plane_d, f->plane_n);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ face-pair list */
@@ -701,12 +754,15 @@ static int refresh(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, Soft
 }
 
 /* MeshFacePairs.face_pairs with reach = thickness at x: the kept list, refreshed, or found anew (within reach +
- * SKIN, references at x, allowances from _allowances). 0, or -1 when a buffer is too small. */
+ * SKIN, references at x, allowances from _allowances). 0; 1 when the body is out of reach of a still collider's box
+ * (body_far: no pair, the list untouched); -1 when a buffer is too small. */
 static int face_list(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c, int64_t index,
-                     const double *x)
+                     const double *x, BodyBox *box)
 {
     const double *S = f->settings;
     int64_t n = plan->n, t = plan->face_count, e = plan->edge_count;
+    if (body_far(c, box, x, n, c->thickness))
+        return 1;
     if (c->list_state[0]) {
         int within = 1;
         for (int64_t p = 0; p < n && within; ++p) {
@@ -811,9 +867,10 @@ static int64_t apply(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, co
 }
 
 /* MeshFacePushes._face_passes (resolve_faces) in place on x from x_prev (the body's, or a translating collider's
- * frame's): returns the pairs that pushed in the first pass, or -1. */
+ * frame's), the first pass asking first_box for the box of x (body_box): returns the pairs that pushed in the first
+ * pass (0: x untouched), or -1. */
 static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c,
-                           int64_t index, double *x, const double *x_prev)
+                           int64_t index, double *x, const double *x_prev, BodyBox *first_box)
 {
     const double *S = f->settings;
     if (plan->face_count == 0 || c->t == 0)
@@ -835,8 +892,14 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
             moved += apply(plan, f, c, x, ne, 2, c->ep_stencil, c->ep_weights, c->ep_direction, c->at_depth, c->at_slip,
                            &clean);
         } else {
-            if (face_list(plan, f, c, index, x) < 0)
+            BodyBox box = {0}; /* x as a later pass finds it (the first pass's: the caller's) */
+            int listed = face_list(plan, f, c, index, x, pass == 0 ? first_box : &box);
+            if (listed < 0)
                 return -1;
+            if (listed == 1) { /* no pair within reach: nothing to push (the twin's empty pushes) */
+                found = pass == 0 ? 0 : found;
+                break;
+            }
             nc = softsim_mesh_corner_pushes(x, x_prev, plan->faces, c->vertices, c->start_vertices, c->corners,
                                             c->pair_corner, c->pair_triangle, c->list_state[1], c->thickness,
                                             c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
@@ -881,6 +944,8 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
     /* The particles' largest motion over the step (largest_motion; -1: not measured yet): a still collider's margin
      * (MeshCollider.contact's, travel 0) is it, at least SEARCH_MARGIN */
     double reach = -1.0;
+    /* the box of x, taken once for every still collider; a translating one's of its own frame's positions */
+    BodyBox box = {0}, own_box = {0};
     int64_t count = 0;
     for (int64_t k = 0; k < plan->collider_count; ++k) {
         const double *row = table + SOFTSIM_COLLIDER_ROW * k;
@@ -896,6 +961,7 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
         SoftsimStillMesh *c = mesh_of_row(f, k);
         pose_of(plan, table, c);
         double travel[3] = {0.0, 0.0, 0.0}; /* a translating collider's motion over the step */
+        int far = 0;                         /* kept_contact found the body out of reach: no plane */
         if (c->moving) {
             /* its own margin: the largest motion plus its travel; step_margin adds the surface's motion under x */
             double own = n ? largest_motion(x, x_prev, n, &reach) + c->travel : 0.0;
@@ -911,16 +977,17 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
             const double *offsets = offsets_of(plan, table, c);
             own_frame(plan, f, offsets, x, x_prev);
             double own = n ? sqrt(largest_motion2(f->own_x, f->own_x_prev, n, dot_rows)) : 0.0;
-            kept_contact(plan, f, c, f->own_x, f->own_x_prev,
-                         own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN]);
+            own_box.x = 0; /* own_x holds this collider's frame */
+            far = kept_contact(plan, f, c, f->own_x, f->own_x_prev,
+                               own > f->settings[SEARCH_MARGIN] ? own : f->settings[SEARCH_MARGIN], &own_box);
             for (int a = 0; a < 3; ++a)
                 travel[a] = offsets[a] - offsets[3 + a];
         } else {
             double still = largest_motion(x, x_prev, n, &reach) + 0.0;
-            kept_contact(plan, f, c, x, x_prev,
-                         still > f->settings[SEARCH_MARGIN] ? still : f->settings[SEARCH_MARGIN]);
+            far = kept_contact(plan, f, c, x, x_prev,
+                               still > f->settings[SEARCH_MARGIN] ? still : f->settings[SEARCH_MARGIN], &box);
         }
-        for (int64_t p = 0; p < n; ++p) {
+        for (int64_t p = 0; p < n && !far; ++p) {
             double d = f->plane_d[p];
             /* no plane here (d = inf) fails d < limit whatever the limit: passed over before its roots */
             if (!(plan->inv_mass[p] > 0.0) || !(d < INFINITY))
@@ -947,7 +1014,8 @@ static int64_t contacts_at(const SoftsimClothPlan *plan, const double *table, co
             pushed[count] = 0.0;
             ++count;
         }
-        if (mode && plan->face_count && face_list(plan, f, c, c - f->meshes, c->translating ? f->own_x : x) < 0)
+        if (mode && plan->face_count &&
+            face_list(plan, f, c, c - f->meshes, c->translating ? f->own_x : x, c->translating ? &own_box : &box) < 0)
             return -1;
     }
     return count;
@@ -1084,9 +1152,11 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
     if (t == 0)
         return 1;
     int64_t faces = 0;
+    BodyBox box = {0}; /* of x, for the still colliders' passes until a collider moves x */
     for (int64_t k = 0; k < plan->collider_count; ++k) {
         const double *row = table + SOFTSIM_COLLIDER_ROW * k;
         if (row[0] == SOFTSIM_KIND_SPHERE) { /* contact.c's sphere face push, with the contacts binding's buffers */
+            box.x = 0;
             FaceWork w = face_work(plan->work_i, plan->work_d, n, t);
             faces += sphere_faces(plan->x, plan->x_prev, n, plan->inv_mass, t, plan->faces, plan->edge_count,
                                   plan->edges, plan->topology_state, plan->x0, row, plan->face_passes,
@@ -1101,11 +1171,16 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
         if (c->translating) { /* the anchor's passes in its frame, their moves added to x */
             own_frame(plan, f, offsets_of(plan, table, c), plan->x, plan->x_prev);
             memcpy(f->own_before, f->own_x, sizeof(double) * 3 * n);
-            got = face_passes(plan, f, c, c - f->meshes, f->own_x, f->own_x_prev);
+            BodyBox own_box = {0};
+            got = face_passes(plan, f, c, c - f->meshes, f->own_x, f->own_x_prev, &own_box);
             for (int64_t i = 0; i < 3 * n; ++i)
                 plan->x[i] += f->own_x[i] - f->own_before[i];
-        } else
-            got = face_passes(plan, f, c, c - f->meshes, plan->x, plan->x_prev);
+            box.x = 0;
+        } else {
+            got = face_passes(plan, f, c, c - f->meshes, plan->x, plan->x_prev, &box);
+            if (got != 0) /* its first pass moved x (none that moved nothing touches it) */
+                box.x = 0;
+        }
         if (got < 0)
             return -1;
         faces += got;
@@ -1116,5 +1191,5 @@ int64_t softsim_mesh_frame_finish(const SoftsimClothPlan *plan, const double *ta
 }
 
 /* The binding (mesh_frame.py) mirrors both structs field by field, 8 bytes each. */
-_Static_assert(sizeof(SoftsimStillMesh) == 111 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
+_Static_assert(sizeof(SoftsimStillMesh) == 112 * 8, "SoftsimStillMesh layout changed: update mesh_frame._MESH_FIELDS");
 _Static_assert(sizeof(SoftsimMeshFrame) == 51 * 8, "SoftsimMeshFrame layout changed: update mesh_frame._FRAME_FIELDS");

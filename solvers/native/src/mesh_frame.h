@@ -112,6 +112,9 @@ typedef struct {
      * substep's offsets: offsets (substeps, 6) [m], each substep's end offset then start offset. */
     int64_t translating;
     const double *offsets;
+    /* A still collider's box (6,) [m]: the lowest x, y, z of its vertices, then the highest (MeshBroadPhase.box);
+     * null for a moving one. A body out of reach of it skips the collider's passes (mesh_frame.c body_far). */
+    const double *bounds;
 } SoftsimStillMesh;
 
 #define SOFTSIM_POSE_FIELDS 8
