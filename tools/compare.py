@@ -273,10 +273,16 @@ BOX_SLIDE = ((0.0, 0.6, 0.0), 24)
 the cloth that lands on it at about frame 20 (in the add-on's default air drag)."""
 
 
-def build_box(scene, with_box=True, subdivisions=0, n=31, moving=False, slide_frames=BOX_SLIDE[1]):
+BESIDE = (3.0, -3.0, 5.5, -5.5)
+"""[m] The y of the boxes ``build_box(boxes_beside=k)`` stands beside the cloth's box, in this order: 0.5 m and more
+from the cloth (y within 1.5 m) all through its fall and drape, so out of its reach."""
+
+
+def build_box(scene, with_box=True, subdivisions=0, n=31, moving=False, slide_frames=BOX_SLIDE[1], boxes_beside=0):
     """Two 3 m cloths (``n`` x ``n``) 6 m apart, 1.5 m above the ground, over a 2 x 2 x 0.5 m box (Mesh Collider) on a
     ground; ``with_box`` False: the ground alone; ``moving``: the box slides as ``BOX_SLIDE`` does, at its pace, from
-    frame 1 to ``slide_frames`` (48: 1.2 m)."""
+    frame 1 to ``slide_frames`` (48: 1.2 m); ``boxes_beside``: that many more boxes (Mesh Colliders, at most 4) standing
+    beside, at the y of ``BESIDE``, which the cloth never reaches (a room with other furniture)."""
     offset, last = BOX_SLIDE
     slide = (tuple(np.multiply(offset, slide_frames / last)), slide_frames)
     pairs = []
@@ -286,6 +292,8 @@ def build_box(scene, with_box=True, subdivisions=0, n=31, moving=False, slide_fr
         if with_box:
             box = add_box(f"{side} Box", (x, 0.0, 0.0), subdivisions=subdivisions, slide=slide if moving else None)
             colliders.append((box, "MESH"))
+        for k, y in enumerate(BESIDE[:boxes_beside]):
+            colliders.append((add_box(f"{side} Box Beside {k + 1}", (x, y, 0.0)), "MESH"))
         pairs.append((cloth, colliders))
     return pairs
 
