@@ -60,7 +60,7 @@ _MESH_FIELDS = [  # mesh_frame.h, SoftsimStillMesh, in order
     ("piece_boxes", _P), ("nearest_hint", _P),
     ("lazy", _I), ("edge_count", _I), ("ready", _P), ("vertex_ready", _P), ("asked", _P), ("missing", _P),
     ("missing_count", _P), ("side_edge", _P), ("edge_start", _P), ("edge_faces", _P),
-    ("translating", _I), ("offsets", _P), ("bounds", _P),
+    ("translating", _I), ("offsets", _P), ("bounds", _P), ("far_hint", _I),
 ]
 
 _FRAME_FIELDS = [  # mesh_frame.h, SoftsimMeshFrame, in order

@@ -115,6 +115,9 @@ typedef struct {
     /* A still collider's box (6,) [m]: the lowest x, y, z of its vertices, then the highest (MeshBroadPhase.box);
      * null for a moving one. A body out of reach of it skips the collider's passes (mesh_frame.c body_far). */
     const double *bounds;
+    /* the point that last lay within reach of that box on every axis (body_far tries it first; 0 as each frame's call
+     * begins) */
+    int64_t far_hint;
 } SoftsimStillMesh;
 
 #define SOFTSIM_POSE_FIELDS 8
