@@ -70,7 +70,9 @@ class Collider:
 
     def over_substeps(self, substeps: int) -> list:
         """``over`` of each of ``substeps`` equal parts of the motion, in order: the K colliders
-        ``over((k - 1) / K, k / K)`` for k = 1 .. K."""
+        ``over((k - 1) / K, k / K)`` for k = 1 .. K (a collider standing still: itself K times, as ``over`` gives)."""
+        if self.start is None:
+            return [self] * substeps
         return [self.over((k - 1) / substeps, k / substeps) for k in range(1, substeps + 1)]
 
     def at_fraction(self, s: float):
