@@ -10,9 +10,9 @@ Scenes (built by tools/compare.py, the same ones `make demo` renders; both simul
   light default sheet to nearly horizontal; built-in Cloth's sheet (0.3 kg a vertex by default, 149 kg in all) hangs
   almost still (its strain 0.3%). A timing of a frame with a field, not a match of looks.
 
-Figures per simulator: wall time of the bake (Soft Sim: ``bpy.ops.softsim.bake()``, model build and PC2 writing
-included; built-in: ``bpy.ops.ptcache.bake``; each bakes with the other's cloth and colliders hidden, so the depsgraph
-skips them, as if alone in the scene), ms per frame, speed ratio (built-in seconds / Soft Sim seconds, > 1:
+Figures per simulator: wall time of the bake, the fastest of three (Soft Sim: ``bpy.ops.softsim.bake()``, model
+build and PC2 writing included; built-in: ``bpy.ops.ptcache.bake``; each bakes with the other's cloth and colliders
+hidden, so the depsgraph skips them, as if alone in the scene), ms per frame, speed ratio (built-in seconds / Soft Sim seconds, > 1:
 Soft Sim is faster), max and p99 edge strain |l/l0 - 1| over all frames and edges, the deepest cloth vertex inside
 the box and the most (box edge, cloth triangle) crossing pairs in any frame (a box edge showing through the cloth),
 the largest distance between a pinned vertex and where the rig alone puts it, and the most self-crossing
@@ -28,9 +28,8 @@ it (keyframed, 0.6 m a second, eased in and out over the 48 frames: a moving col
 Subdivision modifier of level 6 (49 152 triangles), standing and sliding, and over the box with four more boxes
 standing beside it, 0.5 m and more from the cloth (out of its reach: a room with other furniture), 48 frames: ms per
 frame of each simulator, and Soft Sim's collider cost: its ms per frame less those of the ground alone (the body's own
-step), also as a multiple of the body's step (the aim: at most 1×); each simulator's fastest of three bakes. The cloth
-falls for 19 frames and lands at about frame 20 (in the add-on's default air drag), so 29 of the frames are in
-contact.
+step), also as a multiple of the body's step (the aim: at most 1×). The cloth falls for 19 frames and lands at about
+frame 20 (in the add-on's default air drag), so 29 of the frames are in contact.
 
 Run: ``python bench/bench_shots.py`` (``bench/run.py --only shots`` calls ``run()``).
 """
@@ -48,7 +47,7 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="softsim
 TITLE = "Real shots: a cloth dropped on a box, a rigged cape and a sheet in the wind, against built-in Cloth"
 FRAMES = 48
 COST_FRAMES = 48  # the collider-cost rows: the cloth lands at about frame 20, so 29 of them are in contact
-COST_REPEAT = 3  # the collider-cost rows: each simulator's fastest of this many bakes
+REPEAT = 3  # every row: each simulator's fastest of this many bakes
 HEAVY_LEVEL = 6  # Simple Subdivision level of the heavy collider: 6 * 4**6 quads = 49 152 triangles
 SOLVER_FRAMES = 72  # the per-solver box drape: landing (about frame 20), bounce and rest
 BOX_SOLVERS = ("XPBD", "PROJECTIVE", "IMPLICIT_EULER", "NEWTON")
@@ -99,10 +98,11 @@ def _pair(build, frames, cache_dir, solver=None, self_collision=None):
     return figures
 
 
-def _fastest(build, frames, cache_dir, repeat):
-    """``_pair`` run ``repeat`` times: the figures of the first run, each simulator's ``seconds`` its fastest (the
-    bakes are deterministic; a collider's cost is a difference of two rows, so one slow run would skew it)."""
-    runs = [_pair(build, frames, cache_dir) for _ in range(repeat)]
+def _fastest(build, frames, cache_dir, repeat, **kw):
+    """``_pair`` (with ``kw``) run ``repeat`` times: the figures of the first run, each simulator's ``seconds`` its
+    fastest (the bakes are deterministic; bakes on this kind of machine vary by 15% and more from run to run, and a
+    collider's cost is a difference of two rows)."""
+    runs = [_pair(build, frames, cache_dir, **kw) for _ in range(repeat)]
     figures = runs[0]
     for key in ("ours", "builtin"):
         figures[key]["seconds"] = min(run[key]["seconds"] for run in runs)
@@ -110,7 +110,7 @@ def _fastest(build, frames, cache_dir, repeat):
 
 
 def run(frames: int = FRAMES, cost_frames: int = COST_FRAMES, heavy_level: int = HEAVY_LEVEL, verbose: bool = True,
-        solver_frames: int = SOLVER_FRAMES, solvers=BOX_SOLVERS, cost_repeat: int = COST_REPEAT):
+        solver_frames: int = SOLVER_FRAMES, solvers=BOX_SOLVERS, repeat: int = REPEAT):
     """Bake every shot with both simulators. Returns dict(shots=[rows], solvers=[rows], colliders=[rows]); a shot row:
     scene, and per simulator (``ours``, ``builtin``) the figures of tools/compare.py's ``bake_pair``; a solver row: the
     box drape's figures with Soft Sim on that solver; a collider row: the collider's name and triangle count and both
@@ -122,16 +122,17 @@ def run(frames: int = FRAMES, cost_frames: int = COST_FRAMES, heavy_level: int =
     shots, colliders = [], []
     for label, build in (("box drape (31x31)", compare.build_box), ("rigged cape (21x11)", compare.build_cape),
                          ("sheet in the wind (31x16)", compare.build_sheet)):
-        shots.append(dict(scene=label, frames=frames, **_pair(build, frames, cache_dir)))
+        shots.append(dict(scene=label, frames=frames, **_fastest(build, frames, cache_dir, repeat)))
         if verbose:  # each row as it is done: the whole run takes many minutes
             print(f"  {shots[-1]}", file=sys.stderr, flush=True)
     shots.append(dict(scene="box drape (31x31), self-collision on in both", frames=frames, self_collision=True,
-                      **_pair(compare.build_box, frames, cache_dir, self_collision=True)))
+                      **_fastest(compare.build_box, frames, cache_dir, repeat, self_collision=True)))
     if verbose:
         print(f"  {shots[-1]}", file=sys.stderr, flush=True)
     per_solver = []
     for solver in solvers:
-        per_solver.append(dict(solver=solver, frames=solver_frames, **_pair(compare.build_box, solver_frames, cache_dir, solver)))
+        per_solver.append(dict(solver=solver, frames=solver_frames,
+                               **_fastest(compare.build_box, solver_frames, cache_dir, repeat, solver=solver)))
         if verbose:
             print(f"  {per_solver[-1]}", file=sys.stderr, flush=True)
     for label, build in (("ground plane only", partial(compare.build_box, with_box=False)),
@@ -143,7 +144,7 @@ def run(frames: int = FRAMES, cost_frames: int = COST_FRAMES, heavy_level: int =
                          (f"box subdivided (Simple, level {heavy_level}) sliding under the cloth",
                           partial(compare.build_box, subdivisions=heavy_level, moving=True, slide_frames=cost_frames)),
                          (BESIDE_ROW, partial(compare.build_box, boxes_beside=BESIDE_BOXES))):
-        colliders.append(dict(collider=label, frames=cost_frames, **_fastest(build, cost_frames, cache_dir, cost_repeat)))
+        colliders.append(dict(collider=label, frames=cost_frames, **_fastest(build, cost_frames, cache_dir, repeat)))
         if verbose:
             print(f"  {colliders[-1]}", file=sys.stderr, flush=True)
     return dict(shots=shots, solvers=per_solver, colliders=colliders)
