@@ -12,8 +12,8 @@ Scenes (built by tools/compare.py, the same ones `make demo` renders; both simul
 
 Figures per simulator: wall time of the bake, the fastest of three (Soft Sim: ``bpy.ops.softsim.bake()``, model
 build and PC2 writing included; built-in: ``bpy.ops.ptcache.bake``; each bakes with the other's cloth and colliders
-hidden, so the depsgraph skips them, as if alone in the scene), ms per frame, speed ratio (built-in seconds / Soft Sim seconds, > 1:
-Soft Sim is faster), max and p99 edge strain |l/l0 - 1| over all frames and edges, the deepest cloth vertex inside
+hidden, so the depsgraph skips them, as if alone in the scene), ms per frame, speed ratio (built-in seconds / Soft
+Sim seconds, > 1: Soft Sim is faster), max and p99 edge strain |l/l0 - 1| over all frames and edges, the deepest cloth vertex inside
 the box and the most (box edge, cloth triangle) crossing pairs in any frame (a box edge showing through the cloth),
 the largest distance between a pinned vertex and where the rig alone puts it, and the most self-crossing
 edge-triangle pairs in any frame (self-collision is off in both by default; the box drape's last row has it on in
@@ -196,8 +196,9 @@ def markdown(result) -> str:
     if box is not None and beside is not None:
         def each(key):
             return 1000 * (beside[key]["seconds"] - box[key]["seconds"]) / box["frames"] / BESIDE_BOXES
-        lines += ["", f"Each box out of the cloth's reach costs Soft Sim {each('ours'):.2f} ms a frame and built-in Cloth "
-                      f"{each('builtin'):.2f} ms a frame (the last row less the box alone, over {BESIDE_BOXES} boxes)."]
+        lines += ["", f"Each box out of the cloth's reach costs Soft Sim {each('ours'):.2f} ms a frame and built-in "
+                      f"Cloth {each('builtin'):.2f} ms a frame (the last row less the box alone, over {BESIDE_BOXES} "
+                      "boxes)."]
     return "\n".join(lines)
 
 
