@@ -115,6 +115,31 @@ def test_tet_strain_sweeps_equal_their_numpy_twin(library, name, poisson_ratio, 
     assert np.all(np.isfinite(x))
 
 
+def test_tet_strain_sweeps_read_the_step_start_as_it_is_at_their_first_sweep(library):
+    """A position-based step hands the sweeps its start x_prev (``set_damping``), then moves the points that began it
+    inside a contact plane onto the plane, in place (``ContactConstraints.stabilize``): the damping of the colour
+    sweep, its C twin and the constraints' own (``TetStrainConstraints``) all read x_prev as it is at the sweep."""
+    tets, x0, x_prev = mesh("block", 0.3)
+    n = len(x0)
+    colours = big_colours(tets, n)
+    native, reference = TetStrainSweep(library, tets, colours, n), TetStrainColourSweep(tets, colours, n)
+    fresh = TetStrainColourSweep(tets, colours, n)
+    start = x_prev.copy()
+    native.set_damping(3.0, start)
+    reference.set_damping(3.0, start)
+    start[: n // 3, 2] += 1e-3  # stabilized after set_damping
+    fresh.set_damping(3.0, start.copy())  # told the moved start from the first
+    x, y, z = x0.copy(), x0.copy(), x0.copy()
+    lams = native.new_multipliers()
+    ref_lams, fresh_lams = ([np.zeros((len(c), 2)) for c in colours] for _ in range(2))
+    for step in range(3):
+        native.sweep(x, DT, lams)
+        reference.sweep(y, DT, ref_lams)
+        fresh.sweep(z, DT, fresh_lams)
+        assert_same(x, y)
+        np.testing.assert_array_equal(y, z)
+
+
 def test_tet_strain_sweep_takes_multipliers_it_does_not_own(library):
     """A list of the caller's arrays (and a tail multiplier after the colours') is copied in and out."""
     tets, x0, _, _ = tet_block()

@@ -317,17 +317,26 @@ class TetStrainColourSweep:
         self._dt = None
         self._constraints, self._colours, self._n = constraints, colours, particle_count
         self._doubled = None
-        self.damping, self.prev_corners = 0.0, None  # set_damping
+        self.damping, self.x_prev, self._prev_corners = 0.0, None, None  # set_damping
 
     def set_damping(self, gamma: float, x_prev=None) -> None:
-        """``TetStrainConstraints.set_damping`` for the sweep: x_prev (n, 3) is gathered once per colour into the
-        kernel's corner layout, (3, 4, m_c) per colour (4 m_c rows each, fewer than moving the state)."""
+        """``TetStrainConstraints.set_damping`` for the sweep. x_prev (n, 3) is read at the step's first sweep, as
+        ``TetStrainConstraints`` and the C sweep read it (after the contacts' pre-stabilization has moved the
+        step's start onto the planes, in place), and gathered then once per colour into the kernel's corner layout
+        (``prev_corners``)."""
         self.damping = float(gamma)
-        if gamma <= 0.0:
-            self.prev_corners = None
-            return
-        self.prev_corners = [np.ascontiguousarray(x_prev[order[:4 * count]].reshape(4, count, 3).transpose(2, 0, 1))
-                             for order, count in zip(self.forward.orders, self.forward.counts)]
+        self.x_prev = x_prev if gamma > 0.0 else None
+        self._prev_corners = None
+
+    @property
+    def prev_corners(self):
+        """x_prev in the kernel's corner layout, (3, 4, m_c) per colour (4 m_c rows each, fewer than moving the
+        state), gathered on first use after ``set_damping``; None without damping."""
+        if self._prev_corners is None and self.x_prev is not None:
+            self._prev_corners = [
+                np.ascontiguousarray(self.x_prev[order[:4 * count]].reshape(4, count, 3).transpose(2, 0, 1))
+                for order, count in zip(self.forward.orders, self.forward.counts)]
+        return self._prev_corners
 
     def symmetric_sweep(self, x, dt: float, lams) -> None:
         """The mean of a forward and a backward sweep, both from x (positions and multipliers), at about the cost of
@@ -349,7 +358,7 @@ class TetStrainColourSweep:
         self._doubled.damping = self.damping
         if self.damping > 0.0:  # doubled colour j: colour j's tets, then colour k - 1 - j's (on the copy of x)
             prev = self.prev_corners
-            self._doubled.prev_corners = [np.concatenate([prev[j], prev[k - 1 - j]], axis=2) for j in range(k)]
+            self._doubled._prev_corners = [np.concatenate([prev[j], prev[k - 1 - j]], axis=2) for j in range(k)]
         self._doubled.sweep(both, dt, lams2)
         n = len(x)
         np.add(both[:n], both[n:], out=x)
