@@ -132,7 +132,7 @@ def test_tet_strain_sweeps_read_the_step_start_as_it_is_at_their_first_sweep(lib
     x, y, z = x0.copy(), x0.copy(), x0.copy()
     lams = native.new_multipliers()
     ref_lams, fresh_lams = ([np.zeros((len(c), 2)) for c in colours] for _ in range(2))
-    for step in range(3):
+    for _ in range(3):
         native.sweep(x, DT, lams)
         reference.sweep(y, DT, ref_lams)
         fresh.sweep(z, DT, fresh_lams)
