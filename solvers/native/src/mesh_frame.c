@@ -912,10 +912,8 @@ static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame 
             int listed = face_list(plan, f, c, index, x, pass == 0 ? first_box : &box);
             if (listed < 0)
                 return -1;
-            if (listed == 1) { /* no pair within reach: nothing to push (the twin's empty pushes) */
-                found = pass == 0 ? 0 : found;
+            if (listed == 1) /* no pair within reach: nothing to push (the twin's empty pushes; found stays) */
                 break;
-            }
             nc = softsim_mesh_corner_pushes(x, x_prev, plan->faces, c->vertices, c->start_vertices, c->corners,
                                             c->pair_corner, c->pair_triangle, c->list_state[1], c->thickness,
                                             c->cp_stencil, c->cp_weights, c->cp_direction, c->cp_depth, c->cp_slip,
