@@ -854,8 +854,9 @@ def test_far_from_separates_along_one_axis_beyond_the_reach():
 def test_a_body_out_of_reach_leaves_the_kept_planes_and_face_lists_unmeasured_and_changes_nothing():
     """A cloth falling towards a box from 1 m above it and a second box 4 m away that it never comes near: while the
     cloth is out of reach of a box, that box measures no contact plane and keeps no face-pair list (its planes stay
-    unmeasured, clear = -inf); the near box measures them once the cloth comes within reach. The far box changes
-    nothing: the bake is the one without it, bit for bit, on both compute paths."""
+    unmeasured, clear = -inf); the near box measures them once the cloth comes within reach. Each box keeps one set of
+    planes for the cloth, however far it fell (``_Slots`` finds a body's by where it last asked, not where its planes
+    were measured). The far box changes nothing: the bake is the one without it, bit for bit, on both compute paths."""
     vertices, triangles = box()
     far_vertices = vertices + np.array([4.0, 0.0, 0.0])
     v, e, t = grid_cloth(9, 1.2, height=1.5)
@@ -883,6 +884,7 @@ def test_a_body_out_of_reach_leaves_the_kept_planes_and_face_lists_unmeasured_an
         state, near, far = bake(compute, True, 16)  # landed on the box
         assert state.x[:, 2].max() < 0.6
         assert planes_measured(near) and not planes_measured(far) and not far.shared.face_cache
+        assert [len(box.shared.kept_planes[box.thickness].items) for box in (near, far)] == [1, 1]
         alone, _, _ = bake(compute, False, 16)
         np.testing.assert_array_equal(state.x, alone.x)
         np.testing.assert_array_equal(state.v, alone.v)

@@ -271,36 +271,54 @@ SLOTS = 8
 class _Slots:
     """Caches of one kind (point-triangle candidates, kept contact planes), one per body that asks: a collider under
     several bodies of as many particles (napkins on one table) would otherwise hand each body's cache to the next,
-    which finds every entry out of date. A body's cache is the one of its point count whose reference positions
-    (``reference(cache)``, (n, 3)) lie nearest its points, within SLOT_REACH on average. Every cache checks its
-    entries against the positions that ask, so the wrong cache costs time, never a wrong answer; bodies lying within
-    SLOT_REACH of each other point for point (stacked layers of the same mesh) share one."""
+    which finds every entry out of date. A body's cache is the one of its point count whose body asked last from
+    positions nearest its points now, within SLOT_REACH on average (a new cache: from its reference positions,
+    ``reference(cache)``, (n, 3)). Every cache checks its entries against the positions that ask, so the wrong cache
+    costs time, never a wrong answer; bodies lying within SLOT_REACH of each other point for point (stacked layers of
+    the same mesh) share one.
+
+    Why the last ask and not the reference: a cache's reference moves only where its entries are measured anew, and a
+    collider the body stays out of reach of measures nothing (``kept_planes.kept_contact``). A cloth falling past such
+    a collider left it a new cache every SLOT_REACH of its fall, each of them compared at every ask after (four on
+    the box drape's boxes beside it, ~60 us a collider a frame)."""
 
     def __init__(self, reference):
         self.reference = reference
         self.items = []
+        self._asked = []
+        """Per cache: (its body's point count, about 64 of the points it was last asked from (``_sample``), (k, 3))."""
 
     def nearest(self, x):
         """The kept cache for the points x (n, 3), or None. (Distances over about 64 of the points: bodies are told
         apart by where they are, not point by point.)"""
         best, best_distance = None, SLOT_REACH
-        sample = slice(None, None, max(1, len(x) // 64))
-        for cache in self.items:
-            at = self.reference(cache)
-            if at.shape == x.shape:
-                distance = float(np.abs(x[sample] - at[sample]).max(axis=1).mean()) if len(x) else 0.0
+        points = x[_sample(len(x))]
+        for i, (count, asked) in enumerate(self._asked):
+            if count == len(x):
+                distance = float(np.abs(points - asked).max(axis=1).mean()) if len(x) else 0.0
                 if distance <= best_distance:
-                    best, best_distance = cache, distance
-        return best
+                    best, best_distance = i, distance
+        if best is None:
+            return None
+        self._asked[best] = (len(x), np.array(points))
+        return self.items[best]
 
     def add(self, cache):
         if len(self.items) >= SLOTS:
             self.items.pop(0)
+            self._asked.pop(0)
+        at = self.reference(cache)
         self.items.append(cache)
+        self._asked.append((len(at), np.array(at[_sample(len(at))])))
         return cache
 
     def sizes(self):
-        return [len(self.reference(cache)) for cache in self.items]
+        return [count for count, _ in self._asked]
+
+
+def _sample(n: int) -> slice:
+    """The about 64 of n points that ``_Slots`` tells bodies apart by."""
+    return slice(None, None, max(1, n // 64))
 
 
 def _groups(keys: np.ndarray, count: int):
