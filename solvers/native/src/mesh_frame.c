@@ -470,7 +470,7 @@ static int64_t contact_rows(const SoftsimClothPlan *plan, const SoftsimMeshFrame
     return found;
 }
 
-/* The box of a body's points (n, 3), taken once for every collider that asks at the same positions (body_box): each
+/* The box of a body's points (n, 3), taken once for every collider that asks at the same positions (body_far): each
  * axis's lowest and highest coordinate, and whether all of that axis's coordinates are numbers. */
 typedef struct {
     const double *x; /* the positions it was taken of (0: not yet) */
@@ -478,39 +478,22 @@ typedef struct {
     int nan[3];
 } BodyBox;
 
-/* b's box of the points x (n >= 1, 3), taken unless b already holds x's. */
-static const BodyBox *body_box(BodyBox *b, const double *x, int64_t n)
+/* Whether point q lies within reach of the box low .. high on every axis (the gaps' own arithmetic). */
+static inline int within_box(const double *q, const double *low, const double *high, double reach)
 {
-    if (b->x == x)
-        return b;
-    /* in locals: stores through b might alias x, and would be made at every point */
-    double low[3] = {x[0], x[1], x[2]}, high[3] = {x[0], x[1], x[2]};
-    int nan[3] = {0, 0, 0};
-    for (int64_t p = 0; p < n; ++p) {
-        for (int a = 0; a < 3; ++a) {
-            double v = x[3 * p + a];
-            low[a] = v < low[a] ? v : low[a];
-            high[a] = v > high[a] ? v : high[a];
-            nan[a] |= v != v;
-        }
-    }
-    for (int a = 0; a < 3; ++a) {
-        b->low[a] = low[a];
-        b->high[a] = high[a];
-        b->nan[a] = nan[a];
-    }
-    b->x = x;
-    return b;
+    return q[0] - high[0] <= reach && low[0] - q[0] <= reach && q[1] - high[1] <= reach && low[1] - q[1] <= reach &&
+           q[2] - high[2] <= reach && low[2] - q[2] <= reach;
 }
 
 /* MeshBroadPhase.far_from: 1 when the points x (n, 3) all lie farther than reach [m] from c's box along one axis
  * (the same arithmetic: each axis's lowest and highest coordinate, then the two gaps; the box of x from b, taken there
  * if b holds another's); 0 without points, without a box (a moving collider) or when no axis separates. An axis where
  * a point has a NaN coordinate never separates (NumPy's min and max carry the NaN, and it compares false).
- * A point within reach of the box on every axis (p - high <= reach and low - p <= reach, the gaps' own arithmetic)
- * settles it sooner: the lowest and highest coordinate of every axis lie on its either side, so no axis separates
- * (rounding keeps the order of differences). The one that did last (c->far_hint) is tried first: a body resting on
- * the collider answers after one point instead of a pass over all of them. */
+ * A point within reach of the box on every axis settles it sooner: the lowest and highest coordinate of every axis lie
+ * on its either side, so no axis separates (rounding keeps the order of differences). The one that did last
+ * (c->far_hint) is tried first: a body resting on the collider answers after one point. A pass that finds no such
+ * point has read every point: it takes the box of x on the way (each axis's least and greatest number, whatever the
+ * order, and whether a NaN came), for this collider's axis test and every other collider's asking at the same x. */
 static int body_far(SoftsimStillMesh *c, BodyBox *b, const double *x, int64_t n, double reach)
 {
     if (c->bounds == 0 || c->moving || n == 0)
@@ -518,18 +501,30 @@ static int body_far(SoftsimStillMesh *c, BodyBox *b, const double *x, int64_t n,
     const double *low = c->bounds, *high = c->bounds + 3;
     if (b->x != x) {
         int64_t start = c->far_hint >= 0 && c->far_hint < n ? c->far_hint : 0;
+        /* in locals: stores through b might alias x, and would be made at every point */
+        double least[3] = {INFINITY, INFINITY, INFINITY}, most[3] = {-INFINITY, -INFINITY, -INFINITY};
+        int nan[3] = {0, 0, 0};
         for (int64_t k = 0, p = start; k < n; ++k, p = p + 1 < n ? p + 1 : 0) {
             const double *q = x + 3 * p;
-            if (q[0] - high[0] <= reach && low[0] - q[0] <= reach && q[1] - high[1] <= reach &&
-                low[1] - q[1] <= reach && q[2] - high[2] <= reach && low[2] - q[2] <= reach) {
+            if (within_box(q, low, high, reach)) {
                 c->far_hint = p;
                 return 0;
             }
+            for (int a = 0; a < 3; ++a) {
+                least[a] = q[a] < least[a] ? q[a] : least[a];
+                most[a] = q[a] > most[a] ? q[a] : most[a];
+                nan[a] |= q[a] != q[a];
+            }
         }
+        for (int a = 0; a < 3; ++a) {
+            b->low[a] = least[a];
+            b->high[a] = most[a];
+            b->nan[a] = nan[a];
+        }
+        b->x = x;
     }
-    const BodyBox *box = body_box(b, x, n);
     for (int a = 0; a < 3; ++a)
-        if (!box->nan[a] && (box->low[a] - high[a] > reach || low[a] - box->high[a] > reach))
+        if (!b->nan[a] && (b->low[a] - high[a] > reach || low[a] - b->high[a] > reach))
             return 1;
     return 0;
 }
@@ -883,7 +878,7 @@ static int64_t apply(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, co
 }
 
 /* MeshFacePushes._face_passes (resolve_faces) in place on x from x_prev (the body's, or a translating collider's
- * frame's), the first pass asking first_box for the box of x (body_box): returns the pairs that pushed in the first
+ * frame's), the first pass asking first_box for the box of x (body_far): returns the pairs that pushed in the first
  * pass (0: x untouched), or -1. */
 static int64_t face_passes(const SoftsimClothPlan *plan, const SoftsimMeshFrame *f, SoftsimStillMesh *c,
                            int64_t index, double *x, const double *x_prev, BodyBox *first_box)
