@@ -20,6 +20,7 @@ there, and must be the collider's own ``_body_edges`` of those triangles. The pa
 of each kind and grow when a call says it needs more (status 3: the substep is restored and run again).
 """
 import ctypes
+from functools import cache
 
 import numpy as np
 
@@ -105,12 +106,19 @@ the contact margin and the friction, the face-pair list with the travel, the pus
 them substep by substep (``PositionBasedSolver.step``)."""
 
 
+@cache
+def _mesh_collider_type():
+    """The MeshCollider class, imported on first use (the collision package imports this one's kernels) and then
+    kept: ``still``, ``translating`` and ``moving`` ask for it several times a frame for every collider."""
+    from ..collision.colliders.mesh_collider import MeshCollider
+
+    return MeshCollider
+
+
 def moving(collider) -> bool:
     """Whether ``collider`` is a mesh collider with triangles moving or deforming through its frame (``start`` a pose
     of the same vertices)."""
-    from ..collision.colliders.mesh_collider import MeshCollider
-
-    return (type(collider) is MeshCollider and collider.start is not None and len(collider.triangles) > 0
+    return (type(collider) is _mesh_collider_type() and collider.start is not None and len(collider.triangles) > 0
             and collider.start.vertices.shape == collider.vertices.shape and collider._own_frame() is None)
 
 
@@ -124,17 +132,13 @@ def translating(collider) -> bool:
     """Whether ``collider`` is a mesh collider with triangles whose poses through the frame are a still collider's
     translated (``MeshCollider.translation``): the whole-frame call runs its anchor's still pipeline in the anchor's
     frame, the points less each substep's offsets."""
-    from ..collision.colliders.mesh_collider import MeshCollider
-
-    return type(collider) is MeshCollider and len(collider.triangles) > 0 and collider._own_frame() is not None
+    return type(collider) is _mesh_collider_type() and len(collider.triangles) > 0 and collider._own_frame() is not None
 
 
 def still(collider) -> bool:
     """Whether ``collider`` is a mesh collider with triangles standing still through its frame
     (``MeshCollider.contact``'s ``kept_contact`` path)."""
-    from ..collision.colliders.mesh_collider import MeshCollider
-
-    return (type(collider) is MeshCollider and collider.start is None and collider.shared.travel == 0.0
+    return (type(collider) is _mesh_collider_type() and collider.start is None and collider.shared.travel == 0.0
             and len(collider.triangles) > 0 and collider.translation is None)
 
 
@@ -378,7 +382,8 @@ class MeshFrame:
         self.active = []
         """The frame's (collider, _Still, planes, face-list key) in table order."""
         self.body_triangles = None
-        self._edges_checked = None
+        self._edges_checked = {}
+        """{id: array} of the body-edge arrays of colliders (``_body_edges``) found equal to ``edges``."""
         self.fast = 0
         """Frames whose still colliders' structs were those of the frame before (the same arrays and buffers)."""
 
@@ -392,19 +397,21 @@ class MeshFrame:
                 raise ValueError("body triangles: must be the contacts binding's triangles")
             self.body_triangles = body_triangles
         self.active = []
-        meshes = (_MeshStruct * max(1, sum(framed(c) for c in colliders)))()
-        for row, collider in enumerate(colliders):
-            if not framed(collider):
-                continue
+        rows = [row for row, collider in enumerate(colliders) if framed(collider)]
+        meshes = (_MeshStruct * max(1, len(rows)))()
+        for row in rows:
+            collider = colliders[row]
             attach(self.library, [collider])
             native = collider.shared.native
             if native is None:
                 raise ValueError(f"mesh collider {collider.name!r}: no triangles")
             edges = collider._body_edges(body_triangles)
-            if edges is not self._edges_checked:
+            if self._edges_checked.get(id(edges)) is not edges:  # each collider's array, checked once
                 if not np.array_equal(edges, self.edges):
                     raise ValueError("body edges: must be the collider's edges of the body triangles")
-                self._edges_checked = edges
+                if len(self._edges_checked) >= 64:
+                    self._edges_checked.clear()
+                self._edges_checked[id(edges)] = edges
             thickness = float(collider.thickness)
             if not (np.isfinite(thickness) and thickness >= 0.0 and np.isfinite(collider.friction)):
                 raise ValueError(f"mesh collider {collider.name!r}: thickness and friction must be finite")
