@@ -10,8 +10,9 @@ frames at 24 fps. Three scenes:
 - ``box``: over the 12-triangle box on the ground;
 - ``box<L>``: over the same box cut as Blender's Simple Subdivision of level L does (6 * 4**L quads, 2 triangles
   each; level 6: 49 152 triangles);
-- ``slide``, ``slide<L>``: over the box (cut at level L) sliding 0.6 m along +Y from frame 1 to 24, eased in and out
-  (``tools/compare.py build_box(moving=True)``): a moving collider, every substep's pose and normals of its own.
+- ``slide``, ``slide<L>``: over the box (cut at level L) sliding along +Y at 0.6 m per 24 frames from frame 1 to the
+  last, eased in and out (as docs/benchmarks.md's sliding rows, ``tools/compare.py build_box(moving=True,
+  slide_frames=...)``): a moving collider, every substep's pose and normals of its own.
 
 As the add-on's bridge does, every frame reads the colliders anew (a fresh ``MeshCollider`` of the same vertices)
 and pairs them with the previous frame's (``frame_colliders``). Prints milliseconds per frame of each scene (the landing
@@ -87,23 +88,25 @@ def box_mesh(level: int = 0, half=(1.0, 1.0, 0.25), centre=(0.0, 0.0, 0.25)):
 
 
 SLIDE = 0.6
-"""[m] How far the ``slide`` scenes' box moves along +Y between frames 1 and 24."""
+"""[m] How far the ``slide`` scenes' box moves along +Y per 24 frames (on average)."""
 
 
-def slide_offset(frame: int) -> np.ndarray:
-    """The ``slide`` box's offset [m] (3,) at a frame: SLIDE along +Y, eased in and out (smoothstep) over 1 .. 24."""
-    s = min(max((frame - 1) / 23.0, 0.0), 1.0)
-    return np.array([0.0, SLIDE * s * s * (3.0 - 2.0 * s), 0.0])
+def slide_offset(frame: int, last: int) -> np.ndarray:
+    """The ``slide`` box's offset [m] (3,) at a frame: SLIDE * last / 24 along +Y by frame ``last``, eased in
+    and out (smoothstep) from frame 1."""
+    s = min(max((frame - 1) / max(last - 1, 1), 0.0), 1.0)
+    return np.array([0.0, SLIDE * last / 24.0 * s * s * (3.0 - 2.0 * s), 0.0])
 
 
-def scene_colliders(name: str, level: int):
-    """A function frame (1, 2, ...) -> the colliders read at that frame (fresh objects, as the bridge reads them)."""
+def scene_colliders(name: str, level: int, last: int = 24):
+    """A function frame (1, 2, ...) -> the colliders read at that frame (fresh objects, as the bridge reads them);
+    ``last``: the frame the sliding box stops at."""
     ground = GroundPlane([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], thickness=THICKNESS, friction=FRICTION, name="Ground")
     if name == "ground":
         return lambda frame: [ground]
     vertices, triangles = box_mesh(level if name not in ("box", "slide") else 0)
     if name.startswith("slide"):
-        return lambda frame: [MeshCollider(vertices + slide_offset(frame), triangles.copy(), THICKNESS, FRICTION, "Box"),
+        return lambda frame: [MeshCollider(vertices + slide_offset(frame, last), triangles.copy(), THICKNESS, FRICTION, "Box"),
                               ground]
     return lambda frame: [MeshCollider(vertices.copy(), triangles.copy(), THICKNESS, FRICTION, "Box"), ground]
 
@@ -123,7 +126,7 @@ def run(name: str, level: int, frames: int, solver: str = "XPBD", compute: str =
     model = build_model(v, e, t)
     body = make_solver(model, SolverConfig(solver=solver, compute=compute, air_drag=air))
     state = State.at_rest(model)
-    read = scene_colliders(name, level)
+    read = scene_colliders(name, level, frames)
     previous = None
     times, landed = [], frames + 1
     for frame in range(1, frames + 1):
