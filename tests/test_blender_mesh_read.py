@@ -138,3 +138,17 @@ def test_a_still_collider_read_again_hands_on_the_same_arrays_and_a_changed_one_
     assert lifted.triangles is coarser.triangles and lifted.vertices is not coarser.vertices
     np.testing.assert_allclose(lifted.vertices, vertices, atol=1e-12)
     np.testing.assert_allclose(lifted.vertices[:, 2], coarser.vertices[:, 2] + 1.0, atol=1e-12)
+
+    # Moved again, turned, then moved: each read the bits of a first read under its matrix (a translation adds to the
+    # rotated vertices kept from the read before; a turn rotates anew).
+    from soft_sim.operators.bridge import matrix_to_numpy, read_mesh_positions, transform_points
+
+    for change in ("location", "rotation", "location"):
+        if change == "location":
+            cube.location.x += 0.3
+        else:
+            cube.rotation_euler.z += 0.4
+        bpy.context.view_layer.update()
+        evaluated = cube.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        local = read_mesh_positions(evaluated.data)
+        assert np.array_equal(read().vertices, transform_points(matrix_to_numpy(evaluated.matrix_world), local))
