@@ -50,7 +50,7 @@ class KeptPlanes:
 
 def body_planes(collider, x) -> KeptPlanes:
     """The kept planes of the body whose points are at x (n, 3) against a still collider at its thickness: the
-    asking body's (``mesh_broad_phase._Slots``: the planes measured nearest x), none measured yet if it has none."""
+    asking body's (``mesh_broad_phase._Slots``: the planes last asked for nearest x), none measured yet if it has none."""
     thickness = collider.thickness
     kept = collider.shared.kept_planes
     if thickness not in kept:
